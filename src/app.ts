@@ -1,0 +1,119 @@
+// buildApp(deps): composition only. It lists the plugins and route modules in the order they
+// apply and hands each its dependencies; it opens nothing (infra.ts does) and listens nowhere
+// (server.ts does), so tests build this very app on their own stores.
+import { randomUUID } from 'node:crypto'
+import cors from '@fastify/cors'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import { categoryRoutes } from './categories/categories.routes.ts'
+import { createCategoryService } from './categories/categories.service.ts'
+import type { Config } from './config.ts'
+import { installAccess, type AccessEvents } from './http/access.ts'
+import { docsRoutes } from './http/docs.ts'
+import { installErrorHandling } from './http/errors.ts'
+import { deprecatedOperation } from './http/lifecycle.ts'
+import { installLifecycleHeaders, installSunset } from './http/lifecycle-hooks.ts'
+import { healthRoutes, rateLimitRoutes, type Readiness } from './http/meta.ts'
+import { registerOpenApi, serveOpenApi } from './http/openapi.ts'
+import { installValidation, parseJsonBody } from './http/validation.ts'
+import { keyRoutes } from './keys/keys.routes.ts'
+import { createKeyAdmin, subjectOfKey } from './keys/keys.service.ts'
+import { petRoutes } from './pets/pets.routes.ts'
+import { createPetService } from './pets/pets.service.ts'
+import type { RateLimiter } from './ratelimit/limiter.ts'
+import { systemClock, type Clock } from './shared/clock.ts'
+import type { Stores } from './storage/stores.ts'
+import './http/route-config.ts'
+
+export interface AppDeps {
+  config: Config
+  stores: Stores
+  limiter: RateLimiter
+  clock?: Clock
+  /** A pino logger; none (silent) when absent. */
+  logger?: FastifyBaseLogger
+  readiness?: Readiness
+  /** Metrics and log events of the access and lifecycle hooks. */
+  events?: AccessEvents & { onDeprecatedCall?: (operationId: string, keyId: number | null) => void }
+  keyCacheMs?: number
+}
+
+/** The 1.0.0 release deprecated GET /pets/{petId}; its sunset comes from the configuration. */
+export const GET_PET_DEPRECATED_AT = new Date('2026-11-21T00:00:00Z')
+
+export const BODY_LIMIT = 64 * 1024
+
+const EXPOSED_HEADERS = [
+  'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit', 'RateLimit-Policy', 'Retry-After',
+  'Request-Id', 'ETag', 'Location', 'Link', 'Deprecation', 'Sunset', 'Warning', 'Allow'
+]
+
+export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
+  const { config, stores, limiter } = deps
+  const clock = deps.clock ?? systemClock
+
+  const app = Fastify({
+    ...(deps.logger !== undefined ? { loggerInstance: deps.logger } : { logger: false }),
+    bodyLimit: BODY_LIMIT,
+    // Fastify takes a hop count too, though its types omit it.
+    trustProxy: config.trustProxy as boolean | string,
+    routerOptions: { maxParamLength: 200 },
+    // Accept a caller's request id for tracing when it is harmless, else make one.
+    genReqId: (request) => {
+      const given = request.headers['request-id']
+      return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(given) ? given : randomUUID()
+    },
+    requestIdLogLabel: 'requestId'
+  })
+
+  app.addHook('onRequest', async (request, reply) => { reply.header('request-id', request.id) })
+  installValidation(app)
+  installErrorHandling(app)
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    try { done(null, parseJsonBody(body as string)) } catch (error) { done(error as Error, undefined) }
+  })
+
+  const lifecycleOptions = { clock, docsUrl: '/docs', ...(deps.events?.onDeprecatedCall !== undefined && { onDeprecatedCall: deps.events.onDeprecatedCall }) }
+  installLifecycleHeaders(app, lifecycleOptions)
+  installAccess(app, { keys: stores.keys, limiter, clock, ...deps.events, ...(deps.keyCacheMs !== undefined && { keyCacheMs: deps.keyCacheMs }) })
+  installSunset(app, lifecycleOptions)
+
+  await app.register(cors, {
+    origin: config.corsOrigins === '*' ? '*' : config.corsOrigins,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    allowedHeaders: ['X-API-Key', 'Authorization', 'Content-Type', 'If-Match', 'Idempotency-Key', 'Request-Id'],
+    exposedHeaders: EXPOSED_HEADERS,
+    maxAge: 600,
+    strictPreflight: false
+  })
+
+  await registerOpenApi(app, { description: API_DESCRIPTION })
+
+  const pets = createPetService(stores.pets)
+  const categories = createCategoryService(stores.categories)
+  const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (keyId) => { await limiter.unban(subjectOfKey(keyId)) } })
+  const getPetLifecycle = deprecatedOperation(GET_PET_DEPRECATED_AT, config.getPetSunset, { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' })
+
+  await app.register(async (v1) => {
+    await v1.register(petRoutes, { pets, clock, getPetLifecycle })
+    await v1.register(categoryRoutes, { categories })
+    await v1.register(keyRoutes, { admin })
+    await v1.register(rateLimitRoutes)
+  }, { prefix: '/v1' })
+
+  await app.register(healthRoutes, { readiness: deps.readiness ?? { check: async () => { await stores.ping(); return { status: 'ok', checks: { database: { status: 'ok' } } } } } })
+  serveOpenApi(app)
+  await app.register(docsRoutes, { specUrl: '/openapi.json' })
+  return app
+}
+
+const API_DESCRIPTION = `A pet store a shop and its partners can run for real: a catalogue of pets and categories, orders that take stock atomically, API keys with roles and plan quotas.
+
+## Authentication
+Send your API key as \`X-API-Key: KEY\` (or \`Authorization: Bearer KEY\`). Roles: \`customer\` browses and orders; \`staff\` also manages the catalogue, stock and every order; \`admin\` also manages keys.
+
+## Rate limits
+Each key has a per-minute and a per-day quota from its plan (free 60/1,000, pro 300/10,000, business 1,000/100,000, enterprise per key). Both windows are fixed (UTC minutes and days) and checked all or nothing: a refused request is charged to neither. Requests without a valid key are counted per client address at the free quotas. Every response carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\` (Unix seconds) for the window that binds first, and \`RateLimit\`/\`RateLimit-Policy\` for both. Over quota: \`429 rate_limited\` with \`Retry-After\`; back off exponentially. Counting from the first 429, the 21st request sent before that \`Retry-After\` has passed is answered \`429 api_key_banned\` and starts a ban of 15 minutes, doubled for each further ban within 24 hours, up to 24 hours. \`GET /rate_limit\` costs nothing. CORS preflights cost nothing either.
+
+## Conventions
+Identifiers are int64. Lists are pages of at most \`limit\` (1 to 100, default 20) items in id order; the next page is in \`Link: <…>; rel="next"\`. Unknown query parameters and body fields are refused. Reads return an \`ETag\`; \`PUT\`, \`PATCH\` and \`DELETE\` honour \`If-Match\`. Bodies are JSON, at most 64 KiB. Creating a pet or an order honours \`Idempotency-Key\`.`

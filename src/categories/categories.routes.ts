@@ -1,0 +1,84 @@
+// Categories over HTTP: schema, one service call, status code.
+import type { FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { etagOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
+import { Reply, ETagHeader, LinkHeader, LocationHeader, NoContent } from '../shared/schemas.ts'
+import { type Category, CategoriesSchema, CategoryIdParams, CategoryListQuery, CategorySchema, NewCategorySchema } from './categories.schema.ts'
+import type { CategoryService } from './categories.service.ts'
+import type { CategoryRecord } from './categories.store.ts'
+
+export interface CategoryRoutesOptions { categories: CategoryService }
+
+const toPublic = ({ version: _version, ...category }: CategoryRecord): Category => category
+
+export async function categoryRoutes (fastify: FastifyInstance, { categories }: CategoryRoutesOptions): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const tags = ['Categories']
+
+  app.get('/categories', {
+    schema: {
+      operationId: 'listCategories', tags, summary: 'List categories',
+      description: 'Categories in id order. The next page, if any, is in the `Link: <…>; rel="next"` header.',
+      querystring: CategoryListQuery,
+      response: { 200: Reply('A page of categories.', CategoriesSchema, LinkHeader) }
+    },
+    config: { role: 'customer', errors: ['validation_failed'] }
+  }, async (request, reply) => {
+    const page = await categories.list(request.query)
+    setNextLink(request, reply, page.nextCursor)
+    return page.items.map(toPublic)
+  })
+
+  app.post('/categories', {
+    schema: {
+      operationId: 'createCategory', tags, summary: 'Create a category',
+      body: NewCategorySchema,
+      response: { 201: Reply('The category, as created.', CategorySchema, { ...LocationHeader, ...ETagHeader }) }
+    },
+    config: { role: 'staff', errors: ['validation_failed'] }
+  }, async (request, reply) => {
+    const category = await categories.create(request.body)
+    reply.code(201).header('location', `/v1/categories/${category.id}`).header('etag', etagOf(category))
+    return toPublic(category)
+  })
+
+  app.get('/categories/:categoryId', {
+    schema: {
+      operationId: 'getCategory', tags, summary: 'Get a category',
+      params: CategoryIdParams,
+      response: { 200: Reply('The category.', CategorySchema, ETagHeader) }
+    },
+    config: { role: 'customer', errors: ['validation_failed', 'not_found'] }
+  }, async (request, reply) => {
+    const category = await categories.get(request.params.categoryId)
+    reply.header('etag', etagOf(category))
+    return toPublic(category)
+  })
+
+  app.put('/categories/:categoryId', {
+    schema: {
+      operationId: 'replaceCategory', tags, summary: 'Replace a category',
+      description: 'Replaces name and description (a missing description removes it). Honours `If-Match`.',
+      params: CategoryIdParams, body: NewCategorySchema,
+      response: { 200: Reply('The updated category.', CategorySchema, ETagHeader) }
+    },
+    config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed'] }
+  }, async (request, reply) => {
+    const category = await categories.replace(request.params.categoryId, request.body, ifMatchOf(request))
+    reply.header('etag', etagOf(category))
+    return toPublic(category)
+  })
+
+  app.delete('/categories/:categoryId', {
+    schema: {
+      operationId: 'deleteCategory', tags, summary: 'Delete a category',
+      description: 'A category that still has pets cannot be deleted. Honours `If-Match`.',
+      params: CategoryIdParams,
+      response: { 204: NoContent('The category is deleted.') }
+    },
+    config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed', 'category_in_use'] }
+  }, async (request, reply) => {
+    await categories.remove(request.params.categoryId, ifMatchOf(request))
+    return reply.code(204).send(null)
+  })
+}

@@ -1,0 +1,25 @@
+// The public contract of categories: spec section 2, with our bounds (PRODUCT.md section 5).
+import { Type, type Static } from 'typebox'
+import { Int64, Name, PageQuery } from '../shared/schemas.ts'
+
+export const CategoryIdParams = Type.Object({ categoryId: Int64({ description: 'The category id.' }) }, { additionalProperties: false })
+
+const Description = Type.String({ maxLength: 500, description: 'Short description of the category, at most 500 characters.' })
+
+export const NewCategorySchema = Type.Object({
+  name: Name('Category name (for example a kind of animal), 1 to 100 characters.'),
+  description: Type.Optional(Description)
+}, { title: 'NewCategory', additionalProperties: false, description: 'The input shape of a category. On PUT, a missing `description` removes it.' })
+export type NewCategory = Static<typeof NewCategorySchema>
+
+export const CategorySchema = Type.Object({
+  id: Int64({ description: 'Unique identifier, assigned on creation.' }),
+  name: Type.String({ description: 'Category name.' }),
+  description: Type.Optional(Type.String({ description: 'Short description of the category.' }))
+}, { title: 'Category', additionalProperties: false })
+export type Category = Static<typeof CategorySchema>
+
+export const CategoriesSchema = Type.Array(CategorySchema, { title: 'Categories' })
+
+export const CategoryListQuery = Type.Object({ ...PageQuery }, { additionalProperties: false })
+export type CategoryListQuery = Static<typeof CategoryListQuery>

@@ -1,0 +1,63 @@
+// The error catalogue: every code a client can receive, its HTTP status and what it means.
+// One table, used by the error handler (code -> status), by the OpenAPI document (which codes
+// an operation can return, with their descriptions) and by the tests. No framework imports.
+
+export const ERROR_CATALOGUE = {
+  validation_failed: { status: 400, description: 'The body, path or query is malformed: wrong type, out of bounds, unknown field, malformed JSON or cursor.' },
+  unauthenticated: { status: 401, description: 'The API key is missing, unknown or revoked.' },
+  forbidden: { status: 403, description: 'The API key is valid but its role may not do this.' },
+  not_found: { status: 404, description: 'No such record or path (also: an order that belongs to another customer).' },
+  method_not_allowed: { status: 405, description: 'The path exists but not with this method; see the Allow header.' },
+  pet_not_available: { status: 409, description: 'The pet is not available for ordering.' },
+  insufficient_stock: { status: 409, description: 'The stock does not cover the quantity ordered.' },
+  order_already_complete: { status: 409, description: 'A complete order cannot be changed or cancelled.' },
+  category_in_use: { status: 409, description: 'The category still has pets.' },
+  pet_has_open_orders: { status: 409, description: 'The pet has open orders.' },
+  idempotency_key_reused: { status: 409, description: 'The Idempotency-Key was already used with another request.' },
+  operation_sunset: { status: 410, description: 'The operation has passed its sunset date.' },
+  precondition_failed: { status: 412, description: 'If-Match does not match the current ETag.' },
+  payload_too_large: { status: 413, description: 'The body is larger than 64 KiB.' },
+  unsupported_media_type: { status: 415, description: 'The body is not application/json.' },
+  category_not_found: { status: 422, description: 'The body names a category that does not exist.' },
+  pet_not_found: { status: 422, description: 'The body names a pet that does not exist.' },
+  rate_limited: { status: 429, description: 'A quota window is used up; retry after Retry-After seconds.' },
+  api_key_banned: { status: 429, description: 'The key kept calling while told to wait and is banned until Retry-After.' },
+  internal_error: { status: 500, description: 'An unexpected error; it is logged with the request id.' },
+  service_unavailable: { status: 503, description: 'A backing service is unreachable; retry after Retry-After seconds.' }
+} as const satisfies Record<string, { status: number; description: string }>
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE
+
+export interface ErrorDetail { path: string; message: string }
+
+/** An error a client can be told about. The handler maps `code` to the status via the catalogue. */
+export class AppError extends Error {
+  readonly code: ErrorCode
+  readonly details: ErrorDetail[] | undefined
+  /** Extra response headers (Allow, Retry-After). */
+  readonly headers: Record<string, string> | undefined
+
+  constructor (code: ErrorCode, message: string, options?: { details?: ErrorDetail[]; headers?: Record<string, string>; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'AppError'
+    this.code = code
+    this.details = options?.details
+    this.headers = options?.headers
+  }
+
+  get status (): number {
+    return ERROR_CATALOGUE[this.code].status
+  }
+}
+
+export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`)
+export const conflict = (code: ErrorCode, message: string): AppError => new AppError(code, message)
+export const preconditionFailed = (): AppError =>
+  new AppError('precondition_failed', 'If-Match does not match the current ETag of the resource')
+
+/** A backing service (database) is unreachable: 503 with Retry-After, never a 500. */
+export class ServiceUnavailableError extends AppError {
+  constructor (message: string, cause?: unknown) {
+    super('service_unavailable', message, { headers: { 'retry-after': '5' }, cause })
+  }
+}

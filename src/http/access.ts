@@ -1,0 +1,123 @@
+// Who is calling, how much they may call, and whether they may call this: one onRequest hook for
+// every request under /v1, unknown paths and errors included, so every response carries the
+// rate-limit headers (PRODUCT.md section 4).
+//
+// Order matters: the key is resolved first (without failing), then the request is charged to the
+// key, or to the client address when there is no valid key (so 401s are throttled and carry the
+// headers), and only then are a missing key (401) and the role (403) enforced.
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { AppError } from '../errors.ts'
+import { PLAN_QUOTAS, ROLE_RANK } from '../keys/keys.schema.ts'
+import { hashKey, quotaOf, subjectOfKey } from '../keys/keys.service.ts'
+import type { KeyStore } from '../keys/keys.store.ts'
+import { rateLimitHeaders, type Decision, type RateLimiter } from '../ratelimit/limiter.ts'
+import type { Clock } from '../shared/clock.ts'
+import type { Principal } from './route-config.ts'
+
+export interface AccessEvents {
+  /** A request was allowed, limited or banned (metrics). */
+  onDecision?: (outcome: 'allowed' | 'limited' | 'banned') => void
+  /** A ban started: it is recorded in the database by the hook; this is for logs and metrics. */
+  onBan?: (subject: string, keyId: number | null, until: number) => void
+}
+
+export interface AccessOptions extends AccessEvents {
+  keys: KeyStore
+  limiter: RateLimiter
+  clock: Clock
+  /** How long a resolved key may be reused before it is read again (revocations take effect within it). */
+  keyCacheMs?: number
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The limiter's answer for this request (GET /rate_limit reports it). */
+    rateLimit: Decision | null
+  }
+}
+
+const ANONYMOUS_QUOTA = PLAN_QUOTAS.free
+
+export function installAccess (app: FastifyInstance, options: AccessOptions): { resolveKey: (key: string) => Promise<Principal | null> } {
+  const { keys, limiter, clock } = options
+  const keyCacheMs = options.keyCacheMs ?? 2000
+  // Resolved keys, briefly: the hot path then costs no database read. Unknown keys are not
+  // cached, so a key made a moment ago (by the CLI, say) works at once.
+  const cache = new Map<string, { principal: Principal | null; expires: number }>()
+
+  async function resolveKey (key: string): Promise<Principal | null> {
+    const hash = hashKey(key)
+    const now = clock.now()
+    const hit = cache.get(hash)
+    if (hit !== undefined && hit.expires > now) return hit.principal
+    const record = await keys.findKeyByHash(hash)
+    if (record === null) return null
+    const principal: Principal | null = record.revokedAt !== null
+      ? null
+      : { keyId: record.id, role: record.role, plan: record.plan, quota: quotaOf(record) }
+    if (cache.size >= 10_000) cache.clear()
+    cache.set(hash, { principal, expires: now + keyCacheMs })
+    return principal
+  }
+
+  app.decorateRequest('principal', null)
+  app.decorateRequest('rateLimit', null)
+
+  app.addHook('onRequest', async (request, reply) => {
+    if (!isApiPath(request.url)) return
+    const presented = presentedKey(request)
+    const principal = presented === null ? null : await resolveKey(presented)
+    request.principal = principal
+
+    const subject = principal === null ? `ip:${request.ip}` : subjectOfKey(principal.keyId)
+    const quota = principal === null ? ANONYMOUS_QUOTA : principal.quota
+    const config = request.routeOptions.config
+    // Preflights and GET /rate_limit cost nothing: a browser app's preflights must not eat the
+    // quota of its users' address, and a client must be able to ask how long to wait.
+    const free = config.quota === 'free' || request.method === 'OPTIONS'
+    const decision = free ? await limiter.peek(subject, quota) : await limiter.consume(subject, quota)
+    request.rateLimit = decision
+    reply.headers(rateLimitHeaders(decision, quota, clock.now()))
+
+    if (!decision.allowed && !free) {
+      if (decision.banStarted && decision.ban !== null) {
+        await keys.recordBan({ keyId: principal?.keyId ?? null, subject, startedAt: decision.ban.startedAt, endsAt: decision.ban.until, reason: decision.ban.reason })
+        request.log.warn({ subject, keyId: principal?.keyId ?? null, until: new Date(decision.ban.until).toISOString() }, 'ban started')
+        options.onBan?.(subject, principal?.keyId ?? null, decision.ban.until)
+      }
+      options.onDecision?.(decision.code === 'api_key_banned' ? 'banned' : 'limited')
+      const retry = { 'retry-after': String(decision.retryAfterSeconds) }
+      throw decision.code === 'api_key_banned'
+        ? new AppError('api_key_banned', `this caller is banned until ${new Date(decision.ban?.until ?? clock.now()).toISOString()} for calling while told to wait; back off exponentially after a 429`, { headers: retry })
+        : new AppError('rate_limited', `rate limit exceeded; retry in ${decision.retryAfterSeconds} s`, { headers: retry })
+    }
+    if (!free) options.onDecision?.('allowed')
+
+    const role = config.role
+    if (role === undefined) return // unknown paths (404/405) and preflights
+    if (principal === null) {
+      reply.header('www-authenticate', 'Bearer realm="petstore"')
+      throw new AppError('unauthenticated', presented === null
+        ? 'an API key is required: send it as X-API-Key or Authorization: Bearer'
+        : 'the API key is not valid (unknown or revoked)')
+    }
+    if (ROLE_RANK[principal.role] < ROLE_RANK[role]) {
+      throw new AppError('forbidden', `this operation needs the ${role} role; the key has ${principal.role}`)
+    }
+  })
+
+  return { resolveKey }
+}
+
+export const isApiPath = (url: string): boolean => url.startsWith('/v1/') || url === '/v1' || url.startsWith('/v1?')
+
+function presentedKey (request: FastifyRequest): string | null {
+  const header = request.headers['x-api-key']
+  if (typeof header === 'string' && header !== '') return header
+  const authorization = request.headers.authorization
+  if (typeof authorization === 'string' && /^bearer /i.test(authorization)) {
+    const token = authorization.slice(7).trim()
+    if (token !== '') return token
+  }
+  return null
+}

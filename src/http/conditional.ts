@@ -1,0 +1,47 @@
+// HTTP mechanics shared by the resource routes: ETag/If-Match, Idempotency-Key, Link.
+import { createHash } from 'node:crypto'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { AppError } from '../errors.ts'
+import type { IdempotencyClaim, IfMatch } from '../shared/store.ts'
+
+/** A record's ETag is its version: strong, and it changes whenever the row changes. */
+export const etagOf = (record: { version: number }): string => `"${record.version}"`
+
+/** Parses If-Match (RFC 9110 13.1.1) into the versions it accepts; see IfMatch. */
+export function ifMatchOf (request: FastifyRequest): IfMatch {
+  const header = request.headers['if-match']
+  if (header === undefined) return null
+  const text = Array.isArray(header) ? header.join(',') : header
+  if (text.trim() === '*') return null
+  const versions: number[] = []
+  for (const part of text.split(',')) {
+    const match = /^\s*"([1-9][0-9]{0,15})"\s*$/.exec(part) // weak tags (W/"…") never match strongly
+    if (match !== null) versions.push(Number(match[1]))
+  }
+  return versions
+}
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
+
+/**
+ * The Idempotency-Key claim of a create, or null without the header. The fingerprint binds the
+ * key to this operation and this body, so a reuse with anything else is refused (409).
+ */
+export function idempotencyClaimOf (request: FastifyRequest, now: number): IdempotencyClaim | null {
+  const key = request.headers['idempotency-key']
+  if (key === undefined) return null
+  if (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key)) {
+    throw new AppError('validation_failed', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { details: [{ path: 'Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters' }] })
+  }
+  const fingerprint = createHash('sha256').update(request.routeOptions.url ?? '').update('\n').update(JSON.stringify(request.body)).digest('base64url')
+  return { scope: request.principal === null ? 'anonymous' : `key:${request.principal.keyId}`, key, fingerprint, now }
+}
+
+/** Sets Link: rel="next" keeping the request's own query, with the new cursor. */
+export function setNextLink (request: FastifyRequest, reply: FastifyReply, nextCursor: string | null): void {
+  if (nextCursor === null) return
+  const [path, search = ''] = request.url.split('?', 2) as [string, string?]
+  const params = new URLSearchParams(search)
+  params.set('cursor', nextCursor)
+  reply.header('link', `<${path}?${params.toString()}>; rel="next"`)
+}

@@ -1,0 +1,29 @@
+// What a route declares about itself, next to its schema, and what the cross-cutting plugins
+// (auth, rate limits, lifecycle headers, the OpenAPI document) read from it.
+import type { ErrorCode } from '../errors.ts'
+import type { Plan, Role } from '../keys/keys.schema.ts'
+import type { Lifecycle } from './lifecycle.ts'
+
+export interface Principal {
+  keyId: number
+  role: Role
+  plan: Plan
+  quota: { perMinute: number; perDay: number }
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The least role that may call it. Every /v1 operation must name one. */
+    role?: Role
+    /** Error codes particular to the operation; the cross-cutting ones are added for it. */
+    errors?: ErrorCode[]
+    /** Stability, deprecation and sunset (http/lifecycle.ts). */
+    lifecycle?: Lifecycle
+    /** 'free' operations cost no quota (GET /rate_limit). */
+    quota?: 'free'
+  }
+  interface FastifyRequest {
+    /** The caller's API key, once authenticated; null when the request has no valid key. */
+    principal: Principal | null
+  }
+}

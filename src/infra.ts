@@ -1,0 +1,98 @@
+// Opens what the configuration names: the database engine and the rate-limit store. Returns the
+// parts and one close() for all of them. Nothing else in the program opens a connection.
+import { Redis } from 'ioredis'
+import { describeDatabase, type Config } from './config.ts'
+import type { Readiness } from './http/meta.ts'
+import { createFallbackRateLimiter, type FallbackRateLimiter } from './ratelimit/fallback.ts'
+import type { RateLimiter } from './ratelimit/limiter.ts'
+import { createMemoryRateLimiter } from './ratelimit/memory.ts'
+import { createRedisRateLimiter, redisClientOptions } from './ratelimit/redis.ts'
+import type { Clock } from './shared/clock.ts'
+import { createSqliteStores } from './storage/sqlite/index.ts'
+import type { Stores } from './storage/stores.ts'
+
+export interface Infra {
+  stores: Stores
+  limiter: RateLimiter
+  readiness: Readiness
+  close (): Promise<void>
+}
+
+export interface InfraOptions {
+  clock: Clock
+  /** Run migrations on open (serve does, under a lock where the engine has one). */
+  migrate?: boolean
+  onLimiterState?: (state: 'ok' | 'degraded', reason?: string) => void
+  /** Key prefix of the rate-limit keys in Redis. */
+  redisPrefix?: string
+}
+
+export class InfraError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'InfraError'
+  }
+}
+
+export async function openStores (config: Config, options: { migrate?: boolean } = {}): Promise<Stores> {
+  if (config.database.kind === 'sqlite') {
+    try {
+      return createSqliteStores(config.database.path, { migrate: options.migrate !== false })
+    } catch (error) {
+      throw new InfraError(`cannot open ${describeDatabase(config.database)}: ${(error as Error).message}`)
+    }
+  }
+  throw new InfraError('the PostgreSQL engine is not built yet')
+}
+
+export async function openInfra (config: Config, options: InfraOptions): Promise<Infra> {
+  const stores = await openStores(config, { migrate: options.migrate !== false })
+  let redis: Redis | null = null
+  let limiter: RateLimiter
+  let fallback: FallbackRateLimiter | null = null
+  if (config.redisUrl === null) {
+    limiter = createMemoryRateLimiter({ now: options.clock.now })
+  } else {
+    redis = new Redis(config.redisUrl, { ...redisClientOptions(), lazyConnect: false })
+    // ioredis reports connection errors as events; the fallback limiter reports the state.
+    redis.on('error', () => {})
+    fallback = createFallbackRateLimiter({
+      primary: createRedisRateLimiter({ redis, prefix: options.redisPrefix ?? 'petstore:rl:', now: options.clock.now }),
+      fallback: createMemoryRateLimiter({ now: options.clock.now }),
+      now: options.clock.now,
+      ...(options.onLimiterState !== undefined && { onStateChange: options.onLimiterState })
+    })
+    limiter = fallback
+  }
+
+  const readiness: Readiness = {
+    async check () {
+      const checks: Awaited<ReturnType<Readiness['check']>>['checks'] = {}
+      try {
+        await stores.ping()
+        checks.database = { status: 'ok' }
+      } catch {
+        checks.database = { status: 'down', reason: 'the database does not answer' }
+      }
+      if (fallback !== null) {
+        const state = fallback.state()
+        checks.redis = state.status === 'ok'
+          ? { status: 'ok' }
+          : { status: 'degraded', reason: `rate limits use per-instance counters: ${state.reason ?? 'Redis is unreachable'}` }
+      }
+      const degraded = Object.values(checks).some((c) => c.status !== 'ok')
+      return { status: degraded ? 'degraded' : 'ok', checks }
+    }
+  }
+
+  return {
+    stores,
+    limiter,
+    readiness,
+    async close () {
+      await limiter.close()
+      if (redis !== null) redis.disconnect()
+      await stores.close()
+    }
+  }
+}

@@ -1,0 +1,93 @@
+// API key administration over HTTP (admin role).
+import type { FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { etagOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
+import { ETagHeader, LinkHeader, LocationHeader, NoContent, Reply } from '../shared/schemas.ts'
+import { ApiKeyPatchSchema, ApiKeySchema, CreatedApiKeySchema, KeyIdParams, KeyListQuery, NewApiKeySchema } from './keys.schema.ts'
+import type { KeyAdmin } from './keys.service.ts'
+
+export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: KeyAdmin }): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const tags = ['API keys']
+
+  app.get('/admin/keys', {
+    schema: {
+      operationId: 'listApiKeys', tags, summary: 'List API keys',
+      querystring: KeyListQuery,
+      response: { 200: Reply('A page of keys (never the keys themselves).', Type.Array(ApiKeySchema, { title: 'ApiKeys' }), LinkHeader) }
+    },
+    config: { role: 'admin', errors: ['validation_failed'] }
+  }, async (request, reply) => {
+    const page = await admin.list(request.query)
+    setNextLink(request, reply, page.nextCursor)
+    return page.items
+  })
+
+  app.post('/admin/keys', {
+    schema: {
+      operationId: 'createApiKey', tags, summary: 'Create an API key',
+      description: 'The response holds the key itself, once: only its hash is stored.',
+      body: NewApiKeySchema,
+      response: { 201: Reply('The key, shown once.', CreatedApiKeySchema, { ...LocationHeader, ...ETagHeader }) }
+    },
+    config: { role: 'admin', errors: ['validation_failed'] }
+  }, async (request, reply) => {
+    const { record, key, view } = await admin.create(request.body)
+    reply.code(201).header('location', `/v1/admin/keys/${record.id}`).header('etag', etagOf(record)).header('cache-control', 'no-store')
+    return { ...view, key }
+  })
+
+  app.get('/admin/keys/:keyId', {
+    schema: {
+      operationId: 'getApiKey', tags, summary: 'Get an API key',
+      params: KeyIdParams,
+      response: { 200: Reply('The key\'s record and ban.', ApiKeySchema, ETagHeader) }
+    },
+    config: { role: 'admin', errors: ['validation_failed', 'not_found'] }
+  }, async (request, reply) => {
+    const { record, view } = await admin.get(request.params.keyId)
+    reply.header('etag', etagOf(record))
+    return view
+  })
+
+  app.patch('/admin/keys/:keyId', {
+    schema: {
+      operationId: 'updateApiKey', tags, summary: 'Change a key\'s name, role, plan or quotas',
+      description: 'Custom quotas (`perMinute`, `perDay`) are for the enterprise plan only; moving a key off enterprise drops them. Takes effect on running instances within seconds. Honours `If-Match`.',
+      params: KeyIdParams, body: ApiKeyPatchSchema,
+      response: { 200: Reply('The updated key.', ApiKeySchema, ETagHeader) }
+    },
+    config: { role: 'admin', errors: ['validation_failed', 'not_found', 'precondition_failed'] }
+  }, async (request, reply) => {
+    const { record, view } = await admin.update(request.params.keyId, request.body, ifMatchOf(request))
+    reply.header('etag', etagOf(record))
+    return view
+  })
+
+  app.delete('/admin/keys/:keyId', {
+    schema: {
+      operationId: 'revokeApiKey', tags, summary: 'Revoke an API key',
+      description: 'The key stops working on every instance within seconds. Revoking twice is harmless. Honours `If-Match`.',
+      params: KeyIdParams,
+      response: { 204: NoContent('The key is revoked.') }
+    },
+    config: { role: 'admin', errors: ['validation_failed', 'not_found', 'precondition_failed'] }
+  }, async (request, reply) => {
+    await admin.revoke(request.params.keyId, ifMatchOf(request))
+    return reply.code(204).send(null)
+  })
+
+  app.delete('/admin/keys/:keyId/ban', {
+    schema: {
+      operationId: 'liftApiKeyBan', tags, summary: 'Lift a key\'s ban',
+      description: 'Ends the ban in force, if any, on every instance within seconds. The escalation history stays: a key banned again within 24 hours gets a longer ban.',
+      params: KeyIdParams,
+      response: { 204: NoContent('The key is not banned (any more).') }
+    },
+    config: { role: 'admin', errors: ['validation_failed', 'not_found'] }
+  }, async (request, reply) => {
+    await admin.unban(request.params.keyId)
+    return reply.code(204).send(null)
+  })
+}

@@ -1,0 +1,102 @@
+// Pets over HTTP: schema, one service call, status code.
+import type { FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { etagOf, idempotencyClaimOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
+import type { Lifecycle } from '../http/lifecycle.ts'
+import type { Clock } from '../shared/clock.ts'
+import { Reply, ETagHeader, IdempotencyKeyHeaders, LinkHeader, LocationHeader, NoContent } from '../shared/schemas.ts'
+import { type Pet, NewPetSchema, PetIdParams, PetListQuery, PetPatchSchema, PetSchema, PetsSchema } from './pets.schema.ts'
+import type { PetService } from './pets.service.ts'
+import type { PetRecord } from './pets.store.ts'
+
+export interface PetRoutesOptions { pets: PetService; clock: Clock; getPetLifecycle: Lifecycle }
+
+const toPublic = ({ version: _version, ...pet }: PetRecord): Pet => pet
+
+export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPetLifecycle }: PetRoutesOptions): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const tags = ['Pets']
+
+  app.get('/pets', {
+    schema: {
+      operationId: 'listPets', tags, summary: 'List pets',
+      description: 'Pets in id order, filtered by `status`, `categoryId` and a case-insensitive substring of `name`. The next page, if any, is in the `Link: <…>; rel="next"` header.',
+      querystring: PetListQuery,
+      response: { 200: Reply('A page of pets.', PetsSchema, LinkHeader) }
+    },
+    config: { role: 'customer', errors: ['validation_failed'] }
+  }, async (request, reply) => {
+    const page = await pets.list(request.query)
+    setNextLink(request, reply, page.nextCursor)
+    return page.items.map(toPublic)
+  })
+
+  app.post('/pets', {
+    schema: {
+      operationId: 'createPet', tags, summary: 'Create a pet',
+      description: 'Creates a pet and its inventory entry (stock 1). Honours `Idempotency-Key`: a retry with the same key and body returns the first result and creates nothing; the same key with another body is `409 idempotency_key_reused`. Keys are remembered for 24 hours, per API key.',
+      headers: IdempotencyKeyHeaders,
+      body: NewPetSchema,
+      response: { 201: Reply('The pet, as created (also on a replay).', PetSchema, { ...LocationHeader, ...ETagHeader }) }
+    },
+    config: { role: 'staff', errors: ['validation_failed', 'category_not_found', 'idempotency_key_reused'] }
+  }, async (request, reply) => {
+    const { record } = await pets.create(request.body, idempotencyClaimOf(request, clock.now()))
+    reply.code(201).header('location', `/v1/pets/${record.id}`).header('etag', etagOf(record))
+    return toPublic(record)
+  })
+
+  app.get('/pets/:petId', {
+    schema: {
+      operationId: 'getPet', tags, summary: 'Get a pet',
+      params: PetIdParams,
+      response: { 200: Reply('The pet.', PetSchema, ETagHeader) }
+    },
+    config: { role: 'customer', errors: ['validation_failed', 'not_found'], lifecycle: getPetLifecycle }
+  }, async (request, reply) => {
+    const pet = await pets.get(request.params.petId)
+    reply.header('etag', etagOf(pet))
+    return toPublic(pet)
+  })
+
+  app.put('/pets/:petId', {
+    schema: {
+      operationId: 'replacePet', tags, summary: 'Replace a pet',
+      description: 'Replaces name and category (and status when given). Honours `If-Match`.',
+      params: PetIdParams, body: NewPetSchema,
+      response: { 200: Reply('The updated pet.', PetSchema, ETagHeader) }
+    },
+    config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed', 'category_not_found'] }
+  }, async (request, reply) => {
+    const pet = await pets.replace(request.params.petId, request.body, ifMatchOf(request))
+    reply.header('etag', etagOf(pet))
+    return toPublic(pet)
+  })
+
+  app.patch('/pets/:petId', {
+    schema: {
+      operationId: 'updatePet', tags, summary: 'Update a pet',
+      description: 'Changes the fields given. Setting `status` directly is allowed; the stock rules apply from then on. Honours `If-Match`.',
+      params: PetIdParams, body: PetPatchSchema,
+      response: { 200: Reply('The updated pet.', PetSchema, ETagHeader) }
+    },
+    config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed', 'category_not_found'] }
+  }, async (request, reply) => {
+    const pet = await pets.patch(request.params.petId, request.body, ifMatchOf(request))
+    reply.header('etag', etagOf(pet))
+    return toPublic(pet)
+  })
+
+  app.delete('/pets/:petId', {
+    schema: {
+      operationId: 'deletePet', tags, summary: 'Delete a pet',
+      description: 'Deletes the pet and its inventory entry. A pet with open orders cannot be deleted. Honours `If-Match`.',
+      params: PetIdParams,
+      response: { 204: NoContent('The pet is deleted.') }
+    },
+    config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed', 'pet_has_open_orders'] }
+  }, async (request, reply) => {
+    await pets.remove(request.params.petId, ifMatchOf(request))
+    return reply.code(204).send(null)
+  })
+}

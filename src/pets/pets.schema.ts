@@ -1,0 +1,45 @@
+// The public contract of pets: spec section 2, with our bounds (PRODUCT.md section 5).
+import { Type, type Static } from 'typebox'
+import { Int64, Name, PageQuery, StringEnum } from '../shared/schemas.ts'
+
+export const PET_STATUSES = ['available', 'pending', 'sold'] as const
+export const PetStatusSchema = StringEnum(PET_STATUSES, { title: 'PetStatus', description: 'Status of the pet.' })
+export type PetStatus = Static<typeof PetStatusSchema>
+
+export const PetIdParams = Type.Object({ petId: Int64({ description: 'The pet id.' }) }, { additionalProperties: false })
+
+export const NewPetSchema = Type.Object({
+  name: Name("The animal's name, 1 to 100 characters."),
+  categoryId: Int64({ description: 'Identifier of the category the animal belongs to.' }),
+  status: Type.Optional(PetStatusSchema)
+}, {
+  title: 'NewPet',
+  additionalProperties: false,
+  description: 'The input shape of a pet. A pet created without `status` is `available`; on PUT, a missing `status` keeps the current one (status follows the stock rules).'
+})
+export type NewPet = Static<typeof NewPetSchema>
+
+export const PetPatchSchema = Type.Object({
+  name: Type.Optional(Name("The animal's name, 1 to 100 characters.")),
+  categoryId: Type.Optional(Int64({ description: 'Identifier of the category the animal belongs to.' })),
+  status: Type.Optional(PetStatusSchema)
+}, { title: 'PetPatch', additionalProperties: false, minProperties: 1, description: 'The fields to change; at least one.' })
+export type PetPatch = Static<typeof PetPatchSchema>
+
+export const PetSchema = Type.Object({
+  id: Int64({ description: 'Unique identifier, assigned on creation.' }),
+  name: Type.String({ description: "The animal's name." }),
+  categoryId: Int64({ description: 'Identifier of the category the animal belongs to.' }),
+  status: PetStatusSchema
+}, { title: 'Pet', additionalProperties: false, description: 'A pet. `status` is always present in responses.' })
+export type Pet = Static<typeof PetSchema>
+
+export const PetsSchema = Type.Array(PetSchema, { title: 'Pets', description: 'An array of Pet objects.' })
+
+export const PetListQuery = Type.Object({
+  status: Type.Optional(PetStatusSchema),
+  categoryId: Type.Optional(Int64({ description: 'Only pets of this category.' })),
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Case-insensitive substring of the name.' })),
+  ...PageQuery
+}, { additionalProperties: false })
+export type PetListQuery = Static<typeof PetListQuery>

@@ -1,0 +1,66 @@
+// The pet rules. Status follows the stock rules (see orders); staff may also set it directly.
+import { AppError, notFound } from '../errors.ts'
+import type { IdempotencyClaim, IfMatch } from '../shared/store.ts'
+import { isStorableId, pageRequest, toPage, type Page } from '../shared/pagination.ts'
+import type { NewPet, PetListQuery, PetPatch } from './pets.schema.ts'
+import type { PetRecord, PetStore } from './pets.store.ts'
+
+export interface PetService {
+  list (query: PetListQuery): Promise<Page<PetRecord>>
+  get (id: number): Promise<PetRecord>
+  create (input: NewPet, idempotency: IdempotencyClaim | null): Promise<{ record: PetRecord; replayed: boolean }>
+  replace (id: number, input: NewPet, ifMatch: IfMatch): Promise<PetRecord>
+  patch (id: number, patch: PetPatch, ifMatch: IfMatch): Promise<PetRecord>
+  remove (id: number, ifMatch: IfMatch): Promise<void>
+}
+
+export function createPetService (pets: PetStore): PetService {
+  function requireCategoryId (categoryId: number | undefined): void {
+    if (categoryId !== undefined && !isStorableId(categoryId)) {
+      throw new AppError('category_not_found', `category ${categoryId} does not exist`)
+    }
+  }
+
+  return {
+    async list (query) {
+      const page = pageRequest(query)
+      if (query.categoryId !== undefined && !isStorableId(query.categoryId)) return { items: [], nextCursor: null }
+      const filter = {
+        ...(query.status !== undefined && { status: query.status }),
+        ...(query.categoryId !== undefined && { categoryId: query.categoryId }),
+        ...(query.name !== undefined && { nameContains: query.name.toLowerCase() })
+      }
+      return toPage(await pets.listPets(filter, page), page)
+    },
+
+    async get (id) {
+      const pet = isStorableId(id) ? await pets.getPet(id) : null
+      if (pet === null) throw notFound(`pet ${id}`)
+      return pet
+    },
+
+    async create (input, idempotency) {
+      requireCategoryId(input.categoryId)
+      return await pets.createPet({ name: input.name, categoryId: input.categoryId, status: input.status ?? 'available' }, idempotency)
+    },
+
+    async replace (id, input, ifMatch) {
+      if (!isStorableId(id)) throw notFound(`pet ${id}`)
+      requireCategoryId(input.categoryId)
+      // PUT replaces name and category; a missing status keeps the current one, because status
+      // is driven by stock and orders and silently resetting it would break those rules.
+      return await pets.updatePet(id, { name: input.name, categoryId: input.categoryId, ...(input.status !== undefined && { status: input.status }) }, ifMatch)
+    },
+
+    async patch (id, patch, ifMatch) {
+      if (!isStorableId(id)) throw notFound(`pet ${id}`)
+      requireCategoryId(patch.categoryId)
+      return await pets.updatePet(id, patch, ifMatch)
+    },
+
+    async remove (id, ifMatch) {
+      if (!isStorableId(id)) throw notFound(`pet ${id}`)
+      await pets.deletePet(id, ifMatch)
+    }
+  }
+}

@@ -1,0 +1,20 @@
+// The pets port. Stock lives on the pet's row (one row, one lock): see orders for the rules.
+import type { IdempotencyClaim, Created, IfMatch, PageRequest, Versioned } from '../shared/store.ts'
+import type { Pet, PetStatus } from './pets.schema.ts'
+
+export type PetRecord = Versioned<Pet>
+
+export interface PetFilter { status?: PetStatus; categoryId?: number; /** lower-cased needle */ nameContains?: string }
+
+export interface PetChanges { name?: string; categoryId?: number; status?: PetStatus }
+
+export interface PetStore {
+  listPets (filter: PetFilter, page: PageRequest): Promise<PetRecord[]>
+  getPet (id: number): Promise<PetRecord | null>
+  /** Creates the pet and its inventory entry (stock 1). Throws category_not_found, idempotency_key_reused. */
+  createPet (input: { name: string; categoryId: number; status: PetStatus }, idempotency: IdempotencyClaim | null): Promise<Created<PetRecord>>
+  /** Throws not_found, precondition_failed (If-Match given and not matching), category_not_found. */
+  updatePet (id: number, changes: PetChanges, ifMatch: IfMatch): Promise<PetRecord>
+  /** Throws not_found, precondition_failed, pet_has_open_orders. Deletes its inventory entry too. */
+  deletePet (id: number, ifMatch: IfMatch): Promise<void>
+}

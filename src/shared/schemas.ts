@@ -1,0 +1,58 @@
+// Schemas shared by every resource. A schema with a `title` becomes a named component of the
+// OpenAPI document (see http/openapi.ts), so the title is the public name of the shape.
+import { Type, type TSchema, type TUnsafe } from 'typebox'
+import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
+
+/** Integer identifiers are int64 (spec section 2). We assign them, so they stay below 2^53. */
+export const Int64 = (options: { description?: string } = {}) => Type.Integer({ format: 'int64', ...options })
+
+/**
+ * A string enumeration as OpenAPI 3.0 writes it (`enum`), not TypeBox's union of `const`
+ * literals, which 3.0.3 does not have. The generic keeps the literal type for Static<>.
+ */
+export function StringEnum<const T extends readonly string[]> (values: T, options: { title?: string; description?: string } = {}): TUnsafe<T[number]> {
+  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options })
+}
+
+/** Names count characters (code points; JSON Schema's maxLength does), and must not be blank. */
+export const Name = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 100, pattern: '\\S', description })
+
+export const ErrorSchema = Type.Object({
+  code: StringEnum(Object.keys(ERROR_CATALOGUE) as ErrorCode[], { description: 'Machine-readable error code, from the catalogue in the API description.' }),
+  message: Type.String({ description: 'Human-readable description of the error.' }),
+  status: Type.Integer({ description: 'The HTTP status code.' }),
+  requestId: Type.Optional(Type.String({ description: 'The request id, also sent as the Request-Id header; quote it when reporting a problem.' })),
+  details: Type.Optional(Type.Array(Type.Object({
+    path: Type.String({ description: 'JSON Pointer to the offending field, or the parameter name.' }),
+    message: Type.String()
+  }, { additionalProperties: false }), { description: 'Field-level problems (validation_failed).' }))
+}, { title: 'Error', additionalProperties: false })
+
+/** The query of every paginated list. */
+export const PageQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, 1 to 100.' })),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.' }))
+}
+
+export type Schema = TSchema
+
+/** Response header declarations (@fastify/swagger turns them into OpenAPI response headers). */
+export const ETagHeader = { etag: Type.String({ description: 'The version of the record; send it back in If-Match to update only that version.' }) }
+export const LocationHeader = { location: Type.String({ description: 'The URL of the created record.' }) }
+export const LinkHeader = { link: Type.String({ description: 'The next page, as `<URL>; rel="next"`; absent on the last page.' }) }
+
+/**
+ * A response: its schema, the response's own description (kept apart from the schema's, which
+ * describes the shape) and its particular headers.
+ */
+export const Reply = <T extends TSchema>(description: string, schema: T, headers?: Record<string, TSchema>): T =>
+  ({ ...schema, 'x-response-description': description, ...(headers !== undefined && { headers }) })
+
+/** A response without a body. */
+export const NoContent = (description: string) => ({ type: 'null', 'x-response-description': description }) as const
+
+/** Request headers of an operation that honours Idempotency-Key. */
+export const IdempotencyKeyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$', description: 'Makes the create safe to retry: 1 to 255 visible ASCII characters, unique per intended create (a UUID is a good choice). Remembered for 24 hours.' }))
+})

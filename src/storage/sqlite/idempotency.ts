@@ -1,0 +1,43 @@
+// Idempotency-Key bookkeeping for SQLite, used inside a store method's transaction.
+import { AppError } from '../../errors.ts'
+import { IDEMPOTENCY_TTL_MS, type IdempotencyClaim } from '../../shared/store.ts'
+import type { Db } from './database.ts'
+
+export interface SqliteIdempotency {
+  /** Inside a transaction: the first result as JSON if the claim was used before, else null. */
+  replay (claim: IdempotencyClaim): string | null
+  /** Inside the same transaction: remember the result of the first use. */
+  remember (claim: IdempotencyClaim, response: unknown): void
+}
+
+export function createSqliteIdempotency (db: Db): SqliteIdempotency {
+  const find = db.prepare('SELECT fingerprint, response, created_at FROM idempotency_keys WHERE scope = ? AND key = ?')
+  const forget = db.prepare('DELETE FROM idempotency_keys WHERE scope = ? AND key = ?')
+  const insert = db.prepare('INSERT INTO idempotency_keys (scope, key, fingerprint, response, created_at) VALUES (?, ?, ?, ?, ?)')
+  const purge = db.prepare('DELETE FROM idempotency_keys WHERE created_at < ?')
+  let lastPurge = 0
+
+  return {
+    replay (claim) {
+      const row = find.get(claim.scope, claim.key) as { fingerprint: string; response: string; created_at: number } | undefined
+      if (row === undefined) return null
+      if (row.created_at <= claim.now - IDEMPOTENCY_TTL_MS) {
+        forget.run(claim.scope, claim.key)
+        return null
+      }
+      if (row.fingerprint !== claim.fingerprint) {
+        throw new AppError('idempotency_key_reused', 'this Idempotency-Key was already used with a different request')
+      }
+      return row.response
+    },
+    remember (claim, response) {
+      insert.run(claim.scope, claim.key, claim.fingerprint, JSON.stringify(response), claim.now)
+      // Expired claims are dropped now and then, on the write path, so the table stays small
+      // without a timer.
+      if (claim.now - lastPurge > 60 * 60 * 1000) {
+        lastPurge = claim.now
+        purge.run(claim.now - IDEMPOTENCY_TTL_MS)
+      }
+    }
+  }
+}

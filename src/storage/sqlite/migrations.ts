@@ -1,0 +1,78 @@
+// SQLite schema, one entry per version (PRAGMA user_version). Never edit a shipped entry: add one.
+// Times are epoch milliseconds (INTEGER); ids never reused (AUTOINCREMENT), so a URL, an ETag or
+// an idempotent replay can never point at a different record later.
+
+export const SQLITE_MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE categories (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    name        TEXT    NOT NULL,
+    description TEXT,
+    version     INTEGER NOT NULL DEFAULT 1
+  );
+
+  -- The pet row carries its inventory entry (stock): placing an order checks and updates one row.
+  CREATE TABLE pets (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    name        TEXT    NOT NULL,
+    search_name TEXT    NOT NULL, -- name lower-cased by the app, for the case-insensitive filter
+    category_id INTEGER NOT NULL REFERENCES categories (id),
+    status      TEXT    NOT NULL CHECK (status IN ('available', 'pending', 'sold')),
+    stock       INTEGER NOT NULL DEFAULT 1 CHECK (stock >= 0),
+    version     INTEGER NOT NULL DEFAULT 1
+  );
+  CREATE INDEX pets_by_category ON pets (category_id, id);
+  CREATE INDEX pets_by_status ON pets (status, id);
+
+  CREATE TABLE api_keys (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    name       TEXT,
+    role       TEXT    NOT NULL CHECK (role IN ('customer', 'staff', 'admin')),
+    plan       TEXT    NOT NULL CHECK (plan IN ('free', 'pro', 'business', 'enterprise')),
+    per_minute INTEGER,
+    per_day    INTEGER,
+    key_hash   TEXT    NOT NULL UNIQUE, -- SHA-256 of the key; the key itself is never stored
+    key_prefix TEXT    NOT NULL,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER,
+    version    INTEGER NOT NULL DEFAULT 1
+  );
+
+  -- No foreign key on pet_id: a pet whose orders are all complete may be deleted, and its
+  -- orders keep the id as history.
+  CREATE TABLE orders (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    pet_id       INTEGER NOT NULL,
+    owner_key_id INTEGER REFERENCES api_keys (id),
+    quantity     INTEGER NOT NULL CHECK (quantity > 0),
+    ship_date    INTEGER,
+    complete     INTEGER NOT NULL DEFAULT 0 CHECK (complete IN (0, 1)),
+    created_at   INTEGER NOT NULL,
+    version      INTEGER NOT NULL DEFAULT 1
+  );
+  CREATE INDEX orders_by_pet ON orders (pet_id, complete);
+  CREATE INDEX orders_by_owner ON orders (owner_key_id, id);
+
+  CREATE TABLE idempotency_keys (
+    scope       TEXT    NOT NULL,
+    key         TEXT    NOT NULL,
+    fingerprint TEXT    NOT NULL,
+    response    TEXT    NOT NULL, -- the first result, as JSON
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (scope, key)
+  );
+  CREATE INDEX idempotency_by_age ON idempotency_keys (created_at);
+
+  CREATE TABLE bans (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    key_id     INTEGER REFERENCES api_keys (id),
+    subject    TEXT    NOT NULL,
+    started_at INTEGER NOT NULL,
+    ends_at    INTEGER NOT NULL,
+    reason     TEXT    NOT NULL,
+    lifted_at  INTEGER
+  );
+  CREATE INDEX bans_by_key ON bans (key_id, ends_at);
+  CREATE INDEX bans_by_lift ON bans (lifted_at);
+  `
+]

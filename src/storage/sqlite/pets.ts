@@ -1,0 +1,95 @@
+// PetStore on SQLite. Every method is one synchronous transaction (see database.ts).
+import { AppError, notFound, preconditionFailed } from '../../errors.ts'
+import type { PetStatus } from '../../pets/pets.schema.ts'
+import type { PetChanges, PetFilter, PetRecord, PetStore } from '../../pets/pets.store.ts'
+import { matchesVersion } from '../../shared/store.ts'
+import { transaction, type Db } from './database.ts'
+import type { SqliteIdempotency } from './idempotency.ts'
+
+interface PetRow { id: number; name: string; category_id: number; status: PetStatus; version: number }
+
+export const toPet = (row: PetRow): PetRecord =>
+  ({ id: row.id, name: row.name, categoryId: row.category_id, status: row.status, version: row.version })
+
+const PET_COLUMNS = 'id, name, category_id, status, version'
+
+export function createSqlitePetStore (db: Db, idempotency: SqliteIdempotency): PetStore {
+  const byId = db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`)
+  const categoryExists = db.prepare('SELECT 1 FROM categories WHERE id = ?')
+  const insert = db.prepare(`INSERT INTO pets (name, search_name, category_id, status, stock) VALUES (?, ?, ?, ?, 1) RETURNING ${PET_COLUMNS}`)
+  const update = db.prepare(`UPDATE pets SET name = ?, search_name = ?, category_id = ?, status = ?, version = version + 1 WHERE id = ? RETURNING ${PET_COLUMNS}`)
+  const openOrders = db.prepare('SELECT 1 FROM orders WHERE pet_id = ? AND complete = 0 LIMIT 1')
+  const remove = db.prepare('DELETE FROM pets WHERE id = ?')
+  // One prepared statement per filter combination, made on first use (8 at most).
+  const listStatements = new Map<string, ReturnType<Db['prepare']>>()
+
+  function listStatement (filter: PetFilter) {
+    const shape = `${filter.status !== undefined ? 's' : ''}${filter.categoryId !== undefined ? 'c' : ''}${filter.nameContains !== undefined ? 'n' : ''}`
+    let statement = listStatements.get(shape)
+    if (statement === undefined) {
+      const where = ['id > :after']
+      if (filter.status !== undefined) where.push('status = :status')
+      if (filter.categoryId !== undefined) where.push('category_id = :category')
+      if (filter.nameContains !== undefined) where.push('instr(search_name, :name) > 0')
+      statement = db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE ${where.join(' AND ')} ORDER BY id LIMIT :limit`)
+      listStatements.set(shape, statement)
+    }
+    return statement
+  }
+
+  function requireCategory (categoryId: number): void {
+    if (categoryExists.get(categoryId) === undefined) {
+      throw new AppError('category_not_found', `category ${categoryId} does not exist`)
+    }
+  }
+
+  return {
+    async listPets (filter, page) {
+      const params: Record<string, string | number> = { after: page.afterId ?? 0, limit: page.limit }
+      if (filter.status !== undefined) params.status = filter.status
+      if (filter.categoryId !== undefined) params.category = filter.categoryId
+      if (filter.nameContains !== undefined) params.name = filter.nameContains
+      return (listStatement(filter).all(params) as unknown as PetRow[]).map(toPet)
+    },
+
+    async getPet (id) {
+      const row = byId.get(id) as PetRow | undefined
+      return row === undefined ? null : toPet(row)
+    },
+
+    async createPet (input, claim) {
+      return transaction(db, () => {
+        if (claim !== null) {
+          const first = idempotency.replay(claim)
+          if (first !== null) return { record: JSON.parse(first) as PetRecord, replayed: true }
+        }
+        requireCategory(input.categoryId)
+        const record = toPet(insert.get(input.name, input.name.toLowerCase(), input.categoryId, input.status) as unknown as PetRow)
+        if (claim !== null) idempotency.remember(claim, record)
+        return { record, replayed: false }
+      })
+    },
+
+    async updatePet (id, changes: PetChanges, ifMatch) {
+      return transaction(db, () => {
+        const row = byId.get(id) as PetRow | undefined
+        if (row === undefined) throw notFound(`pet ${id}`)
+        if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
+        const name = changes.name ?? row.name
+        const categoryId = changes.categoryId ?? row.category_id
+        if (categoryId !== row.category_id) requireCategory(categoryId)
+        return toPet(update.get(name, name.toLowerCase(), categoryId, changes.status ?? row.status, id) as unknown as PetRow)
+      })
+    },
+
+    async deletePet (id, ifMatch) {
+      transaction(db, () => {
+        const row = byId.get(id) as PetRow | undefined
+        if (row === undefined) throw notFound(`pet ${id}`)
+        if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
+        if (openOrders.get(id) !== undefined) throw new AppError('pet_has_open_orders', `pet ${id} has open orders; complete or cancel them first`)
+        remove.run(id)
+      })
+    }
+  }
+}
