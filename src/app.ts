@@ -61,8 +61,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
     genReqId: (request) => {
       const given = request.headers['request-id']
       return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(given) ? given : randomUUID()
-    },
-    requestIdLogLabel: 'requestId'
+    }
   })
 
   app.addHook('onRequest', async (request, reply) => { reply.header('request-id', request.id) })

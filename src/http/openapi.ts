@@ -121,13 +121,18 @@ type JsonObject = Record<string, unknown>
 function finish (doc: OpenApiDocument): OpenApiDocument {
   doc['x-tagGroups'] = TAG_GROUPS
   const components = doc.components
-  components.headers = { ...RATE_LIMIT_HEADERS, 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } }
+  components.headers = Object.fromEntries(Object.entries({ ...RATE_LIMIT_HEADERS, 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } })
+    .map(([name, header]) => [name, { ...header, required: true }]))
   for (const operations of Object.values(doc.paths)) {
     for (const operation of Object.values(operations)) {
       for (const [status, response] of Object.entries(operation.responses)) {
         const headers: Record<string, unknown> = {}
         for (const name of Object.keys(RATE_LIMIT_HEADERS)) headers[name] = { $ref: `#/components/headers/${name}` }
         if (status === '429' || status === '503') headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' }
+        // Every header we document is always sent, except Link (only when there is a next page).
+        for (const [name, header] of Object.entries(response.headers ?? {})) {
+          if (name !== 'link') (header as { required?: boolean }).required = true
+        }
         response.headers = { ...headers, ...response.headers }
       }
     }

@@ -1,0 +1,74 @@
+// Builds the real app for a test: real storage (SQLite in memory by default, or PostgreSQL with
+// PETSTORE_TEST_ENGINE=postgres), the memory limiter (or Redis with PETSTORE_TEST_LIMITER=redis),
+// a manual clock, and one API key per role. Every response a test receives through `call` is
+// checked against the OpenAPI document (test/helpers/contract.ts).
+import type { TestContext } from 'node:test'
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import { buildApp, type AppDeps } from '../../src/app.ts'
+import { loadConfig, type Config } from '../../src/config.ts'
+import { createKeyAdmin } from '../../src/keys/keys.service.ts'
+import type { Plan, Role } from '../../src/keys/keys.schema.ts'
+import type { RateLimiter } from '../../src/ratelimit/limiter.ts'
+import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
+import { manualClock } from '../../src/shared/clock.ts'
+import type { Stores } from '../../src/storage/stores.ts'
+import { checkResponse } from './contract.ts'
+import { openTestStores } from './stores.ts'
+
+/** 2026-11-21T12:00:30Z: mid-minute, so a test's first requests share one minute window. */
+export const T0 = Date.UTC(2026, 10, 21, 12, 0, 30)
+
+export interface TestApp {
+  app: FastifyInstance
+  stores: Stores
+  limiter: RateLimiter
+  clock: ReturnType<typeof manualClock>
+  config: Config
+  keys: Record<Role, string>
+  /** app.inject, plus the document check of the response. */
+  call (options: InjectOptions & { key?: string | null; role?: Role }): Promise<LightMyRequestResponse>
+  /** Makes another key (another customer, another plan). */
+  makeKey (role: Role, plan?: Plan, quotas?: { perMinute: number; perDay: number }): Promise<{ id: number; key: string }>
+}
+
+export interface TestAppOptions {
+  env?: Record<string, string>
+  limiter?: (clock: () => number) => RateLimiter | Promise<RateLimiter>
+  stores?: Stores
+  deps?: Partial<AppDeps>
+  /** Plan of the three default keys; enterprise with huge quotas so tests are never limited by accident. */
+  plan?: Plan
+}
+
+export async function buildTestApp (t: TestContext, options: TestAppOptions = {}): Promise<TestApp> {
+  const clock = manualClock(T0)
+  const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', ...options.env })
+  const stores = options.stores ?? await openTestStores(t)
+  const limiter = options.limiter !== undefined ? await options.limiter(clock.now) : createMemoryRateLimiter({ now: clock.now })
+  const app = await buildApp({ config, stores, limiter, clock, ...options.deps })
+  t.after(async () => {
+    await app.close()
+    await limiter.close()
+  })
+  await app.ready()
+
+  const admin = createKeyAdmin(stores.keys, clock)
+  const makeKey: TestApp['makeKey'] = async (role, plan = 'enterprise', quotas) => {
+    const q = plan === 'enterprise' ? (quotas ?? { perMinute: 1_000_000, perDay: 1_000_000 }) : undefined
+    const { record, key } = await admin.create({ role, plan, ...(q !== undefined && { perMinute: q.perMinute, perDay: q.perDay }) })
+    return { id: record.id, key }
+  }
+  const keys = {} as Record<Role, string>
+  for (const role of ['customer', 'staff', 'admin'] as const) keys[role] = (await makeKey(role, options.plan ?? 'enterprise')).key
+
+  const call: TestApp['call'] = async ({ key, role, ...inject }) => {
+    const headers: Record<string, string> = { ...(inject.headers as Record<string, string> | undefined) }
+    const chosen = key !== undefined ? key : keys[role ?? 'admin']
+    if (chosen !== null) headers['x-api-key'] = chosen
+    const response = await app.inject({ ...inject, headers })
+    checkResponse(app, inject, response)
+    return response
+  }
+
+  return { app, stores, limiter, clock, config, keys, call, makeKey }
+}
