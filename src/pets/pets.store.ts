@@ -4,7 +4,14 @@ import type { Pet, PetStatus } from './pets.schema.ts'
 
 export type PetRecord = Versioned<Pet>
 
-export interface PetFilter { status?: PetStatus; categoryId?: number; /** lower-cased needle */ nameContains?: string }
+export interface PetFilter {
+  status?: PetStatus
+  categoryId?: number
+  /** lower-cased needle */
+  nameContains?: string
+  /** Only these ids (1 to 100 of them, each a storable id, no duplicates): GET /pets?id=1&id=2. */
+  ids?: number[]
+}
 
 export interface PetChanges { name?: string; categoryId?: number; status?: PetStatus }
 
