@@ -15,8 +15,12 @@ import { installLifecycleHeaders, installSunset } from './http/lifecycle-hooks.t
 import { healthRoutes, rateLimitRoutes, type Readiness } from './http/meta.ts'
 import { registerOpenApi, serveOpenApi } from './http/openapi.ts'
 import { installValidation, parseJsonBody } from './http/validation.ts'
+import { inventoryRoutes } from './inventory/inventory.routes.ts'
+import { createInventoryService } from './inventory/inventory.service.ts'
 import { keyRoutes } from './keys/keys.routes.ts'
 import { createKeyAdmin, subjectOfKey } from './keys/keys.service.ts'
+import { orderRoutes } from './orders/orders.routes.ts'
+import { createOrderService } from './orders/orders.service.ts'
 import { petRoutes } from './pets/pets.routes.ts'
 import { createPetService } from './pets/pets.service.ts'
 import type { RateLimiter } from './ratelimit/limiter.ts'
@@ -67,7 +71,8 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => { reply.header('request-id', request.id) })
   installValidation(app)
   installErrorHandling(app)
-  app.removeContentTypeParser('application/json')
+  // JSON only: Fastify's default text/plain parser would let a string body reach validation.
+  app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     try { done(null, parseJsonBody(body as string)) } catch (error) { done(error as Error, undefined) }
   })
@@ -90,12 +95,16 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
 
   const pets = createPetService(stores.pets)
   const categories = createCategoryService(stores.categories)
+  const orders = createOrderService(stores.orders, clock)
+  const inventory = createInventoryService(stores.inventory)
   const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (keyId) => { await limiter.unban(subjectOfKey(keyId)) } })
   const getPetLifecycle = deprecatedOperation(GET_PET_DEPRECATED_AT, config.getPetSunset, { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' })
 
   await app.register(async (v1) => {
     await v1.register(petRoutes, { pets, clock, getPetLifecycle })
     await v1.register(categoryRoutes, { categories })
+    await v1.register(orderRoutes, { orders, clock })
+    await v1.register(inventoryRoutes, { inventory })
     await v1.register(keyRoutes, { admin })
     await v1.register(rateLimitRoutes)
   }, { prefix: '/v1' })

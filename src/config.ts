@@ -101,7 +101,7 @@ function parseDatabaseUrl (url: string, problems: string[]): DatabaseConfig {
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     try {
-      new URL(url) // eslint-disable-line no-new
+      new URL(url)
     } catch {
       problems.push('DATABASE_URL is not a valid postgres:// URL')
     }

@@ -32,6 +32,7 @@ export async function categoryRoutes (fastify: FastifyInstance, { categories }: 
   app.post('/categories', {
     schema: {
       operationId: 'createCategory', tags, summary: 'Create a category',
+      description: 'Creates a category. Names need not be unique.',
       body: NewCategorySchema,
       response: { 201: Reply('The category, as created.', CategorySchema, { ...LocationHeader, ...ETagHeader }) }
     },
@@ -45,6 +46,7 @@ export async function categoryRoutes (fastify: FastifyInstance, { categories }: 
   app.get('/categories/:categoryId', {
     schema: {
       operationId: 'getCategory', tags, summary: 'Get a category',
+      description: 'The category, with its `ETag`.',
       params: CategoryIdParams,
       response: { 200: Reply('The category.', CategorySchema, ETagHeader) }
     },

@@ -3,7 +3,6 @@
 // the key cache in http/access.ts).
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
-import { AppError } from '../errors.ts'
 import { openStores } from '../infra.ts'
 import { PLANS, ROLES, type Plan, type Role } from '../keys/keys.schema.ts'
 import { createKeyAdmin, type KeyAdmin } from '../keys/keys.service.ts'

@@ -60,6 +60,16 @@ function addErrorResponses (route: RouteOptions): void {
   }
 }
 
+const HEADER_NAMES: Record<string, string> = { etag: 'ETag', location: 'Location', link: 'Link' }
+
+/** Headers of every response of a deprecated operation (http/lifecycle.ts sends them). */
+const DEPRECATION_HEADERS = {
+  Deprecation: { description: 'RFC 9745: when the operation was deprecated, as `@` and Unix seconds.', schema: { type: 'string' } },
+  Sunset: { description: 'RFC 8594: when the operation stops working, as an HTTP-date.', schema: { type: 'string' } },
+  Warning: { description: 'A `299` warning naming the sunset date.', schema: { type: 'string' } },
+  'Link-Deprecation': { description: 'Links to the successor (`rel="successor-version"`) and to the deprecation notice (`rel="deprecation"`). Sent as `Link`.', schema: { type: 'string' } }
+}
+
 const RATE_LIMIT_HEADERS = {
   'X-RateLimit-Limit': { description: 'The quota of the window that binds first (the one with the fewest requests left).', schema: { type: 'integer' } },
   'X-RateLimit-Remaining': { description: 'Requests left in that window.', schema: { type: 'integer' } },
@@ -78,7 +88,8 @@ export async function registerOpenApi (app: FastifyInstance, options: { descript
         title: 'Petstore API',
         version: API_VERSION,
         description: options.description + '\n\n' + errorCatalogueMarkdown(),
-        license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' }
+        license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
+        contact: { name: 'Petstore API team' }
       },
       servers: [{ url: '/v1', description: 'This server' }],
       tags: TAGS,
@@ -121,7 +132,7 @@ type JsonObject = Record<string, unknown>
 function finish (doc: OpenApiDocument): OpenApiDocument {
   doc['x-tagGroups'] = TAG_GROUPS
   const components = doc.components
-  components.headers = Object.fromEntries(Object.entries({ ...RATE_LIMIT_HEADERS, 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } })
+  components.headers = Object.fromEntries(Object.entries({ ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS, 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } })
     .map(([name, header]) => [name, { ...header, required: true }]))
   for (const operations of Object.values(doc.paths)) {
     for (const operation of Object.values(operations)) {
@@ -129,9 +140,14 @@ function finish (doc: OpenApiDocument): OpenApiDocument {
         const headers: Record<string, unknown> = {}
         for (const name of Object.keys(RATE_LIMIT_HEADERS)) headers[name] = { $ref: `#/components/headers/${name}` }
         if (status === '429' || status === '503') headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' }
+        if (operation.deprecated === true) {
+          for (const name of ['Deprecation', 'Sunset', 'Warning']) headers[name] = { $ref: `#/components/headers/${name}` }
+          headers.Link = { $ref: '#/components/headers/Link-Deprecation' }
+        }
+        response.headers = Object.fromEntries(Object.entries(response.headers ?? {}).map(([name, header]) => [HEADER_NAMES[name] ?? name, header]))
         // Every header we document is always sent, except Link (only when there is a next page).
         for (const [name, header] of Object.entries(response.headers ?? {})) {
-          if (name !== 'link') (header as { required?: boolean }).required = true
+          if (name !== 'Link') (header as { required?: boolean }).required = true
         }
         response.headers = { ...headers, ...response.headers }
       }

@@ -14,6 +14,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
   app.get('/admin/keys', {
     schema: {
       operationId: 'listApiKeys', tags, summary: 'List API keys',
+      description: 'Keys in id order, revoked ones included, each with its ban in force. The next page, if any, is in the `Link` header.',
       querystring: KeyListQuery,
       response: { 200: Reply('A page of keys (never the keys themselves).', Type.Array(ApiKeySchema, { title: 'ApiKeys' }), LinkHeader) }
     },
@@ -41,6 +42,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
   app.get('/admin/keys/:keyId', {
     schema: {
       operationId: 'getApiKey', tags, summary: 'Get an API key',
+      description: 'The key\'s record (never the key itself) and its ban in force.',
       params: KeyIdParams,
       response: { 200: Reply('The key\'s record and ban.', ApiKeySchema, ETagHeader) }
     },

@@ -49,6 +49,7 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
   app.get('/pets/:petId', {
     schema: {
       operationId: 'getPet', tags, summary: 'Get a pet',
+      description: 'The pet, with its `ETag`.',
       params: PetIdParams,
       response: { 200: Reply('The pet.', PetSchema, ETagHeader) }
     },

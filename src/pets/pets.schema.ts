@@ -37,6 +37,7 @@ export type Pet = Static<typeof PetSchema>
 export const PetsSchema = Type.Array(PetSchema, { title: 'Pets', description: 'An array of Pet objects.' })
 
 export const PetListQuery = Type.Object({
+  id: Type.Optional(Type.Array(Int64(), { minItems: 1, maxItems: 100, description: 'Only pets with these ids; repeat the parameter for several (`?id=1&id=2`), at most 100. `GET /pets?id={petId}` is the successor of the deprecated `GET /pets/{petId}`.' })),
   status: Type.Optional(PetStatusSchema),
   categoryId: Type.Optional(Int64({ description: 'Only pets of this category.' })),
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Case-insensitive substring of the name.' })),

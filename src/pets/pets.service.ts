@@ -25,7 +25,11 @@ export function createPetService (pets: PetStore): PetService {
     async list (query) {
       const page = pageRequest(query)
       if (query.categoryId !== undefined && !isStorableId(query.categoryId)) return { items: [], nextCursor: null }
+      // Ids we never assigned (past 2^53, or not positive) name no pet: they just match nothing.
+      const ids = query.id === undefined ? undefined : [...new Set(query.id.filter(isStorableId))]
+      if (ids !== undefined && ids.length === 0) return { items: [], nextCursor: null }
       const filter = {
+        ...(ids !== undefined && { ids }),
         ...(query.status !== undefined && { status: query.status }),
         ...(query.categoryId !== undefined && { categoryId: query.categoryId }),
         ...(query.name !== undefined && { nameContains: query.name.toLowerCase() })

@@ -1,0 +1,74 @@
+// The error envelope on every kind of failure, and what never leaks.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { buildTestApp } from '../helpers/app.ts'
+import { ERROR_CATALOGUE } from '../../src/errors.ts'
+
+test('an unknown path under /v1 is 404 not_found with the error object and request id', async (t) => {
+  const { call } = await buildTestApp(t)
+  const res = await call({ method: 'GET', url: '/v1/nope' })
+  assert.equal(res.statusCode, 404)
+  const body = res.json()
+  assert.deepEqual(Object.keys(body).sort(), ['code', 'message', 'requestId', 'status'])
+  assert.equal(body.code, 'not_found')
+  assert.equal(body.status, 404)
+  assert.equal(body.requestId, res.headers['request-id'])
+})
+
+test('a known path with another method is 405 method_not_allowed with an Allow header', async (t) => {
+  const { call } = await buildTestApp(t)
+  const res = await call({ method: 'POST', url: '/v1/pets/1' })
+  assert.equal(res.statusCode, 405)
+  assert.equal(res.json().code, 'method_not_allowed')
+  assert.equal(res.headers.allow, 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS')
+  const collection = await call({ method: 'DELETE', url: '/v1/pets' })
+  assert.equal(collection.statusCode, 405)
+  assert.equal(collection.headers.allow, 'GET, HEAD, POST, OPTIONS')
+})
+
+test('a body over 64 KiB is 413 payload_too_large', async (t) => {
+  const { call } = await buildTestApp(t)
+  const res = await call({ method: 'POST', url: '/v1/categories', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'A', description: 'x'.repeat(70_000) }) })
+  assert.equal(res.statusCode, 413)
+  assert.equal(res.json().code, 'payload_too_large')
+})
+
+test('a body that is not JSON is 415 unsupported_media_type', async (t) => {
+  const { call } = await buildTestApp(t)
+  const res = await call({ method: 'POST', url: '/v1/categories', headers: { 'content-type': 'text/plain' }, payload: 'name=Dogs' })
+  assert.equal(res.statusCode, 415)
+  assert.equal(res.json().code, 'unsupported_media_type')
+})
+
+test('malformed JSON and an empty body are 400 validation_failed', async (t) => {
+  const { call } = await buildTestApp(t)
+  for (const payload of ['{"name":', '', 'nul']) {
+    const res = await call({ method: 'POST', url: '/v1/categories', headers: { 'content-type': 'application/json' }, payload })
+    assert.equal(res.statusCode, 400, JSON.stringify(payload))
+    assert.equal(res.json().code, 'validation_failed')
+  }
+})
+
+test('an unexpected failure is 500 internal_error with no stack, SQL or internal message', async (t) => {
+  const { call, stores } = await buildTestApp(t)
+  stores.categories.getCategory = async () => { throw new Error('SQLITE_CORRUPT: SELECT secret FROM categories') }
+  const res = await call({ method: 'GET', url: '/v1/categories/1' })
+  assert.equal(res.statusCode, 500)
+  const body = res.json()
+  assert.equal(body.code, 'internal_error')
+  assert.doesNotMatch(res.body, /SQLITE|SELECT|secret|at .*\.ts/)
+})
+
+test('a caller-supplied Request-Id is echoed when harmless, replaced otherwise', async (t) => {
+  const { call } = await buildTestApp(t)
+  const echoed = await call({ method: 'GET', url: '/v1/pets', headers: { 'request-id': 'trace-123' } })
+  assert.equal(echoed.headers['request-id'], 'trace-123')
+  const replaced = await call({ method: 'GET', url: '/v1/pets', headers: { 'request-id': 'bad id\u0007' } })
+  assert.match(replaced.headers['request-id'] as string, /^[0-9a-f-]{36}$/)
+})
+
+test('every catalogue code is documented in the OpenAPI description', async (t) => {
+  const { app } = await buildTestApp(t)
+  const doc = app.swagger() as { info: { description: string } }
+  for (const code of Object.keys(ERROR_CATALOGUE)) assert.match(doc.info.description, new RegExp(`\`${code}\``))
+})
