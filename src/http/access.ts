@@ -29,7 +29,13 @@ export interface AccessOptions extends AccessEvents {
   keyCacheMs?: number
 }
 
+export interface RouteTableEntry { method: string; url: string; role: string | undefined }
+
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every route under /v1 with the role it declares (for the table-driven role test). */
+    routeTable: RouteTableEntry[]
+  }
   interface FastifyRequest {
     /** The limiter's answer for this request (GET /rate_limit reports it). */
     rateLimit: Decision | null
@@ -59,6 +65,16 @@ export function installAccess (app: FastifyInstance, options: AccessOptions): { 
     cache.set(hash, { principal, expires: now + keyCacheMs })
     return principal
   }
+
+  // Every operation under /v1 must say who may call it: a route without a role fails at start.
+  const routeTable: RouteTableEntry[] = []
+  app.decorate('routeTable', routeTable)
+  app.addHook('onRoute', (route) => {
+    if (!route.url.startsWith('/v1') || route.url.endsWith('*')) return
+    const role = (route.config as { role?: string } | undefined)?.role
+    if (role === undefined) throw new Error(`route ${String(route.method)} ${route.url} declares no role`)
+    for (const method of Array.isArray(route.method) ? route.method : [route.method]) routeTable.push({ method, url: route.url, role })
+  })
 
   app.decorateRequest('principal', null)
   app.decorateRequest('rateLimit', null)
