@@ -22,6 +22,13 @@ export function installLifecycleHeaders (app: FastifyInstance, options: Lifecycl
       headers = lifecycleHeaders(lifecycle, { docsUrl: options.docsUrl })
       cache.set(lifecycle, headers)
     }
+    // The successor is a template (/v1/pets?id={petId}): fill it in from this request's path.
+    if (lifecycle.successor?.path.includes('{') === true) {
+      const params = request.params as Record<string, string>
+      const fill = (text: string) => text.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(params[name] ?? ''))
+      reply.headers({ ...headers, link: fill(headers.link!), warning: fill(headers.warning!) })
+      return
+    }
     reply.headers(headers)
   })
 }

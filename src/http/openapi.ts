@@ -12,7 +12,7 @@ import { lifecycleDocument } from './lifecycle.ts'
 export const API_VERSION = '1.0.0'
 
 export const TAGS = [
-  { name: 'Pets', description: 'The animals of the catalogue.' },
+  { name: 'Pet catalogue', description: 'The animals for sale.' },
   { name: 'Categories', description: 'Kinds of animals.' },
   { name: 'Orders', description: 'Orders for pets: placing, following, completing and cancelling them.' },
   { name: 'Inventory', description: 'Stock counts of the pets.' },
@@ -22,10 +22,11 @@ export const TAGS = [
 
 /**
  * Tag groups (x-tagGroups). The spec's Pets and Store hold no operation of their own: they only
- * group tags. Every tag sits in a group, since renderers hide ungrouped tags.
+ * group tags, so no operation is tagged with a group's name. Every tag sits in a group, since
+ * renderers hide ungrouped tags.
  */
 export const TAG_GROUPS = [
-  { name: 'Pets', tags: ['Pets', 'Categories'] },
+  { name: 'Pets', tags: ['Pet catalogue', 'Categories'] },
   { name: 'Store', tags: ['Orders', 'Inventory'] },
   { name: 'Account', tags: ['Rate limits', 'API keys'] }
 ]

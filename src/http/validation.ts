@@ -21,7 +21,8 @@ function makeAjv (options: AjvOptions): Ajv {
 
 export function installValidation (app: FastifyInstance): void {
   const bodyAjv = makeAjv({ coerceTypes: false, useDefaults: false, removeAdditional: false })
-  const partsAjv = makeAjv({ coerceTypes: true, useDefaults: true, removeAdditional: false })
+  // 'array' also wraps a single query value into an array where the schema wants one (?id=1).
+  const partsAjv = makeAjv({ coerceTypes: 'array', useDefaults: true, removeAdditional: false })
   const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
     (httpPart === 'body' ? bodyAjv : partsAjv).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>
   app.setValidatorCompiler(compiler)
@@ -71,9 +72,9 @@ export function isInt64Text (text: string): boolean {
 }
 
 function int64Fields (schema: unknown): string[] {
-  const properties = (schema as { properties?: Record<string, { format?: string }> } | undefined)?.properties
+  const properties = (schema as { properties?: Record<string, { format?: string; items?: { format?: string } }> } | undefined)?.properties
   if (properties === undefined) return []
-  return Object.keys(properties).filter((k) => properties[k]?.format === 'int64')
+  return Object.keys(properties).filter((k) => properties[k]?.format === 'int64' || properties[k]?.items?.format === 'int64')
 }
 
 function installInt64Guard (app: FastifyInstance): void {
@@ -94,7 +95,8 @@ function installInt64Guard (app: FastifyInstance): void {
 function checkInt64 (values: Record<string, unknown>, fields: string[]): void {
   for (const field of fields) {
     const value = values[field]
-    if (typeof value === 'string' && !isInt64Text(value)) {
+    // A repeated query parameter (?id=1&id=2) arrives as an array: every element must pass.
+    if ((Array.isArray(value) ? value : [value]).some((v) => typeof v === 'string' && !isInt64Text(v))) {
       throw new AppError('validation_failed', `invalid ${field}: must be a 64-bit integer`, { details: [{ path: field, message: 'must be a 64-bit integer' }] })
     }
   }

@@ -15,12 +15,12 @@ const toPublic = ({ version: _version, ...pet }: PetRecord): Pet => pet
 
 export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPetLifecycle }: PetRoutesOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const tags = ['Pets']
+  const tags = ['Pet catalogue']
 
   app.get('/pets', {
     schema: {
       operationId: 'listPets', tags, summary: 'List pets',
-      description: 'Pets in id order, filtered by `status`, `categoryId` and a case-insensitive substring of `name`. The next page, if any, is in the `Link: <…>; rel="next"` header.',
+      description: 'Pets in id order, filtered by `id` (repeatable, at most 100), `status`, `categoryId` and a case-insensitive substring of `name`. `GET /pets?id={petId}` replaces the deprecated `GET /pets/{petId}`. The next page, if any, is in the `Link: <…>; rel="next"` header.',
       querystring: PetListQuery,
       response: { 200: Reply('A page of pets.', PetsSchema, LinkHeader) }
     },

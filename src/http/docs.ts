@@ -1,0 +1,154 @@
+// /docs: the live OpenAPI document (fetched from opts.specUrl when the page loads) rendered by
+// Scalar's API reference, served entirely by the API itself (no CDN, works offline). GET /docs
+// is a small HTML page; GET /docs/assets/* serves Scalar's standalone browser bundle, read from
+// node_modules, and our boot script, src/http/docs/docs-init.js, which configures Scalar.
+//
+// The per-operation try-it switch (`x-hideTryItPanel: true`, PRODUCT.md section 7). Scalar
+// 1.72 has only a global switch (`hideTestRequestButton`). In 1.72 the API client (the modal
+// behind "Test Request") opens only from that button: the reference's search (Ctrl+K) scrolls to
+// operations, and `hideClientButton` removes the other entry point, a link to client.scalar.com.
+// Once open, though, the client's sidebar, search and address bar reach every operation.
+// Rejected hooks:
+// - `onBeforeRequest` / client-plugin `beforeRequest`: they run inside an open client, and a
+//   hook that throws surfaces as an unhandled rejection, not as a message to the reader.
+// - `operationTitleSource`: it only changes labels.
+// - A DOM post-processor or MutationObserver: Scalar renders operations lazily as they scroll
+//   into view and re-renders them, so it would race Vue, and removing nodes Vue owns breaks it.
+// - A fork or a hand-written renderer: not maintained (PRODUCT.md rules it out).
+// Chosen: three documented Scalar configuration options, all derived from the live document:
+// 1. `customCss`: one rule per switched-off operation hides Scalar's `.show-api-client-button`
+//    inside the element whose id ends in `/<METHOD><path>`, and the operation's entry in the
+//    client's sidebar (`data-sidebar-id`, the same string). That id is the operation's deep link
+//    (`#tag/orders/GET/store/orders`), which Scalar keeps stable because people share those
+//    links, and docs-init.js pins it with `generateOperationSlug`. CSS applies to lazily
+//    rendered and re-rendered operations alike, with no timing involved.
+// 2. `customFetch`: Scalar's client sends every request through it, however it reached the
+//    operation (sidebar, search, send hotkey, edited address bar). It refuses requests whose
+//    method and path match a switched-off operation (the path template under the document's
+//    servers, resolved against the page as Scalar resolves them); Scalar shows the refusal as an
+//    error toast and nothing leaves the browser. 1 is the presentation; 2 is the guarantee.
+// 3. A plugin (`plugins`, its `extensions` entry for `x-hideTryItPanel`): Scalar renders it
+//    inside each operation carrying the extension, a one-line notice saying why there is no
+//    "Test Request" button.
+// If an upgrade renames the button class or changes the id scheme, test/docs/docs.browser.test.ts
+// fails: it asserts the button is on a neighbouring operation and not on the switched-off one,
+// and that the client refuses to send the switched-off operation.
+//
+// Security: no inline script (the configuration travels in data-* attributes), so script-src is
+// 'self'. style-src needs 'unsafe-inline': Scalar injects its stylesheet and `customCss` as
+// <style> elements and renders style attributes. connect-src 'self' lets the try-it panel call
+// the API, whose server URL is relative (`/v1`) and which Scalar resolves against the page.
+import type { FastifyInstance } from 'fastify'
+import { createHash } from 'node:crypto'
+import { readFile } from 'node:fs/promises'
+import { promisify } from 'node:util'
+import { gzip as gzipCallback } from 'node:zlib'
+
+const gzip = promisify(gzipCallback)
+
+export interface DocsOptions { specUrl: string; title?: string }
+
+interface Asset {
+  name: string
+  contentType: string
+  body: Buffer
+  gzipped: Buffer
+}
+
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'"
+].join('; ')
+
+const IMMUTABLE = 'public, max-age=31536000, immutable'
+
+async function loadAsset (baseName: string, extension: string, contentType: string, url: URL): Promise<Asset> {
+  const body = await readFile(url)
+  const hash = createHash('sha256').update(body).digest('hex').slice(0, 16)
+  return { name: `${baseName}.${hash}.${extension}`, contentType, body, gzipped: await gzip(body) }
+}
+
+// The assets never change while the process runs, so every app built in this process (tests
+// build many) shares one read and one compression of the 4 MB bundle.
+let assetsPromise: Promise<Asset[]> | undefined
+function loadAssets (): Promise<Asset[]> {
+  assetsPromise ??= Promise.all([
+    // The package's exports map does not expose dist/browser, so resolve its entry point and
+    // go from there; the "browser" field of its package.json names the same file.
+    loadAsset('scalar-api-reference', 'js', 'text/javascript; charset=utf-8',
+      new URL('./browser/standalone.js', import.meta.resolve('@scalar/api-reference'))),
+    loadAsset('docs-init', 'js', 'text/javascript; charset=utf-8', new URL('./docs/docs-init.js', import.meta.url))
+  ])
+  assetsPromise.catch(() => { assetsPromise = undefined })
+  return assetsPromise
+}
+
+const escapeHtml = (text: string): string =>
+  text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+
+function renderPage (title: string, specUrl: string, scripts: string[]): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<link rel="icon" href="data:,">
+${scripts.map((src) => `<script defer src="${escapeHtml(src)}"></script>`).join('\n')}
+</head>
+<body>
+<noscript>The API reference needs JavaScript. The OpenAPI document is at <a href="${escapeHtml(specUrl)}">${escapeHtml(specUrl)}</a>.</noscript>
+<div id="petstore-docs" data-openapi-url="${escapeHtml(specUrl)}"></div>
+</body>
+</html>
+`
+}
+
+/** Whether Accept-Encoding allows gzip (`gzip`, `*`, with a q-value above 0). */
+function acceptsGzip (acceptEncoding: string | undefined): boolean {
+  return (acceptEncoding ?? '').split(',').some((entry) => {
+    const [coding = '', ...parameters] = entry.split(';').map((part) => part.trim().toLowerCase())
+    if (coding !== 'gzip' && coding !== '*') return false
+    const q = parameters.find((parameter) => parameter.startsWith('q='))
+    return q === undefined || Number(q.slice(2)) > 0
+  })
+}
+
+export async function docsRoutes (app: FastifyInstance, opts: DocsOptions): Promise<void> {
+  const assets = await loadAssets()
+  const byName = new Map(assets.map((asset) => [asset.name, asset]))
+  const assetsPath = `${app.prefix}/docs/assets/`
+  // Order matters: the boot script uses window.Scalar, which the bundle defines.
+  const html = renderPage(opts.title ?? 'API reference', opts.specUrl, assets.map((asset) => assetsPath + asset.name))
+
+  app.get('/docs', { schema: { hide: true } }, async (_request, reply) => {
+    return reply
+      .header('cache-control', 'no-cache')
+      .header('content-security-policy', CONTENT_SECURITY_POLICY)
+      .header('x-content-type-options', 'nosniff')
+      .header('referrer-policy', 'same-origin')
+      .type('text/html; charset=utf-8')
+      .send(html)
+  })
+
+  app.get<{ Params: { '*': string } }>('/docs/assets/*', { schema: { hide: true } }, async (request, reply) => {
+    const asset = byName.get(request.params['*'])
+    if (asset === undefined) return reply.callNotFound()
+    reply
+      .header('cache-control', IMMUTABLE)
+      .header('x-content-type-options', 'nosniff')
+      .header('vary', 'accept-encoding')
+      .type(asset.contentType)
+    if (acceptsGzip(request.headers['accept-encoding'])) {
+      return reply.header('content-encoding', 'gzip').send(asset.gzipped)
+    }
+    return reply.send(asset.body)
+  })
+}

@@ -1,0 +1,79 @@
+// The OpenAPI document: committed copy up to date, extensions present, every operation complete.
+import assert from 'node:assert/strict'
+import { readFile } from 'node:fs/promises'
+import { test } from 'node:test'
+import { openApiDocument } from '../src/cli/openapi.ts'
+import { TAG_GROUPS } from '../src/http/openapi.ts'
+import { checkResponse, gateStats } from './helpers/contract.ts'
+import { buildTestApp } from './helpers/app.ts'
+
+type Operation = { operationId?: string; tags?: string[]; responses: Record<string, { description: string }>; deprecated?: boolean; description?: string; [k: string]: unknown }
+type Doc = { openapi: string; info: { version: string }; paths: Record<string, Record<string, Operation>>; tags: { name: string }[]; 'x-tagGroups': { name: string; tags: string[] }[] }
+
+test('docs/openapi.json is the document the code generates (run `npm run openapi` after changing a route)', async () => {
+  const committed = await readFile(new URL('../docs/openapi.json', import.meta.url), 'utf8')
+  assert.equal(committed, await openApiDocument(), 'docs/openapi.json has drifted from the code: run npm run openapi')
+})
+
+test('the document is OpenAPI 3.0.3, version 1.0.0, and every operation has an id, a tag in a group and its responses', async () => {
+  const doc = JSON.parse(await openApiDocument()) as Doc
+  assert.equal(doc.openapi, '3.0.3')
+  assert.equal(doc.info.version, '1.0.0')
+  const grouped = new Set(doc['x-tagGroups'].flatMap((g) => g.tags))
+  const groupNames = new Set(doc['x-tagGroups'].map((g) => g.name))
+  assert.ok(groupNames.has('Pets') && groupNames.has('Store'))
+  for (const tag of doc.tags) assert.ok(grouped.has(tag.name), `tag ${tag.name} sits in no group`)
+  const ids = new Set<string>()
+  for (const [path, operations] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(operations)) {
+      const where = `${method.toUpperCase()} ${path}`
+      assert.ok(op.operationId !== undefined && !ids.has(op.operationId), `${where}: missing or duplicate operationId`)
+      ids.add(op.operationId)
+      assert.ok(op.tags !== undefined && op.tags.length > 0, `${where}: no tag`)
+      for (const tag of op.tags) {
+        assert.ok(grouped.has(tag), `${where}: tag ${tag} is in no group`)
+        assert.ok(!groupNames.has(tag), `${where}: tagged with the group name ${tag}`)
+      }
+      for (const status of ['401', '429', '500', '503']) assert.ok(op.responses[status] !== undefined, `${where}: ${status} undocumented`)
+    }
+  }
+  assert.deepEqual(doc['x-tagGroups'], TAG_GROUPS)
+})
+
+test('GET /pets/{petId} is deprecated in the document, with its sunset date in the description and a badge', async () => {
+  const doc = JSON.parse(await openApiDocument()) as Doc
+  const op = doc.paths['/pets/{petId}']!.get!
+  assert.equal(op.deprecated, true)
+  assert.match(op.description!, /2027-05-21/)
+  assert.deepEqual(op['x-badges'], [{ name: 'Sunset 2027-05-21', label: 'Sunset 2027-05-21', color: '#b58105', position: 'after' }])
+  assert.ok(op.responses['410'] !== undefined, '410 operation_sunset is documented')
+  assert.equal(Object.values(doc.paths).flatMap((ops) => Object.values(ops)).filter((o) => o.deprecated === true).length, 1)
+})
+
+test('the served /openapi.json and /openapi.yaml are the same document', async (t) => {
+  const { app } = await buildTestApp(t)
+  const json = await app.inject({ method: 'GET', url: '/openapi.json' })
+  assert.equal(json.statusCode, 200)
+  assert.match(String(json.headers['content-type']), /application\/json/)
+  assert.deepEqual(json.json(), JSON.parse(await openApiDocument()))
+  const yaml = await app.inject({ method: 'GET', url: '/openapi.yaml' })
+  assert.equal(yaml.statusCode, 200)
+  assert.match(yaml.body, /^openapi: 3\.0\.3/m)
+})
+
+test('the response gate fails a response the document does not allow', async (t) => {
+  const { app, call } = await buildTestApp(t)
+  const good = await call({ method: 'GET', url: '/v1/pets' })
+  assert.equal(good.statusCode, 200)
+  const forged = (status: number, body: string, drop?: string) => {
+    const headers = { ...good.headers }
+    if (drop !== undefined) delete headers[drop]
+    return { ...good, statusCode: status, body, headers } as typeof good
+  }
+  const request = { method: 'GET' as const, url: '/v1/pets' }
+  assert.doesNotThrow(() => checkResponse(app, request, good))
+  assert.throws(() => checkResponse(app, request, forged(418, good.body)), /not documented/)
+  assert.throws(() => checkResponse(app, request, forged(200, '[{"id":"1"}]')), /does not match/)
+  assert.throws(() => checkResponse(app, request, forged(200, good.body, 'x-ratelimit-reset')), /x-ratelimit-reset/)
+  assert.ok(gateStats.checked > 0)
+})
