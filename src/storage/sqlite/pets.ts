@@ -20,14 +20,16 @@ export function createSqlitePetStore (db: Db, idempotency: SqliteIdempotency): P
   const update = db.prepare(`UPDATE pets SET name = ?, search_name = ?, category_id = ?, status = ?, version = version + 1 WHERE id = ? RETURNING ${PET_COLUMNS}`)
   const openOrders = db.prepare('SELECT 1 FROM orders WHERE pet_id = ? AND complete = 0 LIMIT 1')
   const remove = db.prepare('DELETE FROM pets WHERE id = ?')
-  // One prepared statement per filter combination, made on first use (8 at most).
+  // One prepared statement per filter combination, made on first use (16 at most).
   const listStatements = new Map<string, ReturnType<Db['prepare']>>()
 
   function listStatement (filter: PetFilter) {
-    const shape = `${filter.status !== undefined ? 's' : ''}${filter.categoryId !== undefined ? 'c' : ''}${filter.nameContains !== undefined ? 'n' : ''}`
+    const shape = `${filter.ids !== undefined ? 'i' : ''}${filter.status !== undefined ? 's' : ''}${filter.categoryId !== undefined ? 'c' : ''}${filter.nameContains !== undefined ? 'n' : ''}`
     let statement = listStatements.get(shape)
     if (statement === undefined) {
       const where = ['id > :after']
+      // The ids travel as one JSON array parameter, so one statement serves any number of them.
+      if (filter.ids !== undefined) where.push('id IN (SELECT value FROM json_each(:ids))')
       if (filter.status !== undefined) where.push('status = :status')
       if (filter.categoryId !== undefined) where.push('category_id = :category')
       if (filter.nameContains !== undefined) where.push('instr(search_name, :name) > 0')
@@ -46,6 +48,7 @@ export function createSqlitePetStore (db: Db, idempotency: SqliteIdempotency): P
   return {
     async listPets (filter, page) {
       const params: Record<string, string | number> = { after: page.afterId ?? 0, limit: page.limit }
+      if (filter.ids !== undefined) params.ids = JSON.stringify(filter.ids)
       if (filter.status !== undefined) params.status = filter.status
       if (filter.categoryId !== undefined) params.category = filter.categoryId
       if (filter.nameContains !== undefined) params.name = filter.nameContains
