@@ -15,7 +15,10 @@ export async function loadSampleData (stores: Stores): Promise<boolean> {
   for (const category of CATALOGUE) {
     const { id } = await stores.categories.createCategory({ name: category.name, description: category.description })
     for (const [name, status] of category.pets) {
-      await stores.pets.createPet({ name, categoryId: id, status }, null)
+      const { record } = await stores.pets.createPet({ name, categoryId: id, status }, null)
+      // A new pet has stock 1 (rule 1); a reserved or sold one has none left. Setting 0 keeps
+      // a pending or sold pet as it is (rule 6 only changes an available one).
+      if (status !== 'available') await stores.inventory.setStock(record.id, 0, null)
     }
   }
   return true

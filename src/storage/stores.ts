@@ -1,12 +1,16 @@
 // The set of ports an engine provides. infra.ts picks the engine from the configuration.
 import type { CategoryStore } from '../categories/categories.store.ts'
+import type { InventoryStore } from '../inventory/inventory.store.ts'
 import type { KeyStore } from '../keys/keys.store.ts'
+import type { OrderStore } from '../orders/orders.store.ts'
 import type { PetStore } from '../pets/pets.store.ts'
 
 export interface Stores {
   readonly engine: 'sqlite' | 'postgres'
   readonly pets: PetStore
   readonly categories: CategoryStore
+  readonly orders: OrderStore
+  readonly inventory: InventoryStore
   readonly keys: KeyStore
   /** Resolves when the database answers; rejects otherwise (readiness). */
   ping (): Promise<void>

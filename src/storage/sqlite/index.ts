@@ -3,7 +3,9 @@ import type { Stores } from '../stores.ts'
 import { createSqliteCategoryStore } from './categories.ts'
 import { migrateSqlite, openSqlite } from './database.ts'
 import { createSqliteIdempotency } from './idempotency.ts'
+import { createSqliteInventoryStore } from './inventory.ts'
 import { createSqliteKeyStore } from './keys.ts'
+import { createSqliteOrderStore } from './orders.ts'
 import { createSqlitePetStore } from './pets.ts'
 
 export interface SqliteStores extends Stores { readonly engine: 'sqlite' }
@@ -18,6 +20,8 @@ export function createSqliteStores (path: string, options: { migrate?: boolean }
     engine: 'sqlite',
     pets: createSqlitePetStore(db, idempotency),
     categories: createSqliteCategoryStore(db),
+    orders: createSqliteOrderStore(db, idempotency),
+    inventory: createSqliteInventoryStore(db),
     keys: createSqliteKeyStore(db),
     async ping () { ping.get() },
     async close () { if (db.isOpen) db.close() }

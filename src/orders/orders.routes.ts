@@ -1,0 +1,103 @@
+// Orders over HTTP: schema, one service call, status code.
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { AppError } from '../errors.ts'
+import { etagOf, idempotencyClaimOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
+import type { Clock } from '../shared/clock.ts'
+import { Reply, ETagHeader, IdempotencyKeyHeaders, LinkHeader, LocationHeader, NoContent } from '../shared/schemas.ts'
+import { type Order, NewOrderSchema, OrderIdParams, OrderListQuery, OrderPatchSchema, OrderSchema, OrdersSchema } from './orders.schema.ts'
+import type { Caller, OrderService } from './orders.service.ts'
+import type { OrderRecord } from './orders.store.ts'
+
+export interface OrderRoutesOptions { orders: OrderService; clock: Clock }
+
+export const toPublicOrder = (record: OrderRecord): Order => ({
+  id: record.id,
+  petId: record.petId,
+  quantity: record.quantity,
+  ...(record.shipDate !== null && { shipDate: new Date(record.shipDate).toISOString() }),
+  complete: record.complete
+})
+
+/** The caller; every route here names a role, so the access hook has already authenticated it. */
+function callerOf (request: FastifyRequest): Caller {
+  const principal = request.principal
+  if (principal === null) throw new AppError('unauthenticated', 'an API key is required')
+  return { keyId: principal.keyId, role: principal.role }
+}
+
+export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: OrderRoutesOptions): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const tags = ['Orders']
+
+  app.get('/store/orders', {
+    schema: {
+      operationId: 'listOrders', tags, summary: 'List orders',
+      description: 'Orders in id order, filtered by `petId` and `complete`. A customer sees only the orders its own API key placed; staff and admin see every order. The next page, if any, is in the `Link: <…>; rel="next"` header. The try-it panel of the reference docs is disabled for this operation.',
+      querystring: OrderListQuery,
+      response: { 200: Reply('A page of orders.', OrdersSchema, LinkHeader) },
+      'x-hideTryItPanel': true
+    },
+    config: { role: 'customer', errors: ['validation_failed'] }
+  }, async (request, reply) => {
+    const page = await orders.list(request.query, callerOf(request))
+    setNextLink(request, reply, page.nextCursor)
+    return page.items.map(toPublicOrder)
+  })
+
+  app.post('/store/orders', {
+    schema: {
+      operationId: 'placeOrder', tags, summary: 'Place an order',
+      description: 'Orders `quantity` units of an `available` pet and takes them off its stock in the same transaction; when the stock reaches 0 the pet becomes `pending`. Orders never add up to more than the stock, whatever the concurrency: a pet that is not `available` is `409 pet_not_available`, a stock that does not cover the quantity is `409 insufficient_stock`, a pet that does not exist is `422 pet_not_found`. Honours `Idempotency-Key`: a retry with the same key and body returns the first result (201, same body and Location) and creates nothing; the same key with another body is `409 idempotency_key_reused`. A refused order records no key, so a retry is tried afresh. Keys are remembered for 24 hours, per API key.',
+      headers: IdempotencyKeyHeaders,
+      body: NewOrderSchema,
+      response: { 201: Reply('The order, as placed (also on a replay).', OrderSchema, { ...LocationHeader, ...ETagHeader }) }
+    },
+    config: { role: 'customer', errors: ['validation_failed', 'pet_not_found', 'pet_not_available', 'insufficient_stock', 'idempotency_key_reused'] }
+  }, async (request, reply) => {
+    const { record } = await orders.place(request.body, callerOf(request), idempotencyClaimOf(request, clock.now()))
+    reply.code(201).header('location', `/v1/store/orders/${record.id}`).header('etag', etagOf(record))
+    return toPublicOrder(record)
+  })
+
+  app.get('/store/orders/:orderId', {
+    schema: {
+      operationId: 'getOrder', tags, summary: 'Get an order',
+      description: 'A customer may read only its own orders: another customer\'s order is `404 not_found`. A cancelled order is `404` too.',
+      params: OrderIdParams,
+      response: { 200: Reply('The order.', OrderSchema, ETagHeader) }
+    },
+    config: { role: 'customer', errors: ['validation_failed', 'not_found'] }
+  }, async (request, reply) => {
+    const order = await orders.get(request.params.orderId, callerOf(request))
+    reply.header('etag', etagOf(order))
+    return toPublicOrder(order)
+  })
+
+  app.patch('/store/orders/:orderId', {
+    schema: {
+      operationId: 'updateOrder', tags, summary: 'Complete an order or change its ship date',
+      description: '`complete: true` completes the order and sets its `shipDate` to the one given, else to now; when the last open order of a pet whose stock is 0 completes, the pet becomes `sold`. `shipDate` alone changes the expected ship date. Completing is one way: a complete order cannot change (`409 order_already_complete`), and `complete: false` is refused (`400`). Honours `If-Match`.',
+      params: OrderIdParams, body: OrderPatchSchema,
+      response: { 200: Reply('The updated order.', OrderSchema, ETagHeader) }
+    },
+    config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed', 'order_already_complete'] }
+  }, async (request, reply) => {
+    const order = await orders.update(request.params.orderId, request.body, ifMatchOf(request))
+    reply.header('etag', etagOf(order))
+    return toPublicOrder(order)
+  })
+
+  app.delete('/store/orders/:orderId', {
+    schema: {
+      operationId: 'cancelOrder', tags, summary: 'Cancel an order',
+      description: 'Cancels an open order: deletes it (it is `404` afterwards) and returns its quantity to the stock; a `pending` pet becomes `available` again. A customer may cancel only its own orders (another customer\'s is `404 not_found`); staff may cancel any. A complete order cannot be cancelled (`409 order_already_complete`). Honours `If-Match`.',
+      params: OrderIdParams,
+      response: { 204: NoContent('The order is cancelled.') }
+    },
+    config: { role: 'customer', errors: ['validation_failed', 'not_found', 'precondition_failed', 'order_already_complete'] }
+  }, async (request, reply) => {
+    await orders.cancel(request.params.orderId, callerOf(request), ifMatchOf(request))
+    return reply.code(204).send(null)
+  })
+}

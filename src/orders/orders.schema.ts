@@ -1,0 +1,48 @@
+// The public contract of orders: spec section 2 (Order), with our bounds (PRODUCT.md section 5).
+import { Type, type Static } from 'typebox'
+import { Int64, PageQuery } from '../shared/schemas.ts'
+
+const Quantity = Type.Integer({ minimum: 1, maximum: 1000, description: 'Number of units ordered, 1 to 1,000.' })
+const ShipDate = (description: string) => Type.String({ format: 'date-time', description })
+
+export const OrderIdParams = Type.Object({ orderId: Int64({ description: 'The order id.' }) }, { additionalProperties: false })
+
+/**
+ * The spec marks no field of Order as required; our responses always carry id, petId, quantity
+ * and complete, and carry shipDate once one is known (omitted, never null, before that).
+ */
+export const OrderSchema = Type.Object({
+  id: Int64({ description: 'Unique order identifier.' }),
+  petId: Int64({ description: 'Identifier of the animal in the order.' }),
+  quantity: Type.Integer({ description: 'Number of units ordered.' }),
+  shipDate: Type.Optional(ShipDate('Expected or actual ship date (ISO 8601, UTC). Absent until one is given or the order completes.')),
+  complete: Type.Boolean({ description: 'Whether the order has been fulfilled.' })
+}, {
+  title: 'Order',
+  additionalProperties: false,
+  description: 'An order for a pet. `id`, `petId`, `quantity` and `complete` are always present in responses; `shipDate` is omitted until it is known.'
+})
+export type Order = Static<typeof OrderSchema>
+
+export const OrdersSchema = Type.Array(OrderSchema, { title: 'Orders', description: 'An array of Order objects.' })
+
+export const NewOrderSchema = Type.Object({
+  petId: Int64({ description: 'Identifier of the animal to order; it must be `available` with enough stock.' }),
+  quantity: Quantity,
+  shipDate: Type.Optional(ShipDate('Expected ship date (ISO 8601 with a time zone).'))
+}, { title: 'NewOrder', additionalProperties: false, description: 'The input shape of an order.' })
+export type NewOrder = Static<typeof NewOrderSchema>
+
+export const OrderPatchSchema = Type.Object({
+  // Only `true`: completing is one way (a complete order cannot change), so `false` is refused.
+  complete: Type.Optional(Type.Unsafe<true>({ type: 'boolean', enum: [true], description: 'Completes the order; its shipDate becomes now unless given.' })),
+  shipDate: Type.Optional(ShipDate('The expected ship date, or the actual one when completing (ISO 8601 with a time zone).'))
+}, { title: 'OrderPatch', additionalProperties: false, minProperties: 1, description: 'The changes to an open order; at least one field.' })
+export type OrderPatch = Static<typeof OrderPatchSchema>
+
+export const OrderListQuery = Type.Object({
+  petId: Type.Optional(Int64({ description: 'Only orders of this pet.' })),
+  complete: Type.Optional(Type.Boolean({ description: 'Only complete (`true`) or open (`false`) orders.' })),
+  ...PageQuery
+}, { additionalProperties: false })
+export type OrderListQuery = Static<typeof OrderListQuery>

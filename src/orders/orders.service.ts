@@ -1,0 +1,80 @@
+// The order rules (PRODUCT.md section 5, rules 2 to 5). The stock arithmetic itself is atomic in
+// the store; here: who may see and touch which order, and what completing means.
+import { AppError, notFound } from '../errors.ts'
+import type { Role } from '../keys/keys.schema.ts'
+import type { Clock } from '../shared/clock.ts'
+import { isStorableId, pageRequest, toPage, type Page } from '../shared/pagination.ts'
+import type { Created, IdempotencyClaim, IfMatch } from '../shared/store.ts'
+import type { NewOrder, OrderListQuery, OrderPatch } from './orders.schema.ts'
+import type { OrderChanges, OrderOwner, OrderRecord, OrderStore } from './orders.store.ts'
+
+/** The API key making the request. */
+export interface Caller { keyId: number; role: Role }
+
+export interface OrderService {
+  list (query: OrderListQuery, caller: Caller): Promise<Page<OrderRecord>>
+  get (id: number, caller: Caller): Promise<OrderRecord>
+  place (input: NewOrder, caller: Caller, idempotency: IdempotencyClaim | null): Promise<Created<OrderRecord>>
+  update (id: number, patch: OrderPatch, ifMatch: IfMatch): Promise<OrderRecord>
+  cancel (id: number, caller: Caller, ifMatch: IfMatch): Promise<void>
+}
+
+/** A customer works on its own orders only; staff and admin on all. Another's order is not_found, never forbidden. */
+const ownerOf = (caller: Caller): OrderOwner => caller.role === 'customer' ? { ownerKeyId: caller.keyId } : null
+
+/** An ISO 8601 date-time (already checked by the schema) as epoch ms. */
+function epochOf (text: string, field: string): number {
+  const ms = Date.parse(text)
+  if (!Number.isFinite(ms)) {
+    throw new AppError('validation_failed', `invalid body: /${field} is not a date-time this API can store`, { details: [{ path: `/${field}`, message: 'must be an ISO 8601 date-time' }] })
+  }
+  return ms
+}
+
+export function createOrderService (orders: OrderStore, clock: Clock): OrderService {
+  return {
+    async list (query, caller) {
+      const page = pageRequest(query)
+      if (query.petId !== undefined && !isStorableId(query.petId)) return { items: [], nextCursor: null }
+      const owner = ownerOf(caller)
+      const filter = {
+        ...(query.petId !== undefined && { petId: query.petId }),
+        ...(query.complete !== undefined && { complete: query.complete }),
+        ...(owner !== null && { ownerKeyId: owner.ownerKeyId })
+      }
+      return toPage(await orders.listOrders(filter, page), page)
+    },
+
+    async get (id, caller) {
+      const order = isStorableId(id) ? await orders.getOrder(id, ownerOf(caller)) : null
+      if (order === null) throw notFound(`order ${id}`)
+      return order
+    },
+
+    async place (input, caller, idempotency) {
+      const shipDate = input.shipDate === undefined ? null : epochOf(input.shipDate, 'shipDate')
+      if (!isStorableId(input.petId)) {
+        // An int64 we never assigned names no pet. The claim is not recorded: nothing was created.
+        throw new AppError('pet_not_found', `pet ${input.petId} does not exist`)
+      }
+      return await orders.placeOrder({ petId: input.petId, quantity: input.quantity, shipDate, ownerKeyId: caller.keyId, now: clock.now() }, idempotency)
+    },
+
+    async update (id, patch, ifMatch) {
+      if (!isStorableId(id)) throw notFound(`order ${id}`)
+      const changes: OrderChanges = {}
+      if (patch.shipDate !== undefined) changes.shipDate = epochOf(patch.shipDate, 'shipDate')
+      if (patch.complete === true) {
+        // Rule 4: completing records the actual ship date, now unless the request gives one.
+        changes.complete = true
+        changes.shipDate ??= clock.now()
+      }
+      return await orders.updateOrder(id, changes, ifMatch)
+    },
+
+    async cancel (id, caller, ifMatch) {
+      if (!isStorableId(id)) throw notFound(`order ${id}`)
+      await orders.cancelOrder(id, ownerOf(caller), ifMatch)
+    }
+  }
+}

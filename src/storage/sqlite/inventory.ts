@@ -1,0 +1,48 @@
+// InventoryStore on SQLite: the stock column of the pet row, its status and its version.
+import { notFound, preconditionFailed } from '../../errors.ts'
+import type { InventoryRecord, InventoryStore } from '../../inventory/inventory.store.ts'
+import type { PetStatus } from '../../pets/pets.schema.ts'
+import { matchesVersion } from '../../shared/store.ts'
+import { transaction, type Db } from './database.ts'
+
+interface InventoryRow { id: number; stock: number; status: PetStatus; version: number }
+
+export const toInventory = (row: InventoryRow): InventoryRecord =>
+  ({ petId: row.id, quantity: row.stock, status: row.status, version: row.version })
+
+const INVENTORY_COLUMNS = 'id, stock, status, version'
+
+/** Rule 6: the pet's status once its stock is set to `quantity`. */
+export function statusForStock (current: PetStatus, quantity: number, hasOpenOrders: boolean): PetStatus {
+  if (quantity > 0) return 'available'
+  if (current !== 'available') return current
+  return hasOpenOrders ? 'pending' : 'sold'
+}
+
+export function createSqliteInventoryStore (db: Db): InventoryStore {
+  const byId = db.prepare(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id = ?`)
+  const list = db.prepare(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`)
+  const openOrders = db.prepare('SELECT 1 FROM orders WHERE pet_id = ? AND complete = 0 LIMIT 1')
+  const update = db.prepare(`UPDATE pets SET stock = ?, status = ?, version = version + 1 WHERE id = ? RETURNING ${INVENTORY_COLUMNS}`)
+
+  return {
+    async listInventory (page) {
+      return (list.all(page.afterId ?? 0, page.limit) as unknown as InventoryRow[]).map(toInventory)
+    },
+
+    async getInventory (petId) {
+      const row = byId.get(petId) as InventoryRow | undefined
+      return row === undefined ? null : toInventory(row)
+    },
+
+    async setStock (petId, quantity, ifMatch) {
+      return transaction(db, () => {
+        const row = byId.get(petId) as InventoryRow | undefined
+        if (row === undefined) throw notFound(`pet ${petId}`)
+        if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
+        const open = quantity === 0 && row.status === 'available' && openOrders.get(petId) !== undefined
+        return toInventory(update.get(quantity, statusForStock(row.status, quantity, open), petId) as unknown as InventoryRow)
+      })
+    }
+  }
+}

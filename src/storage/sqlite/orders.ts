@@ -1,0 +1,127 @@
+// OrderStore on SQLite. Placing, completing and cancelling are each one synchronous transaction
+// (see database.ts) that changes the order and its pet's row together.
+import { AppError, notFound, preconditionFailed } from '../../errors.ts'
+import type { PetStatus } from '../../pets/pets.schema.ts'
+import type { OrderChanges, OrderFilter, OrderOwner, OrderRecord, OrderStore } from '../../orders/orders.store.ts'
+import { matchesVersion } from '../../shared/store.ts'
+import { transaction, type Db } from './database.ts'
+import type { SqliteIdempotency } from './idempotency.ts'
+
+interface OrderRow {
+  id: number; pet_id: number; owner_key_id: number; quantity: number
+  ship_date: number | null; complete: number; created_at: number; version: number
+}
+
+export const toOrder = (row: OrderRow): OrderRecord => ({
+  id: row.id, petId: row.pet_id, quantity: row.quantity, shipDate: row.ship_date, complete: row.complete === 1,
+  ownerKeyId: row.owner_key_id, createdAt: row.created_at, version: row.version
+})
+
+const ORDER_COLUMNS = 'id, pet_id, owner_key_id, quantity, ship_date, complete, created_at, version'
+
+export function createSqliteOrderStore (db: Db, idempotency: SqliteIdempotency): OrderStore {
+  const byId = db.prepare(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ?`)
+  const insert = db.prepare(`INSERT INTO orders (pet_id, owner_key_id, quantity, ship_date, complete, created_at) VALUES (?, ?, ?, ?, 0, ?) RETURNING ${ORDER_COLUMNS}`)
+  const petState = db.prepare('SELECT status, stock FROM pets WHERE id = ?')
+  // Rules 2 and 3 in one conditional UPDATE: it takes the stock only while the pet is available
+  // and the stock covers the quantity, so no interleaving (here or on PostgreSQL) can oversell.
+  // In SET, `stock` is the value before the update.
+  const takeStock = db.prepare(`UPDATE pets SET stock = stock - :quantity,
+    status = CASE WHEN stock = :quantity THEN 'pending' ELSE status END, version = version + 1
+    WHERE id = :id AND status = 'available' AND stock >= :quantity`)
+  const complete = db.prepare(`UPDATE orders SET complete = 1, ship_date = ?, version = version + 1 WHERE id = ? RETURNING ${ORDER_COLUMNS}`)
+  const setShipDate = db.prepare(`UPDATE orders SET ship_date = ?, version = version + 1 WHERE id = ? RETURNING ${ORDER_COLUMNS}`)
+  // Rule 4: the pet is sold once its stock is 0 and no open order is left.
+  const sellIfDone = db.prepare(`UPDATE pets SET status = 'sold', version = version + 1
+    WHERE id = :id AND stock = 0 AND status <> 'sold' AND NOT EXISTS (SELECT 1 FROM orders WHERE pet_id = :id AND complete = 0)`)
+  const remove = db.prepare('DELETE FROM orders WHERE id = ?')
+  // Rule 5: the quantity goes back; a pending pet has stock again, so it is available.
+  const returnStock = db.prepare(`UPDATE pets SET stock = stock + ?,
+    status = CASE WHEN status = 'pending' THEN 'available' ELSE status END, version = version + 1 WHERE id = ?`)
+  // One prepared statement per filter combination, made on first use (8 at most).
+  const listStatements = new Map<string, ReturnType<Db['prepare']>>()
+
+  function listStatement (filter: OrderFilter) {
+    const shape = `${filter.petId !== undefined ? 'p' : ''}${filter.complete !== undefined ? 'c' : ''}${filter.ownerKeyId !== undefined ? 'o' : ''}`
+    let statement = listStatements.get(shape)
+    if (statement === undefined) {
+      const where = ['id > :after']
+      if (filter.petId !== undefined) where.push('pet_id = :pet')
+      if (filter.complete !== undefined) where.push('complete = :complete')
+      if (filter.ownerKeyId !== undefined) where.push('owner_key_id = :owner')
+      statement = db.prepare(`SELECT ${ORDER_COLUMNS} FROM orders WHERE ${where.join(' AND ')} ORDER BY id LIMIT :limit`)
+      listStatements.set(shape, statement)
+    }
+    return statement
+  }
+
+  /** The order as the caller may see it: another owner's order does not exist for them. */
+  function find (id: number, owner: OrderOwner): OrderRow | undefined {
+    const row = byId.get(id) as OrderRow | undefined
+    if (row === undefined || (owner !== null && row.owner_key_id !== owner.ownerKeyId)) return undefined
+    return row
+  }
+
+  /** The open order to change, after the existence, If-Match and completeness checks, in that order. */
+  function openOrder (id: number, owner: OrderOwner, ifMatch: readonly number[] | null): OrderRow {
+    const row = find(id, owner)
+    if (row === undefined) throw notFound(`order ${id}`)
+    if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
+    if (row.complete === 1) throw new AppError('order_already_complete', `order ${id} is complete and can no longer change`)
+    return row
+  }
+
+  return {
+    async listOrders (filter, page) {
+      const params: Record<string, number> = { after: page.afterId ?? 0, limit: page.limit }
+      if (filter.petId !== undefined) params.pet = filter.petId
+      if (filter.complete !== undefined) params.complete = filter.complete ? 1 : 0
+      if (filter.ownerKeyId !== undefined) params.owner = filter.ownerKeyId
+      return (listStatement(filter).all(params) as unknown as OrderRow[]).map(toOrder)
+    },
+
+    async getOrder (id, owner) {
+      const row = find(id, owner)
+      return row === undefined ? null : toOrder(row)
+    },
+
+    async placeOrder (input, claim) {
+      return transaction(db, () => {
+        if (claim !== null) {
+          const first = idempotency.replay(claim)
+          if (first !== null) return { record: JSON.parse(first) as OrderRecord, replayed: true }
+        }
+        if (Number(takeStock.run({ id: input.petId, quantity: input.quantity }).changes) === 0) {
+          const pet = petState.get(input.petId) as { status: PetStatus; stock: number } | undefined
+          if (pet === undefined) throw new AppError('pet_not_found', `pet ${input.petId} does not exist`)
+          if (pet.status !== 'available') throw new AppError('pet_not_available', `pet ${input.petId} is ${pet.status}, not available`)
+          throw new AppError('insufficient_stock', `only ${pet.stock} left of pet ${input.petId}; ${input.quantity} asked`)
+        }
+        const record = toOrder(insert.get(input.petId, input.ownerKeyId, input.quantity, input.shipDate, input.now) as unknown as OrderRow)
+        if (claim !== null) idempotency.remember(claim, record)
+        return { record, replayed: false }
+      })
+    },
+
+    async updateOrder (id, changes: OrderChanges, ifMatch) {
+      return transaction(db, () => {
+        const row = openOrder(id, null, ifMatch)
+        if (changes.complete === true) {
+          const updated = toOrder(complete.get(changes.shipDate ?? row.ship_date, id) as unknown as OrderRow)
+          sellIfDone.run({ id: row.pet_id })
+          return updated
+        }
+        return toOrder(setShipDate.get(changes.shipDate ?? row.ship_date, id) as unknown as OrderRow)
+      })
+    },
+
+    async cancelOrder (id, owner, ifMatch) {
+      transaction(db, () => {
+        const row = openOrder(id, owner, ifMatch)
+        remove.run(id)
+        // An open order's pet cannot have been deleted (deletePet refuses), so this finds it.
+        returnStock.run(row.quantity, row.pet_id)
+      })
+    }
+  }
+}
