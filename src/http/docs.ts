@@ -4,10 +4,11 @@
 // node_modules, and our boot script, src/http/docs/docs-init.js, which configures Scalar.
 //
 // The per-operation try-it switch (`x-hideTryItPanel: true`, PRODUCT.md section 7). Scalar
-// 1.72 has only a global switch (`hideTestRequestButton`). In 1.72 the API client (the modal
-// behind "Test Request") opens only from that button: the reference's search (Ctrl+K) scrolls to
-// operations, and `hideClientButton` removes the other entry point, a link to client.scalar.com.
-// Once open, though, the client's sidebar, search and address bar reach every operation.
+// 1.72 has only a global switch (`hideTestRequestButton`). Its API client (the modal behind
+// "Test Request") opens only from that button (`hideClientButton` removes the other entry point,
+// a link to client.scalar.com), but once open it reaches every operation: through its sidebar,
+// its address bar, and the page's search (Ctrl+K), which also switches an open client to the
+// operation picked.
 // Rejected hooks:
 // - `onBeforeRequest` / client-plugin `beforeRequest`: they run inside an open client, and a
 //   hook that throws surfaces as an unhandled rejection, not as a message to the reader.
@@ -23,7 +24,7 @@
 //    links, and docs-init.js pins it with `generateOperationSlug`. CSS applies to lazily
 //    rendered and re-rendered operations alike, with no timing involved.
 // 2. `customFetch`: Scalar's client sends every request through it, however it reached the
-//    operation (sidebar, search, send hotkey, edited address bar). It refuses requests whose
+//    operation (sidebar, page search, send hotkey, edited address bar). It refuses requests whose
 //    method and path match a switched-off operation (the path template under the document's
 //    servers, resolved against the page as Scalar resolves them); Scalar shows the refusal as an
 //    error toast and nothing leaves the browser. 1 is the presentation; 2 is the guarantee.
@@ -140,7 +141,10 @@ export async function docsRoutes (app: FastifyInstance, opts: DocsOptions): Prom
 
   app.get<{ Params: { '*': string } }>('/docs/assets/*', { schema: { hide: true } }, async (request, reply) => {
     const asset = byName.get(request.params['*'])
-    if (asset === undefined) return reply.callNotFound()
+    if (asset === undefined) {
+      reply.callNotFound()
+      return reply
+    }
     reply
       .header('cache-control', IMMUTABLE)
       .header('x-content-type-options', 'nosniff')
