@@ -1,0 +1,127 @@
+// Keeps the API serving when the shared store (Redis) is unreachable (PRODUCT.md section 4):
+// each instance then answers from its own counters, says so, and returns to the shared store by
+// itself. Limits are per instance while degraded (N instances allow up to N times the quota);
+// that is the product's choice over refusing every request.
+//
+// For a dead Redis to cost no latency, its ioredis client must fail fast instead of queueing:
+// create it with redisClientOptions() from redis.ts (no offline queue, no per-request retries, a
+// short command timeout). Then a refused connection rejects at once, and a Redis that hangs
+// costs one commandTimeout, at most once per RETRY_INTERVAL_MS.
+import type { Decision, Quota, RateLimiter } from './limiter.ts'
+
+export type FallbackStatus = 'ok' | 'degraded'
+
+export interface FallbackRateLimiterOptions {
+  primary: RateLimiter
+  fallback: RateLimiter
+  /** Called on each change of status only (once when the primary fails, once when it is back). */
+  onStateChange?: (state: FallbackStatus, reason?: string) => void
+  /** Epoch ms; injectable so tests can pass the retry interval without sleeping. */
+  now?: () => number
+}
+
+export interface FallbackRateLimiter extends RateLimiter {
+  state(): { status: FallbackStatus; reason?: string }
+}
+
+/** While degraded, the primary is tried again at most this often. */
+export const RETRY_INTERVAL_MS = 1000
+
+const REASON_MAX_LENGTH = 120
+
+/**
+ * A short reason fit for /readyz, logs and metrics. Error messages may quote a connection URL
+ * (and with it a password) when some layer wraps the error, so any word that looks like a URL
+ * or a user@host is dropped; the error's code, when it has one (ECONNREFUSED), comes first.
+ */
+export function describeFailure(err: unknown): string {
+  const code = typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string' ? err.code : ''
+  const message = err instanceof Error ? err.message : String(err)
+  const words = message.split(' ').filter((w) => !w.includes('://') && !w.includes('@'))
+  let text = words.join(' ').trim()
+  if (code !== '' && !text.includes(code)) text = text === '' ? code : `${code}: ${text}`
+  if (text === '') text = err instanceof Error ? err.name : 'unknown error'
+  const reason = `rate limit store unavailable: ${text}`
+  return reason.length > REASON_MAX_LENGTH ? `${reason.slice(0, REASON_MAX_LENGTH - 1)}…` : reason
+}
+
+export function createFallbackRateLimiter(options: FallbackRateLimiterOptions): FallbackRateLimiter {
+  const { primary, fallback, onStateChange } = options
+  const now = options.now ?? Date.now
+  let status: FallbackStatus = 'ok'
+  let reason: string | undefined
+  let nextProbeAt = 0
+
+  // A failing observer (a logger, a metric) must not turn a rate limit answer into an error.
+  function notify(state: FallbackStatus, why?: string): void {
+    try {
+      onStateChange?.(state, why)
+    } catch {
+      // deliberately ignored, see above
+    }
+  }
+
+  function primaryFailed(err: unknown): void {
+    const why = describeFailure(err)
+    nextProbeAt = now() + RETRY_INTERVAL_MS
+    reason = why
+    if (status === 'ok') {
+      status = 'degraded'
+      notify('degraded', why)
+    }
+  }
+
+  function primaryAnswered(): void {
+    if (status === 'degraded') {
+      status = 'ok'
+      reason = undefined
+      notify('ok')
+    }
+  }
+
+  async function route(call: (limiter: RateLimiter) => Promise<Decision>): Promise<Decision> {
+    if (status === 'degraded') {
+      const t = now()
+      if (t < nextProbeAt) return call(fallback)
+      // Claimed before awaiting, so requests arriving during the probe go to the fallback
+      // instead of all waiting on a primary that may still be down.
+      nextProbeAt = t + RETRY_INTERVAL_MS
+    }
+    let decision: Decision
+    try {
+      decision = await call(primary)
+    } catch (err) {
+      primaryFailed(err)
+      return call(fallback)
+    }
+    primaryAnswered()
+    return decision
+  }
+
+  return {
+    consume: (subject: string, quota: Quota) => route((l) => l.consume(subject, quota)),
+    peek: (subject: string, quota: Quota) => route((l) => l.peek(subject, quota)),
+
+    // A ban may live in either store (the fallback makes its own while degraded), so both are
+    // lifted. The primary is tried even while degraded, and its failure is rethrown: a lift that
+    // did not reach the shared store would come back with it, so the caller must retry.
+    async unban(subject: string): Promise<void> {
+      await fallback.unban(subject)
+      try {
+        await primary.unban(subject)
+      } catch (err) {
+        primaryFailed(err)
+        throw err
+      }
+      primaryAnswered()
+    },
+
+    async close(): Promise<void> {
+      await Promise.all([primary.close(), fallback.close()])
+    },
+
+    state() {
+      return reason === undefined ? { status } : { status, reason }
+    }
+  }
+}

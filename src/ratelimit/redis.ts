@@ -1,0 +1,222 @@
+// Redis back end: counters and bans shared by every instance, checked and updated atomically in
+// one round trip by a Lua script (PRODUCT.md section 4).
+//
+// Keys of one subject, all with the hash tag {subject} so that they share a cluster slot and one
+// script may touch them all:
+//   <prefix>{<subject>}:m:<minute index>  counter of that minute window (string)
+//   <prefix>{<subject>}:d:<day index>     counter of that UTC day window (string)
+//   <prefix>{<subject>}:s                 hash: pu/pn (wait period retry instant, requests
+//                                         counted in it), bs/bu/bl (last ban start, until, level)
+// Window counters carry the window index in their name, so a new window starts at 0 without a
+// reset step, and the old key just expires.
+//
+// Expiry is PEXPIRE with a TTL computed from the caller's clock (target - now + margin), not
+// PEXPIREAT: the clock is the caller's (decision 11 in limiter.ts), and an absolute instant from
+// one clock read by another (Redis's) would expire keys early or late by their skew. The margin
+// covers instances whose clocks lag. Window counters live until their window ends; the state hash
+// lives until its wait period ends and 24 h after its last ban ends (the escalation horizon).
+import { createHash } from 'node:crypto'
+import type { Redis, RedisOptions } from 'ioredis'
+import {
+  BAN_BASE_MS,
+  BAN_ESCALATION_MS,
+  BAN_MAX_LEVEL,
+  BAN_MAX_MS,
+  BAN_STRIKES,
+  DAY_MS,
+  MINUTE_MS,
+  OUTCOMES,
+  buildDecision,
+  checkQuota,
+  dayResetAt,
+  minuteResetAt
+} from './limiter.ts'
+import type { Decision, Quota, RateLimiter, RawDecision } from './limiter.ts'
+
+export interface RedisRateLimiterOptions {
+  /** Owned by the caller, who also closes it; see redisClientOptions(). */
+  redis: Redis
+  /** Prepended to every key, e.g. 'petstore:rl:'. */
+  prefix: string
+  /** Epoch ms; injectable so tests never sleep and every instance uses the same arithmetic. */
+  now?: () => number
+}
+
+const KEY_MARGIN_MS = 60_000
+
+/**
+ * Options for the ioredis client given to createRedisRateLimiter when it runs under
+ * createFallbackRateLimiter: a dead or unreachable Redis must fail fast so the fallback answers
+ * at once, instead of requests queueing behind a reconnect.
+ * - enableOfflineQueue false: while disconnected, commands reject immediately instead of waiting
+ *   in a queue for a reconnect that may never come.
+ * - maxRetriesPerRequest 0: a command caught by a dropped connection rejects instead of being
+ *   resent on the next connection, by which time the request has been answered by the fallback.
+ * - commandTimeout: a Redis that accepts the connection but does not answer (overloaded, network
+ *   black hole) costs at most this much, once per second (the fallback's probe interval).
+ * - connectTimeout: same for a connect that hangs.
+ * Reconnection itself keeps ioredis's default retryStrategy (backoff up to 2 s, forever), so the
+ * client comes back by itself and the fallback's next probe finds it.
+ */
+export function redisClientOptions(): RedisOptions {
+  return {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 250,
+    connectTimeout: 1000
+  }
+}
+
+// The same state machine as step() in memory.ts, branch for branch. Constants come from
+// limiter.ts so the two cannot disagree on numbers. Lua numbers are doubles: epoch ms (13
+// digits) are exact, and the reply's numbers become Redis integers.
+const SCRIPT = `
+local now = tonumber(ARGV[1])
+local perMinute = tonumber(ARGV[2])
+local perDay = tonumber(ARGV[3])
+local minuteReset = tonumber(ARGV[4])
+local dayReset = tonumber(ARGV[5])
+local op = ARGV[6]
+local STRIKES = ${BAN_STRIKES}
+local BASE = ${BAN_BASE_MS}
+local MAX = ${BAN_MAX_MS}
+local MAX_LEVEL = ${BAN_MAX_LEVEL}
+local HISTORY = ${BAN_ESCALATION_MS}
+local MARGIN = ${KEY_MARGIN_MS}
+
+local st = redis.call('HMGET', KEYS[3], 'pu', 'pn', 'bs', 'bu', 'bl')
+local pu = tonumber(st[1]) or 0
+local pn = tonumber(st[2]) or 0
+local bs = tonumber(st[3]) or 0
+local bu = tonumber(st[4]) or 0
+local bl = tonumber(st[5]) or 0
+
+if op == 'unban' then
+  redis.call('HDEL', KEYS[3], 'pu', 'pn')
+  if bu > now then
+    redis.call('HSET', KEYS[3], 'bu', now)
+    redis.call('PEXPIRE', KEYS[3], HISTORY + MARGIN)
+  end
+  return {0, 0, 0, 0, 0, 0}
+end
+
+local charge = op == 'consume'
+local m = tonumber(redis.call('GET', KEYS[1])) or 0
+local d = tonumber(redis.call('GET', KEYS[2])) or 0
+
+if bu > now then return {2, m, d, bs, bu, bl} end
+
+local inPeriod = pu > now
+if inPeriod and pn >= STRIKES then
+  local level = 1
+  if bs > 0 and now - bs < HISTORY then level = math.min(bl + 1, MAX_LEVEL) end
+  local untilAt = now + math.min(BASE * 2 ^ (level - 1), MAX)
+  if not charge then return {4, m, d, now, untilAt, level} end
+  redis.call('HDEL', KEYS[3], 'pu', 'pn')
+  redis.call('HSET', KEYS[3], 'bs', now, 'bu', untilAt, 'bl', level)
+  redis.call('PEXPIRE', KEYS[3], untilAt + HISTORY - now + MARGIN)
+  return {3, m, d, now, untilAt, level}
+end
+
+if m < perMinute and d < perDay then
+  if not charge then return {0, m, d, 0, 0, 0} end
+  m = redis.call('INCR', KEYS[1])
+  redis.call('PEXPIRE', KEYS[1], minuteReset - now + MARGIN)
+  d = redis.call('INCR', KEYS[2])
+  redis.call('PEXPIRE', KEYS[2], dayReset - now + MARGIN)
+  if inPeriod then redis.call('HINCRBY', KEYS[3], 'pn', 1) end
+  return {0, m, d, 0, 0, 0}
+end
+
+if charge then
+  if inPeriod then
+    redis.call('HINCRBY', KEYS[3], 'pn', 1)
+  else
+    local retryAt = 0
+    if m >= perMinute then retryAt = minuteReset end
+    if d >= perDay and dayReset > retryAt then retryAt = dayReset end
+    local wait = math.ceil((retryAt - now) / 1000)
+    if wait < 1 then wait = 1 end
+    pu = now + wait * 1000
+    redis.call('HSET', KEYS[3], 'pu', pu, 'pn', 1)
+    local keep = pu
+    if bs > 0 and bu + HISTORY > keep then keep = bu + HISTORY end
+    redis.call('PEXPIRE', KEYS[3], keep - now + MARGIN)
+  end
+end
+return {1, m, d, 0, 0, 0}
+`
+
+const SCRIPT_SHA = createHash('sha1').update(SCRIPT).digest('hex')
+
+// A brace inside the subject would move or empty the hash tag and scatter the subject's keys
+// over several slots; percent-escaping '%', '{' and '}' keeps the name injective.
+function hashTag(subject: string): string {
+  if (!subject.includes('{') && !subject.includes('}') && !subject.includes('%')) return subject
+  return subject.replaceAll('%', '%25').replaceAll('{', '%7B').replaceAll('}', '%7D')
+}
+
+function toRaw(reply: unknown): RawDecision {
+  if (!Array.isArray(reply) || reply.length !== 6 || !reply.every((v) => typeof v === 'number')) {
+    throw new Error('rate limit script returned an unexpected reply')
+  }
+  const [code, minuteCount, dayCount, banStartedAt, banUntil, banLevel] = reply as number[]
+  const outcome = OUTCOMES[code ?? -1]
+  if (outcome === undefined) throw new Error(`rate limit script returned outcome ${code}`)
+  return {
+    outcome,
+    minuteCount: minuteCount ?? 0,
+    dayCount: dayCount ?? 0,
+    banStartedAt: banStartedAt ?? 0,
+    banUntil: banUntil ?? 0,
+    banLevel: banLevel ?? 0
+  }
+}
+
+export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLimiter {
+  const { redis, prefix } = options
+  const now = options.now ?? Date.now
+  // The script is sent in full once (EVAL caches it on the server), then by its SHA. A server
+  // that lost its script cache (restart, failover, SCRIPT FLUSH) answers NOSCRIPT, and that one
+  // call is retried with EVAL: still one command per request in the steady state.
+  let loaded = false
+
+  async function run(keys: [string, string, string], args: (string | number)[]): Promise<unknown> {
+    if (loaded) {
+      try {
+        return await redis.evalsha(SCRIPT_SHA, 3, ...keys, ...args)
+      } catch (err) {
+        if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err
+      }
+    }
+    const reply = await redis.eval(SCRIPT, 3, ...keys, ...args)
+    loaded = true
+    return reply
+  }
+
+  function keysOf(subject: string, t: number): [string, string, string] {
+    const base = `${prefix}{${hashTag(subject)}}:`
+    return [`${base}m:${Math.floor(t / MINUTE_MS)}`, `${base}d:${Math.floor(t / DAY_MS)}`, `${base}s`]
+  }
+
+  async function decide(subject: string, quota: Quota, op: 'consume' | 'peek'): Promise<Decision> {
+    checkQuota(quota)
+    const t = now()
+    const reply = await run(keysOf(subject, t), [t, quota.perMinute, quota.perDay, minuteResetAt(t), dayResetAt(t), op])
+    return buildDecision(toRaw(reply), quota, t)
+  }
+
+  return {
+    consume: (subject, quota) => decide(subject, quota, 'consume'),
+    peek: (subject, quota) => decide(subject, quota, 'peek'),
+
+    async unban(subject: string): Promise<void> {
+      const t = now()
+      // Quota arguments are unused by 'unban' but keep ARGV positions fixed.
+      await run(keysOf(subject, t), [t, 0, 0, 0, 0, 'unban'])
+    },
+
+    // The client belongs to the caller, who may share it; nothing of ours to release.
+    async close(): Promise<void> {}
+  }
+}

@@ -1,0 +1,184 @@
+// Runs against the real Redis at 127.0.0.1:6379. Without it the suite is skipped with the
+// reason, except under CI, where a missing Redis is a failure.
+import { after, before, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import { Redis } from 'ioredis'
+import type { Command } from 'ioredis'
+import { createRedisRateLimiter, redisClientOptions } from '../../src/ratelimit/redis.ts'
+import { runRateLimiterContract, START, MINUTE_END } from './contract.ts'
+
+const HOST = '127.0.0.1'
+const PORT = 6379
+
+function connect(): Redis {
+  // lazyConnect + await connect(): with enableOfflineQueue false, commands sent before the
+  // connection is ready would be rejected.
+  const client = new Redis({ host: HOST, port: PORT, ...redisClientOptions(), lazyConnect: true, commandTimeout: 2000 })
+  client.on('error', () => {}) // connection errors surface as rejected commands
+  return client
+}
+
+async function unreachableReason(): Promise<string | null> {
+  const probe = connect()
+  try {
+    await probe.connect()
+    await probe.ping()
+    return null
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err)
+  } finally {
+    probe.disconnect()
+  }
+}
+
+async function deleteKeys(client: Redis, prefix: string): Promise<void> {
+  let cursor = '0'
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
+    cursor = next
+    if (keys.length > 0) await client.del(...keys)
+  } while (cursor !== '0')
+}
+
+const unreachable = await unreachableReason()
+
+const skip = unreachable === null ? false : `Redis at ${HOST}:${PORT} is unreachable (${unreachable})`
+if (unreachable !== null && process.env.CI) {
+  void test('Redis is reachable for the Redis rate limiter suite', () => {
+    assert.fail(`CI is set but Redis at ${HOST}:${PORT} is unreachable (${unreachable}); start it before running the tests`)
+  })
+} else if (skip !== false) {
+  // A skipped test shows in the run's summary, where a skipped suite alone would not.
+  void test('redis back end', { skip }, () => {})
+}
+
+void describe('redis back end', { skip }, () => {
+  const clients: Redis[] = []
+
+  async function client(): Promise<Redis> {
+    const c = connect()
+    clients.push(c)
+    await c.connect()
+    return c
+  }
+
+  let shared: Redis
+  before(async () => {
+    shared = await client()
+  })
+  after(() => {
+    for (const c of clients) c.disconnect()
+  })
+
+  function uniquePrefix(): string {
+    return `test:${randomUUID()}:`
+  }
+
+  runRateLimiterContract('redis', async (now) => {
+    const prefix = uniquePrefix()
+    return {
+      limiter: createRedisRateLimiter({ redis: shared, prefix, now }),
+      cleanup: () => deleteKeys(shared, prefix)
+    }
+  })
+
+  void test('two instances on two connections share counters exactly: 30 + 30 interleaved calls at 50/min allow 50', async (t) => {
+    const prefix = uniquePrefix()
+    t.after(() => deleteKeys(shared, prefix))
+    const [a, b] = [await client(), await client()]
+    const now = () => START
+    const one = createRedisRateLimiter({ redis: a, prefix, now })
+    const two = createRedisRateLimiter({ redis: b, prefix, now })
+    const quota = { perMinute: 50, perDay: 1000 }
+    const calls = []
+    for (let i = 0; i < 30; i++) calls.push(one.consume('key:1', quota), two.consume('key:1', quota))
+    const decisions = await Promise.all(calls)
+    assert.equal(decisions.filter((d) => d.allowed).length, 50)
+    assert.deepEqual(decisions.filter((d) => d.allowed).map((d) => d.minute.remaining).sort((x, y) => x - y),
+      Array.from({ length: 50 }, (_, i) => i))
+    const peeked = await one.peek('key:1', quota)
+    assert.deepEqual([peeked.minute.remaining, peeked.day.remaining], [0, 950])
+  })
+
+  void test('a ban started through one instance is enforced by another, and lifted through either', async (t) => {
+    const prefix = uniquePrefix()
+    t.after(() => deleteKeys(shared, prefix))
+    let now = START
+    const one = createRedisRateLimiter({ redis: await client(), prefix, now: () => now })
+    const two = createRedisRateLimiter({ redis: await client(), prefix, now: () => now })
+    const quota = { perMinute: 1, perDay: 100 }
+    let started
+    for (let i = 0; i < 22; i++) started = await one.consume('key:1', quota)
+    assert.equal(started?.banStarted, true)
+    now += 1000
+    const seen = await two.consume('key:1', quota)
+    assert.deepEqual([seen.code, seen.ban, seen.retryAfterSeconds], ['api_key_banned', started?.ban, 899])
+    await two.unban('key:1')
+    const lifted = await one.consume('key:1', quota)
+    assert.deepEqual([lifted.code, lifted.ban], ['rate_limited', null])
+  })
+
+  void test('consume, peek and unban are each one command (one round trip), EVAL once then EVALSHA', async (t) => {
+    const prefix = uniquePrefix()
+    t.after(() => deleteKeys(shared, prefix))
+    const c = await client()
+    const sent: string[] = []
+    const send = c.sendCommand.bind(c)
+    c.sendCommand = (command: Command, ...rest: unknown[]) => {
+      sent.push(command.name)
+      return send(command, ...(rest as [never]))
+    }
+    const limiter = createRedisRateLimiter({ redis: c, prefix, now: () => START })
+    const quota = { perMinute: 2, perDay: 100 }
+    await limiter.consume('key:1', quota)
+    assert.deepEqual(sent.splice(0), ['eval'])
+    for (let i = 0; i < 4; i++) {
+      await limiter.consume('key:1', quota)
+      assert.deepEqual(sent.splice(0), ['evalsha'])
+    }
+    await limiter.peek('key:1', quota)
+    assert.deepEqual(sent.splice(0), ['evalsha'])
+    await limiter.unban('key:1')
+    assert.deepEqual(sent.splice(0), ['evalsha'])
+  })
+
+  void test('after the server loses its script cache (NOSCRIPT), the call is resent with EVAL and answers', async (t) => {
+    const prefix = uniquePrefix()
+    t.after(() => deleteKeys(shared, prefix))
+    const c = await client()
+    const limiter = createRedisRateLimiter({ redis: c, prefix, now: () => START })
+    const quota = { perMinute: 5, perDay: 100 }
+    await limiter.consume('key:1', quota)
+    // Simulated rather than with SCRIPT FLUSH, which would hit every other user of this server.
+    let noscripts = 0
+    c.evalsha = (async () => {
+      noscripts++
+      throw new Error('NOSCRIPT No matching script. Please use EVAL.')
+    }) as typeof c.evalsha
+    const d = await limiter.consume('key:1', quota)
+    assert.deepEqual([noscripts, d.allowed, d.minute.remaining], [1, true, 3])
+  })
+
+  void test('keys share the subject\'s hash tag and expire by themselves', async (t) => {
+    const prefix = uniquePrefix()
+    t.after(() => deleteKeys(shared, prefix))
+    const limiter = createRedisRateLimiter({ redis: shared, prefix, now: () => START })
+    const quota = { perMinute: 1, perDay: 100 }
+    for (let i = 0; i < 22; i++) await limiter.consume('key:{7}', quota)
+    const keys = (await shared.keys(`${prefix}*`)).sort()
+    const base = `${prefix}{key:%7B7%7D}:`
+    assert.deepEqual(keys, [`${base}d:20778`, `${base}m:29921040`, `${base}s`])
+    const margin = 60_000
+    const ttls = await Promise.all(keys.map((k) => shared.pttl(k)))
+    const expected = [
+      Date.UTC(2026, 10, 22) - START + margin, // day counter: end of the UTC day
+      MINUTE_END - START + margin, // minute counter: end of the minute
+      15 * 60_000 + 24 * 3_600_000 + margin // ban state: 24 h after the 15 min ban ends
+    ]
+    for (const [i, ttl] of ttls.entries()) {
+      const want = expected[i] ?? 0
+      assert.ok(ttl <= want && ttl > want - 5000, `${keys[i]}: PTTL ${ttl}, expected about ${want}`)
+    }
+  })
+})
