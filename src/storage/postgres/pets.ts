@@ -1,0 +1,88 @@
+// PetStore on PostgreSQL. Reads are single statements; every change is one transaction that
+// locks the pet row first (SELECT ... FOR UPDATE), so concurrent writers of a pet run one after
+// the other, as on SQLite's single connection.
+import { AppError, notFound, preconditionFailed } from '../../errors.ts'
+import type { PetStatus } from '../../pets/pets.schema.ts'
+import type { PetFilter, PetRecord, PetStore } from '../../pets/pets.store.ts'
+import { matchesVersion } from '../../shared/store.ts'
+import type { Db } from './database.ts'
+import { onConstraint } from './errors.ts'
+import type { PostgresIdempotency } from './idempotency.ts'
+
+interface PetRow { id: number; name: string; category_id: number; status: PetStatus; version: number }
+
+export const toPet = (row: PetRow): PetRecord =>
+  ({ id: row.id, name: row.name, categoryId: row.category_id, status: row.status, version: row.version })
+
+const PET_COLUMNS = 'id, name, category_id, status, version'
+
+const categoryNotFound = (categoryId: number) => () => new AppError('category_not_found', `category ${categoryId} does not exist`)
+
+export function createPostgresPetStore (db: Db, idempotency: PostgresIdempotency): PetStore {
+  return {
+    async listPets (filter: PetFilter, page) {
+      const params: unknown[] = [page.afterId ?? 0, page.limit]
+      const where = ['id > $1']
+      if (filter.status !== undefined) where.push(`status = $${params.push(filter.status)}`)
+      if (filter.categoryId !== undefined) where.push(`category_id = $${params.push(filter.categoryId)}`)
+      // search_name is lower-cased by the app (JavaScript's full Unicode mapping), as is the
+      // needle, so the match does not depend on the database's collation or ctype.
+      if (filter.nameContains !== undefined) where.push(`strpos(search_name, $${params.push(filter.nameContains)}) > 0`)
+      if (filter.ids !== undefined) where.push(`id = ANY ($${params.push(filter.ids)}::bigint[])`)
+      const rows = await db.query<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE ${where.join(' AND ')} ORDER BY id LIMIT $2`, params)
+      return rows.map(toPet)
+    },
+
+    async getPet (id) {
+      const row = await db.first<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id = $1`, [id])
+      return row === undefined ? null : toPet(row)
+    },
+
+    async createPet (input, claim) {
+      const result = await db.transaction(async (tx) => {
+        if (claim !== null) {
+          const first = await idempotency.claim(tx, claim)
+          if (first !== null) return { record: JSON.parse(first) as PetRecord, replayed: true }
+        }
+        // The foreign key checks the category (and locks it against a concurrent delete).
+        const row = await tx.first<PetRow>(
+          `INSERT INTO pets (name, search_name, category_id, status, stock) VALUES ($1, $2, $3, $4, 1) RETURNING ${PET_COLUMNS}`,
+          [input.name, input.name.toLowerCase(), input.categoryId, input.status]
+        ).catch(onConstraint({ pets_category_id_fkey: categoryNotFound(input.categoryId) }))
+        const record = toPet(row!)
+        if (claim !== null) await idempotency.remember(tx, claim, record)
+        return { record, replayed: false }
+      })
+      if (claim !== null && !result.replayed) await idempotency.purge(claim.now)
+      return result
+    },
+
+    async updatePet (id, changes, ifMatch) {
+      return db.transaction(async (tx) => {
+        const row = await tx.first<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id = $1 FOR UPDATE`, [id])
+        if (row === undefined) throw notFound(`pet ${id}`)
+        if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
+        const name = changes.name ?? row.name
+        const categoryId = changes.categoryId ?? row.category_id
+        const updated = await tx.first<PetRow>(
+          `UPDATE pets SET name = $1, search_name = $2, category_id = $3, status = $4, version = version + 1 WHERE id = $5 RETURNING ${PET_COLUMNS}`,
+          [name, name.toLowerCase(), categoryId, changes.status ?? row.status, id]
+        ).catch(onConstraint({ pets_category_id_fkey: categoryNotFound(categoryId) }))
+        return toPet(updated!)
+      })
+    },
+
+    async deletePet (id, ifMatch) {
+      await db.transaction(async (tx) => {
+        // The row lock also orders this delete against orders being placed for the pet, which
+        // lock the same row before they insert.
+        const row = await tx.first<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id = $1 FOR UPDATE`, [id])
+        if (row === undefined) throw notFound(`pet ${id}`)
+        if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
+        const open = await tx.first('SELECT 1 FROM orders WHERE pet_id = $1 AND NOT complete LIMIT 1', [id])
+        if (open !== undefined) throw new AppError('pet_has_open_orders', `pet ${id} has open orders; complete or cancel them first`)
+        await tx.query('DELETE FROM pets WHERE id = $1', [id])
+      })
+    }
+  }
+}
