@@ -2,12 +2,15 @@
 // parts and one close() for all of them. Nothing else in the program opens a connection.
 import { Redis } from 'ioredis'
 import { describeDatabase, type Config } from './config.ts'
+import { AppError } from './errors.ts'
 import type { Readiness } from './http/meta.ts'
 import { createFallbackRateLimiter, type FallbackRateLimiter } from './ratelimit/fallback.ts'
 import type { RateLimiter } from './ratelimit/limiter.ts'
 import { createMemoryRateLimiter } from './ratelimit/memory.ts'
 import { createRedisRateLimiter, redisClientOptions } from './ratelimit/redis.ts'
 import type { Clock } from './shared/clock.ts'
+import { describeOpenFailure } from './storage/postgres/errors.ts'
+import { createPostgresStores } from './storage/postgres/index.ts'
 import { createSqliteStores } from './storage/sqlite/index.ts'
 import type { Stores } from './storage/stores.ts'
 
@@ -42,7 +45,13 @@ export async function openStores (config: Config, options: { migrate?: boolean }
       throw new InfraError(`cannot open ${describeDatabase(config.database)}: ${(error as Error).message}`)
     }
   }
-  throw new InfraError('the PostgreSQL engine is not built yet')
+  try {
+    return await createPostgresStores(config.database.url, { migrate: options.migrate !== false })
+  } catch (error) {
+    // describeDatabase drops the user and password; describeOpenFailure keeps driver text short.
+    const reason = describeOpenFailure(error instanceof AppError && error.cause !== undefined ? error.cause : error)
+    throw new InfraError(`cannot open ${describeDatabase(config.database)}: ${reason}`)
+  }
 }
 
 export async function openInfra (config: Config, options: InfraOptions): Promise<Infra> {

@@ -1,0 +1,48 @@
+// InventoryStore on PostgreSQL: the stock column of the pet row, its status and its version.
+import { notFound, preconditionFailed } from '../../errors.ts'
+import type { InventoryRecord, InventoryStore } from '../../inventory/inventory.store.ts'
+import type { PetStatus } from '../../pets/pets.schema.ts'
+import { matchesVersion } from '../../shared/store.ts'
+import type { Db } from './database.ts'
+
+interface InventoryRow { id: number; stock: number; status: PetStatus; version: number }
+
+export const toInventory = (row: InventoryRow): InventoryRecord =>
+  ({ petId: row.id, quantity: row.stock, status: row.status, version: row.version })
+
+const INVENTORY_COLUMNS = 'id, stock, status, version'
+
+/** Rule 6: the pet's status once its stock is set to `quantity` (the SQLite engine applies the same). */
+function statusForStock (current: PetStatus, quantity: number, hasOpenOrders: boolean): PetStatus {
+  if (quantity > 0) return 'available'
+  if (current !== 'available') return current
+  return hasOpenOrders ? 'pending' : 'sold'
+}
+
+export function createPostgresInventoryStore (db: Db): InventoryStore {
+  return {
+    async listInventory (page) {
+      return (await db.query<InventoryRow>(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id > $1 ORDER BY id LIMIT $2`, [page.afterId ?? 0, page.limit])).map(toInventory)
+    },
+
+    async getInventory (petId) {
+      const row = await db.first<InventoryRow>(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id = $1`, [petId])
+      return row === undefined ? null : toInventory(row)
+    },
+
+    async setStock (petId, quantity, ifMatch) {
+      return db.transaction(async (tx) => {
+        // The pet row lock orders this against orders being placed, completed or cancelled.
+        const row = await tx.first<InventoryRow>(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id = $1 FOR UPDATE`, [petId])
+        if (row === undefined) throw notFound(`pet ${petId}`)
+        if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
+        const open = quantity === 0 && row.status === 'available' &&
+          await tx.first('SELECT 1 FROM orders WHERE pet_id = $1 AND NOT complete LIMIT 1', [petId]) !== undefined
+        const updated = await tx.first<InventoryRow>(
+          `UPDATE pets SET stock = $1, status = $2, version = version + 1 WHERE id = $3 RETURNING ${INVENTORY_COLUMNS}`,
+          [quantity, statusForStock(row.status, quantity, open), petId])
+        return toInventory(updated!)
+      })
+    }
+  }
+}
