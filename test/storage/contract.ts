@@ -1,0 +1,524 @@
+// The store contract: what every engine must do, port by port, success and failure paths alike.
+// Each engine's test file runs it on a fresh database per test (sqlite.test.ts, postgres.test.ts).
+// Errors are checked by their stable code, the one the HTTP layer maps to a status.
+import assert from 'node:assert/strict'
+import { describe, test, type TestContext } from 'node:test'
+import { AppError, type ErrorCode } from '../../src/errors.ts'
+import type { PetStatus } from '../../src/pets/pets.schema.ts'
+import { IDEMPOTENCY_TTL_MS, type IdempotencyClaim } from '../../src/shared/store.ts'
+import type { Stores } from '../../src/storage/stores.ts'
+
+const NOW = Date.UTC(2026, 10, 21, 12, 0, 0)
+
+/** Rejects with an AppError of this code (and so this HTTP status). */
+async function rejectsWith (promise: Promise<unknown>, code: ErrorCode): Promise<void> {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof AppError, `expected an AppError ${code}, got ${String(error)}`)
+    assert.equal(error.code, code)
+    return true
+  })
+}
+
+const page = (limit: number, afterId: number | null = null) => ({ afterId, limit })
+
+/** Walks every page of a keyset list; asserts ids strictly grow, so no row comes twice. */
+async function walk<T extends { id: number }> (list: (afterId: number | null) => Promise<T[]>, limit: number): Promise<T[]> {
+  const all: T[] = []
+  let afterId: number | null = null
+  for (;;) {
+    const rows = await list(afterId)
+    assert.ok(rows.length <= limit)
+    for (const row of rows) {
+      assert.ok(afterId === null || row.id > afterId, 'pages run in id order')
+      afterId = row.id
+    }
+    all.push(...rows)
+    if (rows.length < limit) return all
+  }
+}
+
+const claimOf = (key: string, fingerprint = 'fp-1', now = NOW, scope = 'key:1'): IdempotencyClaim => ({ scope, key, fingerprint, now })
+
+export function runStoreContract (engine: string, open: (t: TestContext) => Promise<Stores>): void {
+  async function withPet (t: TestContext, status: PetStatus = 'available') {
+    const stores = await open(t)
+    const category = await stores.categories.createCategory({ name: 'Dogs' })
+    const { record: pet } = await stores.pets.createPet({ name: 'Rex', categoryId: category.id, status }, null)
+    const owner = await stores.keys.createKey({ name: 'owner', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h-owner', prefix: 'psk_owner', now: NOW })
+    const other = await stores.keys.createKey({ name: 'other', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h-other', prefix: 'psk_other', now: NOW })
+    const place = (quantity: number, claim: IdempotencyClaim | null = null, petId = pet.id, ownerKeyId = owner.id) =>
+      stores.orders.placeOrder({ petId, quantity, shipDate: null, ownerKeyId, now: NOW }, claim)
+    return { stores, category, pet, owner, other, place }
+  }
+
+  describe(`${engine} store contract`, () => {
+    // ---- lifecycle ----------------------------------------------------------------------------
+
+    test('ping resolves and close can be called twice', async (t) => {
+      const stores = await open(t)
+      await stores.ping()
+      await stores.close()
+      await stores.close()
+    })
+
+    // ---- categories ---------------------------------------------------------------------------
+
+    test('categories: create, get and list return numbers for ids and versions, and omit a missing description', async (t) => {
+      const { categories } = await open(t)
+      const dogs = await categories.createCategory({ name: 'Dogs', description: 'Barks' })
+      const cats = await categories.createCategory({ name: 'Cats' })
+      assert.deepEqual(dogs, { id: dogs.id, name: 'Dogs', description: 'Barks', version: 1 })
+      assert.deepEqual(cats, { id: cats.id, name: 'Cats', version: 1 })
+      assert.equal(typeof dogs.id, 'number')
+      assert.ok(cats.id > dogs.id)
+      assert.deepEqual(await categories.getCategory(dogs.id), dogs)
+      assert.equal(await categories.getCategory(cats.id + 1000), null)
+      assert.deepEqual(await categories.listCategories(page(10)), [dogs, cats])
+      assert.deepEqual(await categories.listCategories(page(1)), [dogs])
+      assert.deepEqual(await categories.listCategories(page(10, dogs.id)), [cats])
+      assert.deepEqual(await categories.listCategories(page(10, cats.id)), [])
+    })
+
+    test('categories: replace bumps the version, drops an absent description, and honours If-Match', async (t) => {
+      const { categories } = await open(t)
+      const dogs = await categories.createCategory({ name: 'Dogs', description: 'Barks' })
+      await rejectsWith(categories.replaceCategory(dogs.id + 1000, { name: 'X' }, null), 'not_found')
+      await rejectsWith(categories.replaceCategory(dogs.id, { name: 'X' }, [2]), 'precondition_failed')
+      await rejectsWith(categories.replaceCategory(dogs.id, { name: 'X' }, []), 'precondition_failed')
+      assert.deepEqual(await categories.getCategory(dogs.id), dogs, 'a refused change changes nothing')
+      const v2 = await categories.replaceCategory(dogs.id, { name: 'Hounds' }, [7, 1])
+      assert.deepEqual(v2, { id: dogs.id, name: 'Hounds', version: 2 })
+      const v3 = await categories.replaceCategory(dogs.id, { name: 'Hounds', description: 'Woof' }, null)
+      assert.deepEqual(v3, { id: dogs.id, name: 'Hounds', description: 'Woof', version: 3 })
+      assert.deepEqual(await categories.getCategory(dogs.id), v3)
+    })
+
+    test('categories: delete refuses a category with pets (category_in_use), a wrong version and a missing one', async (t) => {
+      const { categories, pets } = await open(t)
+      const dogs = await categories.createCategory({ name: 'Dogs' })
+      const { record: rex } = await pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, null)
+      await rejectsWith(categories.deleteCategory(dogs.id + 1000, null), 'not_found')
+      await rejectsWith(categories.deleteCategory(dogs.id, [2]), 'precondition_failed')
+      await rejectsWith(categories.deleteCategory(dogs.id, null), 'category_in_use')
+      await pets.deletePet(rex.id, null)
+      await categories.deleteCategory(dogs.id, [1])
+      assert.equal(await categories.getCategory(dogs.id), null)
+      await rejectsWith(categories.deleteCategory(dogs.id, null), 'not_found')
+    })
+
+    // ---- pets ---------------------------------------------------------------------------------
+
+    test('pets: create makes the pet and its inventory entry with stock 1; get returns it', async (t) => {
+      const { categories, pets, inventory } = await open(t)
+      const dogs = await categories.createCategory({ name: 'Dogs' })
+      const created = await pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'pending' }, null)
+      assert.deepEqual(created, { record: { id: created.record.id, name: 'Rex', categoryId: dogs.id, status: 'pending', version: 1 }, replayed: false })
+      assert.equal(typeof created.record.id, 'number')
+      assert.deepEqual(await pets.getPet(created.record.id), created.record)
+      assert.equal(await pets.getPet(created.record.id + 1000), null)
+      assert.deepEqual(await inventory.getInventory(created.record.id), { petId: created.record.id, quantity: 1, status: 'pending', version: 1 })
+    })
+
+    test('pets: create in a missing category is category_not_found and creates nothing', async (t) => {
+      const { categories, pets } = await open(t)
+      const dogs = await categories.createCategory({ name: 'Dogs' })
+      await rejectsWith(pets.createPet({ name: 'Rex', categoryId: dogs.id + 1000, status: 'available' }, null), 'category_not_found')
+      assert.deepEqual(await pets.listPets({}, page(10)), [])
+    })
+
+    test('pets: update changes what is given, bumps the version, and refuses missing pets, wrong versions and missing categories', async (t) => {
+      const { stores, category, pet } = await withPet(t)
+      const { pets } = stores
+      const cats = await stores.categories.createCategory({ name: 'Cats' })
+      await rejectsWith(pets.updatePet(pet.id + 1000, { name: 'X' }, null), 'not_found')
+      await rejectsWith(pets.updatePet(pet.id, { name: 'X' }, [2]), 'precondition_failed')
+      await rejectsWith(pets.updatePet(pet.id, { categoryId: cats.id + 1000 }, null), 'category_not_found')
+      assert.deepEqual(await pets.getPet(pet.id), pet, 'a refused change changes nothing')
+      const v2 = await pets.updatePet(pet.id, { name: 'Max' }, [1])
+      assert.deepEqual(v2, { id: pet.id, name: 'Max', categoryId: category.id, status: 'available', version: 2 })
+      const v3 = await pets.updatePet(pet.id, { categoryId: cats.id, status: 'sold' }, null)
+      assert.deepEqual(v3, { id: pet.id, name: 'Max', categoryId: cats.id, status: 'sold', version: 3 })
+      // The search name follows the name.
+      assert.deepEqual((await pets.listPets({ nameContains: 'max' }, page(10))).map((p) => p.id), [pet.id])
+      assert.deepEqual(await pets.listPets({ nameContains: 'rex' }, page(10)), [])
+    })
+
+    test('pets: delete refuses missing pets, wrong versions and pets with open orders (pet_has_open_orders), and removes the inventory entry', async (t) => {
+      const { stores, pet, place } = await withPet(t)
+      const { pets } = stores
+      await rejectsWith(pets.deletePet(pet.id + 1000, null), 'not_found')
+      await rejectsWith(pets.deletePet(pet.id, [2]), 'precondition_failed')
+      const { record: order } = await place(1)
+      await rejectsWith(pets.deletePet(pet.id, null), 'pet_has_open_orders')
+      const completed = await stores.orders.updateOrder(order.id, { complete: true, shipDate: NOW }, null)
+      const current = (await pets.getPet(pet.id))!
+      await pets.deletePet(pet.id, [current.version])
+      assert.equal(await pets.getPet(pet.id), null)
+      assert.equal(await stores.inventory.getInventory(pet.id), null)
+      // A complete order outlives its pet, as history.
+      assert.deepEqual(await stores.orders.getOrder(order.id, null), completed)
+      await rejectsWith(pets.deletePet(pet.id, null), 'not_found')
+    })
+
+    test('pets: keyset pages walk more than 100 rows exactly once, with every filter and their combinations', async (t) => {
+      const { categories, pets } = await open(t)
+      const dogs = await categories.createCategory({ name: 'Dogs' })
+      const cats = await categories.createCategory({ name: 'Cats' })
+      const statuses: PetStatus[] = ['available', 'pending', 'sold']
+      const made: { id: number; name: string; categoryId: number; status: PetStatus; version: number }[] = []
+      for (let i = 0; i < 230; i++) {
+        // Every seventh name carries a non-ASCII upper-case needle; the store sees it lower-cased.
+        const name = i % 7 === 0 ? `ÉMILE ${i}` : `Pet ${i}`
+        made.push((await pets.createPet({ name, categoryId: i % 2 === 0 ? dogs.id : cats.id, status: statuses[i % 3]! }, null)).record)
+      }
+      const cases: { filter: Parameters<Stores['pets']['listPets']>[0]; expect: typeof made }[] = [
+        { filter: {}, expect: made },
+        { filter: { status: 'pending' }, expect: made.filter((p) => p.status === 'pending') },
+        { filter: { categoryId: cats.id }, expect: made.filter((p) => p.categoryId === cats.id) },
+        { filter: { categoryId: cats.id + 1000 }, expect: [] },
+        { filter: { nameContains: 'émile' }, expect: made.filter((p) => p.name.startsWith('ÉMILE')) },
+        { filter: { nameContains: 'mile 1' }, expect: made.filter((p) => /^ÉMILE 1/.test(p.name)) },
+        { filter: { nameContains: 'ÉMILE' }, expect: [] }, // the needle comes lower-cased; stored names are compared lower-cased
+        { filter: { nameContains: '%' }, expect: [] }, // a substring, not a pattern
+        { filter: { status: 'available', categoryId: dogs.id, nameContains: 'émile' }, expect: made.filter((p) => p.status === 'available' && p.categoryId === dogs.id && p.name.startsWith('ÉMILE')) },
+        { filter: { ids: [made[5]!.id, made[150]!.id, made[3]!.id, made[229]!.id + 1000] }, expect: [made[3]!, made[5]!, made[150]!] },
+        { filter: { ids: [made[5]!.id, made[6]!.id], status: 'sold' }, expect: made.filter((p, i) => (i === 5 || i === 6) && p.status === 'sold') }
+      ]
+      for (const { filter, expect } of cases) {
+        for (const limit of [1 + 100, 7]) {
+          const got = await walk((afterId) => pets.listPets(filter, page(limit, afterId)), limit)
+          assert.deepEqual(got, expect, `filter ${JSON.stringify(filter)}, pages of ${limit}`)
+        }
+      }
+      assert.ok(made.filter((p) => p.status === 'pending').length > 1 + 100 - 30, 'the status walk spans pages')
+    })
+
+    // ---- idempotency --------------------------------------------------------------------------
+
+    test('idempotency: the same key and request replays the first pet; another request is idempotency_key_reused; other scopes are apart', async (t) => {
+      const { categories, pets } = await open(t)
+      const dogs = await categories.createCategory({ name: 'Dogs' })
+      const input = { name: 'Rex', categoryId: dogs.id, status: 'available' as const }
+      const first = await pets.createPet(input, claimOf('k1'))
+      assert.equal(first.replayed, false)
+      const again = await pets.createPet(input, claimOf('k1', 'fp-1', NOW + 1000))
+      assert.deepEqual(again, { record: first.record, replayed: true })
+      await rejectsWith(pets.createPet(input, claimOf('k1', 'fp-2')), 'idempotency_key_reused')
+      const otherScope = await pets.createPet(input, claimOf('k1', 'fp-1', NOW, 'key:2'))
+      assert.equal(otherScope.replayed, false)
+      assert.notEqual(otherScope.record.id, first.record.id)
+      assert.equal((await pets.listPets({}, page(10))).length, 2)
+    })
+
+    test('idempotency: a claim expires after 24 hours and the key can then be used afresh', async (t) => {
+      const { categories, pets } = await open(t)
+      const dogs = await categories.createCategory({ name: 'Dogs' })
+      const input = { name: 'Rex', categoryId: dogs.id, status: 'available' as const }
+      const first = await pets.createPet(input, claimOf('k1'))
+      const late = await pets.createPet(input, claimOf('k1', 'fp-1', NOW + IDEMPOTENCY_TTL_MS - 1))
+      assert.deepEqual(late, { record: first.record, replayed: true }, 'still within 24 h')
+      const expired = await pets.createPet(input, claimOf('k1', 'fp-2', NOW + IDEMPOTENCY_TTL_MS))
+      assert.equal(expired.replayed, false, 'after 24 h the key is free, even for another request')
+      assert.notEqual(expired.record.id, first.record.id)
+      const replay = await pets.createPet(input, claimOf('k1', 'fp-2', NOW + IDEMPOTENCY_TTL_MS + 1))
+      assert.deepEqual(replay, { record: expired.record, replayed: true }, 'the new use is the one remembered')
+    })
+
+    test('idempotency: a create that fails records no claim, so a retry with the same key does the work', async (t) => {
+      const { categories, pets } = await open(t)
+      const dogs = await categories.createCategory({ name: 'Dogs' })
+      await rejectsWith(pets.createPet({ name: 'Rex', categoryId: dogs.id + 1000, status: 'available' }, claimOf('k1')), 'category_not_found')
+      const retry = await pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, claimOf('k1'))
+      assert.equal(retry.replayed, false)
+    })
+
+    test('idempotency: concurrent uses of one key create one pet; every other use replays it', async (t) => {
+      const { categories, pets } = await open(t)
+      const dogs = await categories.createCategory({ name: 'Dogs' })
+      const input = { name: 'Rex', categoryId: dogs.id, status: 'available' as const }
+      const results = await Promise.all(Array.from({ length: 12 }, () => pets.createPet(input, claimOf('race'))))
+      assert.equal(results.filter((r) => !r.replayed).length, 1)
+      for (const r of results) assert.deepEqual(r.record, results[0]!.record)
+      assert.equal((await pets.listPets({}, page(10))).length, 1)
+    })
+
+    // ---- orders -------------------------------------------------------------------------------
+
+    test('orders: placing takes the stock; the last unit makes the pet pending; get and list return the order', async (t) => {
+      const { stores, pet, owner, place } = await withPet(t)
+      await stores.inventory.setStock(pet.id, 3, null)
+      const { record: order, replayed } = await place(2)
+      assert.equal(replayed, false)
+      assert.deepEqual(order, { id: order.id, petId: pet.id, quantity: 2, shipDate: null, complete: false, ownerKeyId: owner.id, createdAt: NOW, version: 1 })
+      assert.equal(typeof order.id, 'number')
+      assert.equal(typeof order.createdAt, 'number')
+      assert.deepEqual(await stores.orders.getOrder(order.id, null), order)
+      assert.deepEqual(await stores.orders.getOrder(order.id, { ownerKeyId: owner.id }), order)
+      let entry = await stores.inventory.getInventory(pet.id)
+      assert.equal(entry?.quantity, 1)
+      assert.equal(entry?.status, 'available')
+      await place(1)
+      entry = await stores.inventory.getInventory(pet.id)
+      assert.equal(entry?.quantity, 0)
+      assert.equal(entry?.status, 'pending')
+      assert.equal((await stores.pets.getPet(pet.id))?.status, 'pending', 'the inventory shows the pet status')
+    })
+
+    test('orders: placing refuses a missing pet (pet_not_found), a pet not available (pet_not_available) and too little stock (insufficient_stock)', async (t) => {
+      const { stores, pet, place } = await withPet(t)
+      await rejectsWith(place(1, null, pet.id + 1000), 'pet_not_found')
+      await rejectsWith(place(2), 'insufficient_stock')
+      const { record: sold } = await stores.pets.createPet({ name: 'Gone', categoryId: pet.categoryId, status: 'sold' }, null)
+      await rejectsWith(place(1, null, sold.id), 'pet_not_available')
+      const { record: pending } = await stores.pets.createPet({ name: 'Held', categoryId: pet.categoryId, status: 'pending' }, null)
+      await rejectsWith(place(1, null, pending.id), 'pet_not_available')
+      assert.deepEqual(await stores.pets.getPet(pet.id), pet, 'refused orders change nothing')
+      assert.deepEqual(await stores.orders.listOrders({}, page(10)), [])
+    })
+
+    test('orders: an Idempotency-Key replays the first order without taking stock twice; another body is idempotency_key_reused', async (t) => {
+      const { stores, pet, place } = await withPet(t)
+      await stores.inventory.setStock(pet.id, 5, null)
+      const first = await place(2, claimOf('o1'))
+      const again = await place(2, claimOf('o1'))
+      assert.deepEqual(again, { record: first.record, replayed: true })
+      await rejectsWith(place(3, claimOf('o1', 'fp-other')), 'idempotency_key_reused')
+      assert.equal((await stores.inventory.getInventory(pet.id))?.quantity, 3)
+      assert.equal((await stores.orders.listOrders({}, page(10))).length, 1)
+    })
+
+    test('orders: 40 concurrent orders of 1 on a stock of 10: exactly 10 are accepted, the rest refused with 409 codes', async (t) => {
+      const { stores, pet, owner } = await withPet(t)
+      await stores.inventory.setStock(pet.id, 10, null)
+      const results = await Promise.allSettled(Array.from({ length: 40 }, (_, i) =>
+        stores.orders.placeOrder({ petId: pet.id, quantity: 1, shipDate: null, ownerKeyId: owner.id, now: NOW + i }, null)))
+      const accepted = results.filter((r) => r.status === 'fulfilled')
+      assert.equal(accepted.length, 10)
+      for (const r of results) {
+        if (r.status === 'rejected') {
+          assert.ok(r.reason instanceof AppError, String(r.reason))
+          assert.ok(['insufficient_stock', 'pet_not_available'].includes(r.reason.code), r.reason.code)
+        }
+      }
+      assert.deepEqual(await stores.inventory.getInventory(pet.id), { petId: pet.id, quantity: 0, status: 'pending', version: (await stores.pets.getPet(pet.id))!.version })
+      assert.equal((await stores.orders.listOrders({ petId: pet.id }, page(100))).length, 10)
+    })
+
+    test('orders: concurrent orders of several units never take more than the stock', async (t) => {
+      const { stores, pet, owner } = await withPet(t)
+      await stores.inventory.setStock(pet.id, 10, null)
+      const quantities = [3, 4, 2, 5, 1, 3, 2, 4, 1, 2, 3, 1]
+      const results = await Promise.allSettled(quantities.map((quantity) =>
+        stores.orders.placeOrder({ petId: pet.id, quantity, shipDate: null, ownerKeyId: owner.id, now: NOW }, null)))
+      const taken = results.reduce((sum, r, i) => sum + (r.status === 'fulfilled' ? quantities[i]! : 0), 0)
+      const left = (await stores.inventory.getInventory(pet.id))!.quantity
+      assert.equal(taken + left, 10)
+      assert.ok(taken <= 10)
+    })
+
+    test('orders: update sets the ship date, completes, and refuses missing orders, wrong versions and complete orders', async (t) => {
+      const { stores, place } = await withPet(t)
+      const { record: order } = await place(1)
+      await rejectsWith(stores.orders.updateOrder(order.id + 1000, { shipDate: NOW }, null), 'not_found')
+      await rejectsWith(stores.orders.updateOrder(order.id, { shipDate: NOW }, [2]), 'precondition_failed')
+      const dated = await stores.orders.updateOrder(order.id, { shipDate: NOW + 5000 }, [1])
+      assert.deepEqual(dated, { ...order, shipDate: NOW + 5000, version: 2 })
+      const done = await stores.orders.updateOrder(order.id, { complete: true }, null)
+      assert.deepEqual(done, { ...order, shipDate: NOW + 5000, complete: true, version: 3 }, 'completing keeps a known ship date')
+      await rejectsWith(stores.orders.updateOrder(order.id, { shipDate: NOW }, null), 'order_already_complete')
+      await rejectsWith(stores.orders.updateOrder(order.id, { complete: true }, null), 'order_already_complete')
+      assert.deepEqual(await stores.orders.getOrder(order.id, null), done)
+    })
+
+    test('orders: completing the last open order of a pet with stock 0 sells the pet; an earlier completion does not', async (t) => {
+      const { stores, pet, place } = await withPet(t)
+      await stores.inventory.setStock(pet.id, 2, null)
+      const { record: a } = await place(1)
+      const { record: b } = await place(1)
+      assert.equal((await stores.pets.getPet(pet.id))?.status, 'pending')
+      await stores.orders.updateOrder(a.id, { complete: true, shipDate: NOW }, null)
+      assert.equal((await stores.pets.getPet(pet.id))?.status, 'pending', 'one order is still open')
+      await stores.orders.updateOrder(b.id, { complete: true, shipDate: NOW }, null)
+      assert.equal((await stores.pets.getPet(pet.id))?.status, 'sold')
+      assert.equal((await stores.inventory.getInventory(pet.id))?.status, 'sold')
+    })
+
+    test('orders: the last two open orders completing at once still sell the pet', async (t) => {
+      const { stores, pet, place } = await withPet(t)
+      // Several pets at once, so the completions of one pet really overlap on an engine with a pool.
+      const pets = [pet]
+      for (let i = 0; i < 9; i++) pets.push((await stores.pets.createPet({ name: `P${i}`, categoryId: pet.categoryId, status: 'available' }, null)).record)
+      const orders = []
+      for (const p of pets) {
+        await stores.inventory.setStock(p.id, 2, null)
+        orders.push((await place(1, null, p.id)).record, (await place(1, null, p.id)).record)
+      }
+      await Promise.all(orders.map((o) => stores.orders.updateOrder(o.id, { complete: true, shipDate: NOW }, null)))
+      for (const p of pets) assert.equal((await stores.pets.getPet(p.id))?.status, 'sold', `pet ${p.id}`)
+    })
+
+    test('orders: cancelling returns the stock and makes a pending pet available; it deletes the order', async (t) => {
+      const { stores, pet, owner, place } = await withPet(t)
+      const { record: order } = await place(1)
+      assert.equal((await stores.pets.getPet(pet.id))?.status, 'pending')
+      await stores.orders.cancelOrder(order.id, { ownerKeyId: owner.id }, [1])
+      assert.equal(await stores.orders.getOrder(order.id, null), null)
+      const entry = await stores.inventory.getInventory(pet.id)
+      assert.equal(entry?.quantity, 1)
+      assert.equal(entry?.status, 'available')
+      await rejectsWith(stores.orders.cancelOrder(order.id, null, null), 'not_found')
+    })
+
+    test('orders: cancelling refuses another owner (not_found), a wrong version and a complete order (order_already_complete)', async (t) => {
+      const { stores, other, place } = await withPet(t)
+      const { record: order } = await place(1)
+      await rejectsWith(stores.orders.cancelOrder(order.id, { ownerKeyId: other.id }, null), 'not_found')
+      assert.equal(await stores.orders.getOrder(order.id, { ownerKeyId: other.id }), null, "another customer's order does not exist for them")
+      await rejectsWith(stores.orders.cancelOrder(order.id, null, [2]), 'precondition_failed')
+      await stores.orders.updateOrder(order.id, { complete: true, shipDate: NOW }, null)
+      await rejectsWith(stores.orders.cancelOrder(order.id, null, null), 'order_already_complete')
+      assert.equal((await stores.orders.getOrder(order.id, null))?.complete, true)
+    })
+
+    test('orders: concurrent cancels of one order return its stock once', async (t) => {
+      const { stores, pet, place } = await withPet(t)
+      await stores.inventory.setStock(pet.id, 5, null)
+      const { record: order } = await place(3)
+      const results = await Promise.allSettled(Array.from({ length: 5 }, () => stores.orders.cancelOrder(order.id, null, null)))
+      assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1)
+      assert.equal((await stores.inventory.getInventory(pet.id))?.quantity, 5)
+    })
+
+    test('orders: list filters by pet, completeness and owner, in keyset pages', async (t) => {
+      const { stores, pet, owner, other, place } = await withPet(t)
+      await stores.inventory.setStock(pet.id, 1000, null)
+      const { record: pet2 } = await stores.pets.createPet({ name: 'Max', categoryId: pet.categoryId, status: 'available' }, null)
+      await stores.inventory.setStock(pet2.id, 1000, null)
+      const made = []
+      for (let i = 0; i < 120; i++) {
+        const { record } = await place(1, null, i % 3 === 0 ? pet2.id : pet.id, i % 2 === 0 ? owner.id : other.id)
+        made.push(i % 5 === 0 ? await stores.orders.updateOrder(record.id, { complete: true, shipDate: NOW }, null) : record)
+      }
+      const cases = [
+        { filter: {}, expect: made },
+        { filter: { petId: pet2.id }, expect: made.filter((o) => o.petId === pet2.id) },
+        { filter: { complete: true }, expect: made.filter((o) => o.complete) },
+        { filter: { complete: false }, expect: made.filter((o) => !o.complete) },
+        { filter: { ownerKeyId: other.id }, expect: made.filter((o) => o.ownerKeyId === other.id) },
+        { filter: { petId: pet.id, complete: false, ownerKeyId: owner.id }, expect: made.filter((o) => o.petId === pet.id && !o.complete && o.ownerKeyId === owner.id) },
+        { filter: { petId: pet.id + 1000 }, expect: [] }
+      ]
+      for (const { filter, expect } of cases) {
+        assert.deepEqual(await walk((afterId) => stores.orders.listOrders(filter, page(101, afterId)), 101), expect, JSON.stringify(filter))
+      }
+    })
+
+    // ---- inventory ----------------------------------------------------------------------------
+
+    test('inventory: get and list show stock, the pet status and the pet version, in keyset pages', async (t) => {
+      const { stores, pet } = await withPet(t)
+      const { record: pet2 } = await stores.pets.createPet({ name: 'Max', categoryId: pet.categoryId, status: 'sold' }, null)
+      assert.equal(await stores.inventory.getInventory(pet2.id + 1000), null)
+      const all = await stores.inventory.listInventory(page(10))
+      assert.deepEqual(all, [
+        { petId: pet.id, quantity: 1, status: 'available', version: 1 },
+        { petId: pet2.id, quantity: 1, status: 'sold', version: 1 }
+      ])
+      assert.deepEqual(await stores.inventory.listInventory(page(10, pet.id)), [all[1]])
+      const renamed = await stores.pets.updatePet(pet.id, { name: 'Rexy' }, null)
+      assert.equal((await stores.inventory.getInventory(pet.id))?.version, renamed.version, 'any change of the pet changes the entry ETag')
+    })
+
+    test('inventory: setting stock applies rule 6 and bumps the pet version; refuses missing pets and wrong versions', async (t) => {
+      const { stores, pet, place } = await withPet(t)
+      const inv = stores.inventory
+      await rejectsWith(inv.setStock(pet.id + 1000, 1, null), 'not_found')
+      await rejectsWith(inv.setStock(pet.id, 1, [2]), 'precondition_failed')
+      // 0 without open orders: available -> sold.
+      assert.deepEqual(await inv.setStock(pet.id, 0, [1]), { petId: pet.id, quantity: 0, status: 'sold', version: 2 })
+      assert.deepEqual(await stores.pets.getPet(pet.id), { ...pet, status: 'sold', version: 2 })
+      // above 0: sold -> available.
+      assert.deepEqual(await inv.setStock(pet.id, 4, null), { petId: pet.id, quantity: 4, status: 'available', version: 3 })
+      // 0 with an open order: available -> pending; then above 0: pending -> available.
+      await place(1)
+      const zero = await inv.setStock(pet.id, 0, null)
+      assert.equal(zero.status, 'pending')
+      assert.equal((await inv.setStock(pet.id, 2, null)).status, 'available')
+      // 0 on a pending or sold pet keeps its status; the same stock still bumps the version.
+      await stores.pets.updatePet(pet.id, { status: 'pending' }, null)
+      const kept = await inv.setStock(pet.id, 0, null)
+      assert.equal(kept.status, 'pending')
+      const again = await inv.setStock(pet.id, 0, [kept.version])
+      assert.equal(again.version, kept.version + 1)
+    })
+
+    // ---- keys and bans ------------------------------------------------------------------------
+
+    test('keys: create, find by hash (revoked included), get and list in keyset pages', async (t) => {
+      const { keys } = await open(t)
+      const a = await keys.createKey({ name: 'a', role: 'staff', plan: 'pro', perMinute: null, perDay: null, hash: 'hash-a', prefix: 'psk_aaaaaaaa', now: NOW })
+      const b = await keys.createKey({ name: null, role: 'admin', plan: 'enterprise', perMinute: 5000, perDay: 1_000_000_000, hash: 'hash-b', prefix: 'psk_bbbbbbbb', now: NOW + 1 })
+      assert.deepEqual(a, { id: a.id, name: 'a', role: 'staff', plan: 'pro', perMinute: null, perDay: null, prefix: 'psk_aaaaaaaa', createdAt: NOW, revokedAt: null, version: 1 })
+      assert.deepEqual(b, { id: b.id, name: null, role: 'admin', plan: 'enterprise', perMinute: 5000, perDay: 1_000_000_000, prefix: 'psk_bbbbbbbb', createdAt: NOW + 1, revokedAt: null, version: 1 })
+      assert.equal(typeof b.perDay, 'number')
+      assert.deepEqual(await keys.findKeyByHash('hash-b'), b)
+      assert.equal(await keys.findKeyByHash('hash-c'), null)
+      assert.deepEqual(await keys.getKey(a.id), a)
+      assert.equal(await keys.getKey(b.id + 1000), null)
+      assert.deepEqual(await keys.listKeys(page(10)), [a, b])
+      assert.deepEqual(await keys.listKeys(page(1, a.id)), [b])
+      const revoked = await keys.revokeKey(a.id, NOW + 10, null)
+      assert.deepEqual(await keys.findKeyByHash('hash-a'), revoked)
+    })
+
+    test('keys: update changes what is given (null clears a quota) and refuses missing keys and wrong versions', async (t) => {
+      const { keys } = await open(t)
+      const k = await keys.createKey({ name: 'a', role: 'customer', plan: 'enterprise', perMinute: 10, perDay: 100, hash: 'h', prefix: 'psk_x', now: NOW })
+      await rejectsWith(keys.updateKey(k.id + 1000, { name: 'x' }, null), 'not_found')
+      await rejectsWith(keys.updateKey(k.id, { name: 'x' }, [2]), 'precondition_failed')
+      const v2 = await keys.updateKey(k.id, { role: 'staff', perMinute: 20 }, [1])
+      assert.deepEqual(v2, { ...k, role: 'staff', perMinute: 20, version: 2 })
+      const v3 = await keys.updateKey(k.id, { plan: 'pro', perMinute: null, perDay: null, name: 'b' }, null)
+      assert.deepEqual(v3, { ...k, name: 'b', role: 'staff', plan: 'pro', perMinute: null, perDay: null, version: 3 })
+    })
+
+    test('keys: revoke is idempotent (the second keeps the first time and version) and refuses missing keys and wrong versions', async (t) => {
+      const { keys } = await open(t)
+      const k = await keys.createKey({ name: 'a', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h', prefix: 'psk_x', now: NOW })
+      await rejectsWith(keys.revokeKey(k.id + 1000, NOW, null), 'not_found')
+      await rejectsWith(keys.revokeKey(k.id, NOW, [2]), 'precondition_failed')
+      const revoked = await keys.revokeKey(k.id, NOW + 5, [1])
+      assert.deepEqual(revoked, { ...k, revokedAt: NOW + 5, version: 2 })
+      assert.deepEqual(await keys.revokeKey(k.id, NOW + 9, null), revoked)
+    })
+
+    test('bans: record, the active ban (latest ending), lift (only those in force) and the lifts since a time', async (t) => {
+      const { keys } = await open(t)
+      const k = await keys.createKey({ name: 'a', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h1', prefix: 'psk_1', now: NOW })
+      const j = await keys.createKey({ name: 'b', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h2', prefix: 'psk_2', now: NOW })
+      const MIN = 60_000
+      const old = await keys.recordBan({ keyId: k.id, subject: `key:${k.id}`, startedAt: NOW - 60 * MIN, endsAt: NOW - 45 * MIN, reason: 'first' })
+      assert.deepEqual(old, { id: old.id, keyId: k.id, subject: `key:${k.id}`, startedAt: NOW - 60 * MIN, endsAt: NOW - 45 * MIN, reason: 'first', liftedAt: null })
+      assert.equal(typeof old.id, 'number')
+      assert.equal(await keys.activeBan(k.id, NOW), null, 'an ended ban is not active')
+      const short = await keys.recordBan({ keyId: k.id, subject: `key:${k.id}`, startedAt: NOW, endsAt: NOW + 15 * MIN, reason: 'second' })
+      const long = await keys.recordBan({ keyId: k.id, subject: `key:${k.id}`, startedAt: NOW, endsAt: NOW + 30 * MIN, reason: 'third' })
+      const others = await keys.recordBan({ keyId: j.id, subject: `key:${j.id}`, startedAt: NOW, endsAt: NOW + 15 * MIN, reason: 'other' })
+      assert.deepEqual(await keys.activeBan(k.id, NOW + MIN), long)
+      assert.deepEqual(await keys.activeBan(k.id, NOW + 20 * MIN), long)
+      assert.equal(await keys.activeBan(k.id, NOW + 30 * MIN), null, 'a ban ends at ends_at')
+      assert.equal(await keys.liftBans(k.id, NOW + MIN), 2, 'only the bans in force are lifted')
+      assert.equal(await keys.activeBan(k.id, NOW + 2 * MIN), null)
+      assert.deepEqual(await keys.activeBan(j.id, NOW + 2 * MIN), others, "another key's ban stays")
+      assert.equal(await keys.liftBans(k.id, NOW + 2 * MIN), 0)
+      assert.equal(await keys.liftBans(j.id, NOW + 3 * MIN), 1)
+      const lifted = await keys.bansLiftedSince(NOW)
+      for (let i = 1; i < lifted.length; i++) assert.ok(lifted[i - 1]!.liftedAt! <= lifted[i]!.liftedAt!, 'in lift order')
+      assert.deepEqual(lifted.map((b) => [b.id, b.liftedAt]).sort((x, y) => x[1]! - y[1]! || x[0]! - y[0]!),
+        [[short.id, NOW + MIN], [long.id, NOW + MIN], [others.id, NOW + 3 * MIN]].sort((x, y) => x[1]! - y[1]! || x[0]! - y[0]!))
+      assert.deepEqual((await keys.bansLiftedSince(NOW + MIN)).map((b) => b.id), [others.id], 'strictly after')
+      assert.equal((await keys.bansLiftedSince(NOW + 3 * MIN)).length, 0)
+      assert.equal(lifted.find((b) => b.id === old.id), undefined, 'an ended ban is never lifted')
+    })
+  })
+}

@@ -1,0 +1,279 @@
+// The store contract on PostgreSQL (a fresh schema per test), plus what is PostgreSQL's own:
+// versioned migrations under an advisory lock, plans, and how an unreachable, slow or
+// restarting database reaches the API (503, bounded in time, recovered without a restart).
+// Without a reachable server the tests are skipped, or fail when CI is set.
+import assert from 'node:assert/strict'
+import { createServer, type Socket } from 'node:net'
+import { test, type TestContext } from 'node:test'
+import pg from 'pg'
+import { loadConfig } from '../../src/config.ts'
+import { AppError, ServiceUnavailableError } from '../../src/errors.ts'
+import { InfraError, openStores } from '../../src/infra.ts'
+import { POSTGRES_MIGRATIONS } from '../../src/storage/postgres/migrations.ts'
+import { createPostgresStores } from '../../src/storage/postgres/index.ts'
+import { createTestSchema, openPostgresTestStores, postgresUnavailableReason, TEST_DATABASE_URL } from '../helpers/stores.ts'
+import { runStoreContract } from './contract.ts'
+
+const unavailable = await postgresUnavailableReason()
+
+if (unavailable !== null && process.env.CI !== undefined && process.env.CI !== '') {
+  test('postgres: the test database is reachable (CI is set, so this is required)', () => {
+    assert.fail(unavailable)
+  })
+} else if (unavailable !== null) {
+  test('postgres store contract and engine tests', { skip: `${unavailable} (set CI to make this a failure)` }, () => {})
+} else {
+  runStoreContract('postgres', (t) => openPostgresTestStores(t))
+  engineTests()
+}
+
+/** A pg client on the test schema, for looking under the engine. */
+async function inspect<T> (schema: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL, options: `-c search_path=${schema}` })
+  await client.connect()
+  try { return await fn(client) } finally { await client.end() }
+}
+
+/** A TCP port that accepts connections and never answers: a database that hangs. */
+async function silentServer (t: TestContext): Promise<number> {
+  const sockets = new Set<Socket>()
+  const server = createServer((socket) => { sockets.add(socket) })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.after(() => { for (const s of sockets) s.destroy(); server.close() })
+  return (server.address() as { port: number }).port
+}
+
+/** A port nothing listens on. */
+async function closedPort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+function isServiceUnavailable (error: unknown): boolean {
+  assert.ok(error instanceof ServiceUnavailableError, `expected ServiceUnavailableError, got ${String(error)}`)
+  assert.equal(error.status, 503)
+  assert.equal(error.headers?.['retry-after'], '5')
+  assert.equal(error.message, 'the database is unavailable; retry shortly', 'no driver text in the message')
+  assert.ok(error.cause !== undefined, 'the driver error travels as cause, for the log')
+  return true
+}
+
+function engineTests (): void {
+  test('postgres: migrations are versioned in schema_migrations and re-opening applies none twice, keeping the data', async (t) => {
+    const schema = await createTestSchema(t)
+    const first = await createPostgresStores(TEST_DATABASE_URL, { schema })
+    const dogs = await first.categories.createCategory({ name: 'Dogs' })
+    await first.close()
+    const again = await createPostgresStores(TEST_DATABASE_URL, { schema })
+    t.after(() => again.close())
+    assert.deepEqual(await again.categories.getCategory(dogs.id), dogs)
+    const versions = await inspect(schema, async (c) => (await c.query('SELECT version FROM schema_migrations ORDER BY version')).rows)
+    assert.deepEqual(versions, POSTGRES_MIGRATIONS.map((_, i) => ({ version: i + 1 })))
+  })
+
+  test('postgres: two instances opening a fresh schema at once both succeed and the migrations run exactly once', async (t) => {
+    const schema = await createTestSchema(t)
+    const opened = await Promise.all([1, 2, 3].map(() => createPostgresStores(TEST_DATABASE_URL, { schema })))
+    t.after(() => Promise.all(opened.map((s) => s.close())))
+    const versions = await inspect(schema, async (c) => (await c.query('SELECT version FROM schema_migrations ORDER BY version')).rows)
+    assert.deepEqual(versions, POSTGRES_MIGRATIONS.map((_, i) => ({ version: i + 1 })))
+    for (const stores of opened) await stores.ping()
+  })
+
+  test('postgres: migrate false opens without touching the schema', async (t) => {
+    const schema = await createTestSchema(t)
+    const stores = await createPostgresStores(TEST_DATABASE_URL, { schema, migrate: false })
+    t.after(() => stores.close())
+    const tables = await inspect(schema, async (c) => (await c.query('SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1', [schema])).rows[0])
+    assert.deepEqual(tables, { n: 0 })
+  })
+
+  test('postgres: a database newer than the program is refused at open', async (t) => {
+    const schema = await createTestSchema(t)
+    const stores = await createPostgresStores(TEST_DATABASE_URL, { schema })
+    await stores.close()
+    await inspect(schema, (c) => c.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)', [POSTGRES_MIGRATIONS.length + 1]))
+    await assert.rejects(createPostgresStores(TEST_DATABASE_URL, { schema }), /newer than this program knows/)
+  })
+
+  test('postgres: the tables match the SQLite schema column for column', async (t) => {
+    const schema = await createTestSchema(t)
+    const stores = await createPostgresStores(TEST_DATABASE_URL, { schema })
+    t.after(() => stores.close())
+    const { DatabaseSync } = await import('node:sqlite')
+    const { migrateSqlite } = await import('../../src/storage/sqlite/database.ts')
+    const lite = new DatabaseSync(':memory:')
+    migrateSqlite(lite)
+    const liteTables = (lite.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name)
+    const liteColumns = Object.fromEntries(liteTables.map((name) => [name, (lite.prepare(`PRAGMA table_info(${name})`).all() as { name: string }[]).map((c) => c.name)]))
+    lite.close()
+    const pgColumns = await inspect(schema, async (c) => {
+      const rows = (await c.query<{ table_name: string; column_name: string }>(
+        `SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name <> 'schema_migrations' ORDER BY table_name, ordinal_position`, [schema])).rows
+      const out: Record<string, string[]> = {}
+      for (const r of rows) (out[r.table_name] ??= []).push(r.column_name)
+      return out
+    })
+    assert.deepEqual(pgColumns, liteColumns)
+  })
+
+  test('postgres: a filtered page is an index range scan in id order, never a sort', async (t) => {
+    const schema = await createTestSchema(t)
+    const stores = await createPostgresStores(TEST_DATABASE_URL, { schema })
+    t.after(() => stores.close())
+    await inspect(schema, async (c) => {
+      // On tiny tables a sequential scan or a sort is cheapest. Making them (almost) forbidden
+      // shows whether an index can serve the page in order; when none can, the plan still
+      // has the Sort or Seq Scan, at a prohibitive cost, and the test fails.
+      await c.query('SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off')
+      for (const sql of [
+        'SELECT * FROM pets WHERE id > 5 ORDER BY id LIMIT 21',
+        "SELECT * FROM pets WHERE id > 5 AND status = 'available' ORDER BY id LIMIT 21",
+        'SELECT * FROM pets WHERE id > 5 AND category_id = 1 ORDER BY id LIMIT 21',
+        'SELECT * FROM orders WHERE id > 5 AND owner_key_id = 1 ORDER BY id LIMIT 21'
+      ]) {
+        const plan = (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`)).rows.map((r) => r['QUERY PLAN']).join('\n')
+        assert.match(plan, /Index (Only )?Scan/, plan)
+        assert.doesNotMatch(plan, /Sort|Seq Scan/, plan)
+      }
+    })
+  })
+
+  test('postgres: ids, versions and epoch-ms times come back as numbers, never strings', async (t) => {
+    const stores = await openPostgresTestStores(t)
+    const key = await stores.keys.createKey({ name: null, role: 'admin', plan: 'enterprise', perMinute: 1, perDay: 2, hash: 'h', prefix: 'p', now: 1_790_000_000_000 })
+    for (const value of [key.id, key.createdAt, key.perMinute, key.perDay, key.version]) assert.equal(typeof value, 'number')
+    assert.equal(key.createdAt, 1_790_000_000_000)
+  })
+
+  test('postgres: a statement stuck behind a lock is cut by statement_timeout and answered 503, not left hanging', { timeout: 20_000 }, async (t) => {
+    const schema = await createTestSchema(t)
+    const stores = await createPostgresStores(TEST_DATABASE_URL, { schema })
+    t.after(() => stores.close())
+    const dogs = await stores.categories.createCategory({ name: 'Dogs' })
+    const holder = new pg.Client({ connectionString: TEST_DATABASE_URL, options: `-c search_path=${schema}` })
+    await holder.connect()
+    t.after(() => holder.end())
+    await holder.query('BEGIN')
+    await holder.query('SELECT 1 FROM categories WHERE id = $1 FOR UPDATE', [dogs.id])
+    const started = Date.now()
+    await assert.rejects(stores.categories.replaceCategory(dogs.id, { name: 'X' }, null), isServiceUnavailable)
+    const took = Date.now() - started
+    assert.ok(took >= 4500 && took < 8000, `cut after ${took} ms`)
+    await holder.query('ROLLBACK')
+    // The pool is fine afterwards.
+    assert.equal((await stores.categories.replaceCategory(dogs.id, { name: 'X' }, null)).name, 'X')
+  })
+
+  test('postgres: when the server ends our connections, requests get 503 at worst and the pool recovers by itself', async (t) => {
+    const stores = await openPostgresTestStores(t)
+    const dogs = await stores.categories.createCategory({ name: 'Dogs' })
+    // Check out several connections so the pool holds idle ones, then kill them all server side
+    // (pg_terminate_backend sends 57P01 admin_shutdown, as a server restart does).
+    await Promise.all(Array.from({ length: 4 }, () => stores.categories.getCategory(dogs.id)))
+    const killed = await inspect('public', async (c) => (await c.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'petstore-api' AND pid <> pg_backend_pid() AND query NOT LIKE '%pg_terminate_backend%' AND datname = current_database() AND backend_type = 'client backend' AND state = 'idle'")).rowCount)
+    assert.ok((killed ?? 0) >= 1)
+    let answered = 0
+    for (let i = 0; i < 20 && answered < 5; i++) {
+      try {
+        assert.deepEqual(await stores.categories.getCategory(dogs.id), dogs)
+        answered++
+      } catch (error) {
+        isServiceUnavailable(error)
+      }
+    }
+    assert.equal(answered, 5, 'the pool opened new connections')
+    await stores.ping()
+  })
+
+  test('postgres: an unreachable database fails open with one clear line that never shows the password', async () => {
+    const port = await closedPort()
+    const url = `postgres://postgres:s3cret-pass@127.0.0.1:${port}/test`
+    await assert.rejects(createPostgresStores(url), (error: unknown) => (error as { code?: string }).code === 'ECONNREFUSED')
+    const config = loadConfig({ DATABASE_URL: url })
+    await assert.rejects(openStores(config), (error: unknown) => {
+      assert.ok(error instanceof InfraError)
+      assert.equal(error.message, `cannot open postgres://127.0.0.1:${port}/test: connection refused (is PostgreSQL running and listening there?)`)
+      assert.doesNotMatch(error.message, /s3cret/)
+      assert.doesNotMatch(error.message, /\n/)
+      return true
+    })
+  })
+
+  test('postgres: a server that accepts but never answers is a 503 after the 2 s connect timeout, never a hang', { timeout: 15_000 }, async (t) => {
+    const port = await silentServer(t)
+    const url = `postgres://postgres@127.0.0.1:${port}/test`
+    const started = Date.now()
+    await assert.rejects(createPostgresStores(url, { migrate: false }), isUnavailableAtOpen)
+    const took = Date.now() - started
+    assert.ok(took < 5000, `gave up after ${took} ms`)
+    await assert.rejects(openStores(loadConfig({ DATABASE_URL: url })), (error: unknown) => {
+      assert.ok(error instanceof InfraError)
+      assert.match(error.message, /^cannot open postgres:\/\/127\.0\.0\.1:\d+\/test: /)
+      return true
+    })
+  })
+
+  test('postgres: a database that goes away while the instance runs answers 503 within the connect timeout, then recovers', { timeout: 20_000 }, async (t) => {
+    // A proxy in front of the real server stands in for the network: cut it, then restore it.
+    const target = new URL(TEST_DATABASE_URL)
+    const { proxyPort, setUp } = await tcpProxy(t, target.hostname, Number(target.port || 5432))
+    const schema = await createTestSchema(t)
+    const via = new URL(TEST_DATABASE_URL)
+    via.port = String(proxyPort)
+    const stores = await createPostgresStores(via.toString(), { schema })
+    t.after(() => stores.close())
+    const dogs = await stores.categories.createCategory({ name: 'Dogs' })
+
+    setUp(false)
+    for (let i = 0; i < 3; i++) {
+      const started = Date.now()
+      await assert.rejects(stores.categories.getCategory(dogs.id), isServiceUnavailable)
+      assert.ok(Date.now() - started < 3000)
+    }
+    await assert.rejects(stores.ping(), isServiceUnavailable)
+    await assert.rejects(stores.categories.replaceCategory(dogs.id, { name: 'X' }, null), isServiceUnavailable)
+
+    setUp(true)
+    assert.deepEqual(await stores.categories.getCategory(dogs.id), dogs)
+    await stores.ping()
+  })
+}
+
+function isUnavailableAtOpen (error: unknown): boolean {
+  assert.ok(error instanceof AppError || error instanceof Error)
+  const cause = error instanceof AppError ? error.cause : error
+  assert.match(String((cause as Error).message), /timeout|terminated/i)
+  return true
+}
+
+/**
+ * A TCP proxy to the database. setUp(false) destroys every connection through it and refuses
+ * new ones (like a database that went down); setUp(true) lets connections through again.
+ */
+async function tcpProxy (t: TestContext, host: string, port: number): Promise<{ proxyPort: number; setUp (up: boolean): void }> {
+  const { connect } = await import('node:net')
+  let up = true
+  const pairs = new Set<Socket>()
+  const server = createServer((client) => {
+    if (!up) { client.destroy(); return }
+    const upstream = connect(port, host)
+    pairs.add(client); pairs.add(upstream)
+    const drop = () => { client.destroy(); upstream.destroy(); pairs.delete(client); pairs.delete(upstream) }
+    client.on('error', drop); upstream.on('error', drop); client.on('close', drop); upstream.on('close', drop)
+    client.pipe(upstream); upstream.pipe(client)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.after(() => { for (const s of pairs) s.destroy(); server.close() })
+  return {
+    proxyPort: (server.address() as { port: number }).port,
+    setUp (value) {
+      up = value
+      if (!value) for (const s of pairs) s.destroy()
+    }
+  }
+}
