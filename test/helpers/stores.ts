@@ -71,7 +71,13 @@ let reachable: Promise<string | null> | undefined
 export async function openPostgresTestStores (t: TestContext, options: PostgresStoresOptions = {}): Promise<PostgresStores> {
   reachable ??= postgresUnavailableReason()
   const reason = await reachable
-  if (reason !== null) throw new Error(`PETSTORE_TEST_ENGINE=postgres: ${reason}`)
+  if (reason !== null) {
+    // Without CI, a missing server skips the test (README: npm test); the throw only ends its body.
+    if (process.env.CI === undefined || process.env.CI === '') t.skip(`PETSTORE_TEST_ENGINE=postgres: ${reason}`)
+    const error = new Error(`PETSTORE_TEST_ENGINE=postgres: ${reason}`)
+    error.stack = error.message
+    throw error
+  }
   const { schema, drop } = await newSchema()
   let stores: PostgresStores | null = null
   t.after(async () => {
