@@ -3,6 +3,7 @@
 // restarting database reaches the API (503, bounded in time, recovered without a restart).
 // Without a reachable server the tests are skipped, or fail when CI is set.
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
 import { createServer, type Socket } from 'node:net'
 import { test, type TestContext } from 'node:test'
 import pg from 'pg'
@@ -169,14 +170,21 @@ function engineTests (): void {
   })
 
   test('postgres: when the server ends our connections, requests get 503 at worst and the pool recovers by itself', async (t) => {
-    const stores = await openPostgresTestStores(t)
+    // A name of its own (the URL's application_name wins over the pool's), so only this
+    // test's connections are killed, not those of other tests sharing the server.
+    const name = `petstore_test_${randomBytes(6).toString('hex')}`
+    const url = new URL(TEST_DATABASE_URL)
+    url.searchParams.set('application_name', name)
+    const schema = await createTestSchema(t)
+    const stores = await createPostgresStores(url.toString(), { schema, poolMax: 4 })
+    t.after(() => stores.close())
     const dogs = await stores.categories.createCategory({ name: 'Dogs' })
     // Check out several connections so the pool holds idle ones, then kill them all server side
     // (pg_terminate_backend sends 57P01 admin_shutdown, as a server restart does).
     await Promise.all(Array.from({ length: 4 }, () => stores.categories.getCategory(dogs.id)))
-    const killed = await inspect('public', async (c) => (await c.query(
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'petstore-api' AND pid <> pg_backend_pid() AND query NOT LIKE '%pg_terminate_backend%' AND datname = current_database() AND backend_type = 'client backend' AND state = 'idle'")).rowCount)
-    assert.ok((killed ?? 0) >= 1)
+    const killed = await inspect(schema, async (c) => (await c.query(
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name])).rowCount)
+    assert.ok((killed ?? 0) >= 2, `killed ${killed}`)
     let answered = 0
     for (let i = 0; i < 20 && answered < 5; i++) {
       try {
