@@ -1,0 +1,123 @@
+// The petstore command, run as a real process on Node 24 and in-process through main().
+import assert from 'node:assert/strict'
+import { execFile, spawn } from 'node:child_process'
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { promisify } from 'node:util'
+import { main } from '../../src/cli/main.ts'
+import type { Io } from '../../src/cli/io.ts'
+
+const run = promisify(execFile)
+const CLI = new URL('../../src/cli/main.ts', import.meta.url).pathname
+
+async function tempDir (t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'petstore-cli-'))
+  t.after(() => rm(dir, { recursive: true, force: true }))
+  return dir
+}
+
+function memoryIo (env: Record<string, string>): Io & { lines: string[]; errors: string[] } {
+  const lines: string[] = []
+  const errors: string[] = []
+  return { lines, errors, env, out: (l) => { lines.push(l) }, err: (l) => { errors.push(l) } }
+}
+
+test('keys create --json prints one object with id and key, and the key is stored only as a hash', async (t) => {
+  const dir = await tempDir(t)
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'p.db')}` }
+  const io = memoryIo(env)
+  assert.equal(await main(['keys', 'create', '--role', 'staff', '--plan', 'pro', '--name', 'till', '--json'], io), 0)
+  const created = JSON.parse(io.lines[0]!)
+  assert.equal(created.id, 1)
+  assert.match(created.key, /^psk_/)
+  assert.equal(created.role, 'staff')
+  assert.deepEqual(created.limits, { perMinute: 300, perDay: 10000 })
+  // Nowhere in the database files (main file, WAL).
+  for (const file of await readdir(dir)) {
+    const bytes = await readFile(join(dir, file))
+    assert.ok(!bytes.includes(Buffer.from(created.key)), `${file} holds the key`)
+  }
+  const list = memoryIo(env)
+  assert.equal(await main(['keys', 'list', '--json'], list), 0)
+  assert.equal(JSON.parse(list.lines[0]!).prefix, created.key.slice(0, 12))
+  assert.ok(!list.lines.join('\n').includes(created.key))
+  const revoke = memoryIo(env)
+  assert.equal(await main(['keys', 'revoke', '1'], revoke), 0)
+  assert.deepEqual(revoke.lines, ['key 1 revoked'])
+  const unban = memoryIo(env)
+  assert.equal(await main(['keys', 'unban', '1'], unban), 0)
+  assert.deepEqual(unban.lines, ['key 1 was not banned'])
+})
+
+test('keys create refuses custom quotas off enterprise and requires them on it', async (t) => {
+  const dir = await tempDir(t)
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'p.db')}` }
+  const refused = memoryIo(env)
+  assert.equal(await main(['keys', 'create', '--role', 'customer', '--plan', 'free', '--per-minute', '5', '--per-day', '50'], refused), 1)
+  assert.match(refused.errors[0]!, /enterprise/)
+  const ok = memoryIo(env)
+  assert.equal(await main(['keys', 'create', '--role', 'customer', '--plan', 'enterprise', '--per-minute', '5', '--per-day', '50', '--json'], ok), 0)
+  assert.deepEqual(JSON.parse(ok.lines[0]!).limits, { perMinute: 5, perDay: 50 })
+  const bad = memoryIo(env)
+  assert.equal(await main(['keys', 'create', '--role', 'owner', '--plan', 'free'], bad), 2)
+  assert.equal(await main(['keys', 'create', '--bogus'], memoryIo(env)), 2)
+})
+
+test('bad configuration stops the process with one clear line and a non-zero exit', async () => {
+  const result = await run(process.execPath, [CLI, 'serve'], { env: { ...process.env, PORT: 'eighty', DATABASE_URL: 'mysql://root:hunter2@x/y' } }).catch((e: { code: number; stdout: string; stderr: string }) => e)
+  assert.equal((result as { code: number }).code, 2)
+  const stderr = (result as { stderr: string }).stderr.split('\n').filter((l) => l !== '' && !l.includes('npm warn'))
+  assert.equal(stderr.length, 1, stderr.join('\n'))
+  assert.match(stderr[0]!, /^petstore serve: invalid configuration: PORT must be/)
+  assert.doesNotMatch(stderr[0]!, /hunter2|\bat /)
+})
+
+test('serve --sample-data loads the catalogue and prints three keys once; SIGTERM stops it with exit 0', async (t) => {
+  const dir = await tempDir(t)
+  const start = () => spawn(process.execPath, [CLI, 'serve', '--sample-data', '--port', '0'], { env: { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'p.db')}`, LOG_LEVEL: 'silent' } })
+  const first = start()
+  t.after(() => { first.kill('SIGKILL') })
+  const out = await new Promise<string>((resolve, reject) => {
+    let text = ''
+    first.stdout.on('data', (chunk: Buffer) => {
+      text += chunk.toString()
+      if (text.includes('Petstore API on')) resolve(text)
+    })
+    first.on('exit', (code) => reject(new Error(`exited ${code}: ${text}`)))
+    setTimeout(() => reject(new Error('no start within 20 s: ' + text)), 20_000).unref()
+  })
+  const keys = [...out.matchAll(/^\s+(customer|staff|admin)\s+(psk_\S+)$/gm)].map((m) => [m[1], m[2]])
+  assert.deepEqual(keys.map((k) => k[0]), ['customer', 'staff', 'admin'])
+  const url = /Petstore API on (\S+)\/v1/.exec(out)![1]
+  const res = await fetch(`${url}/v1/pets?limit=100`, { headers: { 'x-api-key': keys[0]![1]! } })
+  assert.equal(res.status, 200)
+  assert.ok(((await res.json()) as unknown[]).length >= 10)
+  const exit = new Promise<number | null>((resolve) => first.on('exit', resolve))
+  first.kill('SIGTERM')
+  assert.equal(await exit, 0)
+
+  // Not a new database any more: no keys printed.
+  const second = start()
+  t.after(() => { second.kill('SIGKILL') })
+  const again = await new Promise<string>((resolve, reject) => {
+    let text = ''
+    second.stdout.on('data', (chunk: Buffer) => { text += chunk.toString(); if (text.includes('Petstore API on')) resolve(text) })
+    setTimeout(() => reject(new Error('no start within 20 s: ' + text)), 20_000).unref()
+  })
+  assert.doesNotMatch(again, /psk_/)
+  const exit2 = new Promise<number | null>((resolve) => second.on('exit', resolve))
+  second.kill('SIGTERM')
+  assert.equal(await exit2, 0)
+})
+
+test('migrate applies the schema and is idempotent', async (t) => {
+  const dir = await tempDir(t)
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'p.db')}` }
+  for (let i = 0; i < 2; i++) {
+    const io = memoryIo(env)
+    assert.equal(await main(['migrate'], io), 0)
+    assert.match(io.lines[0]!, /schema is up to date/)
+  }
+})
