@@ -48,7 +48,11 @@ export async function rateLimitRoutes (fastify: FastifyInstance): Promise<void> 
       description: 'Costs no quota, and answers even while the key is banned, so a client can always learn how long to wait.',
       response: { 200: Reply('The caller\'s windows and ban.', RateLimitStatusSchema) }
     },
-    config: { role: 'customer', quota: 'free' }
+    config: {
+      role: 'customer',
+      quota: 'free',
+      lifecycle: { stability: 'beta', note: 'The shape mirrors the IETF RateLimit header fields, which are still a draft: field names may follow the final RFC. Changes will be announced with a deprecation period.' }
+    }
   }, async (request) => {
     const decision = request.rateLimit!
     const principal = request.principal!

@@ -87,7 +87,11 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       params: KeyIdParams,
       response: { 204: NoContent('The key is not banned (any more).') }
     },
-    config: { role: 'admin', errors: ['validation_failed', 'not_found'] }
+    config: {
+      role: 'admin',
+      errors: ['validation_failed', 'not_found'],
+      lifecycle: { stability: 'experimental', note: 'Whether lifting a ban should also clear the escalation history is being decided with operators; the operation may change or move without a deprecation period.' }
+    }
   }, async (request, reply) => {
     await admin.unban(request.params.keyId)
     return reply.code(204).send(null)

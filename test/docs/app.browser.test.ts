@@ -1,0 +1,44 @@
+// /docs of the real app, on its own generated document, in Debian's Chromium: the groups, the
+// deprecated operation with its sunset date, a beta and an experimental badge, a try-it request
+// that reaches the running server, and no try-it control on GET /store/orders.
+import assert from 'node:assert/strict'
+import { existsSync } from 'node:fs'
+import { mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { chromium } from 'playwright-core'
+import { buildTestApp } from '../helpers/app.ts'
+import { checkDocsPage } from './docs-page-checks.ts'
+
+const CHROMIUM = '/usr/bin/chromium'
+const haveChromium = existsSync(CHROMIUM)
+const skip = !haveChromium && process.env.CI === undefined ? `${CHROMIUM} is missing; install it with apt-get install -y chromium` : false
+
+test('/docs of the real app: groups, deprecation with its sunset, badges, a working try-it and none on GET /store/orders', { skip, timeout: 120_000 }, async (t) => {
+  assert.ok(haveChromium, `${CHROMIUM} is missing and CI is set: install it with apt-get install -y chromium`)
+  // The system clock: the browser's requests run through the real access hook.
+  const { app, stores, keys } = await buildTestApp(t)
+  const category = await stores.categories.createCategory({ name: 'Dogs' })
+  await stores.pets.createPet({ name: 'Rexford', categoryId: category.id, status: 'available' }, null)
+  const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 })
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    timeout: 30_000
+  })
+  t.after(() => browser.close())
+  const screenshotDir = await mkdtemp(join(tmpdir(), 'petstore-app-docs-'))
+  t.diagnostic(`screenshots in ${screenshotDir}`)
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } })
+  page.setDefaultTimeout(15_000)
+  await checkDocsPage(page, baseUrl, {
+    groups: ['Pets', 'Store', 'Account'],
+    deprecated: { operation: 'GET /pets/{petId}', sunset: '2027-05-21' },
+    badges: [{ operation: 'GET /rate_limit', text: 'beta' }, { operation: 'DELETE /admin/keys/{keyId}/ban', text: 'experimental' }],
+    tryIt: { operation: 'GET /pets', apiKey: keys.customer, status: 200, text: 'Rexford' },
+    tryItHidden: { operation: 'GET /store/orders', neighbour: 'POST /store/orders' }
+  }, { screenshotDir, timeoutMs: 15_000 })
+  await page.close()
+})
