@@ -9,10 +9,10 @@ import { loadConfig, type Config } from '../../src/config.ts'
 import { createKeyAdmin } from '../../src/keys/keys.service.ts'
 import type { Plan, Role } from '../../src/keys/keys.schema.ts'
 import type { RateLimiter } from '../../src/ratelimit/limiter.ts'
-import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { manualClock } from '../../src/shared/clock.ts'
 import type { Stores } from '../../src/storage/stores.ts'
 import { checkResponse } from './contract.ts'
+import { openTestLimiter } from './limiter.ts'
 import { openTestStores } from './stores.ts'
 
 /** 2026-11-21T12:00:30Z: mid-minute, so a test's first requests share one minute window. */
@@ -44,7 +44,7 @@ export async function buildTestApp (t: TestContext, options: TestAppOptions = {}
   const clock = manualClock(T0)
   const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', ...options.env })
   const stores = options.stores ?? await openTestStores(t)
-  const limiter = options.limiter !== undefined ? await options.limiter(clock.now) : createMemoryRateLimiter({ now: clock.now })
+  const limiter = options.limiter !== undefined ? await options.limiter(clock.now) : await openTestLimiter(clock.now)
   const app = await buildApp({ config, stores, limiter, clock, ...options.deps })
   t.after(async () => {
     await app.close()
