@@ -17,7 +17,7 @@ export async function openRedisTestLimiter (now: () => number, prefix = `test:${
   try {
     await redis.connect()
   } catch (error) {
-    throw new Error(`PETSTORE_TEST_LIMITER=redis but Redis at ${TEST_REDIS_URL} is unreachable: ${(error as Error).message}`)
+    throw new Error(`PETSTORE_TEST_LIMITER=redis but Redis at ${TEST_REDIS_URL} is unreachable: ${(error as Error).message}`, { cause: error })
   }
   const limiter = createRedisRateLimiter({ redis, prefix, now })
   return {
