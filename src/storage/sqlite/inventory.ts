@@ -2,6 +2,7 @@
 import { notFound, preconditionFailed } from '../../errors.ts'
 import type { InventoryRecord, InventoryStore } from '../../inventory/inventory.store.ts'
 import type { PetStatus } from '../../pets/pets.schema.ts'
+import { statusForStock } from '../../inventory/inventory.rules.ts'
 import { matchesVersion } from '../../shared/store.ts'
 import { transaction, type Db } from './database.ts'
 
@@ -11,13 +12,6 @@ export const toInventory = (row: InventoryRow): InventoryRecord =>
   ({ petId: row.id, quantity: row.stock, status: row.status, version: row.version })
 
 const INVENTORY_COLUMNS = 'id, stock, status, version'
-
-/** Rule 6: the pet's status once its stock is set to `quantity`. */
-export function statusForStock (current: PetStatus, quantity: number, hasOpenOrders: boolean): PetStatus {
-  if (quantity > 0) return 'available'
-  if (current !== 'available') return current
-  return hasOpenOrders ? 'pending' : 'sold'
-}
 
 export function createSqliteInventoryStore (db: Db): InventoryStore {
   const byId = db.prepare(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id = ?`)

@@ -1,0 +1,13 @@
+// The stock rules both engines apply inside their transactions (PRODUCT.md section 5).
+import type { PetStatus } from '../pets/pets.schema.ts'
+
+/**
+ * Rule 6: the pet's status once its stock is set to `quantity`. Stock above 0 makes a pending or
+ * sold pet available; stock 0 makes an available pet pending while it has open orders, else sold;
+ * a pending or sold pet at 0 keeps its status.
+ */
+export function statusForStock (current: PetStatus, quantity: number, hasOpenOrders: boolean): PetStatus {
+  if (quantity > 0) return 'available'
+  if (current !== 'available') return current
+  return hasOpenOrders ? 'pending' : 'sold'
+}
