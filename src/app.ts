@@ -13,6 +13,7 @@ import { installErrorHandling } from './http/errors.ts'
 import { deprecatedOperation } from './http/lifecycle.ts'
 import { installLifecycleHeaders, installSunset } from './http/lifecycle-hooks.ts'
 import { healthRoutes, rateLimitRoutes, type Readiness } from './http/meta.ts'
+import { createMetrics, installMetrics, metricsRoutes, type Metrics } from './http/metrics.ts'
 import { registerOpenApi, serveOpenApi } from './http/openapi.ts'
 import { installValidation, parseJsonBody } from './http/validation.ts'
 import { inventoryRoutes } from './inventory/inventory.routes.ts'
@@ -36,8 +37,10 @@ export interface AppDeps {
   /** A pino logger; none (silent) when absent. */
   logger?: FastifyBaseLogger
   readiness?: Readiness
-  /** Metrics and log events of the access and lifecycle hooks. */
+  /** Metrics and log events of the access and lifecycle hooks; by default those of `metrics`. */
   events?: AccessEvents & { onDeprecatedCall?: (operationId: string, keyId: number | null) => void }
+  /** Served at /metrics (http/metrics.ts); a fresh set when absent. */
+  metrics?: Metrics
   keyCacheMs?: number
 }
 
@@ -54,6 +57,10 @@ const EXPOSED_HEADERS = [
 export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const { config, stores, limiter } = deps
   const clock = deps.clock ?? systemClock
+  const metrics = deps.metrics ?? createMetrics()
+  const events = deps.events ?? metrics.events
+  const poolStats = stores.poolStats?.bind(stores)
+  if (poolStats !== undefined) metrics.trackPool(poolStats)
 
   const app = Fastify({
     ...(deps.logger !== undefined ? { loggerInstance: deps.logger } : { logger: false }),
@@ -71,15 +78,16 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => { reply.header('request-id', request.id) })
   installValidation(app)
   installErrorHandling(app)
+  installMetrics(app, metrics)
   // JSON only: Fastify's default text/plain parser would let a string body reach validation.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     try { done(null, parseJsonBody(body as string)) } catch (error) { done(error as Error, undefined) }
   })
 
-  const lifecycleOptions = { clock, docsUrl: '/docs', ...(deps.events?.onDeprecatedCall !== undefined && { onDeprecatedCall: deps.events.onDeprecatedCall }) }
+  const lifecycleOptions = { clock, docsUrl: '/docs', ...(events.onDeprecatedCall !== undefined && { onDeprecatedCall: events.onDeprecatedCall }) }
   installLifecycleHeaders(app, lifecycleOptions)
-  installAccess(app, { keys: stores.keys, limiter, clock, ...deps.events, ...(deps.keyCacheMs !== undefined && { keyCacheMs: deps.keyCacheMs }) })
+  installAccess(app, { keys: stores.keys, limiter, clock, ...events, ...(deps.keyCacheMs !== undefined && { keyCacheMs: deps.keyCacheMs }) })
   installSunset(app, lifecycleOptions)
 
   await app.register(cors, {
@@ -110,6 +118,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   }, { prefix: '/v1' })
 
   await app.register(healthRoutes, { readiness: deps.readiness ?? { check: async () => { await stores.ping(); return { status: 'ok', checks: { database: { status: 'ok' } } } } } })
+  await app.register(metricsRoutes, { metrics })
   serveOpenApi(app)
   await app.register(docsRoutes, { specUrl: '/openapi.json' })
   return app

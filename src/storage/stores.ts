@@ -12,6 +12,8 @@ export interface Stores {
   readonly orders: OrderStore
   readonly inventory: InventoryStore
   readonly keys: KeyStore
+  /** Connections of the engine's pool (metrics); absent where there is no pool (SQLite). */
+  poolStats? (): { total: number; idle: number; waiting: number }
   /** Resolves when the database answers; rejects otherwise (readiness). */
   ping (): Promise<void>
   close (): Promise<void>

@@ -43,6 +43,7 @@ export async function createPostgresStores (url: string, options: PostgresStores
     orders: createPostgresOrderStore(db, idempotency),
     inventory: createPostgresInventoryStore(db),
     keys: createPostgresKeyStore(db),
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async ping () { await db.query('SELECT 1') },
     /** Waits for the connections in use to be released, then closes them all. Idempotent. */
     async close () { closing ??= pool.end(); await closing }
