@@ -84,6 +84,12 @@ export function installAccess (app: FastifyInstance, options: AccessOptions): { 
     const presented = presentedKey(request)
     const principal = presented === null ? null : await resolveKey(presented)
     request.principal = principal
+    if (principal !== null) {
+      // Every later line of this request names the key by its id (never the key itself), the
+      // error handler's and Fastify's "request completed" (written through reply.log) included.
+      request.log = request.log.child({ keyId: principal.keyId })
+      reply.log = request.log
+    }
 
     const subject = principal === null ? `ip:${request.ip}` : subjectOfKey(principal.keyId)
     const quota = principal === null ? ANONYMOUS_QUOTA : principal.quota
@@ -98,7 +104,7 @@ export function installAccess (app: FastifyInstance, options: AccessOptions): { 
     if (!decision.allowed && !free) {
       if (decision.banStarted && decision.ban !== null) {
         await keys.recordBan({ keyId: principal?.keyId ?? null, subject, startedAt: decision.ban.startedAt, endsAt: decision.ban.until, reason: decision.ban.reason })
-        request.log.warn({ subject, keyId: principal?.keyId ?? null, until: new Date(decision.ban.until).toISOString() }, 'ban started')
+        request.log.warn({ subject, until: new Date(decision.ban.until).toISOString() }, 'ban started')
         options.onBan?.(subject, principal?.keyId ?? null, decision.ban.until)
       }
       options.onDecision?.(decision.code === 'api_key_banned' ? 'banned' : 'limited')
