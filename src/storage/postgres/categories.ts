@@ -1,22 +1,14 @@
 // CategoryStore on PostgreSQL. Changes lock the category row first (SELECT ... FOR UPDATE).
 import { AppError, notFound, preconditionFailed } from '../../errors.ts'
-import type { CategoryRecord, CategoryStore } from '../../categories/categories.store.ts'
+import type { CategoryStore } from '../../categories/categories.store.ts'
 import { matchesVersion, type IfMatch } from '../../shared/store.ts'
 import type { Db, Tx } from './database.ts'
 import { onConstraint } from './errors.ts'
+import { CATEGORY_COLUMNS, toCategory, type CategoryRow } from '../rows.ts'
 
-interface CategoryRow { id: number; name: string; description: string | null; version: number }
-
-export function toCategory (row: CategoryRow): CategoryRecord {
-  const category: CategoryRecord = { id: row.id, name: row.name, version: row.version }
-  if (row.description !== null) category.description = row.description
-  return category
-}
-
-const COLUMNS = 'id, name, description, version'
 
 async function lockCurrent (tx: Tx, id: number, ifMatch: IfMatch): Promise<CategoryRow> {
-  const row = await tx.first<CategoryRow>(`SELECT ${COLUMNS} FROM categories WHERE id = $1 FOR UPDATE`, [id])
+  const row = await tx.first<CategoryRow>(`SELECT ${CATEGORY_COLUMNS} FROM categories WHERE id = $1 FOR UPDATE`, [id])
   if (row === undefined) throw notFound(`category ${id}`)
   if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
   return row
@@ -27,21 +19,21 @@ export function createPostgresCategoryStore (db: Db): CategoryStore {
 
   return {
     async listCategories (page) {
-      return (await db.query<CategoryRow>(`SELECT ${COLUMNS} FROM categories WHERE id > $1 ORDER BY id LIMIT $2`, [page.afterId ?? 0, page.limit])).map(toCategory)
+      return (await db.query<CategoryRow>(`SELECT ${CATEGORY_COLUMNS} FROM categories WHERE id > $1 ORDER BY id LIMIT $2`, [page.afterId ?? 0, page.limit])).map(toCategory)
     },
     async getCategory (id) {
-      const row = await db.first<CategoryRow>(`SELECT ${COLUMNS} FROM categories WHERE id = $1`, [id])
+      const row = await db.first<CategoryRow>(`SELECT ${CATEGORY_COLUMNS} FROM categories WHERE id = $1`, [id])
       return row === undefined ? null : toCategory(row)
     },
     async createCategory (input) {
-      const row = await db.first<CategoryRow>(`INSERT INTO categories (name, description) VALUES ($1, $2) RETURNING ${COLUMNS}`, [input.name, input.description ?? null])
+      const row = await db.first<CategoryRow>(`INSERT INTO categories (name, description) VALUES ($1, $2) RETURNING ${CATEGORY_COLUMNS}`, [input.name, input.description ?? null])
       return toCategory(row!)
     },
     async replaceCategory (id, input, ifMatch) {
       return db.transaction(async (tx) => {
         await lockCurrent(tx, id, ifMatch)
         const row = await tx.first<CategoryRow>(
-          `UPDATE categories SET name = $1, description = $2, version = version + 1 WHERE id = $3 RETURNING ${COLUMNS}`,
+          `UPDATE categories SET name = $1, description = $2, version = version + 1 WHERE id = $3 RETURNING ${CATEGORY_COLUMNS}`,
           [input.name, input.description ?? null, id])
         return toCategory(row!)
       })

@@ -12,18 +12,7 @@ import type { OrderFilter, OrderOwner, OrderRecord, OrderStore } from '../../ord
 import { matchesVersion, type IfMatch } from '../../shared/store.ts'
 import type { Db, Tx } from './database.ts'
 import type { PostgresIdempotency } from './idempotency.ts'
-
-interface OrderRow {
-  id: number; pet_id: number; owner_key_id: number; quantity: number
-  ship_date: number | null; complete: boolean; created_at: number; version: number
-}
-
-export const toOrder = (row: OrderRow): OrderRecord => ({
-  id: row.id, petId: row.pet_id, quantity: row.quantity, shipDate: row.ship_date, complete: row.complete,
-  ownerKeyId: row.owner_key_id, createdAt: row.created_at, version: row.version
-})
-
-const ORDER_COLUMNS = 'id, pet_id, owner_key_id, quantity, ship_date, complete, created_at, version'
+import { ORDER_COLUMNS, toOrder, type OrderRow } from '../rows.ts'
 
 /** The order as the caller may see it: another owner's order does not exist for them. */
 function visible (row: OrderRow | undefined, owner: OrderOwner): OrderRow | undefined {

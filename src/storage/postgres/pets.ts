@@ -2,19 +2,12 @@
 // locks the pet row first (SELECT ... FOR UPDATE), so concurrent writers of a pet run one after
 // the other, as on SQLite's single connection.
 import { AppError, notFound, preconditionFailed } from '../../errors.ts'
-import type { PetStatus } from '../../pets/pets.schema.ts'
 import type { PetFilter, PetRecord, PetStore } from '../../pets/pets.store.ts'
 import { matchesVersion } from '../../shared/store.ts'
 import type { Db } from './database.ts'
 import { onConstraint } from './errors.ts'
 import type { PostgresIdempotency } from './idempotency.ts'
-
-interface PetRow { id: number; name: string; category_id: number; status: PetStatus; version: number }
-
-export const toPet = (row: PetRow): PetRecord =>
-  ({ id: row.id, name: row.name, categoryId: row.category_id, status: row.status, version: row.version })
-
-const PET_COLUMNS = 'id, name, category_id, status, version'
+import { PET_COLUMNS, toPet, type PetRow } from '../rows.ts'
 
 const categoryNotFound = (categoryId: number) => () => new AppError('category_not_found', `category ${categoryId} does not exist`)
 

@@ -1,22 +1,15 @@
 // CategoryStore on SQLite.
 import { AppError, notFound, preconditionFailed } from '../../errors.ts'
-import type { CategoryRecord, CategoryStore } from '../../categories/categories.store.ts'
+import type { CategoryStore } from '../../categories/categories.store.ts'
 import { matchesVersion } from '../../shared/store.ts'
 import { transaction, type Db } from './database.ts'
-
-interface CategoryRow { id: number; name: string; description: string | null; version: number }
-
-export function toCategory (row: CategoryRow): CategoryRecord {
-  const category: CategoryRecord = { id: row.id, name: row.name, version: row.version }
-  if (row.description !== null) category.description = row.description
-  return category
-}
+import { CATEGORY_COLUMNS, toCategory, type CategoryRow } from '../rows.ts'
 
 export function createSqliteCategoryStore (db: Db): CategoryStore {
-  const byId = db.prepare('SELECT id, name, description, version FROM categories WHERE id = ?')
-  const list = db.prepare('SELECT id, name, description, version FROM categories WHERE id > ? ORDER BY id LIMIT ?')
-  const insert = db.prepare('INSERT INTO categories (name, description) VALUES (?, ?) RETURNING id, name, description, version')
-  const replace = db.prepare('UPDATE categories SET name = ?, description = ?, version = version + 1 WHERE id = ? RETURNING id, name, description, version')
+  const byId = db.prepare(`SELECT ${CATEGORY_COLUMNS} FROM categories WHERE id = ?`)
+  const list = db.prepare(`SELECT ${CATEGORY_COLUMNS} FROM categories WHERE id > ? ORDER BY id LIMIT ?`)
+  const insert = db.prepare(`INSERT INTO categories (name, description) VALUES (?, ?) RETURNING ${CATEGORY_COLUMNS}`)
+  const replace = db.prepare(`UPDATE categories SET name = ?, description = ?, version = version + 1 WHERE id = ? RETURNING ${CATEGORY_COLUMNS}`)
   const hasPets = db.prepare('SELECT 1 FROM pets WHERE category_id = ? LIMIT 1')
   const remove = db.prepare('DELETE FROM categories WHERE id = ?')
 

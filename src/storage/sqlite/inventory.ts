@@ -1,17 +1,10 @@
 // InventoryStore on SQLite: the stock column of the pet row, its status and its version.
 import { notFound, preconditionFailed } from '../../errors.ts'
-import type { InventoryRecord, InventoryStore } from '../../inventory/inventory.store.ts'
-import type { PetStatus } from '../../pets/pets.schema.ts'
+import type { InventoryStore } from '../../inventory/inventory.store.ts'
 import { statusForStock } from '../../inventory/inventory.rules.ts'
 import { matchesVersion } from '../../shared/store.ts'
 import { transaction, type Db } from './database.ts'
-
-interface InventoryRow { id: number; stock: number; status: PetStatus; version: number }
-
-export const toInventory = (row: InventoryRow): InventoryRecord =>
-  ({ petId: row.id, quantity: row.stock, status: row.status, version: row.version })
-
-const INVENTORY_COLUMNS = 'id, stock, status, version'
+import { INVENTORY_COLUMNS, toInventory, type InventoryRow } from '../rows.ts'
 
 export function createSqliteInventoryStore (db: Db): InventoryStore {
   const byId = db.prepare(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id = ?`)

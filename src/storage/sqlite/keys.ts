@@ -1,26 +1,9 @@
 // KeyStore on SQLite.
 import { notFound, preconditionFailed } from '../../errors.ts'
-import type { Plan, Role } from '../../keys/keys.schema.ts'
-import type { BanRecord, KeyRecord, KeyStore } from '../../keys/keys.store.ts'
+import type { KeyStore } from '../../keys/keys.store.ts'
 import { matchesVersion } from '../../shared/store.ts'
 import { transaction, type Db } from './database.ts'
-
-interface KeyRow {
-  id: number; name: string | null; role: Role; plan: Plan; per_minute: number | null; per_day: number | null
-  key_prefix: string; created_at: number; revoked_at: number | null; version: number
-}
-interface BanRow { id: number; key_id: number | null; subject: string; started_at: number; ends_at: number; reason: string; lifted_at: number | null }
-
-const KEY_COLUMNS = 'id, name, role, plan, per_minute, per_day, key_prefix, created_at, revoked_at, version'
-const BAN_COLUMNS = 'id, key_id, subject, started_at, ends_at, reason, lifted_at'
-
-export const toKey = (r: KeyRow): KeyRecord => ({
-  id: r.id, name: r.name, role: r.role, plan: r.plan, perMinute: r.per_minute, perDay: r.per_day,
-  prefix: r.key_prefix, createdAt: r.created_at, revokedAt: r.revoked_at, version: r.version
-})
-export const toBan = (r: BanRow): BanRecord => ({
-  id: r.id, keyId: r.key_id, subject: r.subject, startedAt: r.started_at, endsAt: r.ends_at, reason: r.reason, liftedAt: r.lifted_at
-})
+import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, type BanRow, type KeyRow } from '../rows.ts'
 
 export function createSqliteKeyStore (db: Db): KeyStore {
   const insert = db.prepare(`INSERT INTO api_keys (name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`)

@@ -6,18 +6,7 @@ import type { OrderChanges, OrderFilter, OrderOwner, OrderRecord, OrderStore } f
 import { matchesVersion } from '../../shared/store.ts'
 import { transaction, type Db } from './database.ts'
 import type { SqliteIdempotency } from './idempotency.ts'
-
-interface OrderRow {
-  id: number; pet_id: number; owner_key_id: number; quantity: number
-  ship_date: number | null; complete: number; created_at: number; version: number
-}
-
-export const toOrder = (row: OrderRow): OrderRecord => ({
-  id: row.id, petId: row.pet_id, quantity: row.quantity, shipDate: row.ship_date, complete: row.complete === 1,
-  ownerKeyId: row.owner_key_id, createdAt: row.created_at, version: row.version
-})
-
-const ORDER_COLUMNS = 'id, pet_id, owner_key_id, quantity, ship_date, complete, created_at, version'
+import { ORDER_COLUMNS, toOrder, type OrderRow } from '../rows.ts'
 
 export function createSqliteOrderStore (db: Db, idempotency: SqliteIdempotency): OrderStore {
   const byId = db.prepare(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ?`)

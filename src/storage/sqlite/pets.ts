@@ -1,17 +1,10 @@
 // PetStore on SQLite. Every method is one synchronous transaction (see database.ts).
 import { AppError, notFound, preconditionFailed } from '../../errors.ts'
-import type { PetStatus } from '../../pets/pets.schema.ts'
 import type { PetChanges, PetFilter, PetRecord, PetStore } from '../../pets/pets.store.ts'
 import { matchesVersion } from '../../shared/store.ts'
 import { transaction, type Db } from './database.ts'
 import type { SqliteIdempotency } from './idempotency.ts'
-
-interface PetRow { id: number; name: string; category_id: number; status: PetStatus; version: number }
-
-export const toPet = (row: PetRow): PetRecord =>
-  ({ id: row.id, name: row.name, categoryId: row.category_id, status: row.status, version: row.version })
-
-const PET_COLUMNS = 'id, name, category_id, status, version'
+import { PET_COLUMNS, toPet, type PetRow } from '../rows.ts'
 
 export function createSqlitePetStore (db: Db, idempotency: SqliteIdempotency): PetStore {
   const byId = db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`)
