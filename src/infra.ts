@@ -62,13 +62,16 @@ export async function openInfra (config: Config, options: InfraOptions): Promise
   if (config.redisUrl === null) {
     limiter = createMemoryRateLimiter({ now: options.clock.now })
   } else {
-    redis = new Redis(config.redisUrl, { ...redisClientOptions(), lazyConnect: false })
+    const client = new Redis(config.redisUrl, { ...redisClientOptions(), lazyConnect: false })
+    redis = client
     // ioredis reports connection errors as events; the fallback limiter reports the state.
-    redis.on('error', () => {})
+    client.on('error', () => {})
     fallback = createFallbackRateLimiter({
-      primary: createRedisRateLimiter({ redis, prefix: options.redisPrefix ?? 'petstore:rl:', now: options.clock.now }),
+      primary: createRedisRateLimiter({ redis: client, prefix: options.redisPrefix ?? 'petstore:rl:', now: options.clock.now }),
       fallback: createMemoryRateLimiter({ now: options.clock.now }),
       now: options.clock.now,
+      // Readiness pings Redis, so the state is right on an idle instance too (see check()).
+      probe: () => client.ping(),
       ...(options.onLimiterState !== undefined && { onStateChange: options.onLimiterState })
     })
     limiter = fallback
@@ -84,10 +87,10 @@ export async function openInfra (config: Config, options: InfraOptions): Promise
         checks.database = { status: 'down', reason: 'the database does not answer' }
       }
       if (fallback !== null) {
-        const state = fallback.state()
+        const state = await fallback.check()
         checks.redis = state.status === 'ok'
           ? { status: 'ok' }
-          : { status: 'degraded', reason: `rate limits use per-instance counters: ${state.reason ?? 'Redis is unreachable'}` }
+          : { status: 'degraded', reason: `Redis is unreachable, rate limits use per-instance counters (${state.reason ?? 'no answer'})` }
       }
       const degraded = Object.values(checks).some((c) => c.status !== 'ok')
       return { status: degraded ? 'degraded' : 'ok', checks }

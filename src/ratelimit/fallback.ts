@@ -18,10 +18,22 @@ export interface FallbackRateLimiterOptions {
   onStateChange?: (state: FallbackStatus, reason?: string) => void
   /** Epoch ms; injectable so tests can pass the retry interval without sleeping. */
   now?: () => number
+  /**
+   * A cheap round trip to the primary's store (Redis PING), used by check() so that the state
+   * follows the store even when no request comes: an idle instance notices an outage, and
+   * returns to the primary when the store is back, by itself.
+   */
+  probe?: () => Promise<unknown>
 }
 
 export interface FallbackRateLimiter extends RateLimiter {
   state(): { status: FallbackStatus; reason?: string }
+  /**
+   * The state after probing the primary (readiness calls this): while ok, on every call; while
+   * degraded, at most once per RETRY_INTERVAL_MS, like requests. A successful probe sends the
+   * next requests to the primary again. Without a probe option, the same as state().
+   */
+  check(): Promise<{ status: FallbackStatus; reason?: string }>
 }
 
 /** While degraded, the primary is tried again at most this often. */
@@ -46,7 +58,7 @@ export function describeFailure(err: unknown): string {
 }
 
 export function createFallbackRateLimiter(options: FallbackRateLimiterOptions): FallbackRateLimiter {
-  const { primary, fallback, onStateChange } = options
+  const { primary, fallback, onStateChange, probe } = options
   const now = options.now ?? Date.now
   let status: FallbackStatus = 'ok'
   let reason: string | undefined
@@ -77,6 +89,10 @@ export function createFallbackRateLimiter(options: FallbackRateLimiterOptions): 
       reason = undefined
       notify('ok')
     }
+  }
+
+  function state(): { status: FallbackStatus; reason?: string } {
+    return reason === undefined ? { status } : { status, reason }
   }
 
   async function route(call: (limiter: RateLimiter) => Promise<Decision>): Promise<Decision> {
@@ -120,8 +136,22 @@ export function createFallbackRateLimiter(options: FallbackRateLimiterOptions): 
       await Promise.all([primary.close(), fallback.close()])
     },
 
-    state() {
-      return reason === undefined ? { status } : { status, reason }
+    state,
+
+    async check() {
+      if (probe !== undefined) {
+        const t = now()
+        if (status === 'ok' || t >= nextProbeAt) {
+          if (status === 'degraded') nextProbeAt = t + RETRY_INTERVAL_MS
+          try {
+            await probe()
+            primaryAnswered()
+          } catch (err) {
+            primaryFailed(err)
+          }
+        }
+      }
+      return state()
     }
   }
 }

@@ -171,3 +171,46 @@ void test('the degraded reason never carries a URL or credentials', () => {
   assert.equal(describeFailure(new Error('user:pw@10.0.0.1')), 'rate limit store unavailable: Error')
   assert.ok(describeFailure(new Error('x'.repeat(500))).length <= 120)
 })
+
+void test('check() probes the store without traffic: an idle instance notices an outage and returns by itself', async () => {
+  let now = START
+  const clock = () => now
+  const { limiter: primary, control } = controllablePrimary(clock, new Error('unused'))
+  control.down = false
+  let storeUp = true
+  let probes = 0
+  const changes: FallbackStatus[] = []
+  const limiter = createFallbackRateLimiter({
+    primary,
+    fallback: createMemoryRateLimiter({ now: clock }),
+    onStateChange: (state) => changes.push(state),
+    probe: async () => {
+      probes++
+      if (!storeUp) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })
+    },
+    now: clock
+  })
+
+  assert.deepEqual(await limiter.check(), { status: 'ok' })
+  storeUp = false
+  assert.deepEqual(await limiter.check(), { status: 'degraded', reason: 'rate limit store unavailable: connect ECONNREFUSED' })
+  // Requests now go to the fallback without trying the primary.
+  await limiter.consume('key:1', FREE)
+  assert.equal(control.calls, 0)
+
+  // While degraded, at most one probe per retry interval, whoever asks.
+  storeUp = true
+  now += 500
+  assert.equal((await limiter.check()).status, 'degraded')
+  assert.equal(probes, 2)
+  now += 500
+  assert.deepEqual(await limiter.check(), { status: 'ok' })
+  assert.equal(probes, 3)
+  assert.deepEqual(changes, ['degraded', 'ok'])
+  await limiter.consume('key:1', FREE)
+  assert.equal(control.calls, 1)
+
+  // Without a probe, check() is state().
+  const plain = createFallbackRateLimiter({ primary, fallback: createMemoryRateLimiter({ now: clock }), now: clock })
+  assert.deepEqual(await plain.check(), { status: 'ok' })
+})
