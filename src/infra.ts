@@ -66,6 +66,7 @@ export async function openInfra (config: Config, options: InfraOptions): Promise
     redis = client
     // ioredis reports connection errors as events; the fallback limiter reports the state.
     client.on('error', () => {})
+    await firstConnection(client)
     fallback = createFallbackRateLimiter({
       primary: createRedisRateLimiter({ redis: client, prefix: options.redisPrefix ?? 'petstore:rl:', now: options.clock.now }),
       fallback: createMemoryRateLimiter({ now: options.clock.now }),
@@ -107,4 +108,26 @@ export async function openInfra (config: Config, options: InfraOptions): Promise
       await stores.close()
     }
   }
+}
+
+/**
+ * Waits for the client's first connection, at most connectTimeout (+ a little), and never fails:
+ * a Redis that is down at start means per-instance counters until it comes back, not a process
+ * that refuses to start. Without this wait, the requests of the first moments (ioredis connects
+ * in the background, and commands are not queued meanwhile) would find no connection yet, and
+ * the instance would start degraded, on its own counters, for a retry interval.
+ */
+async function firstConnection (client: Redis): Promise<void> {
+  if (client.status === 'ready') return
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      client.off('ready', done)
+      client.off('error', done)
+      resolve()
+    }
+    const timer = setTimeout(done, (redisClientOptions().connectTimeout ?? 1000) + 250)
+    client.once('ready', done)
+    client.once('error', done)
+  })
 }
