@@ -3,13 +3,14 @@
 // (server.ts does), so tests build this very app on their own stores.
 import { randomUUID } from 'node:crypto'
 import cors from '@fastify/cors'
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { categoryRoutes } from './categories/categories.routes.ts'
 import { createCategoryService } from './categories/categories.service.ts'
 import type { Config } from './config.ts'
-import { installAccess, type AccessEvents } from './http/access.ts'
+import { AppError } from './errors.ts'
+import { installAccess, isApiPath, type AccessEvents } from './http/access.ts'
 import { docsRoutes } from './http/docs.ts'
-import { installErrorHandling } from './http/errors.ts'
+import { installErrorHandling, sendError, toAppError } from './http/errors.ts'
 import { deprecatedOperation } from './http/lifecycle.ts'
 import { installLifecycleHeaders, installSunset } from './http/lifecycle-hooks.ts'
 import { healthRoutes, rateLimitRoutes, type Readiness } from './http/meta.ts'
@@ -62,12 +63,17 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const poolStats = stores.poolStats?.bind(stores)
   if (poolStats !== undefined) metrics.trackPool(poolStats)
 
+  let chargeRequest: ChargeRequest | null = null
   const app = Fastify({
     ...(deps.logger !== undefined ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: BODY_LIMIT,
     // Fastify takes a hop count too, though its types omit it.
     trustProxy: config.trustProxy as boolean | string,
+    // Long enough for any int64 and then some: a longer path segment is refused below.
     routerOptions: { maxParamLength: 200 },
+    // A malformed URL (bad percent-encoding) or an over-long path segment never reaches routing;
+    // it still gets the error object, the request id and, under /v1, the rate-limit headers.
+    frameworkErrors: (_error, request, reply) => { answerMalformedUrl(request, reply, chargeRequest) },
     // Accept a caller's request id for tracing when it is harmless, else make one.
     genReqId: (request) => {
       const given = request.headers['request-id']
@@ -87,7 +93,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
 
   const lifecycleOptions = { clock, docsUrl: '/docs', ...(events.onDeprecatedCall !== undefined && { onDeprecatedCall: events.onDeprecatedCall }) }
   installLifecycleHeaders(app, lifecycleOptions)
-  installAccess(app, { keys: stores.keys, limiter, clock, ...events, ...(deps.keyCacheMs !== undefined && { keyCacheMs: deps.keyCacheMs }) })
+  chargeRequest = installAccess(app, { keys: stores.keys, limiter, clock, ...events, ...(deps.keyCacheMs !== undefined && { keyCacheMs: deps.keyCacheMs }) }).charge
   installSunset(app, lifecycleOptions)
 
   await app.register(cors, {
@@ -122,6 +128,19 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   serveOpenApi(app)
   await app.register(docsRoutes, { specUrl: '/openapi.json' })
   return app
+}
+
+type ChargeRequest = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+
+/** A URL that never reached routing: charged like any /v1 request, then 400 with the error object. */
+function answerMalformedUrl (request: FastifyRequest, reply: FastifyReply, charge: ChargeRequest | null): void {
+  reply.header('request-id', request.id)
+  const malformed = new AppError('validation_failed', 'the request URL is malformed (bad percent-encoding or an over-long path segment)')
+  if (charge === null || !isApiPath(request.url)) {
+    sendError(request, reply, malformed)
+    return
+  }
+  charge(request, reply).then(() => sendError(request, reply, malformed), (error: unknown) => sendError(request, reply, toAppError(error)))
 }
 
 const API_DESCRIPTION = `A pet store a shop and its partners can run for real: a catalogue of pets and categories, orders that take stock atomically, API keys with roles and plan quotas.

@@ -5,7 +5,7 @@
 // Order matters: the key is resolved first (without failing), then the request is charged to the
 // key, or to the client address when there is no valid key (so 401s are throttled and carry the
 // headers), and only then are a missing key (401) and the role (403) enforced.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../errors.ts'
 import { PLAN_QUOTAS, ROLE_RANK } from '../keys/keys.schema.ts'
 import { hashKey, quotaOf, subjectOfKey } from '../keys/keys.service.ts'
@@ -44,7 +44,7 @@ declare module 'fastify' {
 
 const ANONYMOUS_QUOTA = PLAN_QUOTAS.free
 
-export function installAccess (app: FastifyInstance, options: AccessOptions): { resolveKey: (key: string) => Promise<Principal | null> } {
+export function installAccess (app: FastifyInstance, options: AccessOptions): { resolveKey: (key: string) => Promise<Principal | null>; charge: (request: FastifyRequest, reply: FastifyReply) => Promise<void> } {
   const { keys, limiter, clock } = options
   const keyCacheMs = options.keyCacheMs ?? 2000
   // Resolved keys, briefly: the hot path then costs no database read. Unknown keys are not
@@ -79,8 +79,11 @@ export function installAccess (app: FastifyInstance, options: AccessOptions): { 
   app.decorateRequest('principal', null)
   app.decorateRequest('rateLimit', null)
 
-  app.addHook('onRequest', async (request, reply) => {
-    if (!isApiPath(request.url)) return
+  /**
+   * Resolves the key and charges the request (to the key, or to the client address without a
+   * valid key), setting the rate-limit headers; throws 429 when refused.
+   */
+  async function charge (request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const presented = presentedKey(request)
     const principal = presented === null ? null : await resolveKey(presented)
     request.principal = principal
@@ -93,15 +96,15 @@ export function installAccess (app: FastifyInstance, options: AccessOptions): { 
 
     const subject = principal === null ? `ip:${request.ip}` : subjectOfKey(principal.keyId)
     const quota = principal === null ? ANONYMOUS_QUOTA : principal.quota
-    const config = request.routeOptions.config
     // Preflights and GET /rate_limit cost nothing: a browser app's preflights must not eat the
     // quota of its users' address, and a client must be able to ask how long to wait.
-    const free = config.quota === 'free' || request.method === 'OPTIONS'
+    const free = request.routeOptions?.config?.quota === 'free' || request.method === 'OPTIONS'
     const decision = free ? await limiter.peek(subject, quota) : await limiter.consume(subject, quota)
     request.rateLimit = decision
     reply.headers(rateLimitHeaders(decision, quota, clock.now()))
+    if (free) return
 
-    if (!decision.allowed && !free) {
+    if (!decision.allowed) {
       if (decision.banStarted && decision.ban !== null) {
         await keys.recordBan({ keyId: principal?.keyId ?? null, subject, startedAt: decision.ban.startedAt, endsAt: decision.ban.until, reason: decision.ban.reason })
         request.log.warn({ subject, until: new Date(decision.ban.until).toISOString() }, 'ban started')
@@ -113,22 +116,32 @@ export function installAccess (app: FastifyInstance, options: AccessOptions): { 
         ? new AppError('api_key_banned', `this caller is banned until ${new Date(decision.ban?.until ?? clock.now()).toISOString()} for calling while told to wait; back off exponentially after a 429`, { headers: retry })
         : new AppError('rate_limited', `rate limit exceeded; retry in ${decision.retryAfterSeconds} s`, { headers: retry })
     }
-    if (!free) options.onDecision?.('allowed')
+    options.onDecision?.('allowed')
+  }
 
-    const role = config.role
+  /** 401 without a valid key, 403 below the route's role. */
+  function authorize (request: FastifyRequest, reply: FastifyReply): void {
+    const role = request.routeOptions.config.role
     if (role === undefined) return // unknown paths (404/405) and preflights
+    const principal = request.principal
     if (principal === null) {
       reply.header('www-authenticate', 'Bearer realm="petstore"')
-      throw new AppError('unauthenticated', presented === null
+      throw new AppError('unauthenticated', presentedKey(request) === null
         ? 'an API key is required: send it as X-API-Key or Authorization: Bearer'
         : 'the API key is not valid (unknown or revoked)')
     }
     if (ROLE_RANK[principal.role] < ROLE_RANK[role]) {
       throw new AppError('forbidden', `this operation needs the ${role} role; the key has ${principal.role}`)
     }
+  }
+
+  app.addHook('onRequest', async (request, reply) => {
+    if (!isApiPath(request.url)) return
+    await charge(request, reply)
+    authorize(request, reply)
   })
 
-  return { resolveKey }
+  return { resolveKey, charge }
 }
 
 export const isApiPath = (url: string): boolean => url.startsWith('/v1/') || url === '/v1' || url.startsWith('/v1?')

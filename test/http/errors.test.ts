@@ -72,3 +72,14 @@ test('every catalogue code is documented in the OpenAPI description', async (t) 
   const doc = app.swagger() as { info: { description: string } }
   for (const code of Object.keys(ERROR_CATALOGUE)) assert.match(doc.info.description, new RegExp(`\`${code}\``))
 })
+
+test('a malformed URL (bad percent-encoding, over-long segment) is 400 validation_failed with the rate-limit headers', async (t) => {
+  const { call } = await buildTestApp(t)
+  for (const url of ['/v1/categories/%E0%A4%A', '/v1/categories/' + '9'.repeat(300)]) {
+    const res = await call({ method: 'GET', url })
+    assert.equal(res.statusCode, 400, url)
+    assert.equal(res.json().code, 'validation_failed')
+    assert.equal(res.json().requestId, res.headers['request-id'])
+    assert.ok(res.headers['x-ratelimit-remaining'] !== undefined)
+  }
+})
