@@ -3,7 +3,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'docs/', 'coverage/'] },
+  { ignores: ['node_modules/', 'data/', 'docs/', 'coverage/', '.tmp/', 'bench/results/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
