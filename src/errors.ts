@@ -51,7 +51,6 @@ export class AppError extends Error {
 }
 
 export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`)
-export const conflict = (code: ErrorCode, message: string): AppError => new AppError(code, message)
 export const preconditionFailed = (): AppError =>
   new AppError('precondition_failed', 'If-Match does not match the current ETag of the resource')
 

@@ -44,6 +44,7 @@ function describe (error: unknown): string {
 
 if (import.meta.main) {
   process.exitCode = await main(process.argv.slice(2), processIo())
-  // Signal listeners and idle sockets must not keep a finished command alive.
-  if (process.argv[2] !== 'serve' || process.exitCode !== 0) process.exit(process.exitCode)
+  // Nothing left open may keep a finished command alive, but what it printed must get out first:
+  // exit once stdout has flushed (a piped stdout is asynchronous).
+  if (process.argv[2] !== 'serve' || process.exitCode !== 0) process.stdout.write('', () => process.exit(process.exitCode))
 }

@@ -175,14 +175,9 @@ function hoistComponents (doc: OpenApiDocument): void {
     return object
   }
   doc.paths = visit(doc.paths) as OpenApiDocument['paths']
-  for (const name of Object.keys(schemas)) schemas[name] = canonical(name, schemas[name]!)
+  // A component's body is its shape; the title became its name.
+  for (const schema of Object.values(schemas)) delete schema.title
   doc.components.schemas = Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)))
-}
-
-function canonical (_name: string, schema: JsonObject): JsonObject {
-  const copy = { ...schema }
-  delete copy.title
-  return copy
 }
 
 function errorCatalogueMarkdown (): string {

@@ -35,7 +35,6 @@ export const PageQuery = {
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.' }))
 }
 
-export type Schema = TSchema
 
 /** Response header declarations (@fastify/swagger turns them into OpenAPI response headers). */
 export const ETagHeader = { etag: Type.String({ description: 'The version of the record; send it back in If-Match to update only that version.' }) }

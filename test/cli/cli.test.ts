@@ -121,3 +121,8 @@ test('migrate applies the schema and is idempotent', async (t) => {
     assert.match(io.lines[0]!, /schema is up to date/)
   }
 })
+
+test('openapi prints the whole document to a pipe (the committed docs/openapi.json, byte for byte)', async () => {
+  const { stdout } = await run(process.execPath, [CLI, 'openapi'], { maxBuffer: 16 * 1024 * 1024 })
+  assert.equal(stdout, await readFile(new URL('../../docs/openapi.json', import.meta.url), 'utf8'))
+})
