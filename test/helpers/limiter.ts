@@ -26,12 +26,7 @@ export async function openRedisTestLimiter (now: () => number, prefix = `test:${
     unban: (subject) => limiter.unban(subject),
     async close () {
       await limiter.close()
-      let cursor = '0'
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-        cursor = next
-        if (keys.length > 0) await redis.del(...keys)
-      } while (cursor !== '0')
+      await deleteRedisKeys(redis, prefix)
       redis.disconnect()
     }
   }
@@ -39,4 +34,33 @@ export async function openRedisTestLimiter (now: () => number, prefix = `test:${
 
 export async function openTestLimiter (now: () => number): Promise<RateLimiter> {
   return TEST_LIMITER === 'redis' ? await openRedisTestLimiter(now) : createMemoryRateLimiter({ now })
+}
+
+/** Deletes every key under `prefix` (a test's own keys on the shared Redis). */
+export async function deleteRedisKeys (redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0'
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
+    cursor = next
+    if (keys.length > 0) await redis.del(...keys)
+  } while (cursor !== '0')
+}
+
+/** Why the test Redis cannot be used (one line, no password), or null when it answers. */
+export async function redisUnavailableReason (): Promise<string | null> {
+  const client = new Redis(TEST_REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000, retryStrategy: () => null })
+  // The socket's error (ECONNREFUSED) says more than the rejection ("Connection is closed.").
+  let socketError: unknown = null
+  client.on('error', (error) => { socketError ??= error })
+  try {
+    await client.connect()
+    await client.ping()
+    return null
+  } catch (error) {
+    const { code, message } = (socketError ?? error) as { code?: string; message?: string }
+    const url = new URL(TEST_REDIS_URL)
+    return `Redis at ${url.hostname}:${url.port || 6379} is unreachable (${code ?? message ?? 'unknown error'}); start it or set PETSTORE_TEST_REDIS_URL`
+  } finally {
+    client.disconnect()
+  }
 }

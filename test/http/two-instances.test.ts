@@ -3,20 +3,14 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { test } from 'node:test'
-import { Redis } from 'ioredis'
 import { buildTestApp } from '../helpers/app.ts'
-import { openRedisTestLimiter, TEST_REDIS_URL } from '../helpers/limiter.ts'
+import { openRedisTestLimiter, redisUnavailableReason } from '../helpers/limiter.ts'
 
-async function redisReachable (): Promise<string | null> {
-  const probe = new Redis(TEST_REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 1000 })
-  probe.on('error', () => {})
-  try { await probe.connect(); await probe.ping(); return null } catch (e) { return (e as Error).message } finally { probe.disconnect() }
-}
-const unreachable = await redisReachable()
-const skip = unreachable !== null && process.env.CI === undefined ? `Redis at ${TEST_REDIS_URL} is unreachable (${unreachable})` : false
+const unreachable = await redisUnavailableReason()
+const skip = unreachable !== null && process.env.CI === undefined ? unreachable : false
 
 test('two app instances on one Redis: 30 + 30 interleaved calls on a 50/min key give exactly 50 successes, and a ban holds on both', { skip }, async (t) => {
-  assert.equal(unreachable, null, `CI is set but Redis at ${TEST_REDIS_URL} is unreachable: ${unreachable}`)
+  assert.equal(unreachable, null, `CI is set but ${unreachable}`)
   const prefix = `test:${randomUUID()}:`
   const a = await buildTestApp(t, { limiter: (now) => openRedisTestLimiter(now, prefix) })
   // The second instance shares the database (the keys) and the Redis prefix, not the process state.

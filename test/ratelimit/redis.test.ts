@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import type { Command } from 'ioredis'
 import { createRedisRateLimiter, redisClientOptions } from '../../src/ratelimit/redis.ts'
+import { deleteRedisKeys } from '../helpers/limiter.ts'
 import { runRateLimiterContract, START, MINUTE_END } from './contract.ts'
 
 const HOST = '127.0.0.1'
@@ -30,15 +31,6 @@ async function unreachableReason(): Promise<string | null> {
   } finally {
     probe.disconnect()
   }
-}
-
-async function deleteKeys(client: Redis, prefix: string): Promise<void> {
-  let cursor = '0'
-  do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-    cursor = next
-    if (keys.length > 0) await client.del(...keys)
-  } while (cursor !== '0')
 }
 
 const unreachable = await unreachableReason()
@@ -79,13 +71,13 @@ void describe('redis back end', { skip }, () => {
     const prefix = uniquePrefix()
     return {
       limiter: createRedisRateLimiter({ redis: shared, prefix, now }),
-      cleanup: () => deleteKeys(shared, prefix)
+      cleanup: () => deleteRedisKeys(shared, prefix)
     }
   })
 
   void test('two instances on two connections share counters exactly: 30 + 30 interleaved calls at 50/min allow 50', async (t) => {
     const prefix = uniquePrefix()
-    t.after(() => deleteKeys(shared, prefix))
+    t.after(() => deleteRedisKeys(shared, prefix))
     const [a, b] = [await client(), await client()]
     const now = () => START
     const one = createRedisRateLimiter({ redis: a, prefix, now })
@@ -103,7 +95,7 @@ void describe('redis back end', { skip }, () => {
 
   void test('a ban started through one instance is enforced by another, and lifted through either', async (t) => {
     const prefix = uniquePrefix()
-    t.after(() => deleteKeys(shared, prefix))
+    t.after(() => deleteRedisKeys(shared, prefix))
     let now = START
     const one = createRedisRateLimiter({ redis: await client(), prefix, now: () => now })
     const two = createRedisRateLimiter({ redis: await client(), prefix, now: () => now })
@@ -121,7 +113,7 @@ void describe('redis back end', { skip }, () => {
 
   void test('consume, peek and unban are each one command (one round trip), EVAL once then EVALSHA', async (t) => {
     const prefix = uniquePrefix()
-    t.after(() => deleteKeys(shared, prefix))
+    t.after(() => deleteRedisKeys(shared, prefix))
     const c = await client()
     const sent: string[] = []
     const send = c.sendCommand.bind(c)
@@ -145,7 +137,7 @@ void describe('redis back end', { skip }, () => {
 
   void test('after the server loses its script cache (NOSCRIPT), the call is resent with EVAL and answers', async (t) => {
     const prefix = uniquePrefix()
-    t.after(() => deleteKeys(shared, prefix))
+    t.after(() => deleteRedisKeys(shared, prefix))
     const c = await client()
     const limiter = createRedisRateLimiter({ redis: c, prefix, now: () => START })
     const quota = { perMinute: 5, perDay: 100 }
@@ -162,7 +154,7 @@ void describe('redis back end', { skip }, () => {
 
   void test('keys share the subject\'s hash tag and expire by themselves', async (t) => {
     const prefix = uniquePrefix()
-    t.after(() => deleteKeys(shared, prefix))
+    t.after(() => deleteRedisKeys(shared, prefix))
     const limiter = createRedisRateLimiter({ redis: shared, prefix, now: () => START })
     const quota = { perMinute: 1, perDay: 100 }
     for (let i = 0; i < 22; i++) await limiter.consume('key:{7}', quota)

@@ -9,7 +9,7 @@ import type { TestContext } from 'node:test'
 import { Redis } from 'ioredis'
 import { main } from '../../src/cli/main.ts'
 import type { Io } from '../../src/cli/io.ts'
-import { TEST_REDIS_URL } from '../helpers/limiter.ts'
+import { deleteRedisKeys, redisUnavailableReason, TEST_REDIS_URL } from '../helpers/limiter.ts'
 import { createTestSchema, postgresUnavailableReason, TEST_DATABASE_URL } from '../helpers/stores.ts'
 
 const CLI = new URL('../../src/cli/main.ts', import.meta.url).pathname
@@ -32,28 +32,6 @@ export function cleanupStack (t: TestContext): (fn: () => Promise<unknown> | unk
 
 // ---------------------------------------------------------------------------------------------
 // Services: skip with the reason when one is unreachable, fail with a clear message under CI.
-
-async function redisUnavailableReason (): Promise<string | null> {
-  const client = new Redis(TEST_REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000, retryStrategy: () => null })
-  // The socket's error (ECONNREFUSED) says more than the rejection ("Connection is closed.").
-  let socketError: unknown = null
-  client.on('error', (error) => { socketError ??= error })
-  try {
-    await client.connect()
-    await client.ping()
-    return null
-  } catch (error) {
-    const { code, message } = (socketError ?? error) as { code?: string; message?: string }
-    return `Redis at ${redactUrl(TEST_REDIS_URL)} is unreachable (${code ?? message ?? 'unknown error'}); start it or set PETSTORE_TEST_REDIS_URL`
-  } finally {
-    client.disconnect()
-  }
-}
-
-function redactUrl (url: string): string {
-  const u = new URL(url)
-  return `${u.hostname}:${u.port || 6379}`
-}
 
 /**
  * Resolves when every service named is reachable. Otherwise skips the test with the reason, or,
@@ -105,12 +83,7 @@ export function isolatedRedis (cleanup: ReturnType<typeof cleanupStack>, base: s
   const client = new Redis(base, { maxRetriesPerRequest: 1, commandTimeout: 2000 })
   client.on('error', () => {})
   cleanup(async () => {
-    let cursor = '0'
-    do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
-      cursor = next
-      if (keys.length > 0) await client.del(...keys)
-    } while (cursor !== '0')
+    await deleteRedisKeys(client, prefix)
     client.disconnect()
   })
   return {
