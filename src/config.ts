@@ -12,6 +12,8 @@ export interface Config {
   logLevel: LogLevel
   /** Fastify's trustProxy: whether X-Forwarded-For names the client (behind a load balancer). */
   trustProxy: boolean | number | string
+  /** The most rate-limit subjects (keys and client addresses) one process holds in memory (RATE_LIMIT_MAX_SUBJECTS). */
+  limiterMaxSubjects: number
 }
 
 export type DatabaseConfig =
@@ -89,8 +91,22 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
     else problems.push(`TRUST_PROXY must be true, false, a hop count or a list of addresses, got "${rawTrust}"`)
   }
 
+  const limiterMaxSubjects = readInteger(env, 'RATE_LIMIT_MAX_SUBJECTS', 100_000, 1_000, 10_000_000, problems)
+
   if (problems.length > 0) throw new ConfigError(problems)
-  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, trustProxy }
+  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, trustProxy, limiterMaxSubjects }
+}
+
+/** A whole number from `min` to `max`, or `fallback` when the variable is unset or empty. */
+export function readInteger (env: Record<string, string | undefined>, name: string, fallback: number, min: number, max: number, problems: string[]): number {
+  const raw = env[name]?.trim()
+  if (raw === undefined || raw === '') return fallback
+  const value = Number(raw)
+  if (!/^\d+$/.test(raw) || value < min || value > max) {
+    problems.push(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`)
+    return fallback
+  }
+  return value
 }
 
 function parseDatabaseUrl (url: string, problems: string[]): DatabaseConfig {

@@ -60,7 +60,7 @@ export async function openInfra (config: Config, options: InfraOptions): Promise
   let limiter: RateLimiter
   let fallback: FallbackRateLimiter | null = null
   if (config.redisUrl === null) {
-    limiter = createMemoryRateLimiter({ now: options.clock.now })
+    limiter = createMemoryRateLimiter({ now: options.clock.now, maxSubjects: config.limiterMaxSubjects })
   } else {
     const client = new Redis(config.redisUrl, { ...redisClientOptions(), lazyConnect: false })
     redis = client
@@ -69,7 +69,7 @@ export async function openInfra (config: Config, options: InfraOptions): Promise
     await firstConnection(client)
     fallback = createFallbackRateLimiter({
       primary: createRedisRateLimiter({ redis: client, prefix: options.redisPrefix ?? 'petstore:rl:', now: options.clock.now }),
-      fallback: createMemoryRateLimiter({ now: options.clock.now }),
+      fallback: createMemoryRateLimiter({ now: options.clock.now, maxSubjects: config.limiterMaxSubjects }),
       now: options.clock.now,
       // Readiness pings Redis, so the state is right on an idle instance too (see check()).
       probe: () => client.ping(),
