@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ConfigError, loadConfig } from '../src/config.ts'
 
-test('loadConfig: the defaults of PRODUCT.md', () => {
+test('loadConfig: the defaults of docs/product.md section 2', () => {
   const config = loadConfig({})
   assert.equal(config.host, '127.0.0.1')
   assert.equal(config.port, 3000)

@@ -1,4 +1,4 @@
-// The public contract of categories: spec section 2, with our bounds (PRODUCT.md section 5).
+// The public contract of categories: the Category resource and our bounds (docs/product.md section 5).
 import { Type, type Static } from 'typebox'
 import { Int64, Name, PageQuery } from '../shared/schemas.ts'
 

@@ -1,6 +1,6 @@
 // Who is calling, how much they may call, and whether they may call this: one onRequest hook for
 // every request under /v1, unknown paths and errors included, so every response carries the
-// rate-limit headers (PRODUCT.md section 4).
+// rate-limit headers (docs/product.md section 4).
 //
 // Order matters: the key is resolved first (without failing), then the request is charged to the
 // key, or to the client address when there is no valid key (so 401s are throttled and carry the

@@ -3,7 +3,7 @@
 // is a small HTML page; GET /docs/assets/* serves Scalar's standalone browser bundle, read from
 // node_modules, and our boot script, src/http/docs/docs-init.js, which configures Scalar.
 //
-// The per-operation try-it switch (`x-hideTryItPanel: true`, PRODUCT.md section 7). Scalar
+// The per-operation try-it switch (`x-hideTryItPanel: true`, docs/product.md section 7). Scalar
 // 1.72 has only a global switch (`hideTestRequestButton`). Its API client (the modal behind
 // "Test Request") opens only from that button (`hideClientButton` removes the other entry point,
 // a link to client.scalar.com), but once open it reaches every operation: through its sidebar,
@@ -15,7 +15,7 @@
 // - `operationTitleSource`: it only changes labels.
 // - A DOM post-processor or MutationObserver: Scalar renders operations lazily as they scroll
 //   into view and re-renders them, so it would race Vue, and removing nodes Vue owns breaks it.
-// - A fork or a hand-written renderer: not maintained (PRODUCT.md rules it out).
+// - A fork or a hand-written renderer: not maintained (docs/product.md 7.2 rules it out).
 // Chosen: three documented Scalar configuration options, all derived from the live document:
 // 1. `customCss`: one rule per switched-off operation hides Scalar's `.show-api-client-button`
 //    inside the element whose id ends in `/<METHOD><path>`, and the operation's entry in the

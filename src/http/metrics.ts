@@ -1,4 +1,4 @@
-// Prometheus metrics (PRODUCT.md section 8): requests by operation and status, latency, rate-limit
+// Prometheus metrics (docs/product.md section 8): requests by operation and status, latency, rate-limit
 // decisions and bans, deprecated-operation calls per key, the limiter's degraded state, the
 // PostgreSQL pool and the process. Each app has its own Registry: tests build many apps in one
 // process, and prom-client's global registry would refuse the second app's metric names.

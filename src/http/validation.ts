@@ -1,7 +1,7 @@
 // Request validation: one Ajv for bodies, one for the path, query and headers.
 //
-// Fastify's default Ajv coerces types and strips unknown properties everywhere. PRODUCT.md says
-// JSON bodies are never coerced ("7" is not an integer) and unknown fields are rejected, so
+// Fastify's default Ajv coerces types and strips unknown properties everywhere. docs/product.md 5.5
+// says JSON bodies are never coerced ("7" is not an integer) and unknown fields are rejected, so
 // bodies get a strict Ajv; path and query values are strings on the wire and must be coerced.
 import { Ajv, type Options as AjvOptions } from 'ajv'
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats'

@@ -1,4 +1,4 @@
-// The stock rules both engines apply inside their transactions (PRODUCT.md section 5).
+// The stock rules both engines apply inside their transactions (docs/product.md section 5).
 import type { PetStatus } from '../pets/pets.schema.ts'
 
 /**

@@ -1,4 +1,4 @@
-// The public contract of inventory: spec section 2 (InventoryItem, InventoryUpdate), with our bounds.
+// The public contract of inventory: InventoryItem, InventoryUpdate and our bounds (docs/product.md section 5).
 import { Type, type Static } from 'typebox'
 import { PetStatusSchema } from '../pets/pets.schema.ts'
 import { Int64, PageQuery } from '../shared/schemas.ts'

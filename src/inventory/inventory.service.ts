@@ -1,4 +1,4 @@
-// The inventory rules (PRODUCT.md section 5, rules 6 and 7); the status change rides in the store's transaction.
+// The inventory rules (docs/product.md section 5, rules 6 and 7); the status change rides in the store's transaction.
 import { notFound } from '../errors.ts'
 import { isStorableId, pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { IfMatch } from '../shared/store.ts'

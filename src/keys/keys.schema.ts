@@ -1,4 +1,4 @@
-// API keys, roles and plans (PRODUCT.md sections 3 and 4).
+// API keys, roles and plans (docs/product.md sections 3 and 4).
 import { Type, type Static } from 'typebox'
 import { Int64, PageQuery, StringEnum } from '../shared/schemas.ts'
 
@@ -10,7 +10,7 @@ export const PLANS = ['free', 'pro', 'business', 'enterprise'] as const
 export const PlanSchema = StringEnum(PLANS, { title: 'Plan', description: 'The plan sets the quotas; enterprise quotas are set per key.' })
 export type Plan = Static<typeof PlanSchema>
 
-/** Quotas by plan (spec section 8). Enterprise has none of its own: each key carries them. */
+/** Quotas by plan (docs/product.md 4.1). Enterprise has none of its own: each key carries them. */
 export const PLAN_QUOTAS: Record<Exclude<Plan, 'enterprise'>, { perMinute: number; perDay: number }> = {
   free: { perMinute: 60, perDay: 1_000 },
   pro: { perMinute: 300, perDay: 10_000 },

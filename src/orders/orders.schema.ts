@@ -1,4 +1,4 @@
-// The public contract of orders: spec section 2 (Order), with our bounds (PRODUCT.md section 5).
+// The public contract of orders: the Order resource and our bounds (docs/product.md section 5).
 import { Type, type Static } from 'typebox'
 import { Int64, PageQuery } from '../shared/schemas.ts'
 

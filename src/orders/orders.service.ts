@@ -1,4 +1,4 @@
-// The order rules (PRODUCT.md section 5, rules 2 to 5). The stock arithmetic itself is atomic in
+// The order rules (docs/product.md section 5, rules 2 to 5). The stock arithmetic itself is atomic in
 // the store; here: who may see and touch which order, and what completing means.
 import { AppError, notFound } from '../errors.ts'
 import type { Role } from '../keys/keys.schema.ts'

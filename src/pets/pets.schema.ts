@@ -1,4 +1,4 @@
-// The public contract of pets: spec section 2, with our bounds (PRODUCT.md section 5).
+// The public contract of pets: the Pet resource and our bounds (docs/product.md section 5).
 import { Type, type Static } from 'typebox'
 import { Int64, Name, PageQuery, StringEnum } from '../shared/schemas.ts'
 

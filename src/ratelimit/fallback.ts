@@ -1,4 +1,4 @@
-// Keeps the API serving when the shared store (Redis) is unreachable (PRODUCT.md section 4):
+// Keeps the API serving when the shared store (Redis) is unreachable (docs/product.md section 4):
 // each instance then answers from its own counters, says so, and returns to the shared store by
 // itself. Limits are per instance while degraded (N instances allow up to N times the quota);
 // that is the product's choice over refusing every request.

@@ -1,4 +1,4 @@
-// The rate limiter's contract and the pure logic both back ends share (PRODUCT.md section 4).
+// The rate limiter's contract and the pure logic both back ends share (docs/product.md section 4).
 //
 // Decisions taken where the product text leaves room, each one tested by the contract suite
 // (test/ratelimit/contract.ts) against every back end:
@@ -231,7 +231,7 @@ function policyFor(quota: Quota): string {
   return policy
 }
 
-/** The rate limit headers of one response (PRODUCT.md section 4); it runs on every response. */
+/** The rate limit headers of one response (docs/product.md section 4); it runs on every response. */
 export function rateLimitHeaders(decision: Decision, quota: Quota, now: number): Record<string, string> {
   const { minute, day } = decision
   const binding = bindingWindow(decision)

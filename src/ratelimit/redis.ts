@@ -1,5 +1,5 @@
 // Redis back end: counters and bans shared by every instance, checked and updated atomically in
-// one round trip by a Lua script (PRODUCT.md section 4).
+// one round trip by a Lua script (docs/product.md section 4).
 //
 // Keys of one subject, all with the hash tag {subject} so that they share a cluster slot and one
 // script may touch them all:

@@ -3,7 +3,7 @@
 import { Type, type TSchema, type TUnsafe } from 'typebox'
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
 
-/** Integer identifiers are int64 (spec section 2). We assign them, so they stay below 2^53. */
+/** Integer identifiers are int64 (docs/product.md section 5 and 9.4). We assign them, so they stay below 2^53. */
 export const Int64 = (options: { description?: string } = {}) => Type.Integer({ format: 'int64', ...options })
 
 /**

@@ -1,4 +1,4 @@
-// API keys, roles and plan rate limits through HTTP (PRODUCT.md sections 3 and 4).
+// API keys, roles and plan rate limits through HTTP (docs/product.md sections 3 and 4).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ROLES, ROLE_RANK, type Role } from '../../src/keys/keys.schema.ts'

@@ -1,4 +1,4 @@
-// Inventory through HTTP on real storage: the stock of each pet, its status rules (PRODUCT.md
+// Inventory through HTTP on real storage: the stock of each pet, its status rules (docs/product.md
 // section 5, rules 1, 6 and 7) and its ETag, which is the pet row's version.
 import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'

@@ -1,5 +1,5 @@
 // Orders through HTTP on real storage: placing, reading, completing and cancelling, with the
-// stock rules (PRODUCT.md section 5), ownership, If-Match and Idempotency-Key.
+// stock rules (docs/product.md section 5), ownership, If-Match and Idempotency-Key.
 import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
 import { buildTestApp, T0, type TestApp } from '../helpers/app.ts'

@@ -238,7 +238,7 @@ test('pagination walks 130 pets exactly once through Link rel="next", with filte
 })
 
 test('a page is one index range scan: the query plan of a filtered page uses an index, never a full scan or a sort', async (t) => {
-  // Listing cost must not grow with the table (PRODUCT.md section 5): keyset pagination on the
+  // Listing cost must not grow with the table (docs/product.md section 5): keyset pagination on the
   // primary key, plus an index per filter. Checked on the engine's own query plan.
   const { stores } = await withCategory(t)
   if (stores.engine !== 'sqlite') return t.skip('SQLite query plan')

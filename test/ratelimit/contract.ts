@@ -1,4 +1,4 @@
-// The behaviour every rate limiter back end must show (PRODUCT.md section 4 and the decisions in
+// The behaviour every rate limiter back end must show (docs/product.md section 4 and the decisions in
 // src/ratelimit/limiter.ts). Run by memory.test.ts, redis.test.ts and fallback.test.ts.
 // Expected values are written out as literals, not recomputed with the code under test.
 import { describe, test } from 'node:test'

@@ -1,4 +1,4 @@
-// A running instance loses Redis or PostgreSQL, then gets it back (PRODUCT.md sections 4 and 8).
+// A running instance loses Redis or PostgreSQL, then gets it back (docs/product.md sections 4 and 8).
 // Each service sits behind a TCP proxy of the test's, which stands in for the network: cut, every
 // connection through it is destroyed and new ones are closed at once; restored, it forwards again.
 import assert from 'node:assert/strict'

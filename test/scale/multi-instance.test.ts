@@ -1,4 +1,4 @@
-// Two real server processes side by side on one PostgreSQL schema and one Redis (PRODUCT.md
+// Two real server processes side by side on one PostgreSQL schema and one Redis (docs/product.md
 // sections 4 and 8: "several instances can run side by side on PostgreSQL and Redis with no other
 // coordination"): quotas, bans and lifts, stock and idempotency hold across them.
 import assert from 'node:assert/strict'

@@ -9,7 +9,7 @@ export type Db = DatabaseSync
 /**
  * WAL lets readers run beside the writer; synchronous=FULL makes every acknowledged commit
  * durable even across a power loss (NORMAL would only survive a process crash), which
- * PRODUCT.md's "an acknowledged write survives a crash" asks of us. busy_timeout covers the
+ * docs/product.md 8.6 ("an acknowledged write survives a crash") asks of us. busy_timeout covers the
  * CLI writing while a server runs on the same file.
  */
 export function openSqlite (path: string): Db {
