@@ -30,6 +30,22 @@ export type ErrorCode = keyof typeof ERROR_CATALOGUE
 
 export interface ErrorDetail { path: string; message: string }
 
+/**
+ * An error answer lists at most this many details, then `detailsTotal` says how many there were:
+ * a 63 KB body of unknown fields once drew a 358 KB answer, so a refusal now costs less than
+ * the request that caused it.
+ */
+export const MAX_ERROR_DETAILS = 20
+/** A detail's path and message are cut to this many characters (a field name may be 60 KB long). */
+export const MAX_DETAIL_TEXT = 120
+
+export function clipText (text: string, max = MAX_DETAIL_TEXT): string {
+  if (text.length <= max) return text
+  // Never cut a surrogate pair in half.
+  const end = /[\uD800-\uDBFF]/.test(text.charAt(max - 2)) ? max - 2 : max - 1
+  return `${text.slice(0, end)}…`
+}
+
 /** An error a client can be told about. The handler maps `code` to the status via the catalogue. */
 export class AppError extends Error {
   readonly code: ErrorCode

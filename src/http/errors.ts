@@ -1,7 +1,7 @@
 // The one error handler: every error becomes the spec's error object, and 5xx internals stay in
 // the log. Also the 404/405 handler, since Fastify answers a known path with a wrong method 404.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { AppError, type ErrorCode } from '../errors.ts'
+import { AppError, MAX_ERROR_DETAILS, type ErrorCode } from '../errors.ts'
 
 /** Fastify's own errors that a client can cause, and the code each becomes. */
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -34,7 +34,11 @@ export function toAppError (error: unknown): AppError {
 export function sendError (request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
   if (error.headers !== undefined) reply.headers(error.headers)
   const body: Record<string, unknown> = { code: error.code, message: error.message, status: error.status, requestId: request.id }
-  if (error.details !== undefined) body.details = error.details
+  const details = error.details
+  if (details !== undefined) {
+    body.details = details.length > MAX_ERROR_DETAILS ? details.slice(0, MAX_ERROR_DETAILS) : details
+    if (details.length > MAX_ERROR_DETAILS) body.detailsTotal = details.length
+  }
   return reply.code(error.status).type('application/json; charset=utf-8').send(body)
 }
 

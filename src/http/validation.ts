@@ -6,7 +6,7 @@
 import { Ajv, type Options as AjvOptions } from 'ajv'
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats'
 import type { FastifyInstance, FastifySchema, FastifySchemaCompiler } from 'fastify'
-import { AppError } from '../errors.ts'
+import { AppError, clipText } from '../errors.ts'
 
 // ajv-formats is CommonJS with a default export; under Node's ESM loader it arrives wrapped.
 const addFormats = ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin
@@ -28,8 +28,8 @@ export function installValidation (app: FastifyInstance): void {
   app.setValidatorCompiler(compiler)
   app.setSchemaErrorFormatter((errors, dataVar) => {
     const details = errors.map((e) => ({
-      path: dataVar === 'body' ? (e.instancePath || '/') : describeParam(e.instancePath, e.params),
-      message: describeError(e.keyword, e.message, e.params)
+      path: clipText(dataVar === 'body' ? (e.instancePath || '/') : describeParam(e.instancePath, e.params)),
+      message: clipText(describeError(e.keyword, e.message, e.params))
     }))
     const first = details[0]
     const where = dataVar === 'querystring' ? 'query' : dataVar

@@ -1,7 +1,7 @@
 // Schemas shared by every resource. A schema with a `title` becomes a named component of the
 // OpenAPI document (see http/openapi.ts), so the title is the public name of the shape.
 import { Type, type TSchema, type TUnsafe } from 'typebox'
-import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
+import { ERROR_CATALOGUE, MAX_DETAIL_TEXT, MAX_ERROR_DETAILS, type ErrorCode } from '../errors.ts'
 
 /** Integer identifiers are int64 (docs/product.md section 5 and 9.4). We assign them, so they stay below 2^53. */
 export const Int64 = (options: { description?: string } = {}) => Type.Integer({ format: 'int64', ...options })
@@ -26,7 +26,8 @@ export const ErrorSchema = Type.Object({
   details: Type.Optional(Type.Array(Type.Object({
     path: Type.String({ description: 'JSON Pointer to the offending field, or the parameter name.' }),
     message: Type.String()
-  }, { additionalProperties: false }), { description: 'Field-level problems (validation_failed).' }))
+  }, { additionalProperties: false }), { maxItems: MAX_ERROR_DETAILS, description: `Field-level problems (validation_failed), at most ${MAX_ERROR_DETAILS}; paths and messages are cut to ${MAX_DETAIL_TEXT} characters.` })),
+  detailsTotal: Type.Optional(Type.Integer({ minimum: MAX_ERROR_DETAILS + 1, description: `How many problems were found, when there were more than the ${MAX_ERROR_DETAILS} listed in details.` }))
 }, { title: 'Error', additionalProperties: false })
 
 /** The query of every paginated list. */

@@ -83,3 +83,29 @@ test('a malformed URL (bad percent-encoding, over-long segment) is 400 validatio
     assert.ok(res.headers['x-ratelimit-remaining'] !== undefined)
   }
 })
+
+test('a 63 KB body of unknown fields is 400 validation_failed with at most 20 details and detailsTotal, smaller than the request', async (t) => {
+  const { call } = await buildTestApp(t)
+  const body: Record<string, number> = { name: 1 }
+  for (let i = 0; body && JSON.stringify(body).length < 63_000; i++) body[`field${i}`] = i
+  const payload = JSON.stringify(body)
+  const res = await call({ method: 'POST', url: '/v1/categories', headers: { 'content-type': 'application/json' }, payload })
+  assert.equal(res.statusCode, 400)
+  const answer = res.json()
+  assert.equal(answer.code, 'validation_failed')
+  assert.equal(answer.details.length, 20)
+  assert.equal(answer.detailsTotal, Object.keys(body).length) // every unknown field, and name's type
+  assert.ok(res.body.length < 4_000, `the answer is ${res.body.length} bytes for a ${payload.length} byte request`)
+})
+
+test('a 56 KB field name is cut to 120 characters in the message and the details', async (t) => {
+  const { call } = await buildTestApp(t)
+  const res = await call({ method: 'POST', url: '/v1/categories', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'Dogs', ['🐶'.repeat(14_000)]: 1 }) })
+  assert.equal(res.statusCode, 400)
+  const answer = res.json()
+  assert.equal(answer.details.length, 1)
+  assert.ok(answer.details[0].message.length <= 120)
+  assert.ok(answer.details[0].message.endsWith('…'))
+  assert.ok(!/[\uD800-\uDBFF]…/.test(answer.details[0].message), 'no half surrogate pair before the ellipsis')
+  assert.ok(res.body.length < 1_000, `the answer is ${res.body.length} bytes`)
+})
