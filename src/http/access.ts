@@ -29,13 +29,7 @@ export interface AccessOptions extends AccessEvents {
   keyCacheMs?: number
 }
 
-export interface RouteTableEntry { method: string; url: string; role: string | undefined }
-
 declare module 'fastify' {
-  interface FastifyInstance {
-    /** Every route under /v1 with the role it declares (for the table-driven role test). */
-    routeTable: RouteTableEntry[]
-  }
   interface FastifyRequest {
     /** The limiter's answer for this request (GET /rate_limit reports it). */
     rateLimit: Decision | null
@@ -67,13 +61,10 @@ export function installAccess (app: FastifyInstance, options: AccessOptions): { 
   }
 
   // Every operation under /v1 must say who may call it: a route without a role fails at start.
-  const routeTable: RouteTableEntry[] = []
-  app.decorate('routeTable', routeTable)
   app.addHook('onRoute', (route) => {
     if (!route.url.startsWith('/v1') || route.url.endsWith('*')) return
     const role = (route.config as { role?: string } | undefined)?.role
     if (role === undefined) throw new Error(`route ${String(route.method)} ${route.url} declares no role`)
-    for (const method of Array.isArray(route.method) ? route.method : [route.method]) routeTable.push({ method, url: route.url, role })
   })
 
   app.decorateRequest('principal', null)
@@ -135,16 +126,57 @@ export function installAccess (app: FastifyInstance, options: AccessOptions): { 
     }
   }
 
+  // The guard decides on what the router matched, never on the text of the URL: the router
+  // decodes the path (and takes the path of an absolute-form target), so `/v%31/admin/keys` and
+  // `GET http://host/v1/admin/keys` match the /v1 route, and a route that declares a role is
+  // always checked. isApiPath only decides whether a request that matched no role-bearing route
+  // (a 404, a 405, a preflight) is charged and gets the rate-limit headers.
+  //
+  // One canonical form: percent-escapes and absolute-form targets are routed, and guarded, like
+  // the plain path; a path with an empty segment (a trailing or doubled slash) under /v1 is not an
+  // operation's path, so it is charged and answered 404 whatever route it would happen to fit.
   app.addHook('onRequest', async (request, reply) => {
-    if (!isApiPath(request.url)) return
+    if (request.routeOptions.config?.role === undefined && !isApiPath(request.url)) return
     await charge(request, reply)
+    if (hasEmptySegment(request.url)) throw new AppError('not_found', 'no operation at this path: paths have no empty segment (no trailing or doubled slash); see /openapi.json')
     authorize(request, reply)
   })
 
   return { resolveKey, charge }
 }
 
-export const isApiPath = (url: string): boolean => url.startsWith('/v1/') || url === '/v1' || url.startsWith('/v1?')
+/**
+ * Whether a request target lies under /v1, read the way the router reads it: the path of an
+ * absolute-form target, without the query, percent-escapes decoded (a malformed one is left as it
+ * is rather than failing), repeated slashes collapsed, letters folded. It never lets a request
+ * skip a check: a route that declares a role is checked whatever this answers (see the hook).
+ */
+export function isApiPath (url: string): boolean {
+  let path = url
+  const authority = ABSOLUTE_FORM.exec(path)
+  if (authority !== null) path = path.slice(authority[0].length)
+  const end = path.search(/[?#]/)
+  if (end !== -1) path = path.slice(0, end)
+  if (path.includes('%')) path = path.replace(/%([0-9A-Fa-f]{2})/g, (_match, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
+  path = path.replace(/\/{2,}/g, '/').toLowerCase()
+  return path === '/v1' || path.startsWith('/v1/')
+}
+
+const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/
+
+/** A trailing or doubled slash in the path of a request target (the query is not looked at). */
+export function hasEmptySegment (url: string): boolean {
+  let start = 0
+  const authority = ABSOLUTE_FORM.exec(url)
+  if (authority !== null) start = authority[0].length
+  let end = url.length
+  for (let i = start; i < url.length; i++) {
+    const c = url.charCodeAt(i)
+    if (c === 63 || c === 35) { end = i; break } // ? #
+  }
+  const path = url.slice(start, end)
+  return path.includes('//') || (path.length > 1 && path.endsWith('/'))
+}
 
 function presentedKey (request: FastifyRequest): string | null {
   const header = request.headers['x-api-key']

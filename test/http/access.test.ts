@@ -1,7 +1,6 @@
 // API keys, roles and plan rate limits through HTTP (docs/product.md sections 3 and 4).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ROLES, ROLE_RANK, type Role } from '../../src/keys/keys.schema.ts'
 import { buildTestApp, T0 } from '../helpers/app.ts'
 
 const RATE_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy']
@@ -27,27 +26,7 @@ test('Authorization: Bearer KEY is accepted like X-API-Key', async (t) => {
   assert.equal(res.statusCode, 200)
 })
 
-test('every /v1 route declares a role, and each role below it gets 403 while no key gets 401 (whole route table)', async (t) => {
-  const { app, call, keys } = await buildTestApp(t)
-  assert.ok(app.routeTable.length >= 15, `only ${app.routeTable.length} routes`)
-  for (const route of app.routeTable) {
-    assert.ok(ROLES.includes(route.role as Role), `${route.method} ${route.url} has no role`)
-    if (route.method === 'HEAD') continue
-    const url = route.url.replace(/:[A-Za-z]+/g, '1')
-    const payload = ['POST', 'PUT', 'PATCH'].includes(route.method) ? {} : undefined
-    const anonymous = await call({ method: route.method as 'GET', url, key: null, ...(payload && { payload }) })
-    assert.equal(anonymous.statusCode, 401, `${route.method} ${url} without a key`)
-    for (const role of ROLES) {
-      const res = await call({ method: route.method as 'GET', url, key: keys[role], ...(payload && { payload }) })
-      if (ROLE_RANK[role] < ROLE_RANK[route.role as Role]) {
-        assert.equal(res.statusCode, 403, `${route.method} ${url} as ${role}`)
-        assert.equal(res.json().code, 'forbidden')
-      } else {
-        assert.ok(![401, 403].includes(res.statusCode), `${route.method} ${url} as ${role} answered ${res.statusCode}`)
-      }
-    }
-  }
-})
+// The whole route table, each operation in every spelling, with exact statuses: access-routes.test.ts.
 
 test('every kind of response under /v1 carries the rate-limit headers, exposed to browsers', async (t) => {
   const { call, keys, stores } = await buildTestApp(t, { plan: 'free' })
