@@ -9,6 +9,7 @@ import { createCategoryService } from './categories/categories.service.ts'
 import type { Config } from './config.ts'
 import { AppError } from './errors.ts'
 import { installAccess, isApiPath, type AccessEvents } from './http/access.ts'
+import { connectionOptions } from './http/connections.ts'
 import { docsRoutes } from './http/docs.ts'
 import { installErrorHandling, sendError, toAppError } from './http/errors.ts'
 import { deprecatedOperation } from './http/lifecycle.ts'
@@ -67,6 +68,8 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     ...(deps.logger !== undefined ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: BODY_LIMIT,
+    // Timeouts, header size, and the error object for Node's own answers (400, 408, 431).
+    ...connectionOptions(config.server),
     // Fastify takes a hop count too, though its types omit it.
     trustProxy: config.trustProxy as boolean | string,
     // Long enough for any int64 and then some: a longer path segment is refused below.

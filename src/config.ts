@@ -14,6 +14,36 @@ export interface Config {
   trustProxy: boolean | number | string
   /** The most rate-limit subjects (keys and client addresses) one process holds in memory (RATE_LIMIT_MAX_SUBJECTS). */
   limiterMaxSubjects: number
+  /** Connection limits and the stop's grace period (http/connections.ts, server.ts). */
+  server: ServerLimits
+}
+
+/**
+ * Limits at the edge (docs/product.md section 9), all in milliseconds but the cap. The README's
+ * Configuration table gives each default and why; SECURITY.md says what each protects against.
+ */
+export interface ServerLimits {
+  /** The request line and headers must have arrived this long after the request began (HEADERS_TIMEOUT_MS). */
+  headersTimeoutMs: number
+  /** The whole request, body included, must have arrived this long after it began (REQUEST_TIMEOUT_MS). */
+  requestTimeoutMs: number
+  /** An idle keep-alive connection is closed after this (KEEP_ALIVE_TIMEOUT_MS). */
+  keepAliveTimeoutMs: number
+  /** Open connections per process; further ones are closed at once (MAX_CONNECTIONS). */
+  maxConnections: number
+  /** How long a SIGTERM waits for requests in flight before closing their connections (SHUTDOWN_GRACE_MS). */
+  shutdownGraceMs: number
+}
+
+export const DEFAULT_SERVER_LIMITS: ServerLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  // Longer than the idle timeout of the balancers in front (nginx's upstream keepalive_timeout
+  // and AWS ALB's are 60 s), so the balancer closes an idle connection first and never sends a
+  // request on one we are closing.
+  keepAliveTimeoutMs: 72_000,
+  maxConnections: 1000,
+  shutdownGraceMs: 10_000
 }
 
 export type DatabaseConfig =
@@ -93,8 +123,10 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
 
   const limiterMaxSubjects = readInteger(env, 'RATE_LIMIT_MAX_SUBJECTS', 100_000, 1_000, 10_000_000, problems)
 
+  const server = parseServerLimits(env, problems)
+
   if (problems.length > 0) throw new ConfigError(problems)
-  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, trustProxy, limiterMaxSubjects }
+  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, trustProxy, limiterMaxSubjects, server }
 }
 
 /** A whole number from `min` to `max`, or `fallback` when the variable is unset or empty. */
@@ -107,6 +139,27 @@ export function readInteger (env: Record<string, string | undefined>, name: stri
     return fallback
   }
   return value
+}
+
+const SERVER_LIMIT_VARIABLES: Record<keyof ServerLimits, string> = {
+  headersTimeoutMs: 'HEADERS_TIMEOUT_MS',
+  requestTimeoutMs: 'REQUEST_TIMEOUT_MS',
+  keepAliveTimeoutMs: 'KEEP_ALIVE_TIMEOUT_MS',
+  maxConnections: 'MAX_CONNECTIONS',
+  shutdownGraceMs: 'SHUTDOWN_GRACE_MS'
+}
+
+function parseServerLimits (env: Record<string, string | undefined>, problems: string[]): ServerLimits {
+  const limits = { ...DEFAULT_SERVER_LIMITS }
+  for (const [field, variable] of Object.entries(SERVER_LIMIT_VARIABLES) as Array<[keyof ServerLimits, string]>) {
+    // From 1: 0 would mean "no limit" to Node, exactly what these settings exist to prevent.
+    limits[field] = readInteger(env, variable, DEFAULT_SERVER_LIMITS[field], 1, 2_147_483_647, problems)
+  }
+  // Node refuses a header deadline later than the whole request's.
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    problems.push(`HEADERS_TIMEOUT_MS (${limits.headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${limits.requestTimeoutMs})`)
+  }
+  return limits
 }
 
 function parseDatabaseUrl (url: string, problems: string[]): DatabaseConfig {

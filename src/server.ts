@@ -1,4 +1,6 @@
 // The process: configuration -> infrastructure -> app -> listen, and a graceful stop on SIGTERM.
+import type { Server } from 'node:http'
+import { Server as NetServer } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { pino, type DestinationStream, type Logger } from 'pino'
 import { buildApp } from './app.ts'
@@ -39,13 +41,16 @@ export async function startServer (config: Config, options: { logger?: Logger; b
   await options.beforeListen?.(infra)
   const app = await buildApp({ config, stores: infra.stores, limiter: infra.limiter, clock, logger, readiness: infra.readiness, metrics, events: metrics.events })
   // While stopping, responses to the requests in flight close their connection. A keep-alive
-  // connection (a load balancer's) would otherwise keep the stop waiting for up to Fastify's
-  // keepAliveTimeout (72 s), past any orchestrator's grace period.
+  // connection (a load balancer's) would otherwise stay open after its last answer, and the stop
+  // would have to cut it, racing the next request the client may already have sent.
   let draining = false
   app.addHook('onSend', (_request, reply, payload, done) => {
     if (draining) reply.header('connection', 'close')
     done(null, payload)
   })
+  // Past the cap Node closes new connections at once: a flood of idle or slow connections costs
+  // at most this many descriptors and buffers, and the timeouts (http/connections.ts) free them.
+  app.server.maxConnections = config.server.maxConnections
   const banSync = createBanSync(infra.stores.keys, infra.limiter, { startAt: clock.now(), onError: (error) => logger.warn({ err: error }, 'ban sync failed') })
   banSync.start()
   await app.listen({ host: config.host, port: config.port })
@@ -60,14 +65,58 @@ export async function startServer (config: Config, options: { logger?: Logger; b
     infra,
     url,
     close () {
-      // Stop accepting, let requests in flight finish, then close the stores.
+      // Stop accepting, let requests in flight finish (within the grace period), then close the
+      // stores.
       closing ??= (async () => {
         banSync.stop()
         draining = true
+        const { open, cut } = await drain(app.server, config.server.shutdownGraceMs, () => { logger.info('stopping: no new connections; finishing the requests in flight') })
+        if (cut > 0) logger.warn({ cut, graceMs: config.server.shutdownGraceMs }, 'grace period over: connections with requests still in flight were closed')
+        else logger.info({ connections: open }, 'every request in flight was answered')
         await app.close()
         await infra.close()
       })()
       return closing
     }
   }
+}
+
+/**
+ * A keep-alive connection that is idle when the stop begins gets this long for a request its
+ * client may already have sent: closing it at once would lose that request (the client sees a
+ * reset, and does not retry a POST). Any request that arrives is served, and its answer closes
+ * the connection.
+ */
+export const DRAIN_LAST_CALL_MS = 500
+
+/**
+ * Stops accepting connections and resolves once every open one has closed: idle ones after
+ * DRAIN_LAST_CALL_MS, busy ones after their answer (which says `Connection: close`), and any
+ * still open when graceMs has passed, cut. Node's http `server.close()` is not used: it closes
+ * idle keep-alive connections at once, racing requests already on their way, and it stops the
+ * checks of the request deadlines, which a slow client could use to hold the stop to its end.
+ */
+async function drain (server: Server, graceMs: number, onStop: () => void): Promise<{ open: number; cut: number }> {
+  const open = await new Promise<number>((resolve) => { server.getConnections((_error, count) => resolve(count)) })
+  const closed = new Promise<void>((resolve) => { NetServer.prototype.close.call(server, () => resolve()) })
+  onStop()
+  let sweep: NodeJS.Timeout | undefined
+  const lastCall = setTimeout(() => {
+    server.closeIdleConnections()
+    // An answer that was already being sent when the stop began may leave its connection open
+    // and idle afterwards: sweep until none is left.
+    sweep = setInterval(() => server.closeIdleConnections(), 100)
+  }, Math.min(DRAIN_LAST_CALL_MS, graceMs))
+  let cut = 0
+  const deadline = setTimeout(() => {
+    server.getConnections((_error, count) => {
+      cut = count
+      server.closeAllConnections()
+    })
+  }, graceMs)
+  await closed
+  clearTimeout(lastCall)
+  clearInterval(sweep)
+  clearTimeout(deadline)
+  return { open, cut }
 }

@@ -40,3 +40,14 @@ test('loadConfig lists every problem at once and never echoes a database URL', (
     assert.throws(() => loadConfig({ PETSTORE_GET_PET_SUNSET: sunset }), ConfigError, sunset)
   }
 })
+
+test('loadConfig: the connection limits and the grace period, their defaults and their variables', () => {
+  assert.deepEqual(loadConfig({}).server, { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 72_000, maxConnections: 1000, shutdownGraceMs: 10_000 })
+  assert.deepEqual(loadConfig({ HEADERS_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '900', KEEP_ALIVE_TIMEOUT_MS: '5000', MAX_CONNECTIONS: '64', SHUTDOWN_GRACE_MS: '25000' }).server,
+    { headersTimeoutMs: 500, requestTimeoutMs: 900, keepAliveTimeoutMs: 5000, maxConnections: 64, shutdownGraceMs: 25_000 })
+  // 0 would switch a limit off in Node: refused, like any non-number.
+  for (const [variable, value] of [['HEADERS_TIMEOUT_MS', '0'], ['MAX_CONNECTIONS', '-1'], ['SHUTDOWN_GRACE_MS', '10s'], ['KEEP_ALIVE_TIMEOUT_MS', '1.5']]) {
+    assert.throws(() => loadConfig({ [variable!]: value }), (error: unknown) => error instanceof ConfigError && error.problems.length === 1 && error.problems[0]!.startsWith(`${variable} must be a whole number`), `${variable}=${value}`)
+  }
+  assert.throws(() => loadConfig({ HEADERS_TIMEOUT_MS: '40000' }), /HEADERS_TIMEOUT_MS \(40000\) must not exceed REQUEST_TIMEOUT_MS \(30000\)/)
+})
