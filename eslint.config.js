@@ -1,6 +1,54 @@
-// Lint config: the recommended JS and TypeScript rules, type-aware where it pays (promises).
+// Lint config: the recommended JS and TypeScript rules, type-aware where it pays (promises), and
+// the architecture of docs/architecture.md as rules (test/lint/architecture.test.ts shows that
+// each one reports a deliberate violation).
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
+
+// --- The architecture -------------------------------------------------------------------------
+
+// Services and store ports hold the rules; they must run without a framework or a driver.
+const DRIVERS = {
+  paths: ['fastify', 'pg', 'node:sqlite', 'ioredis'].map((name) => ({
+    name,
+    message: 'services, store ports and shared/ never import Fastify or a driver: only http/, storage/ and infra.ts do (docs/architecture.md)'
+  })),
+  patterns: [{
+    regex: '^(@fastify/|fastify-|pg-)',
+    message: 'services, store ports and shared/ never import Fastify or a driver: only http/, storage/ and infra.ts do (docs/architecture.md)'
+  }]
+}
+// The HTTP layer sits on top: nothing below it may reach up into it.
+const HTTP = {
+  paths: [],
+  patterns: [{ regex: '(^|/)http/', message: 'the HTTP layer sits on top: storage/, infra.ts, services, ports and shared/ never import http/ (docs/architecture.md)' }]
+}
+const STORAGE = {
+  paths: [],
+  patterns: [{ regex: '(^|/)storage/', message: 'services, ports and shared/ depend on ports, never on a storage engine (docs/architecture.md)' }]
+}
+// shared/ is the bottom layer every feature uses, so it may not depend on any feature.
+const FEATURES = {
+  paths: [],
+  patterns: [{ regex: '(^|/)(pets|categories|orders|inventory|keys|ratelimit|cli)/', message: 'shared/ is below every feature: it never imports a feature module (docs/architecture.md)' }]
+}
+
+/** One `no-restricted-imports` setting from several groups (a later config block would replace, not add to, an earlier one). */
+function restrictImports (...groups) {
+  return ['error', {
+    paths: groups.flatMap((group) => group.paths),
+    patterns: groups.flatMap((group) => group.patterns)
+  }]
+}
+
+// Only src/config.ts reads the environment (loadConfig(env) is a pure function of it), plus the
+// CLI entry that hands process.env to it; tests and bench are entries of their own.
+const PROCESS_ENV_MESSAGE = 'only src/config.ts, the CLI entry (src/cli/main.ts, src/cli/io.ts) and tests read the environment: take a Config instead'
+const PROCESS_ENV = {
+  paths: ['process', 'node:process'].map((name) => ({ name, importNames: ['env'], message: PROCESS_ENV_MESSAGE })),
+  patterns: []
+}
+
+// --- The formatting rule set (switched off until the final formatting pass) --------------------
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'data/', 'docs/', 'coverage/', '.tmp/', 'bench/results/'] },
@@ -28,5 +76,28 @@ export default tseslint.config(
   {
     files: ['**/*.js'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } }
+  },
+  // The environment, then the layers. A later block replaces an earlier block's setting of the same
+  // rule, so each layer repeats PROCESS_ENV, and the layers' file groups do not overlap.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/config.ts', 'src/cli/main.ts', 'src/cli/io.ts'],
+    rules: {
+      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: PROCESS_ENV_MESSAGE }],
+      'no-restricted-imports': restrictImports(PROCESS_ENV)
+    }
+  },
+  {
+    files: ['src/*/*.service.ts', 'src/*/*.store.ts', 'src/*/*.rules.ts'],
+    ignores: ['src/shared/**'],
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, HTTP, STORAGE) }
+  },
+  {
+    files: ['src/shared/**/*.ts'],
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, HTTP, STORAGE, FEATURES) }
+  },
+  {
+    files: ['src/storage/**/*.ts', 'src/infra.ts'],
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, HTTP) }
   }
 )

@@ -3,12 +3,10 @@ import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { PlanSchema, RoleSchema } from '../keys/keys.schema.ts'
+import type { Readiness } from '../shared/readiness.ts'
 import { Reply } from '../shared/schemas.ts'
 
-export interface Readiness {
-  /** Throws when a required backing service is unreachable. */
-  check (): Promise<{ status: 'ok' | 'degraded'; checks: Record<string, { status: 'ok' | 'degraded' | 'down'; reason?: string }> }>
-}
+export type { Readiness } from '../shared/readiness.ts'
 
 const WindowSchema = Type.Object({
   limit: Type.Integer({ description: 'The quota of the window.' }),
