@@ -1,0 +1,102 @@
+// The stand-in load generator, for machines without wrk: autocannon in a process of its own
+// (bench/load.ts starts it, pinned to the generator's core), so it never shares an event loop
+// with the parent or a server. It prints one BENCH_RESULT line, the same shape wrk's script
+// prints, and exits.
+import { createRequire } from 'node:module'
+import { formatResult, gridFromSorted, type AutocannonJob, type Part } from './load.ts'
+
+// autocannon (CommonJS, no bundled types): the part of its programmatic API used here.
+interface AutocannonRequest {
+  method?: 'GET' | 'POST'
+  path?: string
+  body?: string
+  headers?: Record<string, string>
+  setupRequest?: (request: { path: string }) => { path: string }
+}
+interface AutocannonOptions {
+  url: string
+  connections: number
+  duration: number
+  method?: 'GET' | 'POST'
+  headers?: Record<string, string>
+  body?: string
+  requests?: AutocannonRequest[]
+  /** Seconds before a request counts as a timeout. */
+  timeout?: number
+}
+interface AutocannonResult {
+  duration: number
+  errors: number
+  timeouts: number
+  non2xx: number
+  requests: { total: number }
+}
+interface AutocannonRun extends PromiseLike<AutocannonResult> {
+  /** responseTime in ms, for every response, 2xx or not; each client's responses in its order. */
+  on (event: 'response', listener: (client: object, statusCode: number, bytes: number, responseTime: number) => void): this
+}
+const autocannon = createRequire(import.meta.url)('autocannon') as (options: AutocannonOptions) => AutocannonRun
+
+/** Samples in µs, grown as needed. */
+class Samples {
+  values = new Float64Array(1 << 15)
+  n = 0
+  bad = 0
+  add (us: number): void {
+    if (this.n === this.values.length) {
+      const bigger = new Float64Array(this.values.length * 2)
+      bigger.set(this.values)
+      this.values = bigger
+    }
+    this.values[this.n++] = us
+  }
+
+  part (): Part {
+    return { count: this.n, bad: this.bad, latencyUs: gridFromSorted(this.values.subarray(0, this.n).sort()) }
+  }
+}
+
+async function main (): Promise<void> {
+  const job = JSON.parse(process.argv[2] ?? '') as AutocannonJob
+  const { load } = job
+  const pick = (paths: string[]) => (request: { path: string }) => ({ ...request, path: paths[Math.floor(Math.random() * paths.length)]! })
+  const options: AutocannonOptions = { url: job.base, connections: job.connections, duration: job.seconds, timeout: 10, headers: load.headers }
+  if (load.kind === 'static') {
+    Object.assign(options, { url: job.base + load.path, method: load.method })
+    if (load.body !== undefined) Object.assign(options, { body: load.body, headers: { ...load.headers, 'content-type': 'application/json' } })
+  } else if (load.kind === 'paths') {
+    options.requests = [{ method: 'GET', setupRequest: pick(load.paths) }]
+  } else {
+    // Each client loops over this sequence: every-1 reads, then the order.
+    options.requests = [
+      ...Array.from({ length: load.every - 1 }, (): AutocannonRequest => ({ method: 'GET', setupRequest: pick(load.paths) })),
+      { method: 'POST', path: load.order.path, body: load.order.body, headers: { ...load.headers, 'content-type': 'application/json' } }
+    ]
+  }
+
+  const all = new Samples()
+  const reads = new Samples()
+  const orders = new Samples()
+  const sent = new WeakMap<object, number>()
+  const run = autocannon(options)
+  run.on('response', (client, status, _bytes, ms) => {
+    const us = ms * 1000
+    all.add(us)
+    if (load.kind !== 'mixed') return
+    const n = sent.get(client) ?? 0
+    sent.set(client, n + 1)
+    const samples = n % load.every === load.every - 1 ? orders : reads
+    samples.add(us)
+    if (status < 200 || status > 299) samples.bad++
+  })
+  const result = await run
+  process.stdout.write(formatResult({
+    requests: result.requests.total,
+    durationUs: result.duration * 1e6,
+    errors: { connect: 0, read: Math.max(0, result.errors - result.timeouts), write: 0, status: result.non2xx, timeout: result.timeouts },
+    latencyUs: all.part().latencyUs,
+    ...(load.kind === 'mixed' && { reads: reads.part(), orders: orders.part() })
+  }))
+}
+
+await main()

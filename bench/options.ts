@@ -1,0 +1,99 @@
+// npm run bench's command line: what a run measures, and for how long.
+import { parseArgs } from 'node:util'
+
+export const USAGE = `usage: npm run bench -- [options]
+  --rounds N          measured rounds per scenario, each beside a round of bare node:http (default 4)
+  --slice S           seconds of load per round, whole seconds with wrk (default 2)
+  --warmup S          seconds of unmeasured load before each scenario (default 1; 0 for none)
+  --connections N     concurrent connections (default 50)
+  --pets N            pets in the catalogue the reads pick from (default 10000)
+  --only LIST         scenarios to run, comma-separated: get, id, list, rate_limit, orders, mixed
+                      (default all)
+  --generator NAME    wrk, autocannon, or auto (default): wrk when installed, else autocannon in a
+                      child process, said in the output
+  --log-level LEVEL   the servers' LOG_LEVEL (default info, the product default; logs go to /dev/null)
+  --redis URL         Redis for the Redis-limiter runs, or "off" (default redis://127.0.0.1:6379)
+  --postgres URL      PostgreSQL for the PostgreSQL runs, or "off" (default postgres://postgres@127.0.0.1:5432/test)
+  --micro S           seconds per limiter micro-benchmark, 0 for none (default 1)
+  --out DIR           where latest.json and latest.md go (default bench/results, ignored by git)
+  --no-pin            do not pin the server and the generator to their own cores with taskset`
+
+export const SCENARIO_IDS = ['get', 'id', 'list', 'rate_limit', 'orders', 'mixed'] as const
+export type ScenarioId = typeof SCENARIO_IDS[number]
+
+export type GeneratorChoice = 'auto' | 'wrk' | 'autocannon'
+
+export interface Options {
+  rounds: number
+  slice: number
+  warmup: number
+  connections: number
+  pets: number
+  only: ReadonlySet<ScenarioId>
+  generator: GeneratorChoice
+  logLevel: string
+  redisUrl: string | null
+  postgresUrl: string | null
+  microSeconds: number
+  outDir: string | null
+  pin: boolean
+}
+
+export class UsageError extends Error {}
+
+/** The options, or null when --help asked for the usage text. Throws UsageError on a bad value. */
+export function parseOptions (args: string[]): Options | null {
+  const { values } = parseArgs({
+    args,
+    strict: true,
+    options: {
+      rounds: { type: 'string', default: '4' },
+      slice: { type: 'string', default: '2' },
+      warmup: { type: 'string', default: '1' },
+      connections: { type: 'string', default: '50' },
+      pets: { type: 'string', default: '10000' },
+      only: { type: 'string', default: SCENARIO_IDS.join(',') },
+      generator: { type: 'string', default: 'auto' },
+      'log-level': { type: 'string', default: 'info' },
+      redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
+      postgres: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/test' },
+      micro: { type: 'string', default: '1' },
+      out: { type: 'string' },
+      'no-pin': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false }
+    }
+  })
+  if (values.help) return null
+  const integer = (name: string, text: string, min: number, max: number): number => {
+    const n = Number(text)
+    if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, got "${text}"`)
+    return n
+  }
+  const only = new Set<ScenarioId>()
+  for (const part of values.only.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    if (!(SCENARIO_IDS as readonly string[]).includes(part)) throw new UsageError(`--only: unknown scenario "${part}" (known: ${SCENARIO_IDS.join(', ')})`)
+    only.add(part as ScenarioId)
+  }
+  if (only.size === 0) throw new UsageError('--only names no scenario')
+  if (values.generator !== 'auto' && values.generator !== 'wrk' && values.generator !== 'autocannon') {
+    throw new UsageError(`--generator must be wrk, autocannon or auto, got "${values.generator}"`)
+  }
+  const micro = Number(values.micro)
+  if (!Number.isFinite(micro) || micro < 0 || micro > 60) throw new UsageError(`--micro must be a number of seconds from 0 to 60, got "${values.micro}"`)
+  return {
+    rounds: integer('rounds', values.rounds, 1, 100),
+    // wrk takes whole seconds only.
+    slice: integer('slice', values.slice, 1, 600),
+    warmup: integer('warmup', values.warmup, 0, 60),
+    connections: integer('connections', values.connections, 1, 1000),
+    pets: integer('pets', values.pets, 10, 1_000_000),
+    only,
+    generator: values.generator,
+    logLevel: values['log-level'],
+    redisUrl: values.redis === 'off' ? null : values.redis,
+    postgresUrl: values.postgres === 'off' ? null : values.postgres,
+    microSeconds: micro,
+    outDir: values.out ?? null,
+    pin: !values['no-pin']
+  }
+}

@@ -1,0 +1,129 @@
+// The processes of a run: the servers under test (bench/server.ts children) and the load
+// generator (wrk, or bench/autocannon.ts), each pinned to its own core when the machine allows.
+//
+// Why pinning: with two cores and no pinning, the generator and the server take turns on both,
+// and the figure is as much the scheduler's as the server's. One core each makes the server's
+// core the only thing measured, the way the issue that asked for this measured it.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { ChildMessage, PetstoreChildSettings } from './server.ts'
+
+const HERE = path.dirname(fileURLToPath(import.meta.url))
+const SERVER_SCRIPT = path.join(HERE, 'server.ts')
+
+/** Where each side runs: a CPU list for taskset, or null for wherever the scheduler likes. */
+export interface Placement {
+  server: string | null
+  generator: string | null
+  /** One line for the report. */
+  describe: string
+}
+
+export function hasCommand (name: string, args: string[] = ['--version']): boolean {
+  try {
+    execFileSync(name, args, { stdio: 'ignore', timeout: 5000 })
+    return true
+  } catch (error) {
+    // wrk --version prints its banner and exits 1; only a missing binary is "absent".
+    return (error as { code?: string }).code !== 'ENOENT'
+  }
+}
+
+export function placement (pin: boolean): Placement {
+  if (!pin) return { server: null, generator: null, describe: 'not pinned (--no-pin)' }
+  const cpus = os.availableParallelism()
+  if (cpus < 2) return { server: null, generator: null, describe: `not pinned: only ${cpus} CPU` }
+  if (!hasCommand('taskset', ['--version'])) return { server: null, generator: null, describe: 'not pinned: taskset is missing (util-linux)' }
+  return { server: '0', generator: '1', describe: `taskset: servers on CPU 0, load generator on CPU 1 (${cpus} CPUs)` }
+}
+
+/** The command line, behind `taskset -c CPUS` when pinned. */
+export function pinned (cpus: string | null, command: string, args: string[]): [string, string[]] {
+  return cpus === null ? [command, args] : ['taskset', ['-c', cpus, command, ...args]]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server children
+
+export interface ChildServer {
+  base: string
+  pid: number
+  /** The child's resident set size in bytes, as it reports it (process.memoryUsage().rss). */
+  rss (): Promise<number>
+  stop (): Promise<void>
+}
+
+const children = new Set<ChildProcess>()
+
+/** Every child still running: killed when the run is interrupted. */
+export function killChildren (signal: NodeJS.Signals): void {
+  for (const child of children) child.kill(signal)
+}
+
+/** `node bench/server.ts bare` or `… petstore <settings>`, pinned to the server's core. */
+export async function startServer (label: string, cpus: string | null, mode: { bare: true } | { petstore: PetstoreChildSettings }): Promise<ChildServer> {
+  const args = 'bare' in mode ? [SERVER_SCRIPT, 'bare'] : [SERVER_SCRIPT, 'petstore', JSON.stringify(mode.petstore)]
+  const [command, argv] = pinned(cpus, process.execPath, args)
+  const child = spawn(command, argv, {
+    // stdout carries the pino logs: to /dev/null, so logging costs what it costs in production
+    // (serialising and writing) without this process reading it during the measurement.
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc']
+  })
+  children.add(child)
+  let stderr = ''
+  child.stderr?.setEncoding('utf8')
+  child.stderr?.on('data', (chunk: string) => { if (stderr.length < 10_000) stderr += chunk })
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => { children.delete(child); resolve(code) }))
+  const rssWaiters: ((rss: number) => void)[] = []
+
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${label} server did not start within 60 s${stderr ? `: ${stderr.trim()}` : ''}`)), 60_000)
+    child.on('message', (message: ChildMessage) => {
+      if (message.type === 'ready') { clearTimeout(timer); resolve(message.port) }
+      if (message.type === 'rss') rssWaiters.shift()?.(message.rss)
+    })
+    void exited.then((code) => { clearTimeout(timer); reject(new Error(`${label} server exited with code ${code}${stderr ? `: ${stderr.trim()}` : ''}`)) })
+  }).catch(async (error: unknown) => { child.kill('SIGKILL'); await exited; throw error })
+
+  return {
+    base: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
+    rss () {
+      return new Promise<number>((resolve, reject) => {
+        if (!child.connected) { reject(new Error(`${label} server is gone`)); return }
+        rssWaiters.push(resolve)
+        child.send('rss')
+      })
+    },
+    async stop () {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      if (child.connected) child.send('stop')
+      const killer = setTimeout(() => child.kill('SIGKILL'), 5000)
+      await exited
+      clearTimeout(killer)
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generator children
+
+export interface Finished { code: number | null; stdout: string; stderr: string }
+
+/** Runs a generator to its end (pinned to the generator's core) and collects what it printed. */
+export function runToEnd (cpus: string | null, command: string, args: string[], timeoutMs: number): Promise<Finished> {
+  const [cmd, argv] = pinned(cpus, command, args)
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] })
+    children.add(child)
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { if (stderr.length < 10_000) stderr += chunk })
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+    child.on('error', (error) => { clearTimeout(timer); children.delete(child); reject(error) })
+    child.on('close', (code) => { clearTimeout(timer); children.delete(child); resolve({ code, stdout, stderr }) })
+  })
+}

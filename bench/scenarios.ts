@@ -1,0 +1,163 @@
+// What a run loads: the catalogue it seeds, the key it uses, and the scenarios, each with the one
+// request checked before its load so that a row measures what its title claims.
+import { main as cli } from '../src/cli/main.ts'
+import type { Stores } from '../src/storage/stores.ts'
+import type { Load } from './load.ts'
+import type { ScenarioId } from './options.ts'
+import { BARE_BODY } from './server.ts'
+
+const CATEGORIES = ['Dogs', 'Cats', 'Birds', 'Fish', 'Reptiles', 'Rabbits', 'Rodents', 'Horses', 'Amphibians', 'Insects']
+/** An enterprise key's quotas (the most a key may have), far above anything a run sends. */
+const HUGE_QUOTA = 1_000_000_000
+/** The stock of the pet the orders buy (the most a stock may be). */
+const ORDER_STOCK = 1_000_000
+
+export interface Seeded {
+  apiKey: string
+  /** Every pet of the catalogue, for the reads to pick from. */
+  petIds: number[]
+  /** An available pet with ORDER_STOCK in stock, for POST /store/orders. */
+  orderPetId: number
+}
+
+/**
+ * `pets` pets over 10 categories (interleaved, so a page spans categories), a tenth pending and a
+ * tenth sold like a real shop, through the stores' own methods (no SQL here); then the key,
+ * through `petstore keys create` as an operator makes one.
+ */
+export async function seed (stores: Stores, pets: number, databaseUrl: string): Promise<Seeded> {
+  const categoryIds: number[] = []
+  for (const name of CATEGORIES) categoryIds.push((await stores.categories.createCategory({ name, description: `Benchmark ${name.toLowerCase()}.` })).id)
+  const createPet = async (i: number): Promise<number> => {
+    const status = i % 10 === 7 ? 'pending' : i % 10 === 9 ? 'sold' : 'available'
+    const { record } = await stores.pets.createPet({ name: `${CATEGORIES[i % CATEGORIES.length]!.slice(0, -1)} ${i + 1}`, categoryId: categoryIds[i % categoryIds.length]!, status }, null)
+    if (status !== 'available') await stores.inventory.setStock(record.id, 0, null)
+    return record.id
+  }
+  const petIds: number[] = []
+  // A few at a time: PostgreSQL overlaps the round trips; SQLite runs them one by one anyway.
+  for (let i = 0; i < pets - 1; i += 16) {
+    petIds.push(...await Promise.all(Array.from({ length: Math.min(16, pets - 1 - i) }, (_, j) => createPet(i + j))))
+  }
+  const { record: stocked } = await stores.pets.createPet({ name: 'Bench goldfish', categoryId: categoryIds[3]!, status: 'available' }, null)
+  await stores.inventory.setStock(stocked.id, ORDER_STOCK, null)
+  petIds.push(stocked.id)
+  petIds.sort((a, b) => a - b)
+
+  const lines: string[] = []
+  const errors: string[] = []
+  const code = await cli(['keys', 'create', '--role', 'customer', '--plan', 'enterprise', '--name', 'bench', '--per-minute', String(HUGE_QUOTA), '--per-day', String(HUGE_QUOTA), '--json'],
+    { env: { DATABASE_URL: databaseUrl }, out: (l) => { lines.push(l) }, err: (l) => { errors.push(l) } })
+  if (code !== 0) throw new Error(`petstore keys create exited ${code}: ${errors.join(' | ')}`)
+  const { key } = JSON.parse(lines.join('\n')) as { key: string }
+  return { apiKey: key, petIds, orderPetId: stocked.id }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export interface Probe {
+  method: 'GET' | 'POST'
+  path: string
+  body?: string
+  expectStatus: number
+  /** Null when the answer is what the scenario means to load, else what is wrong with it. */
+  check (response: Response, body: unknown): string | null
+}
+
+export interface Scenario {
+  id: ScenarioId
+  title: string
+  load: Load
+  probe: Probe
+  /** Whether the limiter charges its requests (GET /v1/rate_limit costs nothing). */
+  charged: boolean
+  note?: string
+}
+
+const headerCheck = (response: Response, names: string[]): string | null => {
+  const missing = names.filter((name) => !response.headers.has(name))
+  return missing.length === 0 ? null : `response lacks ${missing.join(', ')}`
+}
+const LIMIT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy']
+
+export const BARE_LOAD: Load = { kind: 'static', method: 'GET', path: '/', headers: {} }
+export const BARE_PROBE: Probe = {
+  method: 'GET', path: '/', expectStatus: 200,
+  check: (_response, body) => JSON.stringify(body) === BARE_BODY.toString() ? null : 'unexpected body'
+}
+
+/** Every /v1 scenario on a seeded catalogue, in the order they run. */
+export function scenarios (seeded: Seeded, only: ReadonlySet<ScenarioId>): Scenario[] {
+  const headers = { 'x-api-key': seeded.apiKey }
+  const probeId = seeded.petIds[Math.floor(seeded.petIds.length / 2)]!
+  const count = seeded.petIds.length.toLocaleString('en-US')
+  const orderBody = JSON.stringify({ petId: seeded.orderPetId, quantity: 1 })
+  const idPaths = seeded.petIds.map((id) => `/v1/pets?id=${id}`)
+  const all: Scenario[] = [
+    {
+      id: 'get', title: 'GET /v1/pets/{id}', charged: true,
+      load: { kind: 'paths', paths: seeded.petIds.map((id) => `/v1/pets/${id}`), headers },
+      probe: {
+        method: 'GET', path: `/v1/pets/${probeId}`, expectStatus: 200,
+        check: (response, body) => (body as { id?: number } | null)?.id === probeId
+          ? headerCheck(response, ['etag', 'deprecation', 'sunset', 'warning', 'link', ...LIMIT_HEADERS])
+          : 'expected the pet'
+      },
+      note: `a random pet of ${count} per request; the deprecated operation, so Deprecation, Sunset, Warning and Link too`
+    },
+    {
+      id: 'id', title: 'GET /v1/pets?id={id}', charged: true,
+      load: { kind: 'paths', paths: idPaths, headers },
+      probe: {
+        method: 'GET', path: `/v1/pets?id=${probeId}`, expectStatus: 200,
+        check: (response, body) => Array.isArray(body) && body.length === 1 && (body[0] as { id?: number }).id === probeId
+          ? headerCheck(response, LIMIT_HEADERS)
+          : 'expected a page holding the pet'
+      },
+      note: `a random pet of ${count} per request`
+    },
+    {
+      id: 'list', title: 'GET /v1/pets?limit=20', charged: true,
+      load: { kind: 'static', method: 'GET', path: '/v1/pets?limit=20', headers },
+      probe: {
+        method: 'GET', path: '/v1/pets?limit=20', expectStatus: 200,
+        check: (response, body) => Array.isArray(body) && body.length === 20 ? headerCheck(response, ['link', ...LIMIT_HEADERS]) : 'expected a page of 20 pets'
+      },
+      note: `the first page of ${count}`
+    },
+    {
+      id: 'rate_limit', title: 'GET /v1/rate_limit', charged: false,
+      load: { kind: 'static', method: 'GET', path: '/v1/rate_limit', headers },
+      probe: { method: 'GET', path: '/v1/rate_limit', expectStatus: 200, check: (response) => headerCheck(response, LIMIT_HEADERS) },
+      note: 'key, limiter and headers, no database'
+    },
+    {
+      id: 'orders', title: 'POST /v1/store/orders', charged: true,
+      load: { kind: 'static', method: 'POST', path: '/v1/store/orders', body: orderBody, headers },
+      probe: { method: 'POST', path: '/v1/store/orders', body: orderBody, expectStatus: 201, check: (response) => headerCheck(response, ['location', ...LIMIT_HEADERS]) },
+      note: 'one unit of one pet per order, each acknowledged only once durable'
+    },
+    {
+      id: 'mixed', title: 'mixed: 90% GET /v1/pets?id=, 10% orders', charged: true,
+      load: { kind: 'mixed', paths: idPaths, every: 10, order: { path: '/v1/store/orders', body: orderBody }, headers },
+      probe: { method: 'POST', path: '/v1/store/orders', body: orderBody, expectStatus: 201, check: (response) => headerCheck(response, ['location']) },
+      note: 'each connection sends 9 reads then 1 order; p50 and p99 are the reads\''
+    }
+  ]
+  return all.filter((s) => only.has(s.id))
+}
+
+/** Sends the probe and checks its answer, so the load measures what the row claims. */
+export async function probe (base: string, headers: Record<string, string>, p: Probe): Promise<string | null> {
+  const response = await fetch(base + p.path, {
+    method: p.method,
+    headers: { ...headers, ...(p.body !== undefined && { 'content-type': 'application/json' }) },
+    ...(p.body !== undefined && { body: p.body })
+  })
+  const text = await response.text()
+  let body: unknown = null
+  try { body = JSON.parse(text) } catch { /* the check reports it */ }
+  return response.status !== p.expectStatus
+    ? `the probe ${p.method} ${p.path} answered ${response.status}, expected ${p.expectStatus}: ${text.slice(0, 200)}`
+    : p.check(response, body)
+}
