@@ -13,10 +13,11 @@ import { connectionOptions } from './http/connections.ts'
 import { docsRoutes } from './http/docs.ts'
 import { installErrorHandling, sendError, toAppError } from './http/errors.ts'
 import { deprecatedOperation } from './http/lifecycle.ts'
-import { installLifecycleHeaders, installSunset } from './http/lifecycle-hooks.ts'
+import { installSunset, lifecycleHeaderStep } from './http/lifecycle-hooks.ts'
 import { healthRoutes, rateLimitRoutes, type Readiness } from './http/meta.ts'
 import { createMetrics, installMetrics, metricsRoutes, type Metrics } from './http/metrics.ts'
 import { registerOpenApi, serveOpenApi } from './http/openapi.ts'
+import { bindRequestLogger, lazyChildLogger, RequestLog } from './http/request-log.ts'
 import { installValidation, parseJsonBody } from './http/validation.ts'
 import { inventoryRoutes } from './inventory/inventory.routes.ts'
 import { createInventoryService } from './inventory/inventory.service.ts'
@@ -65,8 +66,11 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   if (poolStats !== undefined) metrics.trackPool(poolStats)
 
   let chargeRequest: ChargeRequest | null = null
+  // One "request completed" line per request, refusals aggregated, and no pino child per request
+  // unless something is logged through it (http/request-log.ts).
+  const requestLog = new RequestLog({ clock })
   const app = Fastify({
-    ...(deps.logger !== undefined ? { loggerInstance: deps.logger } : { logger: false }),
+    ...(deps.logger !== undefined ? { loggerInstance: deps.logger, logController: requestLog, childLoggerFactory: lazyChildLogger } : { logger: false }),
     bodyLimit: BODY_LIMIT,
     // Timeouts, header size, and the error object for Node's own answers (400, 408, 431).
     ...connectionOptions(config.server),
@@ -80,11 +84,23 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
     // Accept a caller's request id for tracing when it is harmless, else make one.
     genReqId: (request) => {
       const given = request.headers['request-id']
-      return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(given) ? given : randomUUID()
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     }
   })
+  requestLog.attach(app.log)
+  app.addHook('onClose', (_app, done) => { requestLog.flush(); done() })
 
-  app.addHook('onRequest', async (request, reply) => { reply.header('request-id', request.id) })
+  // The first step of every request, synchronous: the request id and the lifecycle headers go on
+  // every response, errors included, so they are set before anything can fail (the access step
+  // comes next); and the request's logger learns where to find the key id once it is known.
+  const lifecycleOptions = { clock, docsUrl: '/docs', ...(events.onDeprecatedCall !== undefined && { onDeprecatedCall: events.onDeprecatedCall }) }
+  const setLifecycleHeaders = lifecycleHeaderStep(lifecycleOptions)
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('request-id', request.id)
+    setLifecycleHeaders(request, reply, request.routeOptions.config.lifecycle)
+    bindRequestLogger(request)
+    done()
+  })
   installValidation(app)
   installErrorHandling(app)
   installMetrics(app, metrics)
@@ -94,8 +110,6 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
     try { done(null, parseJsonBody(body as string)) } catch (error) { done(error as Error, undefined) }
   })
 
-  const lifecycleOptions = { clock, docsUrl: '/docs', ...(events.onDeprecatedCall !== undefined && { onDeprecatedCall: events.onDeprecatedCall }) }
-  installLifecycleHeaders(app, lifecycleOptions)
   chargeRequest = installAccess(app, { keys: stores.keys, limiter, clock, ...events, ...(deps.keyCacheMs !== undefined && { keyCacheMs: deps.keyCacheMs }) }).charge
   installSunset(app, lifecycleOptions)
 
@@ -132,6 +146,8 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   await app.register(docsRoutes, { specUrl: '/openapi.json' })
   return app
 }
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
 
 type ChargeRequest = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
 

@@ -32,6 +32,8 @@ export function toAppError (error: unknown): AppError {
 }
 
 export function sendError (request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
+  // Told in the request's one "request completed" line (http/request-log.ts), not a line of its own.
+  request.failure = { code: error.code, message: error.message }
   if (error.headers !== undefined) reply.headers(error.headers)
   const body: Record<string, unknown> = { code: error.code, message: error.message, status: error.status, requestId: request.id }
   const details = error.details
@@ -43,13 +45,12 @@ export function sendError (request: FastifyRequest, reply: FastifyReply, error: 
 }
 
 export function installErrorHandling (app: FastifyInstance): void {
+  app.decorateRequest('failure', null)
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error)
     if (appError.status >= 500) {
       // The cause (stack, SQL, driver message) goes to the log only.
       request.log.error({ err: appError.cause ?? error, code: appError.code }, 'request failed')
-    } else {
-      request.log.info({ code: appError.code, status: appError.status }, appError.message)
     }
     return sendError(request, reply, appError)
   })

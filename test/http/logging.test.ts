@@ -19,7 +19,7 @@ function capturedLogger () {
   }
 }
 
-test('request logs are JSON with the request id and the key id on every line once authenticated, and never the key', async (t) => {
+test('each request writes one JSON line, "request completed", with the request id, the key id, the status and the time, and never the key', async (t) => {
   const log = capturedLogger()
   const { call, makeKey, keys } = await buildTestApp(t, { deps: { logger: log.logger } })
   const viaHeader = await makeKey('customer')
@@ -34,21 +34,66 @@ test('request logs are JSON with the request id and the key id on every line onc
 
   const lines = log.lines()
   const of = (res: typeof a) => lines.filter((l) => l.reqId === res.headers['request-id'])
-  for (const [res, keyId] of [[a, viaHeader.id], [b, viaBearer.id], [c, viaHeader.id]] as const) {
+  const expected = [
+    [a, viaHeader.id, 'GET', '/v1/pets', 200],
+    [b, viaBearer.id, 'GET', '/v1/categories', 200],
+    [c, viaHeader.id, 'DELETE', '/v1/categories/1', 403],
+    [d, undefined, 'GET', '/v1/pets', 401]
+  ] as const
+  for (const [res, keyId, method, url, statusCode] of expected) {
     const mine = of(res)
-    assert.ok(mine.length >= 2, 'incoming request and request completed, at least')
-    const completed = mine.find((l) => l.msg === 'request completed')
-    assert.equal(completed?.keyId, keyId, 'the request completed line names the key id')
-    // The "incoming request" line is written before the key is read; every line after it names the key.
-    for (const line of mine.filter((l) => l.msg !== 'incoming request')) assert.equal(line.keyId, keyId, JSON.stringify(line))
+    assert.equal(mine.length, 1, JSON.stringify(mine))
+    const line = mine[0]!
+    assert.equal(typeof line.responseTime, 'number')
+    const { level, time, pid, hostname, responseTime: _t, code: _c, reason: _r, ...rest } = line
+    assert.equal(level, 30)
+    assert.equal(typeof time, 'number')
+    assert.equal(typeof pid, 'number')
+    assert.equal(typeof hostname, 'string')
+    assert.deepEqual(rest, { reqId: res.headers['request-id'], ...(keyId !== undefined && { keyId }), method, url, statusCode, msg: 'request completed' })
   }
-  assert.ok(of(c).some((l) => l.msg?.includes('needs the staff role') === true && l.keyId === viaHeader.id))
-  assert.ok(of(d).length >= 2)
-  assert.ok(of(d).every((l) => l.keyId === undefined), 'an unknown key has no id')
+  // An error's code and message are on its line.
+  assert.equal(of(c)[0]!.code, 'forbidden')
+  assert.match(String(of(c)[0]!.reason), /needs the staff role/)
+  assert.equal(of(d)[0]!.code, 'unauthenticated')
 
   const text = log.text()
   for (const key of [...Object.values(keys), viaHeader.key, viaBearer.key, unknownKey]) assert.ok(!text.includes(key), 'a key reached the log')
-  assert.doesNotMatch(text, /psk_/)
+  assert.doesNotMatch(text, /psk_[A-Za-z0-9]/)
+})
+
+test('a key pasted into the URL is redacted from the log line', async (t) => {
+  const log = capturedLogger()
+  const { call, keys } = await buildTestApp(t, { deps: { logger: log.logger } })
+  const res = await call({ method: 'GET', url: `/v1/pets?api_key=${keys.customer}&limit=2`, key: keys.customer })
+  assert.equal(res.statusCode, 400)
+  const line = log.lines().find((l) => l.reqId === res.headers['request-id'])
+  assert.equal(line?.url, '/v1/pets?api_key=[redacted]&limit=2')
+  assert.ok(!log.text().includes(keys.customer))
+})
+
+test('refusals (429) are logged aggregated: the first of a window in full, the rest as one count when the next window begins', async (t) => {
+  const log = capturedLogger()
+  const { call, makeKey, clock } = await buildTestApp(t, { deps: { logger: log.logger } })
+  const { id, key } = await makeKey('customer', 'enterprise', { perMinute: 1, perDay: 1000 })
+
+  const codes: number[] = []
+  for (let i = 0; i < 15; i++) codes.push((await call({ method: 'GET', url: '/v1/pets', key })).statusCode)
+  assert.deepEqual(codes, [200, ...Array(14).fill(429)])
+  const completed = () => log.lines().filter((l) => l.msg === 'request completed')
+  assert.deepEqual(completed().map((l) => [l.statusCode, l.keyId, l.code]), [[200, id, undefined], [429, id, 'rate_limited']])
+  assert.equal(log.lines().filter((l) => l.msg === 'requests refused').length, 0, 'counted, not yet written')
+
+  // The next window: its first refusal writes the count of the last window, then itself.
+  clock.advance(61_000)
+  assert.equal((await call({ method: 'GET', url: '/v1/pets', key })).statusCode, 200)
+  assert.equal((await call({ method: 'GET', url: '/v1/pets', key })).statusCode, 429)
+  const refused = log.lines().filter((l) => l.msg === 'requests refused')
+  assert.equal(refused.length, 1)
+  assert.equal(refused[0]!.refused, 13)
+  assert.deepEqual(refused[0]!.byCode, { rate_limited: 13 })
+  assert.equal(completed().filter((l) => l.statusCode === 429).length, 2)
+  assert.ok(log.lines().length <= 6, `${log.lines().length} lines for 17 requests`)
 })
 
 test('a 500 logs its cause with the request id and key id while the response hides it', async (t) => {

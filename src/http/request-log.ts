@@ -1,0 +1,177 @@
+// Request logging at the cost of one line per request (docs/performance.md).
+//
+// Fastify's default writes two lines per request ("incoming request" and "request completed") and
+// builds a pino child logger for every request, which together cost more than the rest of a
+// cached read. Here:
+// - each request's logger is a lazy child: it becomes a real pino child only when something is
+//   logged through it, and it is bound to the request id and, once known, the key id;
+// - one line per request, "request completed", written when the response is finished, with the
+//   request id, the key id, the method, the URL (secrets redacted), the status, the time and, for
+//   an error, its code and message;
+// - refusals (429) are aggregated: the first of each window is written in full, the others of the
+//   window are counted and written as one "requests refused" line when the next window begins
+//   (or the app closes), so 20,000 refused calls write a handful of lines, not 20,000.
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify'
+import type { Clock } from '../shared/clock.ts'
+
+type Bindings = Record<string, unknown>
+type LogFn = (...args: unknown[]) => void
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The code and message of the error this request was answered with (for its log line). */
+    failure: { code: string; message: string } | null
+  }
+}
+
+/** What a request logger needs from the request: its key id, once the access step knows it. */
+interface KeyHolder { principal?: { keyId: number } | null }
+
+/**
+ * A logger that builds its pino child on first use. Bindings: the request id, and the key id of
+ * `holder.principal` as it is when a line is written (the access step resolves it after the
+ * logger is made). Everything Fastify and our code call on a logger is here.
+ */
+class LazyRequestLogger {
+  readonly #parent: FastifyBaseLogger
+  readonly #bindings: Bindings
+  #child: FastifyBaseLogger | null = null
+  #boundKeyId: number | undefined = undefined
+  holder: KeyHolder | null = null
+
+  constructor (parent: FastifyBaseLogger, bindings: Bindings) {
+    this.#parent = parent
+    this.#bindings = bindings
+  }
+
+  get level (): string { return this.#parent.level }
+  set level (level: string) { this.#real().level = level }
+
+  #real (): FastifyBaseLogger {
+    const keyId = this.holder?.principal?.keyId
+    if (this.#child === null || keyId !== this.#boundKeyId) {
+      this.#boundKeyId = keyId
+      this.#child = this.#parent.child(keyId === undefined ? this.#bindings : { ...this.#bindings, keyId })
+    }
+    return this.#child
+  }
+
+  #log (level: Level, args: unknown[]): void {
+    if (!this.isLevelEnabled(level)) return
+    ;(this.#real()[level] as LogFn)(...args)
+  }
+
+  fatal (...args: unknown[]): void { this.#log('fatal', args) }
+  error (...args: unknown[]): void { this.#log('error', args) }
+  warn (...args: unknown[]): void { this.#log('warn', args) }
+  info (...args: unknown[]): void { this.#log('info', args) }
+  debug (...args: unknown[]): void { this.#log('debug', args) }
+  trace (...args: unknown[]): void { this.#log('trace', args) }
+  silent (): void {}
+  isLevelEnabled (level: string): boolean {
+    const parent = this.#parent as FastifyBaseLogger & { isLevelEnabled?: (level: string) => boolean }
+    return parent.isLevelEnabled === undefined || parent.isLevelEnabled(level)
+  }
+  child (bindings: Bindings, options?: object): FastifyBaseLogger { return this.#real().child(bindings, options) }
+}
+
+/** Fastify's childLoggerFactory: a lazy child per request instead of a pino child. */
+export function lazyChildLogger (logger: FastifyBaseLogger, bindings: Bindings): FastifyBaseLogger {
+  return new LazyRequestLogger(logger, bindings) as unknown as FastifyBaseLogger
+}
+
+/** Links a request's lazy logger to the request, so its lines carry the key id once known. */
+export function bindRequestLogger (request: FastifyRequest): void {
+  const log = request.log as unknown
+  if (log instanceof LazyRequestLogger) log.holder = request as KeyHolder
+}
+
+// Query parameters whose values must never reach a log, and keys pasted anywhere in a URL.
+const SECRET_PARAM = /([?&](?:api[_-]?key|key|token|access[_-]?token|auth|authorization|secret|password|signature)=)[^&#]*/gi
+const KEY_TEXT = /psk_[A-Za-z0-9_-]*/g
+
+/** The URL as it may be logged: secret-looking query values and anything like a key redacted. */
+export function loggableUrl (url: string): string {
+  if (!url.includes('?') && !url.includes('psk_')) return url
+  return url.replace(SECRET_PARAM, '$1[redacted]').replace(KEY_TEXT, 'psk_[redacted]')
+}
+
+export interface RequestLogOptions {
+  clock: Clock
+  /** Refusals (429) are aggregated over windows this long; the first of a window is logged in full. */
+  refusalWindowMs?: number
+}
+
+/**
+ * Fastify's log controller: no "incoming request" line, and one completion line per request
+ * (refusals aggregated). Pass as the `logController` option; call `flush()` when the app closes.
+ */
+export class RequestLog extends LogController {
+  readonly #clock: Clock
+  readonly #windowMs: number
+  #root: FastifyBaseLogger | null = null
+  #windowStart = -Infinity
+  #refused = 0
+  #refusedByCode: Record<string, number> = {}
+
+  constructor (options: RequestLogOptions) {
+    super({ disableRequestLogging: false })
+    this.#clock = options.clock
+    this.#windowMs = options.refusalWindowMs ?? 10_000
+  }
+
+  /** The app's logger, which writes the aggregated lines. */
+  attach (logger: FastifyBaseLogger): void { this.#root = logger }
+
+  override incomingRequest (): void {}
+
+  override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const root = this.#root
+    if (root === null) return
+    const statusCode = reply.statusCode
+    if (statusCode === 429 && error == null && this.#aggregate(request)) return
+    // Written by the app's logger with the ids spelled out: no per-request child is built for it.
+    const line: Record<string, unknown> = {
+      reqId: request.id,
+      keyId: request.principal?.keyId,
+      method: request.method,
+      url: loggableUrl(request.url),
+      statusCode,
+      responseTime: reply.elapsedTime
+    }
+    const failure = request.failure
+    if (failure !== null) {
+      line.code = failure.code
+      line.reason = failure.message
+    }
+    if (error != null) {
+      line.err = error
+      root.error(line, 'request errored')
+      return
+    }
+    root.info(line, 'request completed')
+  }
+
+  /** Counts a refusal; true when it was absorbed into the window's count (not logged alone). */
+  #aggregate (request: FastifyRequest): boolean {
+    const now = this.#clock.now()
+    if (now - this.#windowStart < this.#windowMs) {
+      this.#refused++
+      const code = request.failure?.code ?? 'rate_limited'
+      this.#refusedByCode[code] = (this.#refusedByCode[code] ?? 0) + 1
+      return true
+    }
+    this.flush()
+    this.#windowStart = now
+    return false
+  }
+
+  /** Writes the count of refusals not logged one by one, if any. */
+  flush (): void {
+    if (this.#refused === 0) return
+    this.#root?.info({ refused: this.#refused, byCode: this.#refusedByCode, since: new Date(this.#windowStart).toISOString() }, 'requests refused')
+    this.#refused = 0
+    this.#refusedByCode = {}
+  }
+}
