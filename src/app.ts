@@ -22,7 +22,9 @@ import { installValidation, parseJsonBody } from './http/validation.ts'
 import { inventoryRoutes } from './inventory/inventory.routes.ts'
 import { createInventoryService } from './inventory/inventory.service.ts'
 import { keyRoutes } from './keys/keys.routes.ts'
-import { createKeyAdmin, subjectOfKey } from './keys/keys.service.ts'
+import { createKeyAdmin } from './keys/keys.service.ts'
+import { createUsageRecorder } from './keys/usage.ts'
+import { installUsageRecording } from './http/usage.ts'
 import { orderRoutes } from './orders/orders.routes.ts'
 import { createOrderService } from './orders/orders.service.ts'
 import { petRoutes } from './pets/pets.routes.ts'
@@ -45,6 +47,8 @@ export interface AppDeps {
   /** Served at /metrics (http/metrics.ts); a fresh set when absent. */
   metrics?: Metrics
   keyCacheMs?: number
+  /** How often usage per key is written (keys/usage.ts); 0: only on demand and at close (tests). */
+  usageFlushMs?: number
 }
 
 /** The 1.0.0 release deprecated GET /pets/{petId}; its sunset comes from the configuration. */
@@ -112,6 +116,17 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
 
   chargeRequest = installAccess(app, { keys: stores.keys, limiter, clock, ...events, ...(deps.keyCacheMs !== undefined && { keyCacheMs: deps.keyCacheMs }) }).charge
   installSunset(app, lifecycleOptions)
+  // Usage per key: counted in memory per response, written in batches, flushed at close (before
+  // server.ts closes the stores).
+  const usage = createUsageRecorder(stores.keys, {
+    ...(deps.usageFlushMs !== undefined && deps.usageFlushMs > 0 && { intervalMs: deps.usageFlushMs }),
+    onError: (error) => { app.log.warn({ err: error }, 'usage flush failed; its counts are kept for the next one') }
+  })
+  installUsageRecording(app, { recorder: usage, clock, onNearLimit: (window) => { metrics.onNearLimit(window) } })
+  if (deps.usageFlushMs !== 0) app.addHook('onReady', async () => { usage.start() })
+  app.addHook('onClose', async () => {
+    await usage.stop().catch((error: unknown) => { app.log.warn({ err: error }, 'usage flush at close failed') })
+  })
 
   await app.register(cors, {
     origin: config.corsOrigins === '*' ? '*' : config.corsOrigins,
@@ -128,7 +143,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const categories = createCategoryService(stores.categories)
   const orders = createOrderService(stores.orders, clock)
   const inventory = createInventoryService(stores.inventory)
-  const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (keyId) => { await limiter.unban(subjectOfKey(keyId)) } })
+  const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (_keyId, subject) => { await limiter.unban(subject) }, usage })
   const getPetLifecycle = deprecatedOperation(GET_PET_DEPRECATED_AT, config.getPetSunset, { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' })
 
   await app.register(async (v1) => {

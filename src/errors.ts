@@ -5,6 +5,7 @@
 export const ERROR_CATALOGUE = {
   validation_failed: { status: 400, description: 'The body, path or query is malformed: wrong type, out of bounds, unknown field, malformed JSON or cursor.' },
   unauthenticated: { status: 401, description: 'The API key is missing, unknown or revoked.' },
+  api_key_expired: { status: 401, description: 'The API key has expired (its `expiresAt` has passed, at the end of a rotation\'s grace period for instance); the message names the instant. Use its successor or ask an admin for a new key.' },
   forbidden: { status: 403, description: 'The API key is valid but its role may not do this.' },
   not_found: { status: 404, description: 'No such record or path (also: an order that belongs to another customer).' },
   method_not_allowed: { status: 405, description: 'The path exists but not with this method; see the Allow header.' },
@@ -14,6 +15,7 @@ export const ERROR_CATALOGUE = {
   category_in_use: { status: 409, description: 'The category still has pets.' },
   pet_has_open_orders: { status: 409, description: 'The pet has open orders.' },
   idempotency_key_reused: { status: 409, description: 'The Idempotency-Key was already used with another request.' },
+  api_key_not_rotatable: { status: 409, description: 'Only a live key can be rotated: this one is revoked, expired, or already replaced by an earlier rotation (rotate its successor instead).' },
   operation_sunset: { status: 410, description: 'The operation has passed its sunset date.' },
   request_timeout: { status: 408, description: 'The request did not arrive in time: its headers within 10 s, the whole request within 30 s (the defaults). The connection is closed.' },
   precondition_failed: { status: 412, description: 'If-Match does not match the current ETag.' },

@@ -1,5 +1,5 @@
-// petstore keys create|list|revoke|unban: key administration from the shell, through the same
-// service as the admin API. Running servers see the change within seconds (see ban-sync.ts and
+// petstore keys create|list|revoke|unban|rotate|usage: key administration from the shell,
+// through the same service as the admin API. Running servers see the change within seconds (see ban-sync.ts and
 // the key cache in http/access.ts).
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
@@ -10,14 +10,17 @@ import { systemClock } from '../shared/clock.ts'
 import type { Io } from './io.ts'
 
 const USAGE = `usage:
-  petstore keys create --role customer|staff|admin --plan free|pro|business|enterprise [--name TEXT] [--per-minute N --per-day N] [--json]
+  petstore keys create --role customer|staff|admin --plan free|pro|business|enterprise [--name TEXT] [--per-minute N --per-day N] [--expires-in DURATION | --expires-at ISO] [--json]
   petstore keys list [--json]
   petstore keys revoke ID
-  petstore keys unban ID`
+  petstore keys unban ID
+  petstore keys rotate ID [--grace DURATION] [--json]
+  petstore keys usage ID [--days N] [--json]
+DURATION is a whole number and a unit: 90s, 15m, 12h, 30d.`
 
 export async function keys (args: string[], io: Io): Promise<number> {
   const [sub, ...rest] = args
-  if (sub === undefined || !['create', 'list', 'revoke', 'unban'].includes(sub)) {
+  if (sub === undefined || !['create', 'list', 'revoke', 'unban', 'rotate', 'usage'].includes(sub)) {
     io.err(USAGE)
     return 2
   }
@@ -27,6 +30,8 @@ export async function keys (args: string[], io: Io): Promise<number> {
     const admin = createKeyAdmin(stores.keys, systemClock)
     if (sub === 'create') return await create(admin, rest, io)
     if (sub === 'list') return await list(admin, rest, io)
+    if (sub === 'rotate') return await rotate(admin, rest, io)
+    if (sub === 'usage') return await usage(admin, rest, io)
     return await byId(admin, sub as 'revoke' | 'unban', rest, io)
   } finally {
     await stores.close()
@@ -36,7 +41,10 @@ export async function keys (args: string[], io: Io): Promise<number> {
 async function create (admin: KeyAdmin, args: string[], io: Io): Promise<number> {
   const { values } = parseArgs({
     args, strict: true,
-    options: { role: { type: 'string' }, plan: { type: 'string' }, name: { type: 'string' }, 'per-minute': { type: 'string' }, 'per-day': { type: 'string' }, json: { type: 'boolean', default: false } }
+    options: {
+      role: { type: 'string' }, plan: { type: 'string' }, name: { type: 'string' }, 'per-minute': { type: 'string' }, 'per-day': { type: 'string' },
+      'expires-in': { type: 'string' }, 'expires-at': { type: 'string' }, json: { type: 'boolean', default: false }
+    }
   })
   if (!ROLES.includes(values.role as Role) || !PLANS.includes(values.plan as Plan)) {
     io.err(`--role must be one of ${ROLES.join(', ')} and --plan one of ${PLANS.join(', ')}`)
@@ -45,15 +53,83 @@ async function create (admin: KeyAdmin, args: string[], io: Io): Promise<number>
   const perMinute = positiveInt(values['per-minute'], '--per-minute', io)
   const perDay = positiveInt(values['per-day'], '--per-day', io)
   if (perMinute === false || perDay === false) return 2
+  if (values['expires-in'] !== undefined && values['expires-at'] !== undefined) {
+    io.err('give --expires-in or --expires-at, not both')
+    return 2
+  }
+  let expiresAt = values['expires-at']
+  if (values['expires-in'] !== undefined) {
+    const ms = durationMs(values['expires-in'], '--expires-in', io)
+    if (ms === false) return 2
+    expiresAt = new Date(systemClock.now() + ms).toISOString()
+  }
   const { key, view } = await admin.create({
     role: values.role as Role, plan: values.plan as Plan,
     ...(values.name !== undefined && { name: values.name }),
+    ...(expiresAt !== undefined && { expiresAt }),
     ...(perMinute !== undefined && { perMinute }),
     ...(perDay !== undefined && { perDay })
   })
   if (values.json) io.out(JSON.stringify({ ...view, key }))
-  else io.out(`key ${view.id} (${view.role}, ${view.plan}: ${view.limits.perMinute}/min, ${view.limits.perDay}/day)\n${key}\nShown once: only its hash is stored.`)
+  else io.out(`key ${view.id} (${view.role}, ${view.plan}: ${view.limits.perMinute}/min, ${view.limits.perDay}/day${view.expiresAt !== null ? `, expires ${view.expiresAt}` : ''})\n${key}\nShown once: only its hash is stored.`)
   return 0
+}
+
+async function rotate (admin: KeyAdmin, args: string[], io: Io): Promise<number> {
+  const { values, positionals } = parseArgs({ args, strict: true, allowPositionals: true, options: { grace: { type: 'string' }, json: { type: 'boolean', default: false } } })
+  const id = oneId(positionals, io)
+  if (id === false) return 2
+  let gracePeriodSeconds: number | undefined
+  if (values.grace !== undefined) {
+    const ms = durationMs(values.grace, '--grace', io, true)
+    if (ms === false) return 2
+    gracePeriodSeconds = ms / 1000
+  }
+  const { key, view, old } = await admin.rotate(id, gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds })
+  if (values.json) io.out(JSON.stringify({ ...view, key }))
+  else io.out(`key ${view.id} replaces key ${id}, which stops working at ${new Date(old.expiresAt!).toISOString()}\n${key}\nShown once: only its hash is stored.`)
+  return 0
+}
+
+async function usage (admin: KeyAdmin, args: string[], io: Io): Promise<number> {
+  const { values, positionals } = parseArgs({ args, strict: true, allowPositionals: true, options: { days: { type: 'string' }, json: { type: 'boolean', default: false } } })
+  const id = oneId(positionals, io)
+  if (id === false) return 2
+  const days = positiveInt(values.days, '--days', io)
+  if (days === false) return 2
+  const report = await admin.usage(id, days === undefined ? {} : { days })
+  if (values.json) {
+    io.out(JSON.stringify(report))
+    return 0
+  }
+  if (report.days.length === 0) io.out(`key ${id}: no requests in the period`)
+  else {
+    io.out(`${'date (UTC)'.padEnd(10)}  ${'allowed'.padStart(9)}  ${'limited'.padStart(9)}  ${'banned'.padStart(9)}`)
+    for (const d of report.days) io.out(`${d.date}  ${String(d.allowed).padStart(9)}  ${String(d.limited).padStart(9)}  ${String(d.banned).padStart(9)}`)
+  }
+  return 0
+}
+
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/** "90s", "15m", "12h", "30d" in milliseconds; 0 only where `zero` allows it. */
+function durationMs (text: string, name: string, io: Io, zero = false): number | false {
+  const match = /^(0|[1-9][0-9]{0,8})([smhd])$/.exec(text)
+  const ms = match === null ? NaN : Number(match[1]) * UNIT_MS[match[2]!]!
+  if (Number.isNaN(ms) || (ms === 0 && !zero)) {
+    io.err(`${name} must be a duration such as 90s, 15m, 12h or 30d, got "${text}"`)
+    return false
+  }
+  return ms
+}
+
+function oneId (positionals: string[], io: Io): number | false {
+  if (positionals.length !== 1) {
+    io.err(USAGE)
+    return false
+  }
+  const id = positiveInt(positionals[0], 'ID', io)
+  return id === undefined ? false : id
 }
 
 async function list (admin: KeyAdmin, args: string[], io: Io): Promise<number> {

@@ -27,6 +27,8 @@ export interface Metrics {
   readonly events: MetricsEvents
   /** Pass to openInfra's onLimiterState: ratelimit_backend_degraded is 1 while degraded. */
   onLimiterState (state: 'ok' | 'degraded', reason?: string): void
+  /** An allowed request left less than 10% of a window (http/usage.ts). */
+  onNearLimit (window: 'minute' | 'day'): void
   /** Reports db_pool_connections from this function at each scrape (once per Metrics). */
   trackPool (stats: () => PoolStats): void
   /** The Prometheus text and its content type. */
@@ -80,6 +82,13 @@ export function createMetrics (): Metrics {
   })
   // Present at 0 from the start, so rate() and alerts work before the first refusal.
   for (const decision of ['allowed', 'limited', 'banned']) decisions.inc({ decision }, 0)
+  const nearLimit = new Counter({
+    name: 'ratelimit_near_limit_total',
+    help: 'Allowed requests that left less than 10% of a window\'s quota, by window (minute or day): callers close to their limits.',
+    labelNames: ['window'] as const,
+    registers
+  })
+  for (const window of ['minute', 'day']) nearLimit.inc({ window }, 0)
   const bans = new Counter({
     name: 'ratelimit_bans_total',
     help: 'Bans started (the key id and the end are in the log line "ban started").',
@@ -108,6 +117,7 @@ export function createMetrics (): Metrics {
       onDeprecatedCall: (operation, keyId) => { deprecatedCalls.inc({ operation, key_id: keyId === null ? 'anonymous' : String(keyId) }) }
     },
     onLimiterState (state) { degraded.set(state === 'degraded' ? 1 : 0) },
+    onNearLimit (window) { nearLimit.inc({ window }) },
     trackPool (stats) {
       if (poolTracked) return
       poolTracked = true

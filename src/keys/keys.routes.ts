@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { etagOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
 import { ETagHeader, LinkHeader, LocationHeader, NoContent, Reply } from '../shared/schemas.ts'
-import { ApiKeyPatchSchema, ApiKeySchema, CreatedApiKeySchema, KeyIdParams, KeyListQuery, NewApiKeySchema } from './keys.schema.ts'
+import { ApiKeyPatchSchema, ApiKeySchema, CreatedApiKeySchema, KeyIdParams, KeyListQuery, KeyUsageQuery, KeyUsageSchema, NewApiKeySchema, RotateApiKeySchema } from './keys.schema.ts'
 import type { KeyAdmin } from './keys.service.ts'
 
 export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: KeyAdmin }): Promise<void> {
@@ -28,7 +28,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
   app.post('/admin/keys', {
     schema: {
       operationId: 'createApiKey', tags, summary: 'Create an API key',
-      description: 'The response holds the key itself, once: only its hash is stored.',
+      description: 'The response holds the key itself, once: only its hash is stored. With `expiresAt` (a future instant) the key stops working then, answering `401 api_key_expired`.',
       body: NewApiKeySchema,
       response: { 201: Reply('The key, shown once.', CreatedApiKeySchema, { ...LocationHeader, ...ETagHeader }) }
     },
@@ -96,4 +96,34 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
     await admin.unban(request.params.keyId)
     return reply.code(204).send(null)
   })
+
+  // The key lifecycle operations are beta: new in this release, their shapes may still change
+  // with what partners tell us (announced with a deprecation period, never silently).
+  const lifecycleBeta = 'New with key expiry and rotation: the request and response shapes may still change, with a deprecation period.'
+
+  app.post('/admin/keys/:keyId/rotate', {
+    schema: {
+      operationId: 'rotateApiKey', tags, summary: 'Rotate an API key',
+      description: 'Makes a new key with the old key\'s name, role, plan and quotas, and shows it once. The old key keeps working for `gracePeriodSeconds` (default a day, at most a week), then answers `401 api_key_expired`: its `expiresAt` becomes the end of the grace period (an earlier expiry stays) and its `replacedBy` names the new key. While both work they are one caller for the rate limits: they share the minute and day counters and any ban. The change takes effect at once on the instance that made it and within 2 seconds on the others. Only a live key that was not rotated already can be rotated (`409 api_key_not_rotatable`). The body may be omitted.',
+      params: KeyIdParams, body: RotateApiKeySchema,
+      response: { 201: Reply('The new key, shown once; its `replaces` names the old key.', CreatedApiKeySchema, { ...LocationHeader, ...ETagHeader }) }
+    },
+    config: { role: 'admin', errors: ['validation_failed', 'not_found', 'api_key_not_rotatable'], lifecycle: { stability: 'beta', note: lifecycleBeta } },
+    // A rotation with the defaults needs no body at all.
+    preValidation: async (request) => { request.body ??= {} }
+  }, async (request, reply) => {
+    const { record, key, view } = await admin.rotate(request.params.keyId, request.body)
+    reply.code(201).header('location', `/v1/admin/keys/${record.id}`).header('etag', etagOf(record)).header('cache-control', 'no-store')
+    return { ...view, key }
+  })
+
+  app.get('/admin/keys/:keyId/usage', {
+    schema: {
+      operationId: 'getApiKeyUsage', tags, summary: 'A key\'s requests per day',
+      description: 'The key\'s requests per UTC day over the last `days` days (today included), one entry per day with traffic, oldest first: `allowed` (answered 2xx to 4xx, 429 excepted), `limited` (`429 rate_limited`) and `banned` (`429 api_key_banned`). Requests without a valid key, and 5xx answers, are not counted. Each key of a rotated pair has its own counts. Servers write their counts every 2 seconds (this instance\'s before answering), so the figures are at most that late; a crashed instance loses its last 2 seconds of counts.',
+      params: KeyIdParams, querystring: KeyUsageQuery,
+      response: { 200: Reply('The key\'s usage per day.', KeyUsageSchema) }
+    },
+    config: { role: 'admin', errors: ['validation_failed', 'not_found'], lifecycle: { stability: 'beta', note: lifecycleBeta } }
+  }, async (request) => admin.usage(request.params.keyId, request.query))
 }

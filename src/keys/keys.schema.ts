@@ -38,7 +38,11 @@ export const ApiKeySchema = Type.Object({
   prefix: Type.String({ description: 'The first characters of the key, to recognise it; the key itself is never shown again.' }),
   createdAt: Type.String({ format: 'date-time' }),
   revokedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-  ban: Type.Union([BanSchema, Type.Null()], { description: 'The ban in force, if any.' })
+  expiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'From this instant the key answers `401 api_key_expired`; null: it never expires. A rotation sets it to the end of the grace period.', example: '2027-02-19T12:00:00.000Z' }),
+  replaces: Type.Union([Int64(), Type.Null()], { description: 'The key this one replaced by rotation (they share one quota and ban), if any.', example: null }),
+  replacedBy: Type.Union([Int64(), Type.Null()], { description: 'The key that replaced this one by rotation, if any.', example: null }),
+  lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'The last request made with the key; null: never used. Every instance writes it within 5 seconds.', example: '2026-11-21T11:58:02.113Z' }),
+  ban: Type.Union([BanSchema, Type.Null()], { description: 'The ban in force, if any. A ban covers every key of a rotation chain while they share a quota.' })
 }, { title: 'ApiKey', additionalProperties: false })
 export type ApiKey = Static<typeof ApiKeySchema>
 
@@ -47,7 +51,8 @@ export const NewApiKeySchema = Type.Object({
   role: RoleSchema,
   plan: PlanSchema,
   perMinute: Type.Optional(Quota),
-  perDay: Type.Optional(Quota)
+  perDay: Type.Optional(Quota),
+  expiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working (then `401 api_key_expired`); must be in the future. Absent: never.', example: '2027-02-19T12:00:00Z' }))
 }, { title: 'NewApiKey', additionalProperties: false, description: 'perMinute and perDay are required for the enterprise plan and refused for the others.' })
 export type NewApiKey = Static<typeof NewApiKeySchema>
 
@@ -66,3 +71,41 @@ export const CreatedApiKeySchema = Type.Object({
 }, { title: 'CreatedApiKey', additionalProperties: false })
 
 export const KeyListQuery = Type.Object({ ...PageQuery }, { additionalProperties: false })
+
+/** Rotation's grace period: a day by default, a week at most (docs/product.md section 9). */
+export const GRACE_PERIOD_DEFAULT_S = 86_400
+export const GRACE_PERIOD_MAX_S = 604_800
+
+export const RotateApiKeySchema = Type.Object({
+  gracePeriodSeconds: Type.Optional(Type.Integer({
+    minimum: 0, maximum: GRACE_PERIOD_MAX_S, default: GRACE_PERIOD_DEFAULT_S,
+    description: 'How long the old key keeps working beside the new one, in seconds: 0 (it stops at once) to 604800 (a week). Default 86400 (a day).',
+    example: 3600
+  }))
+}, { title: 'ApiKeyRotation', additionalProperties: false, example: { gracePeriodSeconds: 3600 } })
+export type RotateApiKey = Static<typeof RotateApiKeySchema>
+
+/** Usage per key: the last 30 days by default, 90 at most. */
+export const USAGE_DAYS_DEFAULT = 30
+export const USAGE_DAYS_MAX = 90
+
+export const KeyUsageQuery = Type.Object({
+  days: Type.Optional(Type.Integer({ minimum: 1, maximum: USAGE_DAYS_MAX, default: USAGE_DAYS_DEFAULT, description: 'How many UTC days to cover, today included: 1 to 90.', example: 7 }))
+}, { additionalProperties: false })
+
+export const KeyUsageDaySchema = Type.Object({
+  date: Type.String({ format: 'date', description: 'The UTC day.' }),
+  allowed: Type.Integer({ minimum: 0, description: 'Requests answered 2xx to 4xx, 429 excepted.' }),
+  limited: Type.Integer({ minimum: 0, description: 'Requests answered `429 rate_limited`.' }),
+  banned: Type.Integer({ minimum: 0, description: 'Requests answered `429 api_key_banned`.' })
+}, { title: 'KeyUsageDay', additionalProperties: false, example: { date: '2026-11-21', allowed: 1250, limited: 3, banned: 0 } })
+
+export const KeyUsageSchema = Type.Object({
+  keyId: Int64(),
+  days: Type.Array(KeyUsageDaySchema, { description: 'One entry per UTC day with traffic, oldest first.' })
+}, {
+  title: 'KeyUsage',
+  additionalProperties: false,
+  example: { keyId: 3, days: [{ date: '2026-11-20', allowed: 980, limited: 0, banned: 0 }, { date: '2026-11-21', allowed: 1250, limited: 3, banned: 0 }] }
+})
+export type KeyUsage = Static<typeof KeyUsageSchema>

@@ -4,8 +4,11 @@ import { AppError, notFound } from '../errors.ts'
 import type { Clock } from '../shared/clock.ts'
 import { isStorableId, pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { IfMatch } from '../shared/store.ts'
-import { PLAN_QUOTAS, type ApiKey, type ApiKeyPatch, type NewApiKey, type Plan } from './keys.schema.ts'
+import { DAY_MS } from '../ratelimit/limiter.ts'
+import { subjectOf } from './keys.rules.ts'
+import { GRACE_PERIOD_DEFAULT_S, GRACE_PERIOD_MAX_S, PLAN_QUOTAS, USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, type ApiKey, type ApiKeyPatch, type KeyUsage, type NewApiKey, type Plan, type RotateApiKey } from './keys.schema.ts'
 import type { BanRecord, KeyRecord, KeyStore } from './keys.store.ts'
+import { utcDay } from './usage.ts'
 
 /**
  * Keys are 32 random bytes (256 bits) behind a readable prefix. They are stored as SHA-256
@@ -24,9 +27,13 @@ export function quotaOf (key: Pick<KeyRecord, 'plan' | 'perMinute' | 'perDay'>):
   return PLAN_QUOTAS[key.plan]
 }
 
+/** The subject of a key that was never rotated; use subjectOf(record) for any key. */
 export const subjectOfKey = (keyId: number): string => `key:${keyId}`
 
-export function toApiKey (record: KeyRecord, ban: BanRecord | null): ApiKey {
+const iso = (ms: number | null): string | null => ms === null ? null : new Date(ms).toISOString()
+
+/** `lastUsedAt`: the later of the stored one and this instance's uses not yet flushed. */
+export function toApiKey (record: KeyRecord, ban: BanRecord | null, lastUsedAt: number | null = record.lastUsedAt): ApiKey {
   return {
     id: record.id,
     name: record.name,
@@ -35,8 +42,32 @@ export function toApiKey (record: KeyRecord, ban: BanRecord | null): ApiKey {
     limits: quotaOf(record),
     prefix: record.prefix,
     createdAt: new Date(record.createdAt).toISOString(),
-    revokedAt: record.revokedAt === null ? null : new Date(record.revokedAt).toISOString(),
+    revokedAt: iso(record.revokedAt),
+    expiresAt: iso(record.expiresAt),
+    replaces: record.replaces,
+    replacedBy: record.replacedBy,
+    lastUsedAt: iso(lastUsedAt),
     ban: ban === null ? null : { until: new Date(ban.endsAt).toISOString(), reason: ban.reason }
+  }
+}
+
+/** `expiresAt` of a new key: a date-time strictly in the future. */
+function parseExpiry (text: string | undefined, now: number): number | null {
+  if (text === undefined) return null
+  const at = Date.parse(text)
+  if (Number.isNaN(at)) {
+    throw new AppError('validation_failed', 'expiresAt must be an ISO 8601 date-time', { details: [{ path: '/expiresAt', message: 'must be a date-time' }] })
+  }
+  if (at <= now) {
+    throw new AppError('validation_failed', `expiresAt must be in the future (it is ${new Date(at).toISOString()}, now is ${new Date(now).toISOString()})`, { details: [{ path: '/expiresAt', message: 'must be in the future' }] })
+  }
+  return at
+}
+
+/** The CLI reaches the service without the HTTP schema, so the bounds are checked here too. */
+function checkWhole (value: number, min: number, max: number, path: string): void {
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new AppError('validation_failed', `${path.slice(1)} must be a whole number from ${min} to ${max}`, { details: [{ path, message: `must be from ${min} to ${max}` }] })
   }
 }
 
@@ -56,6 +87,13 @@ function checkQuotas (plan: Plan, perMinute: number | undefined | null, perDay: 
 
 export interface KeyAdmin {
   create (input: NewApiKey): Promise<{ record: KeyRecord; key: string; view: ApiKey }>
+  /**
+   * Makes the successor of a live key (same name, role, plan, quotas and quota identity); the
+   * old key keeps working for the grace period, then expires.
+   */
+  rotate (id: number, input: RotateApiKey): Promise<{ record: KeyRecord; key: string; view: ApiKey; old: KeyRecord }>
+  /** Requests per UTC day over the last `days` days (today included), days with traffic only. */
+  usage (id: number, query: { days?: number }): Promise<KeyUsage>
   list (query: { limit?: number; cursor?: string }): Promise<Page<ApiKey>>
   get (id: number): Promise<{ record: KeyRecord; view: ApiKey }>
   update (id: number, patch: ApiKeyPatch, ifMatch: IfMatch): Promise<{ record: KeyRecord; view: ApiKey }>
@@ -64,23 +102,59 @@ export interface KeyAdmin {
   unban (id: number): Promise<number>
 }
 
-export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: { onUnban?: (keyId: number) => Promise<void> } = {}): KeyAdmin {
+export interface KeyAdminHooks {
+  /** A ban was lifted in the database: drop it from this instance's limiter at once. */
+  onUnban?: (keyId: number, subject: string) => Promise<void>
+  /** A key changed through this service (rotation): forget what this instance cached about it. */
+  onKeyChanged?: (record: KeyRecord) => void
+  /** This instance's usage not yet flushed (keys/usage.ts): written before usage is read. */
+  usage?: { flush (): Promise<void>; lastUsedAt (keyId: number): number | null }
+}
+
+export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHooks = {}): KeyAdmin {
   async function find (id: number): Promise<KeyRecord> {
     const record = isStorableId(id) ? await keys.getKey(id) : null
     if (record === null) throw notFound(`key ${id}`)
     return record
   }
-  const view = async (record: KeyRecord): Promise<ApiKey> => toApiKey(record, await keys.activeBan(record.id, clock.now()))
+  const lastUsedAt = (record: KeyRecord): number | null => {
+    const pending = hooks.usage?.lastUsedAt(record.id) ?? null
+    return pending !== null && (record.lastUsedAt === null || pending > record.lastUsedAt) ? pending : record.lastUsedAt
+  }
+  const view = async (record: KeyRecord): Promise<ApiKey> => toApiKey(record, await keys.activeBan(record.id, clock.now()), lastUsedAt(record))
 
   return {
     async create (input) {
       checkQuotas(input.plan, input.perMinute, input.perDay)
+      const now = clock.now()
+      const expiresAt = parseExpiry(input.expiresAt, now)
       const { key, hash, prefix } = generateKey()
       const record = await keys.createKey({
         name: input.name ?? null, role: input.role, plan: input.plan,
-        perMinute: input.perMinute ?? null, perDay: input.perDay ?? null, hash, prefix, now: clock.now()
+        perMinute: input.perMinute ?? null, perDay: input.perDay ?? null, hash, prefix, now, expiresAt
       })
       return { record, key, view: toApiKey(record, null) }
+    },
+    async rotate (id, input) {
+      const grace = input.gracePeriodSeconds ?? GRACE_PERIOD_DEFAULT_S
+      checkWhole(grace, 0, GRACE_PERIOD_MAX_S, '/gracePeriodSeconds')
+      if (!isStorableId(id)) throw notFound(`key ${id}`)
+      const now = clock.now()
+      const { key, hash, prefix } = generateKey()
+      const { old, created } = await keys.rotateKey(id, { hash, prefix, now, graceEndsAt: now + grace * 1000 })
+      hooks.onKeyChanged?.(old)
+      // The successor shares the old key's quota identity, and so its ban, if any.
+      return { record: created, key, view: await view(created), old }
+    },
+    async usage (id, query) {
+      const days = query.days ?? USAGE_DAYS_DEFAULT
+      checkWhole(days, 1, USAGE_DAYS_MAX, '/days')
+      await find(id)
+      // This instance's counts first, so the answer includes every request it has answered.
+      await hooks.usage?.flush()
+      const fromDay = utcDay(clock.now() - (days - 1) * DAY_MS)
+      const rows = await keys.usage(id, fromDay)
+      return { keyId: id, days: rows.map((r) => ({ date: r.day, allowed: r.allowed, limited: r.limited, banned: r.banned })) }
     },
     async list (query) {
       const page = pageRequest(query)
@@ -110,9 +184,9 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: { onUnban?:
       await keys.revokeKey(id, clock.now(), ifMatch)
     },
     async unban (id) {
-      await find(id)
+      const record = await find(id)
       const lifted = await keys.liftBans(id, clock.now())
-      await hooks.onUnban?.(id)
+      await hooks.onUnban?.(id, subjectOf(record))
       return lifted
     }
   }

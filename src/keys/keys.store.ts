@@ -1,4 +1,5 @@
-// The API keys port: keys (stored as hashes) and the ban records admins list and lift.
+// The API keys port: keys (stored as hashes), the ban records admins list and lift, and usage
+// per key and UTC day.
 import type { IfMatch, PageRequest } from '../shared/store.ts'
 import type { Plan, Role } from './keys.schema.ts'
 
@@ -13,6 +14,19 @@ export interface KeyRecord {
   prefix: string
   createdAt: number // epoch ms
   revokedAt: number | null
+  /** From this instant on the key answers 401 api_key_expired; null: never. */
+  expiresAt: number | null
+  /** The key this one replaced by rotation, and the key that replaced this one. */
+  replaces: number | null
+  replacedBy: number | null
+  /**
+   * The key whose quota identity (rate-limit counters and ban) this key shares: its own id, or
+   * for a key made by rotation, the first key of its rotation chain.
+   */
+  quotaKeyId: number
+  /** The last request made with the key, as last flushed by a server (keys/usage.ts). */
+  lastUsedAt: number | null
+  /** Grows on every change an admin makes (the ETag); lastUsedAt moving is not one. */
   version: number
 }
 
@@ -26,8 +40,27 @@ export interface BanRecord {
   liftedAt: number | null
 }
 
+/** Requests of one key on one UTC day, by how they were answered (see keys/usage.ts). */
+export interface UsageCounts {
+  allowed: number
+  limited: number
+  banned: number
+}
+
+export interface UsageRow extends UsageCounts {
+  keyId: number
+  /** UTC day, YYYY-MM-DD. */
+  day: string
+}
+
+/** What one flush adds: counts to add per key and day, and the latest use per key. */
+export interface UsageBatch {
+  counts: UsageRow[]
+  lastUsed: { keyId: number; at: number }[]
+}
+
 export interface KeyStore {
-  createKey (input: { name: string | null; role: Role; plan: Plan; perMinute: number | null; perDay: number | null; hash: string; prefix: string; now: number }): Promise<KeyRecord>
+  createKey (input: { name: string | null; role: Role; plan: Plan; perMinute: number | null; perDay: number | null; hash: string; prefix: string; now: number; expiresAt?: number | null }): Promise<KeyRecord>
   /** Includes revoked keys; the caller decides. */
   findKeyByHash (hash: string): Promise<KeyRecord | null>
   getKey (id: number): Promise<KeyRecord | null>
@@ -36,11 +69,29 @@ export interface KeyStore {
   updateKey (id: number, changes: { name?: string; role?: Role; plan?: Plan; perMinute?: number | null; perDay?: number | null }, ifMatch: IfMatch): Promise<KeyRecord>
   /** Idempotent; throws not_found. */
   revokeKey (id: number, now: number, ifMatch: IfMatch): Promise<KeyRecord>
+  /**
+   * In one transaction: makes the successor of key `id` (same name, role, plan, quotas and quota
+   * identity; `replaces` = id) and sets the old key's `replacedBy` and its `expiresAt` to
+   * `graceEndsAt` (or keeps an earlier expiry: rotation never lengthens a key's life).
+   * Throws not_found, and api_key_not_rotatable when the key is revoked, expired at `now` or
+   * already replaced.
+   */
+  rotateKey (id: number, input: { hash: string; prefix: string; now: number; graceEndsAt: number }): Promise<{ old: KeyRecord; created: KeyRecord }>
   recordBan (ban: Omit<BanRecord, 'id' | 'liftedAt'>): Promise<BanRecord>
-  /** The ban of a key in force at `now` (latest ending), if any. */
+  /**
+   * The ban in force at `now` (latest ending) on the key's quota identity, if any: a ban
+   * started through any key of a rotation chain covers them all.
+   */
   activeBan (keyId: number, now: number): Promise<BanRecord | null>
-  /** Marks the key's bans in force as lifted; returns how many. */
+  /** Marks the bans in force on the key's quota identity as lifted; returns how many. */
   liftBans (keyId: number, now: number): Promise<number>
   /** Bans lifted after `since` (epoch ms): running instances poll this to drop them from the limiter. */
   bansLiftedSince (since: number): Promise<BanRecord[]>
+  /**
+   * Adds a batch of usage in one transaction: counts are added to the (key, day) rows, and
+   * lastUsedAt only ever moves forward (instances flush independently, in any order).
+   */
+  recordUsage (batch: UsageBatch): Promise<void>
+  /** The key's usage rows from `fromDay` (YYYY-MM-DD, inclusive) on, oldest first. */
+  usage (keyId: number, fromDay: string): Promise<UsageRow[]>
 }

@@ -4,7 +4,7 @@
 import type { CategoryRecord } from '../categories/categories.store.ts'
 import type { InventoryRecord } from '../inventory/inventory.store.ts'
 import type { Plan, Role } from '../keys/keys.schema.ts'
-import type { BanRecord, KeyRecord } from '../keys/keys.store.ts'
+import type { BanRecord, KeyRecord, UsageRow } from '../keys/keys.store.ts'
 import type { OrderRecord } from '../orders/orders.store.ts'
 import type { PetStatus } from '../pets/pets.schema.ts'
 import type { PetRecord } from '../pets/pets.store.ts'
@@ -30,12 +30,21 @@ export const toInventory = (row: InventoryRow): InventoryRecord =>
 export interface KeyRow {
   id: number; name: string | null; role: Role; plan: Plan; per_minute: number | null; per_day: number | null
   key_prefix: string; created_at: number; revoked_at: number | null; version: number
+  expires_at: number | null; replaces: number | null; replaced_by: number | null; quota_key_id: number | null; last_used_at: number | null
 }
-export const KEY_COLUMNS = 'id, name, role, plan, per_minute, per_day, key_prefix, created_at, revoked_at, version'
+export const KEY_COLUMNS = 'id, name, role, plan, per_minute, per_day, key_prefix, created_at, revoked_at, version, expires_at, replaces, replaced_by, quota_key_id, last_used_at'
 export const toKey = (r: KeyRow): KeyRecord => ({
   id: r.id, name: r.name, role: r.role, plan: r.plan, perMinute: r.per_minute, perDay: r.per_day,
-  prefix: r.key_prefix, createdAt: r.created_at, revokedAt: r.revoked_at, version: r.version
+  prefix: r.key_prefix, createdAt: r.created_at, revokedAt: r.revoked_at,
+  expiresAt: r.expires_at, replaces: r.replaces, replacedBy: r.replaced_by,
+  // NULL: the key is the first of its rotation chain, its own quota identity.
+  quotaKeyId: r.quota_key_id ?? r.id, lastUsedAt: r.last_used_at, version: r.version
 })
+
+export interface UsageRowSql { key_id: number; day: string; allowed: number; limited: number; banned: number }
+export const USAGE_COLUMNS = 'key_id, day, allowed, limited, banned'
+export const toUsage = (r: UsageRowSql): UsageRow =>
+  ({ keyId: r.key_id, day: r.day, allowed: r.allowed, limited: r.limited, banned: r.banned })
 
 export interface BanRow { id: number; key_id: number | null; subject: string; started_at: number; ends_at: number; reason: string; lifted_at: number | null }
 export const BAN_COLUMNS = 'id, key_id, subject, started_at, ends_at, reason, lifted_at'

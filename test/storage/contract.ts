@@ -458,8 +458,9 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const { keys } = await open(t)
       const a = await keys.createKey({ name: 'a', role: 'staff', plan: 'pro', perMinute: null, perDay: null, hash: 'hash-a', prefix: 'psk_aaaaaaaa', now: NOW })
       const b = await keys.createKey({ name: null, role: 'admin', plan: 'enterprise', perMinute: 5000, perDay: 1_000_000_000, hash: 'hash-b', prefix: 'psk_bbbbbbbb', now: NOW + 1 })
-      assert.deepEqual(a, { id: a.id, name: 'a', role: 'staff', plan: 'pro', perMinute: null, perDay: null, prefix: 'psk_aaaaaaaa', createdAt: NOW, revokedAt: null, version: 1 })
-      assert.deepEqual(b, { id: b.id, name: null, role: 'admin', plan: 'enterprise', perMinute: 5000, perDay: 1_000_000_000, prefix: 'psk_bbbbbbbb', createdAt: NOW + 1, revokedAt: null, version: 1 })
+      const fresh = { expiresAt: null, replaces: null, replacedBy: null, lastUsedAt: null }
+      assert.deepEqual(a, { id: a.id, name: 'a', role: 'staff', plan: 'pro', perMinute: null, perDay: null, prefix: 'psk_aaaaaaaa', createdAt: NOW, revokedAt: null, ...fresh, quotaKeyId: a.id, version: 1 })
+      assert.deepEqual(b, { id: b.id, name: null, role: 'admin', plan: 'enterprise', perMinute: 5000, perDay: 1_000_000_000, prefix: 'psk_bbbbbbbb', createdAt: NOW + 1, revokedAt: null, ...fresh, quotaKeyId: b.id, version: 1 })
       assert.equal(typeof b.perDay, 'number')
       assert.deepEqual(await keys.findKeyByHash('hash-b'), b)
       assert.equal(await keys.findKeyByHash('hash-c'), null)
@@ -519,6 +520,95 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       assert.deepEqual((await keys.bansLiftedSince(NOW + MIN)).map((b) => b.id), [others.id], 'strictly after')
       assert.equal((await keys.bansLiftedSince(NOW + 3 * MIN)).length, 0)
       assert.equal(lifted.find((b) => b.id === old.id), undefined, 'an ended ban is never lifted')
+    })
+
+    // ---- key lifecycle: expiry, rotation, usage -----------------------------------------------
+
+    test('keys: createKey stores expiresAt; a key made without it never expires', async (t) => {
+      const { keys } = await open(t)
+      const k = await keys.createKey({ name: 'x', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h', prefix: 'psk_x', now: NOW, expiresAt: NOW + 90_000 })
+      assert.equal(k.expiresAt, NOW + 90_000)
+      assert.deepEqual(await keys.getKey(k.id), k)
+      const never = await keys.createKey({ name: 'y', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h2', prefix: 'psk_y', now: NOW })
+      assert.equal(never.expiresAt, null)
+    })
+
+    test('keys: rotateKey makes a successor with the same settings and quota identity, and ends the old key after the grace period', async (t) => {
+      const { keys } = await open(t)
+      const a = await keys.createKey({ name: 'partner', role: 'staff', plan: 'enterprise', perMinute: 50, perDay: 5000, hash: 'ha', prefix: 'psk_a', now: NOW })
+      const { old, created } = await keys.rotateKey(a.id, { hash: 'hb', prefix: 'psk_b', now: NOW + 10, graceEndsAt: NOW + 3_600_010 })
+      assert.deepEqual(created, {
+        id: created.id, name: 'partner', role: 'staff', plan: 'enterprise', perMinute: 50, perDay: 5000, prefix: 'psk_b', createdAt: NOW + 10,
+        revokedAt: null, expiresAt: null, replaces: a.id, replacedBy: null, quotaKeyId: a.id, lastUsedAt: null, version: 1
+      })
+      assert.deepEqual(old, { ...a, expiresAt: NOW + 3_600_010, replacedBy: created.id, version: 2 })
+      assert.deepEqual(await keys.findKeyByHash('hb'), created)
+      assert.deepEqual(await keys.getKey(a.id), old)
+      // The successor's successor still shares the first key's identity.
+      const second = await keys.rotateKey(created.id, { hash: 'hc', prefix: 'psk_c', now: NOW + 20, graceEndsAt: NOW + 20 })
+      assert.equal(second.created.quotaKeyId, a.id)
+      assert.equal(second.created.replaces, created.id)
+      assert.equal(second.old.expiresAt, NOW + 20)
+    })
+
+    test('keys: rotateKey keeps an earlier expiry and refuses revoked, expired, already rotated and missing keys', async (t) => {
+      const { keys } = await open(t)
+      const make = (n: number, expiresAt: number | null = null) => keys.createKey({ name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: `h${n}`, prefix: `psk_${n}`, now: NOW, expiresAt })
+      const soon = await make(1, NOW + 60_000)
+      const { old } = await keys.rotateKey(soon.id, { hash: 'h1b', prefix: 'psk_1b', now: NOW, graceEndsAt: NOW + 86_400_000 })
+      assert.equal(old.expiresAt, NOW + 60_000, 'rotation never lengthens a key\'s life')
+      await rejectsWith(keys.rotateKey(soon.id, { hash: 'h1c', prefix: 'psk_1c', now: NOW, graceEndsAt: NOW + 1000 }), 'api_key_not_rotatable')
+      const revoked = await make(2)
+      await keys.revokeKey(revoked.id, NOW, null)
+      await rejectsWith(keys.rotateKey(revoked.id, { hash: 'h2b', prefix: 'psk_2b', now: NOW + 1, graceEndsAt: NOW + 1000 }), 'api_key_not_rotatable')
+      const expired = await make(3, NOW + 1000)
+      await rejectsWith(keys.rotateKey(expired.id, { hash: 'h3b', prefix: 'psk_3b', now: NOW + 1000, graceEndsAt: NOW + 5000 }), 'api_key_not_rotatable')
+      await rejectsWith(keys.rotateKey(expired.id + 1000, { hash: 'h4b', prefix: 'psk_4b', now: NOW, graceEndsAt: NOW }), 'not_found')
+      assert.equal(await keys.findKeyByHash('h2b'), null, 'a refused rotation makes no key')
+      assert.equal(await keys.findKeyByHash('h3b'), null)
+    })
+
+    test('bans: a ban started through any key of a rotation chain is the ban of every key in it, and lifting through one lifts it for all', async (t) => {
+      const { keys } = await open(t)
+      const a = await keys.createKey({ name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'ha', prefix: 'psk_a', now: NOW })
+      const other = await keys.createKey({ name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'hx', prefix: 'psk_x', now: NOW })
+      const { created: b } = await keys.rotateKey(a.id, { hash: 'hb', prefix: 'psk_b', now: NOW, graceEndsAt: NOW + 3_600_000 })
+      const ban = await keys.recordBan({ keyId: b.id, subject: `key:${a.id}`, startedAt: NOW, endsAt: NOW + 900_000, reason: 'r' })
+      assert.deepEqual(await keys.activeBan(a.id, NOW + 1), ban)
+      assert.deepEqual(await keys.activeBan(b.id, NOW + 1), ban)
+      assert.equal(await keys.activeBan(other.id, NOW + 1), null)
+      assert.equal(await keys.liftBans(a.id, NOW + 2), 1)
+      assert.equal(await keys.activeBan(b.id, NOW + 3), null)
+    })
+
+    test('usage: recordUsage adds counts per key and day and moves lastUsedAt only forward; usage reads from a day on, oldest first', async (t) => {
+      const { keys } = await open(t)
+      const a = await keys.createKey({ name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'ha', prefix: 'psk_a', now: NOW })
+      const b = await keys.createKey({ name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'hb', prefix: 'psk_b', now: NOW })
+      await keys.recordUsage({ counts: [], lastUsed: [] })
+      await keys.recordUsage({
+        counts: [
+          { keyId: b.id, day: '2026-11-21', allowed: 5, limited: 1, banned: 0 },
+          { keyId: a.id, day: '2026-11-21', allowed: 3, limited: 0, banned: 2 },
+          { keyId: a.id, day: '2026-11-19', allowed: 1, limited: 0, banned: 0 }
+        ],
+        lastUsed: [{ keyId: a.id, at: NOW + 500 }, { keyId: b.id, at: NOW + 100 }]
+      })
+      await keys.recordUsage({
+        counts: [{ keyId: a.id, day: '2026-11-21', allowed: 10, limited: 4, banned: 1 }],
+        // Another instance's older use arrives later: lastUsedAt stays.
+        lastUsed: [{ keyId: a.id, at: NOW + 200 }, { keyId: b.id, at: NOW + 900 }]
+      })
+      assert.deepEqual(await keys.usage(a.id, '2026-11-01'), [
+        { keyId: a.id, day: '2026-11-19', allowed: 1, limited: 0, banned: 0 },
+        { keyId: a.id, day: '2026-11-21', allowed: 13, limited: 4, banned: 3 }
+      ])
+      assert.deepEqual(await keys.usage(a.id, '2026-11-20'), [{ keyId: a.id, day: '2026-11-21', allowed: 13, limited: 4, banned: 3 }])
+      assert.deepEqual(await keys.usage(b.id, '2026-11-21'), [{ keyId: b.id, day: '2026-11-21', allowed: 5, limited: 1, banned: 0 }])
+      assert.equal((await keys.getKey(a.id))!.lastUsedAt, NOW + 500)
+      const bNow = (await keys.getKey(b.id))!
+      assert.equal(bNow.lastUsedAt, NOW + 900)
+      assert.equal(bNow.version, 1, 'use is not a change of the key: its ETag stays')
     })
   })
 }

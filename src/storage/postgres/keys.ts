@@ -1,9 +1,14 @@
 // KeyStore on PostgreSQL. Updates lock the key row first (SELECT ... FOR UPDATE).
 import { notFound, preconditionFailed } from '../../errors.ts'
+import { rotationRefusal } from '../../keys/keys.rules.ts'
 import type { KeyStore } from '../../keys/keys.store.ts'
 import { matchesVersion, type IfMatch } from '../../shared/store.ts'
 import type { Db, Tx } from './database.ts'
-import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, type BanRow, type KeyRow } from '../rows.ts'
+import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, toUsage, USAGE_COLUMNS, type BanRow, type KeyRow, type UsageRowSql } from '../rows.ts'
+
+/** The ids of every key sharing the quota identity of key $n (its rotation chain). */
+const sameIdentity = (n: number): string =>
+  `SELECT k.id FROM api_keys k, (SELECT coalesce(quota_key_id, id) AS q FROM api_keys WHERE id = $${n}) i WHERE k.id = i.q OR k.quota_key_id = i.q`
 
 async function lockCurrent (tx: Tx, id: number, ifMatch: IfMatch): Promise<KeyRow> {
   const row = await tx.first<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 FOR UPDATE`, [id])
@@ -16,8 +21,8 @@ export function createPostgresKeyStore (db: Db): KeyStore {
   return {
     async createKey (k) {
       const row = await db.first<KeyRow>(
-        `INSERT INTO api_keys (name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${KEY_COLUMNS}`,
-        [k.name, k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now])
+        `INSERT INTO api_keys (name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${KEY_COLUMNS}`,
+        [k.name, k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null])
       return toKey(row!)
     },
     async findKeyByHash (hash) {
@@ -50,6 +55,20 @@ export function createPostgresKeyStore (db: Db): KeyStore {
         return toKey(revoked!)
       })
     },
+    async rotateKey (id, r) {
+      return db.transaction(async (tx) => {
+        const row = await lockCurrent(tx, id, null)
+        const refusal = rotationRefusal(toKey(row), r.now)
+        if (refusal !== null) throw refusal
+        const created = toKey((await tx.first<KeyRow>(
+          `INSERT INTO api_keys (name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, replaces, quota_key_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${KEY_COLUMNS}`,
+          [row.name, row.role, row.plan, row.per_minute, row.per_day, r.hash, r.prefix, r.now, row.id, row.quota_key_id ?? row.id]))!)
+        const expiresAt = row.expires_at === null ? r.graceEndsAt : Math.min(row.expires_at, r.graceEndsAt)
+        const old = toKey((await tx.first<KeyRow>(
+          `UPDATE api_keys SET expires_at = $1, replaced_by = $2, version = version + 1 WHERE id = $3 RETURNING ${KEY_COLUMNS}`, [expiresAt, created.id, id]))!)
+        return { old, created }
+      })
+    },
     async recordBan (b) {
       const row = await db.first<BanRow>(
         `INSERT INTO bans (key_id, subject, started_at, ends_at, reason) VALUES ($1, $2, $3, $4, $5) RETURNING ${BAN_COLUMNS}`,
@@ -58,15 +77,41 @@ export function createPostgresKeyStore (db: Db): KeyStore {
     },
     async activeBan (keyId, now) {
       const row = await db.first<BanRow>(
-        `SELECT ${BAN_COLUMNS} FROM bans WHERE key_id = $1 AND lifted_at IS NULL AND ends_at > $2 ORDER BY ends_at DESC LIMIT 1`, [keyId, now])
+        `SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${sameIdentity(1)}) AND lifted_at IS NULL AND ends_at > $2 ORDER BY ends_at DESC LIMIT 1`, [keyId, now])
       return row === undefined ? null : toBan(row)
     },
     async liftBans (keyId, now) {
-      const lifted = await db.query('UPDATE bans SET lifted_at = $1 WHERE key_id = $2 AND lifted_at IS NULL AND ends_at > $1 RETURNING id', [now, keyId])
+      const lifted = await db.query(`UPDATE bans SET lifted_at = $1 WHERE key_id IN (${sameIdentity(2)}) AND lifted_at IS NULL AND ends_at > $1 RETURNING id`, [now, keyId])
       return lifted.length
     },
     async bansLiftedSince (since) {
       return (await db.query<BanRow>(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at > $1 ORDER BY lifted_at LIMIT 1000`, [since])).map(toBan)
+    },
+    async recordUsage (batch) {
+      if (batch.counts.length === 0 && batch.lastUsed.length === 0) return
+      // Two statements whatever the batch size (arrays, unnest). Rows are taken in key order so
+      // that two instances flushing at once lock them in the same order; a deadlock would still
+      // only retry the whole transaction (database.ts), never count twice.
+      const counts = [...batch.counts].sort((a, b) => a.keyId - b.keyId || (a.day < b.day ? -1 : a.day > b.day ? 1 : 0))
+      const lastUsed = [...batch.lastUsed].sort((a, b) => a.keyId - b.keyId)
+      await db.transaction(async (tx) => {
+        if (counts.length > 0) {
+          await tx.query(
+            `INSERT INTO key_usage (key_id, day, allowed, limited, banned)
+             SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[])
+             ON CONFLICT (key_id, day) DO UPDATE SET allowed = key_usage.allowed + excluded.allowed, limited = key_usage.limited + excluded.limited, banned = key_usage.banned + excluded.banned`,
+            [counts.map((c) => c.keyId), counts.map((c) => c.day), counts.map((c) => c.allowed), counts.map((c) => c.limited), counts.map((c) => c.banned)])
+        }
+        if (lastUsed.length > 0) {
+          await tx.query(
+            `UPDATE api_keys k SET last_used_at = u.at FROM unnest($1::bigint[], $2::bigint[]) AS u (id, at)
+             WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
+            [lastUsed.map((u) => u.keyId), lastUsed.map((u) => u.at)])
+        }
+      })
+    },
+    async usage (keyId, fromDay) {
+      return (await db.query<UsageRowSql>(`SELECT ${USAGE_COLUMNS} FROM key_usage WHERE key_id = $1 AND day >= $2 ORDER BY day`, [keyId, fromDay])).map(toUsage)
     }
   }
 }

@@ -76,5 +76,25 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX bans_by_key ON bans (key_id, ends_at);
   CREATE INDEX bans_by_lift ON bans (lifted_at);
+  `,
+  // Key lifecycle: expiry, rotation (a rotated key shares the quota identity of the key it
+  // replaces: quota_key_id is the first key of its rotation chain, NULL meaning the key itself)
+  // and usage per key and UTC day, written in batches by keys/usage.ts, never per request.
+  `
+  ALTER TABLE api_keys ADD COLUMN expires_at bigint;
+  ALTER TABLE api_keys ADD COLUMN replaces bigint CONSTRAINT api_keys_replaces_fkey REFERENCES api_keys (id);
+  ALTER TABLE api_keys ADD COLUMN replaced_by bigint CONSTRAINT api_keys_replaced_by_fkey REFERENCES api_keys (id);
+  ALTER TABLE api_keys ADD COLUMN quota_key_id bigint CONSTRAINT api_keys_quota_key_id_fkey REFERENCES api_keys (id);
+  ALTER TABLE api_keys ADD COLUMN last_used_at bigint;
+  CREATE INDEX api_keys_by_quota_key ON api_keys (quota_key_id);
+
+  CREATE TABLE key_usage (
+    key_id  bigint NOT NULL CONSTRAINT key_usage_key_id_fkey REFERENCES api_keys (id),
+    day     text   NOT NULL, -- UTC day, YYYY-MM-DD
+    allowed bigint NOT NULL DEFAULT 0,
+    limited bigint NOT NULL DEFAULT 0,
+    banned  bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (key_id, day)
+  );
   `
 ]

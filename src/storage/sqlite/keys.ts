@@ -1,21 +1,31 @@
 // KeyStore on SQLite.
 import { notFound, preconditionFailed } from '../../errors.ts'
+import { rotationRefusal } from '../../keys/keys.rules.ts'
 import type { KeyStore } from '../../keys/keys.store.ts'
 import { matchesVersion } from '../../shared/store.ts'
 import { transaction, type Db } from './database.ts'
-import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, type BanRow, type KeyRow } from '../rows.ts'
+import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, toUsage, USAGE_COLUMNS, type BanRow, type KeyRow, type UsageRowSql } from '../rows.ts'
+
+/** The ids of every key sharing the quota identity of key `?` (its rotation chain). */
+const SAME_IDENTITY = `SELECT k.id FROM api_keys k, (SELECT coalesce(quota_key_id, id) AS q FROM api_keys WHERE id = ?) i WHERE k.id = i.q OR k.quota_key_id = i.q`
 
 export function createSqliteKeyStore (db: Db): KeyStore {
-  const insert = db.prepare(`INSERT INTO api_keys (name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`)
+  const insert = db.prepare(`INSERT INTO api_keys (name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`)
+  const insertSuccessor = db.prepare(`INSERT INTO api_keys (name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, replaces, quota_key_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`)
+  const markReplaced = db.prepare(`UPDATE api_keys SET expires_at = ?, replaced_by = ?, version = version + 1 WHERE id = ? RETURNING ${KEY_COLUMNS}`)
   const byHash = db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE key_hash = ?`)
   const byId = db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`)
   const list = db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id > ? ORDER BY id LIMIT ?`)
   const update = db.prepare(`UPDATE api_keys SET name = ?, role = ?, plan = ?, per_minute = ?, per_day = ?, version = version + 1 WHERE id = ? RETURNING ${KEY_COLUMNS}`)
   const revoke = db.prepare(`UPDATE api_keys SET revoked_at = ?, version = version + 1 WHERE id = ? RETURNING ${KEY_COLUMNS}`)
   const insertBan = db.prepare(`INSERT INTO bans (key_id, subject, started_at, ends_at, reason) VALUES (?, ?, ?, ?, ?) RETURNING ${BAN_COLUMNS}`)
-  const activeBan = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE key_id = ? AND lifted_at IS NULL AND ends_at > ? ORDER BY ends_at DESC LIMIT 1`)
-  const lift = db.prepare('UPDATE bans SET lifted_at = ? WHERE key_id = ? AND lifted_at IS NULL AND ends_at > ?')
+  const activeBan = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${SAME_IDENTITY}) AND lifted_at IS NULL AND ends_at > ? ORDER BY ends_at DESC LIMIT 1`)
+  const lift = db.prepare(`UPDATE bans SET lifted_at = ? WHERE key_id IN (${SAME_IDENTITY}) AND lifted_at IS NULL AND ends_at > ?`)
   const liftedSince = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at > ? ORDER BY lifted_at LIMIT 1000`)
+  const addUsage = db.prepare(`INSERT INTO key_usage (key_id, day, allowed, limited, banned) VALUES (?, ?, ?, ?, ?)
+    ON CONFLICT (key_id, day) DO UPDATE SET allowed = key_usage.allowed + excluded.allowed, limited = key_usage.limited + excluded.limited, banned = key_usage.banned + excluded.banned`)
+  const touch = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)')
+  const usage = db.prepare(`SELECT ${USAGE_COLUMNS} FROM key_usage WHERE key_id = ? AND day >= ? ORDER BY day`)
 
   function current (id: number, ifMatch: readonly number[] | null): KeyRow {
     const row = byId.get(id) as KeyRow | undefined
@@ -26,7 +36,7 @@ export function createSqliteKeyStore (db: Db): KeyStore {
 
   return {
     async createKey (k) {
-      return toKey(insert.get(k.name, k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now) as unknown as KeyRow)
+      return toKey(insert.get(k.name, k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null) as unknown as KeyRow)
     },
     async findKeyByHash (hash) {
       const row = byHash.get(hash) as KeyRow | undefined
@@ -55,6 +65,17 @@ export function createSqliteKeyStore (db: Db): KeyStore {
         return toKey(revoke.get(now, id) as unknown as KeyRow)
       })
     },
+    async rotateKey (id, r) {
+      return transaction(db, () => {
+        const row = current(id, null)
+        const refusal = rotationRefusal(toKey(row), r.now)
+        if (refusal !== null) throw refusal
+        const created = toKey(insertSuccessor.get(row.name, row.role, row.plan, row.per_minute, row.per_day, r.hash, r.prefix, r.now, row.id, row.quota_key_id ?? row.id) as unknown as KeyRow)
+        const expiresAt = row.expires_at === null ? r.graceEndsAt : Math.min(row.expires_at, r.graceEndsAt)
+        const old = toKey(markReplaced.get(expiresAt, created.id, id) as unknown as KeyRow)
+        return { old, created }
+      })
+    },
     async recordBan (b) {
       return toBan(insertBan.get(b.keyId, b.subject, b.startedAt, b.endsAt, b.reason) as unknown as BanRow)
     },
@@ -67,6 +88,16 @@ export function createSqliteKeyStore (db: Db): KeyStore {
     },
     async bansLiftedSince (since) {
       return (liftedSince.all(since) as unknown as BanRow[]).map(toBan)
+    },
+    async recordUsage (batch) {
+      if (batch.counts.length === 0 && batch.lastUsed.length === 0) return
+      transaction(db, () => {
+        for (const c of batch.counts) addUsage.run(c.keyId, c.day, c.allowed, c.limited, c.banned)
+        for (const u of batch.lastUsed) touch.run(u.at, u.keyId, u.at)
+      })
+    },
+    async usage (keyId, fromDay) {
+      return (usage.all(keyId, fromDay) as unknown as UsageRowSql[]).map(toUsage)
     }
   }
 }

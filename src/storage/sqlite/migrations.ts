@@ -74,5 +74,25 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX bans_by_key ON bans (key_id, ends_at);
   CREATE INDEX bans_by_lift ON bans (lifted_at);
+  `,
+  // Key lifecycle: expiry, rotation (a rotated key shares the quota identity of the key it
+  // replaces: quota_key_id is the first key of its rotation chain, NULL meaning the key itself)
+  // and usage per key and UTC day, written in batches by keys/usage.ts, never per request.
+  `
+  ALTER TABLE api_keys ADD COLUMN expires_at INTEGER;
+  ALTER TABLE api_keys ADD COLUMN replaces INTEGER REFERENCES api_keys (id);
+  ALTER TABLE api_keys ADD COLUMN replaced_by INTEGER REFERENCES api_keys (id);
+  ALTER TABLE api_keys ADD COLUMN quota_key_id INTEGER REFERENCES api_keys (id);
+  ALTER TABLE api_keys ADD COLUMN last_used_at INTEGER;
+  CREATE INDEX api_keys_by_quota_key ON api_keys (quota_key_id);
+
+  CREATE TABLE key_usage (
+    key_id  INTEGER NOT NULL REFERENCES api_keys (id),
+    day     TEXT    NOT NULL, -- UTC day, YYYY-MM-DD
+    allowed INTEGER NOT NULL DEFAULT 0,
+    limited INTEGER NOT NULL DEFAULT 0,
+    banned  INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (key_id, day)
+  );
   `
 ]

@@ -1,0 +1,31 @@
+// Key lifecycle rules that both engines apply inside their transactions and the access check
+// applies on every request (docs/product.md section 9, key lifecycle).
+import { AppError } from '../errors.ts'
+import type { KeyRecord } from './keys.store.ts'
+
+/** Expiry is an instant: from `expiresAt` on (inclusive) the key no longer works. */
+export const isExpired = (key: Pick<KeyRecord, 'expiresAt'>, now: number): boolean =>
+  key.expiresAt !== null && now >= key.expiresAt
+
+/** The rate-limit subject of a key: its quota identity, shared by a rotation chain. */
+export const subjectOfQuotaKey = (quotaKeyId: number): string => `key:${quotaKeyId}`
+
+export const subjectOf = (key: Pick<KeyRecord, 'quotaKeyId'>): string => subjectOfQuotaKey(key.quotaKeyId)
+
+/**
+ * Why the key cannot be rotated now, or null when it can. Only a live key that nothing has
+ * replaced yet may be rotated: rotating a replaced key again would give it two successors, and
+ * could push the end of its grace period out.
+ */
+export function rotationRefusal (key: KeyRecord, now: number): AppError | null {
+  if (key.revokedAt !== null) {
+    return new AppError('api_key_not_rotatable', `key ${key.id} was revoked at ${new Date(key.revokedAt).toISOString()}; only a live key can be rotated`)
+  }
+  if (isExpired(key, now)) {
+    return new AppError('api_key_not_rotatable', `key ${key.id} expired at ${new Date(key.expiresAt!).toISOString()}; only a live key can be rotated`)
+  }
+  if (key.replacedBy !== null) {
+    return new AppError('api_key_not_rotatable', `key ${key.id} was already rotated: key ${key.replacedBy} replaces it; rotate key ${key.replacedBy} instead`)
+  }
+  return null
+}

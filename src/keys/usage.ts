@@ -1,0 +1,113 @@
+// Usage per key and UTC day, and each key's lastUsedAt, without a database write per request
+// (docs/product.md section 9). Requests are counted in memory; a flush every
+// USAGE_FLUSH_INTERVAL_MS adds the counts to the database in one transaction (a few statements,
+// whatever the traffic). Counts are added, never set, so instances flush independently and the
+// database holds the sum of them all.
+//
+// What may be lost: a graceful stop flushes (the app's onClose), so nothing is lost then. A
+// crash (SIGKILL, power loss) loses what this instance counted since its last flush: at most one
+// interval's worth. A flush the database refuses keeps its counts for the next attempt.
+import { DAY_MS } from '../ratelimit/limiter.ts'
+import type { KeyStore, UsageRow } from './keys.store.ts'
+
+/** Well within the 5 seconds the product allows before counts and lastUsedAt reach the database. */
+export const USAGE_FLUSH_INTERVAL_MS = 2000
+
+/** allowed: 2xx to 4xx but 429; limited: 429 rate_limited; banned: 429 api_key_banned. */
+export type UsageOutcome = 'allowed' | 'limited' | 'banned'
+
+/** The UTC day of an instant, YYYY-MM-DD. */
+export const utcDay = (ms: number): string => new Date(Math.floor(ms / DAY_MS) * DAY_MS).toISOString().slice(0, 10)
+
+export interface UsageRecorder {
+  /**
+   * One request made with the key at `now`: counted under `outcome`, or only marking the key as
+   * used when the outcome is null (a 5xx is none of the three). Memory only; never awaits.
+   */
+  record (keyId: number, outcome: UsageOutcome | null, now: number): void
+  /** The key's latest use counted here and not yet in the database, if any. */
+  lastUsedAt (keyId: number): number | null
+  /** Writes what is pending now (one store call); flushes never overlap. */
+  flush (): Promise<void>
+  /** Flushes every `intervalMs` until stop(). */
+  start (): void
+  /** Stops the timer and flushes what is left. */
+  stop (): Promise<void>
+}
+
+export function createUsageRecorder (keys: KeyStore, options: { intervalMs?: number; onError?: (error: unknown) => void } = {}): UsageRecorder {
+  const intervalMs = options.intervalMs ?? USAGE_FLUSH_INTERVAL_MS
+  let counts = new Map<string, UsageRow>()
+  let lastUsed = new Map<number, number>()
+  // Taken by the flush in progress: still reported by lastUsedAt until it is written.
+  let writing = new Map<number, number>()
+  let queue: Promise<void> = Promise.resolve()
+  let timer: NodeJS.Timeout | null = null
+  // The day string of the last day seen: one Date per UTC day, not per request.
+  let dayIndex = -1
+  let dayText = ''
+
+  function add (into: Map<string, UsageRow>, row: UsageRow): void {
+    const key = `${row.keyId} ${row.day}`
+    const current = into.get(key)
+    if (current === undefined) into.set(key, { ...row })
+    else { current.allowed += row.allowed; current.limited += row.limited; current.banned += row.banned }
+  }
+
+  async function write (): Promise<void> {
+    if (counts.size === 0 && lastUsed.size === 0) return
+    const batchCounts = counts
+    writing = lastUsed
+    counts = new Map()
+    lastUsed = new Map()
+    try {
+      await keys.recordUsage({ counts: [...batchCounts.values()], lastUsed: [...writing].map(([keyId, at]) => ({ keyId, at })) })
+    } catch (error) {
+      // Nothing of the batch was written (one transaction): keep it for the next flush.
+      for (const row of batchCounts.values()) add(counts, row)
+      for (const [keyId, at] of writing) if ((lastUsed.get(keyId) ?? -Infinity) < at) lastUsed.set(keyId, at)
+      throw error
+    } finally {
+      writing = new Map()
+    }
+  }
+
+  function flush (): Promise<void> {
+    const next = queue.then(write)
+    queue = next.catch(() => {})
+    return next
+  }
+
+  return {
+    record (keyId, outcome, now) {
+      if ((lastUsed.get(keyId) ?? -Infinity) < now) lastUsed.set(keyId, now)
+      if (outcome === null) return
+      const index = Math.floor(now / DAY_MS)
+      if (index !== dayIndex) { dayIndex = index; dayText = utcDay(now) }
+      const key = `${keyId} ${dayText}`
+      let row = counts.get(key)
+      if (row === undefined) {
+        row = { keyId, day: dayText, allowed: 0, limited: 0, banned: 0 }
+        counts.set(key, row)
+      }
+      row[outcome]++
+    },
+    lastUsedAt (keyId) {
+      const pending = lastUsed.get(keyId)
+      const inFlight = writing.get(keyId)
+      if (pending === undefined) return inFlight ?? null
+      return inFlight === undefined || pending > inFlight ? pending : inFlight
+    },
+    flush,
+    start () {
+      if (timer !== null) return
+      timer = setInterval(() => { flush().catch((error: unknown) => options.onError?.(error)) }, intervalMs)
+      timer.unref()
+    },
+    async stop () {
+      if (timer !== null) clearInterval(timer)
+      timer = null
+      await flush()
+    }
+  }
+}
