@@ -139,7 +139,7 @@ async function list (admin: KeyAdmin, args: string[], io: Io): Promise<number> {
     const page = await admin.list({ limit: 100, ...(cursor !== undefined && { cursor }) })
     for (const key of page.items) {
       if (values.json) io.out(JSON.stringify(key))
-      else io.out(`${String(key.id).padStart(5)}  ${key.prefix}…  ${key.role.padEnd(8)} ${key.plan.padEnd(10)} ${key.limits.perMinute}/min ${key.limits.perDay}/day${key.revokedAt !== null ? '  revoked ' + key.revokedAt : ''}${key.ban !== null ? '  banned until ' + key.ban.until : ''}${key.name !== null ? '  ' + key.name : ''}`)
+      else io.out(`${String(key.id).padStart(5)}  ${key.prefix}…  ${key.role.padEnd(8)} ${key.plan.padEnd(10)} ${key.limits.perMinute}/min ${key.limits.perDay}/day${key.revokedAt !== null ? '  revoked ' + key.revokedAt : ''}${key.expiresAt !== null ? '  expires ' + key.expiresAt : ''}${key.replacedBy !== null ? '  replaced by ' + key.replacedBy : ''}${key.ban !== null ? '  banned until ' + key.ban.until : ''}${key.name !== null ? '  ' + key.name : ''}`)
     }
     cursor = page.nextCursor ?? undefined
   } while (cursor !== undefined)

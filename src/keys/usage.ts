@@ -37,34 +37,43 @@ export interface UsageRecorder {
 
 export function createUsageRecorder (keys: KeyStore, options: { intervalMs?: number; onError?: (error: unknown) => void } = {}): UsageRecorder {
   const intervalMs = options.intervalMs ?? USAGE_FLUSH_INTERVAL_MS
-  let counts = new Map<string, UsageRow>()
+  // Pending counts by UTC day, then key id: a request costs two map lookups, no string built.
+  let counts = new Map<string, Map<number, UsageRow>>()
   let lastUsed = new Map<number, number>()
   // Taken by the flush in progress: still reported by lastUsedAt until it is written.
   let writing = new Map<number, number>()
   let queue: Promise<void> = Promise.resolve()
   let timer: NodeJS.Timeout | null = null
-  // The day string of the last day seen: one Date per UTC day, not per request.
+  // The last day seen and its map: one Date per UTC day, not per request.
   let dayIndex = -1
   let dayText = ''
+  let today: Map<number, UsageRow> | null = null
 
-  function add (into: Map<string, UsageRow>, row: UsageRow): void {
-    const key = `${row.keyId} ${row.day}`
-    const current = into.get(key)
-    if (current === undefined) into.set(key, { ...row })
-    else { current.allowed += row.allowed; current.limited += row.limited; current.banned += row.banned }
+  function rowOf (day: string, keyId: number): UsageRow {
+    let byKey = counts.get(day)
+    if (byKey === undefined) { byKey = new Map(); counts.set(day, byKey) }
+    let row = byKey.get(keyId)
+    if (row === undefined) { row = { keyId, day, allowed: 0, limited: 0, banned: 0 }; byKey.set(keyId, row) }
+    return row
   }
 
   async function write (): Promise<void> {
     if (counts.size === 0 && lastUsed.size === 0) return
-    const batchCounts = counts
+    const batch = counts
     writing = lastUsed
     counts = new Map()
     lastUsed = new Map()
+    today = null
+    dayIndex = -1
+    const rows = [...batch.values()].flatMap((byKey) => [...byKey.values()])
     try {
-      await keys.recordUsage({ counts: [...batchCounts.values()], lastUsed: [...writing].map(([keyId, at]) => ({ keyId, at })) })
+      await keys.recordUsage({ counts: rows, lastUsed: [...writing].map(([keyId, at]) => ({ keyId, at })) })
     } catch (error) {
       // Nothing of the batch was written (one transaction): keep it for the next flush.
-      for (const row of batchCounts.values()) add(counts, row)
+      for (const r of rows) {
+        const row = rowOf(r.day, r.keyId)
+        row.allowed += r.allowed; row.limited += r.limited; row.banned += r.banned
+      }
       for (const [keyId, at] of writing) if ((lastUsed.get(keyId) ?? -Infinity) < at) lastUsed.set(keyId, at)
       throw error
     } finally {
@@ -83,12 +92,16 @@ export function createUsageRecorder (keys: KeyStore, options: { intervalMs?: num
       if ((lastUsed.get(keyId) ?? -Infinity) < now) lastUsed.set(keyId, now)
       if (outcome === null) return
       const index = Math.floor(now / DAY_MS)
-      if (index !== dayIndex) { dayIndex = index; dayText = utcDay(now) }
-      const key = `${keyId} ${dayText}`
-      let row = counts.get(key)
+      if (index !== dayIndex || today === null) {
+        dayIndex = index
+        dayText = utcDay(now)
+        today = counts.get(dayText) ?? new Map()
+        counts.set(dayText, today)
+      }
+      let row = today.get(keyId)
       if (row === undefined) {
         row = { keyId, day: dayText, allowed: 0, limited: 0, banned: 0 }
-        counts.set(key, row)
+        today.set(keyId, row)
       }
       row[outcome]++
     },

@@ -3,7 +3,16 @@
 // Runs on SQLite and PostgreSQL (PETSTORE_TEST_ENGINE) and on the memory and Redis limiters
 // (PETSTORE_TEST_LIMITER), like the rest of test/http.
 import assert from 'node:assert/strict'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { test } from 'node:test'
+import { loadConfig } from '../../src/config.ts'
+import { createKeyAdmin } from '../../src/keys/keys.service.ts'
+import { utcDay } from '../../src/keys/usage.ts'
+import { startServer } from '../../src/server.ts'
+import { systemClock } from '../../src/shared/clock.ts'
+import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
 import type { KeyStore } from '../../src/keys/keys.store.ts'
 import { buildTestApp, T0, type TestApp } from '../helpers/app.ts'
 
@@ -261,6 +270,23 @@ test('closing the app (a graceful stop) flushes the usage counted since the last
   for (let i = 0; i < 4; i++) await app.call({ method: 'GET', url: '/v1/pets', key })
   await app.app.close()
   assert.deepEqual(await app.stores.keys.usage(id, '2026-11-21'), [{ keyId: id, day: '2026-11-21', allowed: 4, limited: 0, banned: 0 }])
+})
+
+test('a server stopped gracefully (startServer\'s close, as on SIGTERM) writes the usage it counted before it exits', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'petstore-usage-'))
+  t.after(() => rm(dir, { recursive: true, force: true }))
+  const path = join(dir, 'p.db')
+  const server = await startServer(loadConfig({ DATABASE_URL: `sqlite:${path}`, PORT: '0', LOG_LEVEL: 'silent' }))
+  const { record, key } = await createKeyAdmin(server.infra.stores.keys, systemClock).create({ role: 'customer', plan: 'free' })
+  for (let i = 0; i < 5; i++) assert.equal((await fetch(`${server.url}/v1/pets`, { headers: { 'x-api-key': key } })).status, 200)
+  assert.equal((await fetch(`${server.url}/v1/nope`, { headers: { 'x-api-key': key } })).status, 404)
+  const stoppedAt = Date.now()
+  await server.close()
+  const stores = createSqliteStores(path)
+  t.after(() => stores.close())
+  const rows = await stores.keys.usage(record.id, utcDay(stoppedAt - DAY))
+  assert.equal(rows.reduce((n, r) => n + r.allowed, 0), 6)
+  assert.ok((await stores.keys.getKey(record.id))!.lastUsedAt! <= stoppedAt)
 })
 
 test('a rotated pair reports its usage under each key separately', async (t) => {

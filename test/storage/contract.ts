@@ -568,6 +568,19 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       assert.equal(await keys.findKeyByHash('h3b'), null)
     })
 
+    test('keys: two rotations of one key at once make one successor; the other is api_key_not_rotatable', async (t) => {
+      const { keys } = await open(t)
+      const a = await keys.createKey({ name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'ha', prefix: 'psk_a', now: NOW })
+      const results = await Promise.allSettled([1, 2].map((n) => keys.rotateKey(a.id, { hash: `h${n}`, prefix: `psk_${n}`, now: NOW, graceEndsAt: NOW + 1000 })))
+      const made = results.filter((r) => r.status === 'fulfilled')
+      const refused = results.filter((r) => r.status === 'rejected')
+      assert.equal(made.length, 1)
+      assert.equal(refused.length, 1)
+      assert.equal((refused[0] as PromiseRejectedResult).reason.code, 'api_key_not_rotatable')
+      assert.equal((await keys.getKey(a.id))!.replacedBy, (made[0] as PromiseFulfilledResult<{ created: { id: number } }>).value.created.id)
+      assert.equal((await keys.listKeys(page(10))).length, 2)
+    })
+
     test('bans: a ban started through any key of a rotation chain is the ban of every key in it, and lifting through one lifts it for all', async (t) => {
       const { keys } = await open(t)
       const a = await keys.createKey({ name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'ha', prefix: 'psk_a', now: NOW })

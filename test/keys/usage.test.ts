@@ -1,0 +1,107 @@
+// The usage recorder on its own: what a flush writes, what a failed flush keeps, and that
+// flushes never overlap (keys/usage.ts).
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import type { KeyStore, UsageBatch } from '../../src/keys/keys.store.ts'
+import { createUsageRecorder, utcDay } from '../../src/keys/usage.ts'
+
+const T = Date.UTC(2026, 10, 21, 23, 59, 59, 500)
+
+/** A key store that only records usage batches, failing or waiting when told to. */
+function fakeStore () {
+  const batches: UsageBatch[] = []
+  let fail = false
+  let gate: Promise<void> | null = null
+  let calls = 0
+  let called: () => void = () => {}
+  const store = {
+    async recordUsage (batch: UsageBatch) {
+      calls++
+      called()
+      if (gate !== null) await gate
+      if (fail) throw new Error('database down')
+      batches.push(batch)
+    }
+  } as unknown as KeyStore
+  return {
+    store,
+    batches,
+    failNext (v: boolean) { fail = v },
+    hold (p: Promise<void> | null) { gate = p },
+    callCount: () => calls,
+    /** Resolves once recordUsage has been called `n` times in all. */
+    calledTimes (n: number) { return calls >= n ? Promise.resolve() : new Promise<void>((resolve) => { called = () => { if (calls >= n) resolve() } }) }
+  }
+}
+
+test('utcDay names the UTC day of an instant', () => {
+  assert.equal(utcDay(T), '2026-11-21')
+  assert.equal(utcDay(T + 500), '2026-11-22')
+  assert.equal(utcDay(0), '1970-01-01')
+})
+
+test('a flush writes one batch: counts per key and UTC day (across midnight), and the latest use per key; nothing when idle', async () => {
+  const { store, batches } = fakeStore()
+  const recorder = createUsageRecorder(store)
+  recorder.record(1, 'allowed', T)
+  recorder.record(1, 'allowed', T + 100)
+  recorder.record(1, 'limited', T + 400)
+  recorder.record(2, 'banned', T + 200)
+  recorder.record(1, 'allowed', T + 600) // the next UTC day
+  recorder.record(2, null, T + 700) // a 5xx: a use, not a count
+  await recorder.flush()
+  await recorder.flush()
+  assert.equal(batches.length, 1)
+  assert.deepEqual(batches[0], {
+    counts: [
+      { keyId: 1, day: '2026-11-21', allowed: 2, limited: 1, banned: 0 },
+      { keyId: 2, day: '2026-11-21', allowed: 0, limited: 0, banned: 1 },
+      { keyId: 1, day: '2026-11-22', allowed: 1, limited: 0, banned: 0 }
+    ],
+    lastUsed: [{ keyId: 1, at: T + 600 }, { keyId: 2, at: T + 700 }]
+  })
+})
+
+test('a failed flush keeps its counts for the next one, added to what came meanwhile', async () => {
+  const { store, batches, failNext } = fakeStore()
+  const recorder = createUsageRecorder(store)
+  recorder.record(1, 'allowed', T)
+  failNext(true)
+  await assert.rejects(recorder.flush(), /database down/)
+  assert.equal(recorder.lastUsedAt(1), T)
+  recorder.record(1, 'allowed', T + 1)
+  failNext(false)
+  await recorder.flush()
+  assert.deepEqual(batches, [{ counts: [{ keyId: 1, day: '2026-11-21', allowed: 2, limited: 0, banned: 0 }], lastUsed: [{ keyId: 1, at: T + 1 }] }])
+  assert.equal(recorder.lastUsedAt(1), null, 'written: the database has it now')
+})
+
+test('flushes never overlap; lastUsedAt reports a use while its flush is in flight', async () => {
+  const { store, batches, hold, calledTimes, callCount } = fakeStore()
+  const recorder = createUsageRecorder(store)
+  let open!: () => void
+  hold(new Promise((resolve) => { open = resolve }))
+  recorder.record(1, 'allowed', T)
+  const first = recorder.flush()
+  await calledTimes(1)
+  assert.equal(recorder.lastUsedAt(1), T, 'in flight, not yet written')
+  recorder.record(1, 'allowed', T + 5)
+  const second = recorder.flush()
+  await new Promise((resolve) => setImmediate(resolve))
+  assert.equal(recorder.lastUsedAt(1), T + 5)
+  assert.equal(callCount(), 1, 'the second waits for the first to finish')
+  assert.equal(batches.length, 0)
+  hold(null)
+  open()
+  await Promise.all([first, second])
+  assert.deepEqual(batches.map((b) => b.counts.map((c) => c.allowed)), [[1], [1]], 'in order, one after the other')
+})
+
+test('stop() stops the timer and flushes what is left', async () => {
+  const { store, batches } = fakeStore()
+  const recorder = createUsageRecorder(store, { intervalMs: 60_000 })
+  recorder.start()
+  recorder.record(3, 'limited', T)
+  await recorder.stop()
+  assert.equal(batches.length, 1)
+})
