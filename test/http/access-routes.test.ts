@@ -45,6 +45,8 @@ const FIXTURES: Record<string, Fixture> = {
   'GET /admin/keys/{keyId}': { role: 'admin', success: 200, prepare: async (h) => ({ path: `/admin/keys/${await h.ids.key()}` }) },
   'PATCH /admin/keys/{keyId}': { role: 'admin', success: 200, prepare: async (h) => ({ path: `/admin/keys/${await h.ids.key()}`, body: { role: 'admin' } }) },
   'DELETE /admin/keys/{keyId}': { role: 'admin', success: 204, prepare: async (h) => ({ path: `/admin/keys/${await h.ids.key()}` }) },
+  'POST /admin/keys/{keyId}/rotate': { role: 'admin', success: 201, prepare: async (h) => ({ path: `/admin/keys/${await h.ids.key()}/rotate`, body: { gracePeriodSeconds: 60 } }) },
+  'GET /admin/keys/{keyId}/usage': { role: 'admin', success: 200, prepare: async (h) => ({ path: `/admin/keys/${await h.ids.key()}/usage` }) },
   'DELETE /admin/keys/{keyId}/ban': { role: 'admin', success: 204, prepare: async (h) => ({ path: `/admin/keys/${await h.ids.key()}/ban` }) },
   'GET /rate_limit': { role: 'customer', success: 200, prepare: async () => ({ path: '/rate_limit' }) }
 }
