@@ -40,20 +40,14 @@
 // <style> elements and renders style attributes. connect-src 'self' lets the try-it panel call
 // the API, whose server URL is relative (`/v1`) and which Scalar resolves against the page.
 import type { FastifyInstance } from 'fastify'
-import { createHash } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
-import { promisify } from 'node:util'
-import { gzip as gzipCallback } from 'node:zlib'
-
-const gzip = promisify(gzipCallback)
+import { sendStatic, staticEntity, type StaticEntity } from './static.ts'
 
 export interface DocsOptions { specUrl: string; title?: string }
 
-interface Asset {
+interface Asset extends StaticEntity {
+  /** The versioned file name: base name, the first 16 hex digits of the sha256, extension. */
   name: string
-  contentType: string
-  body: Buffer
-  gzipped: Buffer
 }
 
 const CONTENT_SECURITY_POLICY = [
@@ -68,16 +62,18 @@ const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'"
 ].join('; ')
 
+/** A versioned asset's name changes with its bytes, so a browser may keep it for a year unasked. */
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 
 async function loadAsset (baseName: string, extension: string, contentType: string, url: URL): Promise<Asset> {
-  const body = await readFile(url)
-  const hash = createHash('sha256').update(body).digest('hex').slice(0, 16)
-  return { name: `${baseName}.${hash}.${extension}`, contentType, body, gzipped: await gzip(body) }
+  const entity = await staticEntity(await readFile(url), contentType)
+  return { ...entity, name: `${baseName}.${entity.hash.slice(0, 16)}.${extension}` }
 }
 
-// The assets never change while the process runs, so every app built in this process (tests
-// build many) shares one read and one compression of the 4 MB bundle.
+// Read and compressed on the first request for the page or an asset, not at start: the 4.35 MB
+// bundle and its compressed copies (about 6.7 MB together) would otherwise sit in every process,
+// read or not. The assets never change while the process runs, so every app built in this
+// process (tests build many) shares one read and one compression.
 let assetsPromise: Promise<Asset[]> | undefined
 function loadAssets (): Promise<Asset[]> {
   assetsPromise ??= Promise.all([
@@ -112,47 +108,34 @@ ${scripts.map((src) => `<script defer src="${escapeHtml(src)}"></script>`).join(
 `
 }
 
-/** Whether Accept-Encoding allows gzip (`gzip`, `*`, with a q-value above 0). */
-function acceptsGzip (acceptEncoding: string | undefined): boolean {
-  return (acceptEncoding ?? '').split(',').some((entry) => {
-    const [coding = '', ...parameters] = entry.split(';').map((part) => part.trim().toLowerCase())
-    if (coding !== 'gzip' && coding !== '*') return false
-    const q = parameters.find((parameter) => parameter.startsWith('q='))
-    return q === undefined || Number(q.slice(2)) > 0
-  })
-}
-
 export async function docsRoutes (app: FastifyInstance, opts: DocsOptions): Promise<void> {
-  const assets = await loadAssets()
-  const byName = new Map(assets.map((asset) => [asset.name, asset]))
   const assetsPath = `${app.prefix}/docs/assets/`
-  // Order matters: the boot script uses window.Scalar, which the bundle defines.
-  const html = renderPage(opts.title ?? 'API reference', opts.specUrl, assets.map((asset) => assetsPath + asset.name))
+  let pagePromise: Promise<{ page: StaticEntity; byName: Map<string, Asset> }> | undefined
+  const load = () => {
+    pagePromise ??= loadAssets().then(async (assets) => ({
+      // Order matters: the boot script uses window.Scalar, which the bundle defines.
+      page: await staticEntity(renderPage(opts.title ?? 'API reference', opts.specUrl, assets.map((asset) => assetsPath + asset.name)), 'text/html; charset=utf-8'),
+      byName: new Map(assets.map((asset) => [asset.name, asset]))
+    }))
+    pagePromise.catch(() => { pagePromise = undefined })
+    return pagePromise
+  }
 
-  app.get('/docs', { schema: { hide: true } }, async (_request, reply) => {
-    return reply
-      .header('cache-control', 'no-cache')
+  app.get('/docs', { schema: { hide: true } }, async (request, reply) => {
+    const { page } = await load()
+    reply
       .header('content-security-policy', CONTENT_SECURITY_POLICY)
-      .header('x-content-type-options', 'nosniff')
       .header('referrer-policy', 'same-origin')
-      .type('text/html; charset=utf-8')
-      .send(html)
+    // The page names the current assets: a browser revalidates it (304 while they are the same).
+    return sendStatic(request, reply, page, 'no-cache')
   })
 
   app.get<{ Params: { '*': string } }>('/docs/assets/*', { schema: { hide: true } }, async (request, reply) => {
-    const asset = byName.get(request.params['*'])
+    const asset = (await load()).byName.get(request.params['*'])
     if (asset === undefined) {
       reply.callNotFound()
       return reply
     }
-    reply
-      .header('cache-control', IMMUTABLE)
-      .header('x-content-type-options', 'nosniff')
-      .header('vary', 'accept-encoding')
-      .type(asset.contentType)
-    if (acceptsGzip(request.headers['accept-encoding'])) {
-      return reply.header('content-encoding', 'gzip').send(asset.gzipped)
-    }
-    return reply.send(asset.body)
+    return sendStatic(request, reply, asset, IMMUTABLE)
   })
 }

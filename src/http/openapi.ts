@@ -8,6 +8,7 @@ import { stringify as toYaml } from 'yaml'
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
 import { ErrorSchema, Reply } from '../shared/schemas.ts'
 import { lifecycleDocument } from './lifecycle.ts'
+import { sendStatic, staticEntity, type StaticEntity } from './static.ts'
 
 export const API_VERSION = '1.0.0'
 
@@ -109,16 +110,17 @@ export async function registerOpenApi (app: FastifyInstance, options: { descript
 
 /** The document, built once when the app is ready, and the routes that serve it. */
 export function serveOpenApi (app: FastifyInstance): void {
-  let json: string | undefined
-  let yaml: string | undefined
+  // Built and compressed on the first request (http/static.ts), then revalidated by ETag.
+  let json: Promise<StaticEntity> | undefined
+  let yaml: Promise<StaticEntity> | undefined
   const document = () => app.swagger() as unknown as OpenApiDocument
-  app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => {
-    json ??= JSON.stringify(document())
-    return reply.type('application/json; charset=utf-8').send(json)
+  app.get('/openapi.json', { schema: { hide: true } }, async (request, reply) => {
+    json ??= staticEntity(JSON.stringify(document()), 'application/json; charset=utf-8')
+    return sendStatic(request, reply, await json, 'no-cache')
   })
-  app.get('/openapi.yaml', { schema: { hide: true } }, async (_request, reply) => {
-    yaml ??= toYaml(document())
-    return reply.type('application/yaml; charset=utf-8').send(yaml)
+  app.get('/openapi.yaml', { schema: { hide: true } }, async (request, reply) => {
+    yaml ??= staticEntity(toYaml(document()), 'application/yaml; charset=utf-8')
+    return sendStatic(request, reply, await yaml, 'no-cache')
   })
 }
 

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { test } from 'node:test'
-import { gunzipSync } from 'node:zlib'
+import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import swagger from '@fastify/swagger'
 import Fastify from 'fastify'
 import type { FastifyInstance } from 'fastify'
@@ -52,7 +52,7 @@ void test('GET /docs answers 200 text/html that loads only local scripts, under 
   assert.match(scripts[1] ?? '', /^\/docs\/assets\/docs-init\.[0-9a-f]{16}\.js$/)
 })
 
-void test('GET /docs/assets/* answers 200 JavaScript with immutable cache headers, gzipped when accepted', async (t) => {
+void test('GET /docs/assets/* answers 200 JavaScript with immutable cache headers, as brotli or gzip when accepted, and 304 to a current ETag', async (t) => {
   const app = await fixtureApp(t)
   const [scalarUrl = '', initUrl = ''] = scriptUrls((await app.inject({ method: 'GET', url: '/docs' })).body)
   const [scalarSource, initSource] = await Promise.all([
@@ -66,18 +66,45 @@ void test('GET /docs/assets/* answers 200 JavaScript with immutable cache header
     assert.equal(plain.headers['content-type'], 'text/javascript; charset=utf-8', url)
     assert.equal(plain.headers['cache-control'], 'public, max-age=31536000, immutable', url)
     assert.equal(plain.headers['x-content-type-options'], 'nosniff', url)
+    assert.equal(plain.headers.vary, 'accept-encoding', url)
     assert.equal(plain.headers['content-encoding'], undefined, url)
     assert.ok(plain.rawPayload.equals(source), `${url} is the file from disk`)
+    const etag = String(plain.headers.etag)
+    assert.match(etag, /^"[0-9a-f]{32}"$/)
 
-    const gzipped = await app.inject({ method: 'GET', url, headers: { 'accept-encoding': 'br, gzip;q=0.8' } })
+    const br = await app.inject({ method: 'GET', url, headers: { 'accept-encoding': 'gzip, deflate, br' } })
+    assert.equal(br.headers['content-encoding'], 'br', url)
+    assert.equal(br.headers.etag, etag.replace(/"$/, '-br"'), 'each coding has its own strong tag')
+    assert.ok(brotliDecompressSync(br.rawPayload).equals(source), `${url} in brotli is the file from disk`)
+
+    const gzipped = await app.inject({ method: 'GET', url, headers: { 'accept-encoding': 'br;q=0.5, gzip' } })
     assert.equal(gzipped.statusCode, 200, url)
     assert.equal(gzipped.headers['content-encoding'], 'gzip', url)
-    assert.equal(gzipped.headers.vary, 'accept-encoding', url)
     assert.ok(gunzipSync(gzipped.rawPayload).equals(source), `${url} gzipped is the file from disk`)
+
+    // Revalidation: any coding's tag names the same bytes.
+    for (const tag of [etag, String(br.headers.etag), `W/${String(gzipped.headers.etag)}`, `"other", ${etag}`]) {
+      const notModified = await app.inject({ method: 'GET', url, headers: { 'accept-encoding': 'br', 'if-none-match': tag } })
+      assert.equal(notModified.statusCode, 304, tag)
+      assert.equal(notModified.body, '')
+      assert.equal(notModified.headers.etag, br.headers.etag)
+      assert.equal(notModified.headers['cache-control'], 'public, max-age=31536000, immutable')
+    }
+    assert.equal((await app.inject({ method: 'GET', url, headers: { 'if-none-match': '"other"' } })).statusCode, 200)
   }
 
-  const refused = await app.inject({ method: 'GET', url: scalarUrl, headers: { 'accept-encoding': 'gzip;q=0' } })
-  assert.equal(refused.headers['content-encoding'], undefined, 'gzip;q=0 means no gzip')
+  const refused = await app.inject({ method: 'GET', url: scalarUrl, headers: { 'accept-encoding': 'gzip;q=0, br;q=0' } })
+  assert.equal(refused.headers['content-encoding'], undefined, 'q=0 means not acceptable')
+  const star = await app.inject({ method: 'GET', url: scalarUrl, headers: { 'accept-encoding': '*' } })
+  assert.equal(star.headers['content-encoding'], 'br')
+})
+
+void test('GET /docs answers 304 to its current ETag', async (t) => {
+  const app = await fixtureApp(t)
+  const page = await app.inject({ method: 'GET', url: '/docs' })
+  const again = await app.inject({ method: 'GET', url: '/docs', headers: { 'if-none-match': String(page.headers.etag) } })
+  assert.equal(again.statusCode, 304)
+  assert.equal(again.headers['cache-control'], 'no-cache')
 })
 
 void test('GET /docs/assets/ answers 404 for a name it does not serve, including the unversioned bundle', async (t) => {
