@@ -1,0 +1,295 @@
+// petstore-client: a typed client of the Petstore API that keeps the rate-limit contract for its
+// users (docs/product.md sections 4 and 9). It uses only `fetch`, so it runs on Node 24 as it is
+// (erasable TypeScript) and in browsers; its types are generated from docs/openapi.json.
+import type { components, operations, paths } from './openapi.ts'
+import { PetstoreError, errorOf, retryAfterSeconds } from './errors.ts'
+import { createGate, JITTER_MS } from './gate.ts'
+import { deprecationDate, linksOf, rateLimitOf, secondsToReset, type RateLimitState } from './headers.ts'
+
+export { PetstoreError }
+export type { ErrorCode, ErrorDetail } from './errors.ts'
+export type { RateLimitState }
+export type { components, operations, paths }
+
+type Schemas = components['schemas']
+export type Pet = Schemas['Pet']
+export type NewPet = Schemas['NewPet']
+export type PetPatch = Schemas['PetPatch']
+export type PetStatus = Schemas['PetStatus']
+export type Category = Schemas['Category']
+export type NewCategory = Schemas['NewCategory']
+export type Order = Schemas['Order']
+export type NewOrder = Schemas['NewOrder']
+export type InventoryItem = Schemas['InventoryItem']
+export type RateLimitStatus = Schemas['RateLimitStatus']
+export type PetQuery = NonNullable<operations['listPets']['parameters']['query']>
+export type CategoryQuery = NonNullable<operations['listCategories']['parameters']['query']>
+export type OrderQuery = NonNullable<operations['listOrders']['parameters']['query']>
+
+export interface DeprecationNotice {
+  /** The operation, as the client called it: `GET` and the path template, e.g. `/pets/{petId}`. */
+  method: string
+  path: string
+  /** When the operation was deprecated (`Deprecation`), when it stops working (`Sunset`). */
+  deprecation: Date | null
+  sunset: Date | null
+  /** The operation to use instead (`Link: rel="successor-version"`), as the server names it. */
+  successor: string | null
+}
+
+export interface PetstoreClientOptions {
+  /** The API's base URL, ending in `/v1`, e.g. `http://127.0.0.1:3000/v1`. */
+  baseUrl: string
+  apiKey: string
+  /** Retries of one call, 429s included (default 4). */
+  maxRetries?: number
+  /** Requests in flight at once (default 8). */
+  maxConcurrency?: number
+  /** Every request goes through it (default: the global fetch). */
+  fetch?: typeof globalThis.fetch
+  /** Called whenever a response leaves less than 10% of the window. */
+  onRateLimit?: (state: RateLimitState) => void
+  /** Called once per operation whose responses say it is deprecated. */
+  onDeprecation?: (notice: DeprecationNotice) => void
+  /** Clock and timer (milliseconds); tests inject a manual clock so waits take no real time. */
+  now?: () => number
+  sleep?: (ms: number) => Promise<void>
+  /** Source of jitter in [0, 1) (default Math.random). */
+  random?: () => number
+}
+
+export interface CreateOptions {
+  /** Sent as `Idempotency-Key`; a random one when absent. Every retry sends the same key. */
+  idempotencyKey?: string
+}
+
+export interface WriteOptions {
+  /** Sent as `If-Match`: the change applies only to that version (`ETag`) of the record. */
+  ifMatch?: string
+}
+
+type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete'
+type JsonBody<R> = R extends { content: { 'application/json': infer B } } ? B : undefined
+/** The parsed body of an operation's success (2xx) response. */
+export type SuccessBody<O> = O extends { responses: infer R }
+  ? { [S in keyof R]: S extends 200 | 201 | 202 | 204 ? JsonBody<R[S]> : never }[keyof R]
+  : never
+type RequestBody<O> = O extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never
+type ParamsOf<O> = O extends { parameters: infer P } ? P : never
+type OperationAt<P extends keyof paths, M extends HttpMethod> = paths[P][M]
+/** The paths that have an operation for `M`. */
+export type PathsOf<M extends HttpMethod> = { [P in keyof paths]: paths[P][M] extends { responses: unknown } ? P : never }[keyof paths]
+
+export interface RequestInit<O> {
+  path?: ParamsOf<O> extends { path?: infer X } ? Exclude<X, undefined> : never
+  query?: ParamsOf<O> extends { query?: infer X } ? Exclude<X, undefined> : never
+  body?: RequestBody<O>
+  headers?: Record<string, string>
+}
+
+const DEFAULT_MAX_RETRIES = 4
+const DEFAULT_MAX_CONCURRENCY = 8
+/** Exponential backoff of 503s and network errors: full jitter, between 0 and min(cap, base * 2^n). */
+const BACKOFF_BASE_MS = 500
+const BACKOFF_CAP_MS = 20_000
+/** Below this share of the window left, onRateLimit is called. */
+const LOW_SHARE = 0.1
+
+export type PetstoreClient = ReturnType<typeof createPetstoreClient>
+
+export function createPetstoreClient (options: PetstoreClientOptions) {
+  const baseUrl = options.baseUrl.replace(/\/+$/, '')
+  const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES
+  const fetchImpl = options.fetch ?? ((...args: Parameters<typeof globalThis.fetch>) => globalThis.fetch(...args))
+  const now = options.now ?? (() => Date.now())
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+  const random = options.random ?? Math.random
+  const gate = createGate({ maxConcurrency: options.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY, now, sleep, random })
+  const deprecationsSeen = new Set<string>()
+  let lastRateLimit: RateLimitState | null = null
+
+  function backoffMs (retry: number): number {
+    return Math.floor(random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (retry - 1)))
+  }
+
+  /** Rate-limit and lifecycle headers of any response, success or error. */
+  function observe (method: string, template: string, response: Response): void {
+    const state = rateLimitOf(response.headers)
+    if (state === null) {
+      gate.unmetered()
+    } else {
+      lastRateLimit = state
+      const seconds = secondsToReset(response.headers, state.remaining)
+      gate.observe(state.remaining, seconds !== null ? now() + seconds * 1000 : state.reset * 1000)
+      if (state.remaining < state.limit * LOW_SHARE) options.onRateLimit?.({ ...state })
+    }
+    const deprecation = response.headers.get('deprecation')
+    const operation = `${method} ${template}`
+    if (deprecation !== null && !deprecationsSeen.has(operation)) {
+      deprecationsSeen.add(operation)
+      const sunset = response.headers.get('sunset')
+      options.onDeprecation?.({
+        method,
+        path: template,
+        deprecation: deprecationDate(deprecation),
+        sunset: sunset === null ? null : deprecationDate(sunset),
+        successor: linksOf(response.headers.get('link')).get('successor-version') ?? null
+      })
+    }
+  }
+
+  /**
+   * Sends one call, retrying what the contract allows: a 429 `rate_limited` (after Retry-After,
+   * holding every other request meanwhile), and a 503 or a network error of a safe method or of
+   * a POST that carries an Idempotency-Key. Every retry counts against maxRetries.
+   */
+  async function send (method: string, template: string, url: string, body: unknown, headers: Record<string, string>): Promise<{ data: unknown; response: Response }> {
+    const retryable = method === 'GET' || method === 'HEAD' || (method === 'POST' && headers['idempotency-key'] !== undefined)
+    const init: globalThis.RequestInit = {
+      method,
+      headers: { accept: 'application/json', 'x-api-key': options.apiKey, ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
+      ...(body !== undefined && { body: JSON.stringify(body) })
+    }
+    let lastError: PetstoreError | null = null
+    let lastNetworkError: unknown = null
+    for (let retry = 0; ; retry++) {
+      if (retry > maxRetries) throw lastError ?? lastNetworkError
+      await gate.acquire()
+      let response: Response
+      let text: string
+      try {
+        response = await fetchImpl(url, init)
+        text = await response.text()
+      } catch (error) {
+        gate.release()
+        if (!retryable) throw error
+        lastNetworkError = error
+        if (retry < maxRetries) await sleep(backoffMs(retry + 1))
+        continue
+      }
+      observe(method, template, response)
+      if (response.ok) {
+        gate.release()
+        return { data: text === '' ? undefined : JSON.parse(text), response }
+      }
+      const error = errorOf(response, text)
+      lastError = error
+      if (response.status === 429 && error.code !== 'api_key_banned') {
+        // Over quota: nobody of this client sends until Retry-After has passed (sending now
+        // would only count towards a ban). A 429 was not processed, so any method may retry.
+        const waitMs = error.retryAfter !== null ? error.retryAfter * 1000 + Math.floor(random() * JITTER_MS) : backoffMs(retry + 1)
+        gate.hold(now() + waitMs)
+        gate.release()
+        continue
+      }
+      gate.release()
+      if (response.status === 503 && retryable) {
+        if (retry < maxRetries) await sleep(error.retryAfter !== null ? error.retryAfter * 1000 + Math.floor(random() * JITTER_MS) : backoffMs(retry + 1))
+        continue
+      }
+      throw error
+    }
+  }
+
+  function urlOf (template: string, path: Record<string, unknown> | undefined, query: Record<string, unknown> | undefined | string): string {
+    const filled = template.replace(/\{([^}]+)\}/g, (_, name: string) => {
+      const value = path?.[name]
+      if (value === undefined) throw new TypeError(`missing path parameter ${name} of ${template}`)
+      return encodeURIComponent(String(value))
+    })
+    if (typeof query === 'string') return baseUrl + filled + query
+    const search = new URLSearchParams()
+    for (const [name, value] of Object.entries(query ?? {})) {
+      if (value === undefined || value === null) continue
+      for (const item of Array.isArray(value) ? value : [value]) search.append(name, String(item))
+    }
+    const text = search.toString()
+    return baseUrl + filled + (text === '' ? '' : `?${text}`)
+  }
+
+  /** Any operation of the document, typed by its path and method: the escape hatch under the resource methods. */
+  async function request<M extends HttpMethod, P extends PathsOf<M>> (method: M, path: P, init: RequestInit<OperationAt<P, M>> = {}): Promise<SuccessBody<OperationAt<P, M>>> {
+    const { data } = await send(method.toUpperCase(), path, urlOf(path, init.path as Record<string, unknown> | undefined, init.query as Record<string, unknown> | undefined), init.body, lowerCase(init.headers))
+    return data as SuccessBody<OperationAt<P, M>>
+  }
+
+  /** Every item of a list operation, page after page, following `Link: rel="next"`. */
+  async function * every<T> (template: string, query: Record<string, unknown> | undefined): AsyncGenerator<T, void, undefined> {
+    let url = urlOf(template, undefined, query)
+    for (;;) {
+      const { data, response } = await send('GET', template, url, undefined, {})
+      for (const item of data as T[]) yield item
+      const next = linksOf(response.headers.get('link')).get('next')
+      if (next === undefined) return
+      // The server writes the link from the path it saw; behind a proxy that rewrites paths,
+      // only the query (filters and cursor) is ours to reuse, on our own base URL.
+      url = urlOf(template, undefined, new URL(next, baseUrl + '/').search)
+    }
+  }
+
+  const idempotency = (options?: CreateOptions): Record<string, string> => ({ 'idempotency-key': options?.idempotencyKey ?? globalThis.crypto.randomUUID() })
+  const ifMatch = (options?: WriteOptions): Record<string, string> => options?.ifMatch !== undefined ? { 'if-match': options.ifMatch } : {}
+
+  const pets = {
+    /** One page of pets. */
+    list: (query?: PetQuery) => request('get', '/pets', query !== undefined ? { query } : {}),
+    /** Every pet, in id order, across pages. */
+    all: (query?: Omit<PetQuery, 'cursor'>) => every<Pet>('/pets', query),
+    /** One pet, through `GET /pets?id=` (the successor of the deprecated `GET /pets/{petId}`). */
+    async get (id: number): Promise<Pet> {
+      const { data, response } = await send('GET', '/pets', urlOf('/pets', undefined, { id }), undefined, {})
+      const found = (data as Pet[])[0]
+      if (found !== undefined) return found
+      throw new PetstoreError({ status: 404, code: 'not_found', message: `pet ${id} not found`, requestId: response.headers.get('request-id'), retryAfter: null })
+    },
+    create: (pet: NewPet, options?: CreateOptions) => request('post', '/pets', { body: pet, headers: idempotency(options) }),
+    replace: (id: number, pet: NewPet, options?: WriteOptions) => request('put', '/pets/{petId}', { path: { petId: id }, body: pet, headers: ifMatch(options) }),
+    update: (id: number, patch: PetPatch, options?: WriteOptions) => request('patch', '/pets/{petId}', { path: { petId: id }, body: patch, headers: ifMatch(options) }),
+    delete: (id: number, options?: WriteOptions) => request('delete', '/pets/{petId}', { path: { petId: id }, headers: ifMatch(options) })
+  }
+
+  const categories = {
+    list: (query?: CategoryQuery) => request('get', '/categories', query !== undefined ? { query } : {}),
+    all: (query?: Omit<CategoryQuery, 'cursor'>) => every<Category>('/categories', query),
+    get: (id: number) => request('get', '/categories/{categoryId}', { path: { categoryId: id } }),
+    create: (category: NewCategory) => request('post', '/categories', { body: category }),
+    replace: (id: number, category: NewCategory, options?: WriteOptions) => request('put', '/categories/{categoryId}', { path: { categoryId: id }, body: category, headers: ifMatch(options) }),
+    delete: (id: number, options?: WriteOptions) => request('delete', '/categories/{categoryId}', { path: { categoryId: id }, headers: ifMatch(options) })
+  }
+
+  const orders = {
+    place: (order: NewOrder, options?: CreateOptions) => request('post', '/store/orders', { body: order, headers: idempotency(options) }),
+    get: (id: number) => request('get', '/store/orders/{orderId}', { path: { orderId: id } }),
+    list: (query?: OrderQuery) => request('get', '/store/orders', query !== undefined ? { query } : {}),
+    all: (query?: Omit<OrderQuery, 'cursor'>) => every<Order>('/store/orders', query),
+    /** Staff: marks the order complete, shipped now or at `shipDate`. */
+    complete: (id: number, shipDate?: string, options?: WriteOptions) => request('patch', '/store/orders/{orderId}', { path: { orderId: id }, body: { complete: true, ...(shipDate !== undefined && { shipDate }) }, headers: ifMatch(options) }),
+    /** Cancels an open order: its quantity returns to stock, and the order is gone. */
+    cancel: (id: number, options?: WriteOptions) => request('delete', '/store/orders/{orderId}', { path: { orderId: id }, headers: ifMatch(options) })
+  }
+
+  const inventory = {
+    get: (petId: number) => request('get', '/store/inventory/{petId}', { path: { petId } }),
+    set: (petId: number, quantity: number, options?: WriteOptions) => request('put', '/store/inventory/{petId}', { path: { petId }, body: { quantity }, headers: ifMatch(options) })
+  }
+
+  return {
+    pets,
+    categories,
+    orders,
+    inventory,
+    /** The caller's plan, both windows and ban state; costs no quota. */
+    rateLimit: () => request('get', '/rate_limit'),
+    request,
+    /** `X-RateLimit-*` of the last response (the window that binds first); null before any. */
+    get lastRateLimit (): RateLimitState | null {
+      return lastRateLimit === null ? null : { ...lastRateLimit }
+    }
+  }
+}
+
+function lowerCase (headers: Record<string, string> | undefined): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]))
+}
+
+export { retryAfterSeconds }

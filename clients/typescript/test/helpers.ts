@@ -1,0 +1,59 @@
+// The real server, in process, for the client's tests: the app the server's own tests build
+// (test/helpers/app.ts: real storage, the memory or Redis limiter, a manual clock), listening on
+// a free port, so the client talks HTTP to it through fetch exactly as it would in production.
+import type { AddressInfo } from 'node:net'
+import type { TestContext } from 'node:test'
+import { buildTestApp, type TestApp, type TestAppOptions } from '../../../test/helpers/app.ts'
+import { createPetstoreClient, type PetstoreClientOptions } from '../src/index.ts'
+
+export interface TestServer extends TestApp {
+  baseUrl: string
+  /** A client on this server: a manual-clock timer, so waits take no real time. */
+  client (options?: Partial<PetstoreClientOptions>): ReturnType<typeof createPetstoreClient>
+}
+
+export async function startTestServer (t: TestContext, options: TestAppOptions = {}): Promise<TestServer> {
+  const testApp = await buildTestApp(t, options)
+  await testApp.app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = testApp.app.server.address() as AddressInfo
+  const baseUrl = `http://127.0.0.1:${port}/v1`
+  const client: TestServer['client'] = (overrides = {}) => createPetstoreClient({
+    baseUrl,
+    apiKey: testApp.keys.staff,
+    now: testApp.clock.now,
+    // Waiting moves the server's clock: a window reset or a Retry-After passes at once.
+    sleep: async (ms) => { testApp.clock.advance(ms) },
+    ...overrides
+  })
+  return { ...testApp, baseUrl, client }
+}
+
+export interface Exchange { method: string; url: string; status: number | null; code: string | null; requestId: string | null; idempotencyKey: string | null }
+
+/** A fetch that records every exchange (what the server received and answered). */
+export function recordingFetch (inner: typeof fetch = (...args) => fetch(...args)): { fetch: typeof fetch; exchanges: Exchange[] } {
+  const exchanges: Exchange[] = []
+  const recording: typeof fetch = async (input, init) => {
+    const headers = new Headers(init?.headers)
+    const exchange: Exchange = { method: init?.method ?? 'GET', url: String(input), status: null, code: null, requestId: null, idempotencyKey: headers.get('idempotency-key') }
+    exchanges.push(exchange)
+    const response = await inner(input, init)
+    exchange.status = response.status
+    exchange.requestId = response.headers.get('request-id')
+    if (!response.ok) {
+      const body = await response.clone().json().catch(() => null) as { code?: string } | null
+      exchange.code = body?.code ?? null
+    }
+    return response
+  }
+  return { fetch: recording, exchanges }
+}
+
+/** Makes a category and `count` pets (staff), returning the pets in id order. */
+export async function seedPets (server: TestServer, count: number): Promise<{ id: number; name: string }[]> {
+  const staff = server.client()
+  const category = await staff.categories.create({ name: 'Dogs' })
+  const pets = []
+  for (let i = 1; i <= count; i++) pets.push(await staff.pets.create({ name: `Pet ${i}`, categoryId: category.id }))
+  return pets
+}
