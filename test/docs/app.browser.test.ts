@@ -1,7 +1,6 @@
 // /docs of the real app, on its own generated document, in Debian's Chromium: the groups, the
 // deprecated operation with its sunset date, a beta and an experimental badge, a try-it request
 // that reaches the running server, and no try-it control on GET /store/orders.
-import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -9,14 +8,14 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { chromium } from 'playwright-core'
 import { buildTestApp } from '../helpers/app.ts'
+import { serviceGate } from '../helpers/services.ts'
 import { checkDocsPage } from './docs-page-checks.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
-const haveChromium = existsSync(CHROMIUM)
-const skip = !haveChromium && process.env.CI === undefined ? `${CHROMIUM} is missing; install it with apt-get install -y chromium` : false
+const chromiumGate = serviceGate(existsSync(CHROMIUM) ? null : `${CHROMIUM} is missing; install it with apt-get install -y chromium`)
 
-test('/docs of the real app: groups, deprecation with its sunset, badges, a working try-it and none on GET /store/orders', { skip, timeout: 120_000 }, async (t) => {
-  assert.ok(haveChromium, `${CHROMIUM} is missing and CI is set: install it with apt-get install -y chromium`)
+test('/docs of the real app: groups, deprecation with its sunset, badges, a working try-it and none on GET /store/orders', { skip: chromiumGate.skip, timeout: 120_000 }, async (t) => {
+  chromiumGate.check()
   // The system clock: the browser's requests run through the real access hook.
   const { app, stores, keys } = await buildTestApp(t)
   const category = await stores.categories.createCategory({ name: 'Dogs' })

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { chromium } from 'playwright-core'
+import { serviceGate } from '../helpers/services.ts'
 import { checkDocsPage, operationSection } from './docs-page-checks.ts'
 import { buildFixtureApp, FIXTURE_API_KEY } from './fixture-app.ts'
 import { SUNSET_DATE } from './fixture-openapi.ts'
@@ -16,13 +17,10 @@ const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-ne
   '--disable-component-update', '--disable-sync', '--no-first-run']
 const TIMEOUT_MS = 15_000
 
-const haveChromium = existsSync(CHROMIUM)
-const skip = !haveChromium && process.env.CI === undefined
-  ? `${CHROMIUM} is missing; install it with apt-get install -y chromium`
-  : false
+const chromiumGate = serviceGate(existsSync(CHROMIUM) ? null : `${CHROMIUM} is missing; install it with apt-get install -y chromium`)
 
-void test('/docs renders the fixture document with Scalar in Chromium', { skip, timeout: 120_000 }, async (t) => {
-  assert.ok(haveChromium, `${CHROMIUM} is missing and CI is set: install it with apt-get install -y chromium`)
+void test('/docs renders the fixture document with Scalar in Chromium', { skip: chromiumGate.skip, timeout: 120_000 }, async (t) => {
+  chromiumGate.check()
 
   const { app, apiCalls } = await buildFixtureApp()
   t.after(() => app.close())

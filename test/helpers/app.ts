@@ -44,7 +44,7 @@ export async function buildTestApp (t: TestContext, options: TestAppOptions = {}
   const clock = manualClock(T0)
   const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', ...options.env })
   const stores = options.stores ?? await openTestStores(t)
-  const limiter = options.limiter !== undefined ? await options.limiter(clock.now) : await openTestLimiter(clock.now)
+  const limiter = options.limiter !== undefined ? await options.limiter(clock.now) : await openTestLimiter(t, clock.now)
   const app = await buildApp({ config, stores, limiter, clock, ...options.deps })
   t.after(async () => {
     await app.close()

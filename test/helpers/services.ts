@@ -120,6 +120,16 @@ export function requireService (t: TestContext, reason: string | null, ci: strin
   throw ciFailure(reason)
 }
 
+/**
+ * For a helper that must return a value: after requireService skipped the test, throw this to end
+ * its body. node:test still reports the test as skipped (and the run passes).
+ */
+export function skippedTestEnd (what: string): Error {
+  const error = new Error(`${what}: skipped, the service does not answer`)
+  error.stack = error.message
+  return error
+}
+
 function ciFailure (reason: string): Error {
   const error = new Error(`CI is set, so a missing service fails the test: ${reason}`)
   // The reason is the whole story; a stack into this helper would only hide it.

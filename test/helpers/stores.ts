@@ -1,11 +1,12 @@
 // The storage engine a test runs on: SQLite in memory by default; PostgreSQL (a fresh schema per
-// test, dropped afterwards) when PETSTORE_TEST_ENGINE=postgres.
+// test, dropped afterwards) when PETSTORE_TEST_ENGINE=postgres. A missing PostgreSQL follows the
+// rule of services.ts.
 import { randomBytes } from 'node:crypto'
 import type { TestContext } from 'node:test'
-import pg from 'pg'
 import { createPostgresStores, type PostgresStores, type PostgresStoresOptions } from '../../src/storage/postgres/index.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
 import type { Stores } from '../../src/storage/stores.ts'
+import { postgresUnavailableReason, requireService, skippedTestEnd, withPostgres } from './services.ts'
 
 export const TEST_ENGINE = process.env.PETSTORE_TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite'
 
@@ -19,39 +20,18 @@ export async function openTestStores (t: TestContext): Promise<Stores> {
   return stores
 }
 
-/** Why the test PostgreSQL cannot be used (one line, no password), or null when it answers. */
-export async function postgresUnavailableReason (): Promise<string | null> {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 2000 })
-  client.on('error', () => {})
-  try {
-    await client.connect()
-    await client.query('SELECT 1')
-    return null
-  } catch (error) {
-    const url = new URL(TEST_DATABASE_URL)
-    const { code, message } = error as { code?: string; message?: string }
-    return `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname} is unreachable (${code ?? message ?? 'unknown error'}); ` +
-      'start it or set PETSTORE_TEST_DATABASE_URL'
-  } finally {
-    await client.end().catch(() => {})
-  }
-}
+let probed: Promise<string | null> | undefined
 
-async function admin<T> (fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 2000 })
-  client.on('error', () => {})
-  await client.connect()
-  try {
-    return await fn(client)
-  } finally {
-    await client.end().catch(() => {})
-  }
+/** Why the test PostgreSQL cannot be used (one line, no password), or null when it answers; probed once per process. */
+export function testPostgresReason (): Promise<string | null> {
+  probed ??= postgresUnavailableReason(TEST_DATABASE_URL).then((reason) => reason === null ? null : `${reason}; start it or set PETSTORE_TEST_DATABASE_URL`)
+  return probed
 }
 
 async function newSchema (): Promise<{ schema: string; drop (): Promise<void> }> {
   const schema = `petstore_test_${randomBytes(6).toString('hex')}`
-  await admin((c) => c.query(`CREATE SCHEMA ${schema}`))
-  return { schema, drop: () => admin(async (c) => { await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) }) }
+  await withPostgres(TEST_DATABASE_URL, (c) => c.query(`CREATE SCHEMA ${schema}`))
+  return { schema, drop: () => withPostgres(TEST_DATABASE_URL, async (c) => { await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) }) }
 }
 
 /**
@@ -65,19 +45,9 @@ export async function createTestSchema (t: TestContext): Promise<string> {
   return schema
 }
 
-let reachable: Promise<string | null> | undefined
-
 /** The PostgreSQL engine on a fresh schema (see createTestSchema), closed then dropped after the test. */
 export async function openPostgresTestStores (t: TestContext, options: PostgresStoresOptions = {}): Promise<PostgresStores> {
-  reachable ??= postgresUnavailableReason()
-  const reason = await reachable
-  if (reason !== null) {
-    // Without CI, a missing server skips the test (README: npm test); the throw only ends its body.
-    if (process.env.CI === undefined || process.env.CI === '') t.skip(`PETSTORE_TEST_ENGINE=postgres: ${reason}`)
-    const error = new Error(`PETSTORE_TEST_ENGINE=postgres: ${reason}`)
-    error.stack = error.message
-    throw error
-  }
+  if (!requireService(t, await testPostgresReason())) throw skippedTestEnd('PostgreSQL')
   const { schema, drop } = await newSchema()
   let stores: PostgresStores | null = null
   t.after(async () => {

@@ -4,13 +4,13 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { test } from 'node:test'
 import { buildTestApp } from '../helpers/app.ts'
-import { openRedisTestLimiter, redisUnavailableReason } from '../helpers/limiter.ts'
+import { openRedisTestLimiter, testRedisReason } from '../helpers/limiter.ts'
+import { serviceGate } from '../helpers/services.ts'
 
-const unreachable = await redisUnavailableReason()
-const skip = unreachable !== null && process.env.CI === undefined ? unreachable : false
+const redis = serviceGate(await testRedisReason())
 
-test('two app instances on one Redis: 30 + 30 interleaved calls on a 50/min key give exactly 50 successes, and a ban holds on both', { skip }, async (t) => {
-  assert.equal(unreachable, null, `CI is set but ${unreachable}`)
+test('two app instances on one Redis: 30 + 30 interleaved calls on a 50/min key give exactly 50 successes, and a ban holds on both', { skip: redis.skip }, async (t) => {
+  redis.check()
   const prefix = `test:${randomUUID()}:`
   const a = await buildTestApp(t, { limiter: (now) => openRedisTestLimiter(now, prefix) })
   // The second instance shares the database (the keys) and the Redis prefix, not the process state.

@@ -9,8 +9,9 @@ import type { TestContext } from 'node:test'
 import { Redis } from 'ioredis'
 import { main } from '../../src/cli/main.ts'
 import type { Io } from '../../src/cli/io.ts'
-import { deleteRedisKeys, redisUnavailableReason, TEST_REDIS_URL } from '../helpers/limiter.ts'
-import { createTestSchema, postgresUnavailableReason, TEST_DATABASE_URL } from '../helpers/stores.ts'
+import { testRedisReason, TEST_REDIS_URL } from '../helpers/limiter.ts'
+import { deleteRedisKeys, requireService } from '../helpers/services.ts'
+import { createTestSchema, testPostgresReason, TEST_DATABASE_URL } from '../helpers/stores.ts'
 
 const CLI = new URL('../../src/cli/main.ts', import.meta.url).pathname
 
@@ -31,25 +32,16 @@ export function cleanupStack (t: TestContext): (fn: () => Promise<unknown> | unk
 }
 
 // ---------------------------------------------------------------------------------------------
-// Services: skip with the reason when one is unreachable, fail with a clear message under CI.
+// Services: the rule of test/helpers/services.ts (skip with the reason, fail under CI).
 
 /**
- * Resolves when every service named is reachable. Otherwise skips the test with the reason, or,
- * when CI is set, throws a one-line error saying what is missing (the README's rule for npm test).
- * Returns false when the test was skipped: the caller returns at once.
+ * Resolves true when every service named answers. Otherwise skips the test with the reasons and
+ * resolves false (the caller returns at once), or, under CI, throws them.
  */
 export async function requireServices (t: TestContext, services: ReadonlyArray<'postgres' | 'redis'>): Promise<boolean> {
-  const reasons = (await Promise.all(services.map((s) => s === 'postgres' ? postgresUnavailableReason() : redisUnavailableReason())))
+  const reasons = (await Promise.all(services.map((s) => s === 'postgres' ? testPostgresReason() : testRedisReason())))
     .filter((r): r is string => r !== null)
-  if (reasons.length === 0) return true
-  const reason = reasons.join('; ')
-  if (process.env.CI === undefined || process.env.CI === '') {
-    t.skip(reason)
-    return false
-  }
-  const error = new Error(`CI is set but a service this test needs is unreachable: ${reason}`)
-  error.stack = error.message
-  throw error
+  return requireService(t, reasons.length === 0 ? null : reasons.join('; '))
 }
 
 // ---------------------------------------------------------------------------------------------
