@@ -2,8 +2,8 @@
 import { parseArgs } from 'node:util'
 
 export const USAGE = `usage: npm run bench -- [options]
-  --rounds N          measured rounds per scenario, each beside a round of bare node:http (default 4)
-  --slice S           seconds of load per round, whole seconds with wrk (default 2)
+  --rounds N          measured rounds per scenario, each beside a round of bare node:http (default 8)
+  --slice S           seconds of load per round, whole seconds with wrk (default 1)
   --warmup S          seconds of unmeasured load before each scenario (default 1; 0 for none)
   --connections N     concurrent connections (default 50)
   --pets N            pets in the catalogue the reads pick from (default 10000)
@@ -47,8 +47,8 @@ export function parseOptions (args: string[]): Options | null {
     args,
     strict: true,
     options: {
-      rounds: { type: 'string', default: '4' },
-      slice: { type: 'string', default: '2' },
+      rounds: { type: 'string', default: '8' },
+      slice: { type: 'string', default: '1' },
       warmup: { type: 'string', default: '1' },
       connections: { type: 'string', default: '50' },
       pets: { type: 'string', default: '10000' },

@@ -176,9 +176,9 @@ function cells (row: Row): string[] {
   ]
 }
 
-const HEADER = ['setup', 'scenario', 'req/s', 'p50 ms', 'p99 ms', 'ratio to bare', 'rounds', 'target', '']
+const HEADER = ['setup', 'scenario', 'req/s', 'p50 ms', 'p99 ms', 'ratio to bare', 'rounds', 'target', 'met']
 const RIGHT = [false, false, true, true, true, true, false, false, false]
-const MEMORY_HEADER = ['server RSS', 'at start MiB', 'after the runs MiB', 'target', '']
+const MEMORY_HEADER = ['server RSS', 'at start MiB', 'after the runs MiB', 'target', 'met']
 
 function textTable (header: string[], rows: string[][], right: boolean[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))

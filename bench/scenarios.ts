@@ -35,9 +35,10 @@ export async function seed (stores: Stores, pets: number, databaseUrl: string): 
     return record.id
   }
   const petIds: number[] = []
-  // A few at a time: PostgreSQL overlaps the round trips; SQLite runs them one by one anyway.
-  for (let i = 0; i < pets - 1; i += 16) {
-    petIds.push(...await Promise.all(Array.from({ length: Math.min(16, pets - 1 - i) }, (_, j) => createPet(i + j))))
+  // Many at a time: PostgreSQL overlaps the round trips and commits them together; SQLite runs
+  // them one by one anyway.
+  for (let i = 0; i < pets - 1; i += 32) {
+    petIds.push(...await Promise.all(Array.from({ length: Math.min(32, pets - 1 - i) }, (_, j) => createPet(i + j))))
   }
   const { record: stocked } = await stores.pets.createPet({ name: 'Bench goldfish', categoryId: categoryIds[3]!, status: 'available' }, null)
   await stores.inventory.setStock(stocked.id, ORDER_STOCK, null)

@@ -1,7 +1,8 @@
 // A one-second smoke run of `npm run bench`, so the harness cannot rot: it starts the servers,
 // seeds, drives each kind of load (a random pet per request, a POST, the mixed run with its
-// per-request timing), parses the generator's numbers and writes the table. It asserts that all
-// of that happened, never how fast: speed is measured by `npm run bench`, not tested.
+// per-request timing), parses the generator's numbers and writes the table; then the autocannon
+// fallback on its own. It asserts that all of that happened, never how fast: speed is measured
+// by `npm run bench`, not tested.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
@@ -9,6 +10,9 @@ import os from 'node:os'
 import path from 'node:path'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { LATENCY_GRID, openGenerator } from '../../bench/load.ts'
 import { hasCommand } from '../../bench/processes.ts'
 import type { Document, Row } from '../../bench/report.ts'
 import { serviceGate } from '../helpers/services.ts'
@@ -62,10 +66,40 @@ test('npm run bench, one second per slice: the reference, a random-pet read, ord
   assert.match(markdown, /\| SQLite \| POST \/v1\/store\/orders \| [\d,]+ \|/)
 })
 
-test('npm run bench --generator autocannon: the fallback generator runs in its own process and its numbers are parsed', { timeout: 120_000 }, async (t) => {
-  const { doc } = await bench(t, ['--only', 'get', '--generator', 'autocannon'])
-  assert.equal(doc.ok, true, doc.failures.join('\n'))
-  assert.match(doc.generator, /^autocannon in a child process \(asked for/)
-  assertMeasured(doc.rows.find((r) => r.scenario === 'bare'), 'bare')
-  assertMeasured(doc.rows.find((r) => r.scenario === 'get'), 'get')
+test('the autocannon fallback: a static GET, a POST, random paths and the mixed run, each from its own process, parsed into counts and latencies', { timeout: 60_000 }, async (t) => {
+  // A local server that answers 201 to POST and 200 to GET, and counts what it saw.
+  const seen = { get: 0, post: 0 }
+  const server = createServer((request, response) => {
+    request.resume()
+    request.on('end', () => {
+      if (request.method === 'POST') seen.post++
+      else seen.get++
+      response.writeHead(request.method === 'POST' ? 201 : 200, { 'content-type': 'application/json' }).end('{}')
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.after(() => new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections() }))
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const generator = await openGenerator('autocannon', null)
+  assert.match(generator.describe, /^autocannon in a child process \(asked for/)
+  const headers = { 'x-api-key': 'k' }
+  const order = { path: '/orders', body: '{"petId":1,"quantity":1}' }
+  const slices = await Promise.all([
+    generator.run(base, { kind: 'static', method: 'GET', path: '/x', headers }, 2, 1),
+    generator.run(base, { kind: 'static', method: 'POST', path: order.path, body: order.body, headers }, 2, 1),
+    generator.run(base, { kind: 'paths', paths: ['/a', '/b'], headers }, 2, 1),
+    generator.run(base, { kind: 'mixed', paths: ['/a', '/b'], every: 10, order, headers }, 2, 1)
+  ])
+  for (const slice of slices) {
+    assert.ok(slice.requests > 0 && slice.seconds > 0, JSON.stringify(slice))
+    assert.deepEqual(slice.errors, { connect: 0, read: 0, write: 0, status: 0, timeout: 0 })
+    assert.equal(slice.latencyUs.length, LATENCY_GRID.length)
+    assert.ok(slice.latencyUs.every((v, i) => v > 0 && v >= (slice.latencyUs[i - 1] ?? 0)), 'the grid rises')
+  }
+  const mixed = slices[3]!
+  assert.ok(mixed.reads !== undefined && mixed.orders !== undefined)
+  assert.equal(mixed.reads.count + mixed.orders.count, mixed.requests)
+  assert.ok(mixed.orders.count > 0 && mixed.reads.count >= 8 * mixed.orders.count, `${mixed.reads.count} reads, ${mixed.orders.count} orders`)
+  assert.equal(mixed.reads.bad + mixed.orders.bad, 0)
+  assert.ok(seen.post > 0 && seen.get > 0)
 })
