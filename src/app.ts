@@ -137,7 +137,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
     strictPreflight: false
   })
 
-  await registerOpenApi(app, { description: API_DESCRIPTION })
+  await registerOpenApi(app)
 
   const pets = createPetService(stores.pets)
   const categories = createCategoryService(stores.categories)
@@ -176,14 +176,3 @@ function answerMalformedUrl (request: FastifyRequest, reply: FastifyReply, charg
   }
   charge(request, reply).then(() => sendError(request, reply, malformed), (error: unknown) => sendError(request, reply, toAppError(error)))
 }
-
-const API_DESCRIPTION = `A pet store a shop and its partners can run for real: a catalogue of pets and categories, orders that take stock atomically, API keys with roles and plan quotas.
-
-## Authentication
-Send your API key as \`X-API-Key: KEY\` (or \`Authorization: Bearer KEY\`). Roles: \`customer\` browses and orders; \`staff\` also manages the catalogue, stock and every order; \`admin\` also manages keys.
-
-## Rate limits
-Each key has a per-minute and a per-day quota from its plan (free 60/1,000, pro 300/10,000, business 1,000/100,000, enterprise per key). Both windows are fixed (UTC minutes and days) and checked all or nothing: a refused request is charged to neither. Requests without a valid key are counted per client address at the free quotas. Every response carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\` (Unix seconds) for the window that binds first, and \`RateLimit\`/\`RateLimit-Policy\` for both. Over quota: \`429 rate_limited\` with \`Retry-After\`; back off exponentially. Counting from the first 429, the 21st request sent before that \`Retry-After\` has passed is answered \`429 api_key_banned\` and starts a ban of 15 minutes, doubled for each further ban within 24 hours, up to 24 hours. \`GET /rate_limit\` costs nothing. CORS preflights cost nothing either.
-
-## Conventions
-Identifiers are int64. Lists are pages of at most \`limit\` (1 to 100, default 20) items in id order; the next page is in \`Link: <…>; rel="next"\`. Unknown query parameters and body fields are refused. Reads return an \`ETag\`; \`PUT\`, \`PATCH\` and \`DELETE\` honour \`If-Match\`. Bodies are JSON, at most 64 KiB. Creating a pet or an order honours \`Idempotency-Key\`.`

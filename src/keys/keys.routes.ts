@@ -104,7 +104,6 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
   app.post('/admin/keys/:keyId/rotate', {
     schema: {
       operationId: 'rotateApiKey', tags, summary: 'Rotate an API key',
-      description: 'Makes a new key with the old key\'s name, role, plan and quotas, and shows it once. The old key keeps working for `gracePeriodSeconds` (default a day, at most a week), then answers `401 api_key_expired`: its `expiresAt` becomes the end of the grace period (an earlier expiry stays) and its `replacedBy` names the new key. While both work they are one caller for the rate limits: they share the minute and day counters and any ban. The change takes effect at once on the instance that made it and within 2 seconds on the others. Only a live key that was not rotated already can be rotated (`409 api_key_not_rotatable`). The body may be omitted.',
       params: KeyIdParams, body: RotateApiKeySchema,
       response: { 201: Reply('The new key, shown once; its `replaces` names the old key.', CreatedApiKeySchema, { ...LocationHeader, ...ETagHeader }) }
     },
@@ -120,7 +119,6 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
   app.get('/admin/keys/:keyId/usage', {
     schema: {
       operationId: 'getApiKeyUsage', tags, summary: 'A key\'s requests per day',
-      description: 'The key\'s requests per UTC day over the last `days` days (today included), one entry per day with traffic, oldest first: `allowed` (answered 2xx to 4xx, 429 excepted), `limited` (`429 rate_limited`) and `banned` (`429 api_key_banned`). Requests without a valid key, and 5xx answers, are not counted. Each key of a rotated pair has its own counts. Servers write their counts every 2 seconds (this instance\'s before answering), so the figures are at most that late; a crashed instance loses its last 2 seconds of counts.',
       params: KeyIdParams, querystring: KeyUsageQuery,
       response: { 200: Reply('The key\'s usage per day.', KeyUsageSchema) }
     },

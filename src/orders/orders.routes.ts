@@ -48,7 +48,6 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
   app.post('/store/orders', {
     schema: {
       operationId: 'placeOrder', tags, summary: 'Place an order',
-      description: 'Orders `quantity` units of an `available` pet and takes them off its stock in the same transaction; when the stock reaches 0 the pet becomes `pending`. Orders never add up to more than the stock, whatever the concurrency: a pet that is not `available` is `409 pet_not_available`, a stock that does not cover the quantity is `409 insufficient_stock`, a pet that does not exist is `422 pet_not_found`. Honours `Idempotency-Key`: a retry with the same key and body returns the first result (201, same body and Location) and creates nothing; the same key with another body is `409 idempotency_key_reused`. A refused order records no key, so a retry is tried afresh. Keys are remembered for 24 hours, per API key.',
       headers: IdempotencyKeyHeaders,
       body: NewOrderSchema,
       response: { 201: Reply('The order, as placed (also on a replay).', OrderSchema, { ...LocationHeader, ...ETagHeader }) }
@@ -77,7 +76,6 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
   app.patch('/store/orders/:orderId', {
     schema: {
       operationId: 'updateOrder', tags, summary: 'Complete an order or change its ship date',
-      description: '`complete: true` completes the order and sets its `shipDate` to the one given, else to now; when the last open order of a pet whose stock is 0 completes, the pet becomes `sold`. `shipDate` alone changes the expected ship date. Completing is one way: a complete order cannot change (`409 order_already_complete`), and `complete: false` is refused (`400`). Honours `If-Match`.',
       params: OrderIdParams, body: OrderPatchSchema,
       response: { 200: Reply('The updated order.', OrderSchema, ETagHeader) }
     },
@@ -91,7 +89,6 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
   app.delete('/store/orders/:orderId', {
     schema: {
       operationId: 'cancelOrder', tags, summary: 'Cancel an order',
-      description: 'Cancels an open order: deletes it (it is `404` afterwards) and returns its quantity to the stock; a `pending` pet becomes `available` again. A customer may cancel only its own orders (another customer\'s is `404 not_found`); staff may cancel any. A complete order cannot be cancelled (`409 order_already_complete`). Honours `If-Match`.',
       params: OrderIdParams,
       response: { 204: NoContent('The order is cancelled.') }
     },
