@@ -49,7 +49,7 @@ class LazyRequestLogger {
   set level (level: string) { this.#real().level = level }
 
   #real (): FastifyBaseLogger {
-    const keyId = this.holder?.principal?.keyId
+    const keyId = this.#bindings.keyId === undefined ? this.holder?.principal?.keyId : undefined
     if (this.#child === null || keyId !== this.#boundKeyId) {
       this.#boundKeyId = keyId
       this.#child = this.#parent.child(keyId === undefined ? this.#bindings : { ...this.#bindings, keyId })
@@ -73,7 +73,13 @@ class LazyRequestLogger {
     const parent = this.#parent as FastifyBaseLogger & { isLevelEnabled?: (level: string) => boolean }
     return parent.isLevelEnabled === undefined || parent.isLevelEnabled(level)
   }
-  child (bindings: Bindings, options?: object): FastifyBaseLogger { return this.#real().child(bindings, options) }
+  /** Lazy too: a child with more bindings (the access step's keyId, say) costs nothing until used. */
+  child (bindings: Bindings, options?: object): FastifyBaseLogger {
+    if (options !== undefined && Object.keys(options).length > 0) return this.#real().child(bindings, options)
+    const child = new LazyRequestLogger(this.#parent, { ...this.#bindings, ...bindings })
+    child.holder = this.holder
+    return child as unknown as FastifyBaseLogger
+  }
 }
 
 /** Fastify's childLoggerFactory: a lazy child per request instead of a pino child. */

@@ -2,10 +2,10 @@
 import { AppError, notFound, preconditionFailed } from '../../errors.ts'
 import type { CategoryStore } from '../../categories/categories.store.ts'
 import { matchesVersion } from '../../shared/store.ts'
-import { transaction, type Db } from './database.ts'
+import type { Db, Writer } from './database.ts'
 import { CATEGORY_COLUMNS, toCategory, type CategoryRow } from '../rows.ts'
 
-export function createSqliteCategoryStore (db: Db): CategoryStore {
+export function createSqliteCategoryStore (db: Db, writer: Writer): CategoryStore {
   const byId = db.prepare(`SELECT ${CATEGORY_COLUMNS} FROM categories WHERE id = ?`)
   const list = db.prepare(`SELECT ${CATEGORY_COLUMNS} FROM categories WHERE id > ? ORDER BY id LIMIT ?`)
   const insert = db.prepare(`INSERT INTO categories (name, description) VALUES (?, ?) RETURNING ${CATEGORY_COLUMNS}`)
@@ -29,16 +29,16 @@ export function createSqliteCategoryStore (db: Db): CategoryStore {
       return row === undefined ? null : toCategory(row)
     },
     async createCategory (input) {
-      return toCategory(insert.get(input.name, input.description ?? null) as unknown as CategoryRow)
+      return await writer.run(() => toCategory(insert.get(input.name, input.description ?? null) as unknown as CategoryRow))
     },
     async replaceCategory (id, input, ifMatch) {
-      return transaction(db, () => {
+      return await writer.run(() => {
         current(id, ifMatch)
         return toCategory(replace.get(input.name, input.description ?? null, id) as unknown as CategoryRow)
       })
     },
     async deleteCategory (id, ifMatch) {
-      transaction(db, () => {
+      await writer.run(() => {
         current(id, ifMatch)
         if (hasPets.get(id) !== undefined) throw new AppError('category_in_use', `category ${id} still has pets; move or delete them first`)
         remove.run(id)

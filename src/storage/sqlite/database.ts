@@ -1,16 +1,29 @@
-// Opening SQLite through node:sqlite, its pragmas and its migrations.
+// Opening SQLite through node:sqlite, its pragmas, its migrations, and its write paths.
 import { DatabaseSync } from 'node:sqlite'
-import { mkdirSync } from 'node:fs'
+import { closeSync, fsync, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { ServiceUnavailableError } from '../../errors.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
 
 export type Db = DatabaseSync
 
 /**
+ * How long a statement run outside the writer (reads, the synchronous `transaction`, the CLI)
+ * may wait, blocking, for a lock another connection holds. In WAL mode readers never wait for a
+ * writer, so reads hardly ever use it; a synchronous write that still finds the file locked
+ * after it answers 503 (see `transaction`). Short, because it blocks the event loop.
+ */
+export const BUSY_TIMEOUT_MS = 100
+
+/** How long the writer keeps retrying, without blocking, to take a lock another process holds. */
+export const WRITE_LOCK_BOUND_MS = 1000
+
+/**
  * WAL lets readers run beside the writer; synchronous=FULL makes every acknowledged commit
  * durable even across a power loss (NORMAL would only survive a process crash), which
- * docs/product.md 8.6 ("an acknowledged write survives a crash") asks of us. busy_timeout covers the
- * CLI writing while a server runs on the same file.
+ * docs/product.md section 9 asks of us. The writer (`createWriter`) commits with NORMAL and
+ * then fsyncs the WAL itself, off the event loop, before it answers: the same durability.
+ * Migrations may wait longer for the lock: two instances may start together.
  */
 export function openSqlite (path: string): Db {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
@@ -37,13 +50,30 @@ export function migrateSqlite (db: Db): { from: number; to: number } {
   return { from, to: SQLITE_MIGRATIONS.length }
 }
 
+/** SQLITE_BUSY or SQLITE_LOCKED (with their extended codes): another connection holds the lock. */
+export function isBusy (error: unknown): boolean {
+  const errcode = (error as { errcode?: unknown } | null)?.errcode
+  return typeof errcode === 'number' && ((errcode & 0xff) === 5 || (errcode & 0xff) === 6)
+}
+
+const locked = (cause: unknown): ServiceUnavailableError => {
+  const error = new ServiceUnavailableError('the database is locked by another process; retry shortly', cause)
+  error.headers!['retry-after'] = '1'
+  return error
+}
+
 /**
- * Runs fn inside BEGIN IMMEDIATE ... COMMIT. node:sqlite is synchronous and every request shares
- * this one connection, so no other request can interleave: a store method that does all its
- * work inside one call is atomic. fn must not await.
+ * Runs fn inside BEGIN IMMEDIATE ... COMMIT, synchronously (with synchronous=FULL, the commit is
+ * durable when this returns). node:sqlite is synchronous and every request shares this one
+ * connection, so no other request can interleave: a store method that does all its work inside
+ * one call is atomic. fn must not await. A lock held elsewhere past the busy timeout is a 503.
  */
 export function transaction<T> (db: Db, fn: () => T): T {
-  db.exec('BEGIN IMMEDIATE')
+  try {
+    db.exec('BEGIN IMMEDIATE')
+  } catch (error) {
+    throw isBusy(error) ? locked(error) : error
+  }
   try {
     const result = fn()
     db.exec('COMMIT')
@@ -51,5 +81,204 @@ export function transaction<T> (db: Db, fn: () => T): T {
   } catch (error) {
     db.exec('ROLLBACK')
     throw error
+  }
+}
+
+export interface Writer {
+  /**
+   * Runs fn inside the next group commit, in a savepoint of its own, and resolves with its result
+   * once that commit is durable; rejects with fn's error (only fn's changes are undone) or, when
+   * the commit fails, with the commit's error. fn must do all its work synchronously (it must not
+   * await), so it is atomic. When another process holds the write lock, the commit is retried
+   * without blocking the event loop for up to WRITE_LOCK_BOUND_MS, then fails with 503
+   * service_unavailable and Retry-After.
+   */
+  run<T> (fn: () => T): Promise<T>
+  /** Waits for the writes queued and in flight, and releases the WAL file. */
+  close (): Promise<void>
+}
+
+export interface WriterOptions {
+  /** Makes the commits so far durable (fsync of the WAL); injectable for tests. */
+  sync?: () => Promise<void>
+  lockBoundMs?: number
+}
+
+/** The most writes one group commit takes; more wait for the next one. */
+const MAX_BATCH = 256
+
+interface Pending {
+  fn: () => unknown
+  resolve: (value: unknown) => void
+  reject: (error: unknown) => void
+  since: number
+}
+
+/**
+ * The write path of the stores: group commit, off the event loop's disk waits.
+ *
+ * - The writes that arrive in one turn of the event loop (setImmediate) are run in one
+ *   transaction, each in a savepoint of its own: a write that fails rolls back its savepoint
+ *   and fails alone, the others commit together.
+ * - The transaction commits with synchronous=NORMAL, which writes the WAL but does not fsync it,
+ *   and the WAL file is then fsynced on libuv's thread pool: the event loop never waits for the
+ *   disk, so reads and other requests go on meanwhile. One fsync is in flight at a time; a batch
+ *   that commits during it waits for the next one.
+ * - A write is answered only after an fsync that began after its own commit has completed. The
+ *   WAL is appended in order and fsync makes every frame written before it durable, so an
+ *   acknowledged write survives a power loss exactly as with synchronous=FULL.
+ */
+export function createWriter (db: Db, path: string, options: WriterOptions = {}): Writer {
+  const wal = options.sync !== undefined || path === ':memory:' ? null : walFile(path)
+  const sync = options.sync ?? wal?.sync ?? (async () => {})
+  const lockBoundMs = options.lockBoundMs ?? WRITE_LOCK_BOUND_MS
+  db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
+  // The commit of a batch is fsynced by durable(), off the event loop; and the lock is tried
+  // without the busy handler, which would block the event loop while it waits.
+  const relaxed = db.prepare('PRAGMA synchronous = NORMAL')
+  const strict = db.prepare('PRAGMA synchronous = FULL')
+  const noWait = db.prepare('PRAGMA busy_timeout = 0')
+  const wait = db.prepare(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
+  const begin = db.prepare('BEGIN IMMEDIATE')
+  const commit = db.prepare('COMMIT')
+  const rollback = db.prepare('ROLLBACK')
+  const savepoint = db.prepare('SAVEPOINT write')
+  const release = db.prepare('RELEASE write')
+  const undo = db.prepare('ROLLBACK TO write')
+
+  let queue: Pending[] = []
+  let scheduled: NodeJS.Immediate | NodeJS.Timeout | null = null
+  let retryDelay = 2
+  let idle: (() => void) | null = null
+
+  // Group commit of fsyncs: `current` is the one in flight; `next` the one later commits wait for.
+  let current: Promise<void> | null = null
+  let next: Promise<void> | null = null
+
+  function durable (): Promise<void> {
+    if (current === null) {
+      current = sync().finally(() => { current = null })
+      return current
+    }
+    next ??= current.then(() => { next = null; return durable() }, () => { next = null; return durable() })
+    return next
+  }
+
+  function schedule (): void {
+    if (scheduled === null) scheduled = setImmediate(flush)
+  }
+
+  /** BEGIN IMMEDIATE without waiting: false when another connection holds the write lock. */
+  function tryBegin (): boolean {
+    noWait.run()
+    relaxed.run()
+    try {
+      begin.run()
+      return true
+    } catch (error) {
+      strict.run()
+      wait.run()
+      if (isBusy(error)) return false
+      throw error
+    }
+  }
+
+  function flush (): void {
+    scheduled = null
+    if (queue.length === 0) return
+    let began: boolean
+    try {
+      began = tryBegin()
+    } catch (error) {
+      for (const p of queue.splice(0)) p.reject(error)
+      return
+    }
+    if (!began) {
+      // Locked by another process: the writes that waited long enough fail with 503, the others
+      // try again a little later, without blocking the event loop meanwhile.
+      const now = Date.now()
+      const expired = queue.filter((p) => now - p.since >= lockBoundMs)
+      queue = queue.filter((p) => now - p.since < lockBoundMs)
+      for (const p of expired) p.reject(locked(undefined))
+      if (queue.length > 0) {
+        scheduled = setTimeout(flush, retryDelay)
+        retryDelay = Math.min(retryDelay * 2, 50)
+      }
+      return
+    }
+    retryDelay = 2
+    const batch = queue.length > MAX_BATCH ? queue.splice(0, MAX_BATCH) : queue.splice(0)
+    const done: [Pending, unknown][] = []
+    try {
+      for (const p of batch) {
+        savepoint.run()
+        try {
+          const result = p.fn()
+          release.run()
+          done.push([p, result])
+        } catch (error) {
+          undo.run()
+          release.run()
+          p.reject(error)
+        }
+      }
+      commit.run()
+    } catch (error) {
+      // The commit (or a savepoint statement) failed: nothing of the batch is kept.
+      // SQLite may have rolled back already; then there is no transaction left to end.
+      if (db.isTransaction) rollback.run()
+      for (const [p] of done) p.reject(error)
+      done.length = 0
+    } finally {
+      strict.run()
+      wait.run()
+    }
+    if (queue.length > 0) schedule()
+    if (done.length > 0) {
+      durable().then(
+        () => { for (const [p, result] of done) p.resolve(result) },
+        (error: unknown) => { for (const [p] of done) p.reject(error) }
+      )
+    }
+    if (queue.length === 0 && scheduled === null && idle !== null) {
+      idle()
+      idle = null
+    }
+  }
+
+  return {
+    run<T> (fn: () => T): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        queue.push({ fn, resolve: resolve as (value: unknown) => void, reject, since: Date.now() })
+        schedule()
+      })
+    },
+    async close () {
+      if (queue.length > 0 || scheduled !== null) await new Promise<void>((resolve) => { idle = resolve })
+      await next?.catch(() => {})
+      await current?.catch(() => {})
+      wal?.close()
+    }
+  }
+}
+
+/** fsync of the database's WAL file, on libuv's thread pool. The file exists once a commit did. */
+function walFile (path: string): { sync (): Promise<void>; close (): void } {
+  let fd: number | null = null
+  return {
+    sync: () => new Promise<void>((resolve, reject) => {
+      try {
+        // fsync flushes the file, whichever descriptor names it: SQLite's own writes included.
+        fd ??= openSync(`${path}-wal`, 'r')
+      } catch (error) {
+        reject(error as Error)
+        return
+      }
+      fsync(fd, (error) => { if (error === null) resolve(); else reject(error) })
+    }),
+    close () {
+      if (fd !== null) closeSync(fd)
+      fd = null
+    }
   }
 }

@@ -1,7 +1,7 @@
 // The SQLite engine: every port on one node:sqlite connection.
 import type { Stores } from '../stores.ts'
 import { createSqliteCategoryStore } from './categories.ts'
-import { migrateSqlite, openSqlite } from './database.ts'
+import { createWriter, migrateSqlite, openSqlite, type WriterOptions } from './database.ts'
 import { createSqliteIdempotency } from './idempotency.ts'
 import { createSqliteInventoryStore } from './inventory.ts'
 import { createSqliteKeyStore } from './keys.ts'
@@ -11,19 +11,25 @@ import { createSqlitePetStore } from './pets.ts'
 export interface SqliteStores extends Stores { readonly engine: 'sqlite' }
 
 /** Opens the file (or ':memory:'), applies migrations unless told not to, and builds the stores. */
-export function createSqliteStores (path: string, options: { migrate?: boolean } = {}): SqliteStores {
+export function createSqliteStores (path: string, options: { migrate?: boolean } & WriterOptions = {}): SqliteStores {
   const db = openSqlite(path)
   if (options.migrate !== false) migrateSqlite(db)
+  // Writes of the catalogue and of orders go through the writer (database.ts): durable commits
+  // that never block the event loop on the disk or on another process's lock.
+  const writer = createWriter(db, path, options)
   const idempotency = createSqliteIdempotency(db)
   const ping = db.prepare('SELECT 1')
   return {
     engine: 'sqlite',
-    pets: createSqlitePetStore(db, idempotency),
-    categories: createSqliteCategoryStore(db),
-    orders: createSqliteOrderStore(db, idempotency),
-    inventory: createSqliteInventoryStore(db),
+    pets: createSqlitePetStore(db, writer, idempotency),
+    categories: createSqliteCategoryStore(db, writer),
+    orders: createSqliteOrderStore(db, writer, idempotency),
+    inventory: createSqliteInventoryStore(db, writer),
     keys: createSqliteKeyStore(db),
     async ping () { ping.get() },
-    async close () { if (db.isOpen) db.close() }
+    async close () {
+      await writer.close()
+      if (db.isOpen) db.close()
+    }
   }
 }

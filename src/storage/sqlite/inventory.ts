@@ -3,10 +3,10 @@ import { notFound, preconditionFailed } from '../../errors.ts'
 import type { InventoryStore } from '../../inventory/inventory.store.ts'
 import { statusForStock } from '../../inventory/inventory.rules.ts'
 import { matchesVersion } from '../../shared/store.ts'
-import { transaction, type Db } from './database.ts'
+import type { Db, Writer } from './database.ts'
 import { INVENTORY_COLUMNS, toInventory, type InventoryRow } from '../rows.ts'
 
-export function createSqliteInventoryStore (db: Db): InventoryStore {
+export function createSqliteInventoryStore (db: Db, writer: Writer): InventoryStore {
   const byId = db.prepare(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id = ?`)
   const list = db.prepare(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`)
   const openOrders = db.prepare('SELECT 1 FROM orders WHERE pet_id = ? AND complete = 0 LIMIT 1')
@@ -23,7 +23,7 @@ export function createSqliteInventoryStore (db: Db): InventoryStore {
     },
 
     async setStock (petId, quantity, ifMatch) {
-      return transaction(db, () => {
+      return await writer.run(() => {
         const row = byId.get(petId) as InventoryRow | undefined
         if (row === undefined) throw notFound(`pet ${petId}`)
         if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()

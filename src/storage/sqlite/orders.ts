@@ -4,11 +4,11 @@ import { AppError, notFound, preconditionFailed } from '../../errors.ts'
 import type { PetStatus } from '../../pets/pets.schema.ts'
 import type { OrderChanges, OrderFilter, OrderOwner, OrderRecord, OrderStore } from '../../orders/orders.store.ts'
 import { matchesVersion } from '../../shared/store.ts'
-import { transaction, type Db } from './database.ts'
+import type { Db, Writer } from './database.ts'
 import type { SqliteIdempotency } from './idempotency.ts'
 import { ORDER_COLUMNS, toOrder, type OrderRow } from '../rows.ts'
 
-export function createSqliteOrderStore (db: Db, idempotency: SqliteIdempotency): OrderStore {
+export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: SqliteIdempotency): OrderStore {
   const byId = db.prepare(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ?`)
   const insert = db.prepare(`INSERT INTO orders (pet_id, owner_key_id, quantity, ship_date, complete, created_at) VALUES (?, ?, ?, ?, 0, ?) RETURNING ${ORDER_COLUMNS}`)
   const petState = db.prepare('SELECT status, stock FROM pets WHERE id = ?')
@@ -75,7 +75,7 @@ export function createSqliteOrderStore (db: Db, idempotency: SqliteIdempotency):
     },
 
     async placeOrder (input, claim) {
-      return transaction(db, () => {
+      return await writer.run(() => {
         if (claim !== null) {
           const first = idempotency.replay(claim)
           if (first !== null) return { record: JSON.parse(first) as OrderRecord, replayed: true }
@@ -93,7 +93,7 @@ export function createSqliteOrderStore (db: Db, idempotency: SqliteIdempotency):
     },
 
     async updateOrder (id, changes: OrderChanges, ifMatch) {
-      return transaction(db, () => {
+      return await writer.run(() => {
         const row = openOrder(id, null, ifMatch)
         if (changes.complete === true) {
           const updated = toOrder(complete.get(changes.shipDate ?? row.ship_date, id) as unknown as OrderRow)
@@ -105,7 +105,7 @@ export function createSqliteOrderStore (db: Db, idempotency: SqliteIdempotency):
     },
 
     async cancelOrder (id, owner, ifMatch) {
-      transaction(db, () => {
+      await writer.run(() => {
         const row = openOrder(id, owner, ifMatch)
         remove.run(id)
         // An open order's pet cannot have been deleted (deletePet refuses), so this finds it.

@@ -2,11 +2,11 @@
 import { AppError, notFound, preconditionFailed } from '../../errors.ts'
 import type { PetChanges, PetFilter, PetRecord, PetStore } from '../../pets/pets.store.ts'
 import { matchesVersion } from '../../shared/store.ts'
-import { transaction, type Db } from './database.ts'
+import type { Db, Writer } from './database.ts'
 import type { SqliteIdempotency } from './idempotency.ts'
 import { PET_COLUMNS, toPet, type PetRow } from '../rows.ts'
 
-export function createSqlitePetStore (db: Db, idempotency: SqliteIdempotency): PetStore {
+export function createSqlitePetStore (db: Db, writer: Writer, idempotency: SqliteIdempotency): PetStore {
   const byId = db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`)
   const categoryExists = db.prepare('SELECT 1 FROM categories WHERE id = ?')
   const insert = db.prepare(`INSERT INTO pets (name, search_name, category_id, status, stock) VALUES (?, ?, ?, ?, 1) RETURNING ${PET_COLUMNS}`)
@@ -54,7 +54,7 @@ export function createSqlitePetStore (db: Db, idempotency: SqliteIdempotency): P
     },
 
     async createPet (input, claim) {
-      return transaction(db, () => {
+      return await writer.run(() => {
         if (claim !== null) {
           const first = idempotency.replay(claim)
           if (first !== null) return { record: JSON.parse(first) as PetRecord, replayed: true }
@@ -67,7 +67,7 @@ export function createSqlitePetStore (db: Db, idempotency: SqliteIdempotency): P
     },
 
     async updatePet (id, changes: PetChanges, ifMatch) {
-      return transaction(db, () => {
+      return await writer.run(() => {
         const row = byId.get(id) as PetRow | undefined
         if (row === undefined) throw notFound(`pet ${id}`)
         if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
@@ -79,7 +79,7 @@ export function createSqlitePetStore (db: Db, idempotency: SqliteIdempotency): P
     },
 
     async deletePet (id, ifMatch) {
-      transaction(db, () => {
+      await writer.run(() => {
         const row = byId.get(id) as PetRow | undefined
         if (row === undefined) throw notFound(`pet ${id}`)
         if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
