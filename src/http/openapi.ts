@@ -10,6 +10,7 @@ import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify'
 import { stringify as toYaml } from 'yaml'
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
 import { ErrorSchema, Reply } from '../shared/schemas.ts'
+import { addCodeSamples } from './code-samples.ts'
 import { lifecycleDocument } from './lifecycle.ts'
 import { sendStatic, staticEntity, type StaticEntity } from './static.ts'
 
@@ -181,6 +182,7 @@ function finish (doc: OpenApiDocument): OpenApiDocument {
       }
     }
   }
+  addCodeSamples(doc)
   hoistComponents(doc)
   return doc
 }
