@@ -15,7 +15,6 @@ export const InventoryItemsSchema = Type.Array(InventoryItemSchema, { title: 'In
 export const InventoryUpdateSchema = Type.Object({
   quantity: Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'The new stock count, 0 to 1,000,000.' })
 }, { title: 'InventoryUpdate', additionalProperties: false, description: 'The new stock of a pet.' })
-export type InventoryUpdate = Static<typeof InventoryUpdateSchema>
 
 export const InventoryListQuery = Type.Object({ ...PageQuery }, { additionalProperties: false })
 export type InventoryListQuery = Static<typeof InventoryListQuery>

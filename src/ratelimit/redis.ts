@@ -57,8 +57,11 @@ const KEY_MARGIN_MS = 60_000
  * - connectTimeout: same for a connect that hangs.
  * Reconnection itself keeps ioredis's default retryStrategy (backoff up to 2 s, forever), so the
  * client comes back by itself and the fallback's next probe finds it.
+ * The return type names only these four: a whole RedisOptions, spread into `new Redis(url, …)`,
+ * does not type-check under exactOptionalPropertyTypes (ioredis's option types disagree on
+ * `replyMapping`).
  */
-export function redisClientOptions(): RedisOptions {
+export function redisClientOptions(): Pick<RedisOptions, 'enableOfflineQueue' | 'maxRetriesPerRequest' | 'commandTimeout' | 'connectTimeout'> {
   return {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
