@@ -3,15 +3,14 @@
 // (server.ts does), so tests build this very app on their own stores.
 import { randomUUID } from 'node:crypto'
 import cors from '@fastify/cors'
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { categoryRoutes } from './categories/categories.routes.ts'
 import { createCategoryService } from './categories/categories.service.ts'
 import type { Config } from './config.ts'
-import { AppError } from './errors.ts'
-import { installAccess, isApiPath, type AccessEvents } from './http/access.ts'
+import { answerMalformedUrl, installAccess } from './http/access.ts'
 import { connectionOptions } from './http/connections.ts'
 import { docsRoutes } from './http/docs.ts'
-import { installErrorHandling, sendError, toAppError } from './http/errors.ts'
+import { installErrorHandling } from './http/errors.ts'
 import { deprecatedOperation } from './http/lifecycle.ts'
 import { installSunset, lifecycleHeaderStep } from './http/lifecycle-hooks.ts'
 import { healthRoutes, rateLimitRoutes, type Readiness } from './http/meta.ts'
@@ -22,6 +21,7 @@ import { installValidation, parseJsonBody } from './http/validation.ts'
 import { inventoryRoutes } from './inventory/inventory.routes.ts'
 import { createInventoryService } from './inventory/inventory.service.ts'
 import { keyRoutes } from './keys/keys.routes.ts'
+import { createAccessService, type AccessEvents } from './keys/access.service.ts'
 import { createKeyAdmin } from './keys/keys.service.ts'
 import { createUsageRecorder } from './keys/usage.ts'
 import { installUsageRecording } from './http/usage.ts'
@@ -69,22 +69,26 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const poolStats = stores.poolStats?.bind(stores)
   if (poolStats !== undefined) metrics.trackPool(poolStats)
 
-  let chargeRequest: ChargeRequest | null = null
   // One "request completed" line per request, refusals aggregated, and no pino child per request
   // unless something is logged through it (http/request-log.ts).
   const requestLog = new RequestLog({ clock })
+  // Who may call what, and how much: decided by the access service, built before the app so
+  // that Fastify's own error paths (malformed URLs) can charge through it too.
+  const access = createAccessService({ keys: stores.keys, limiter, clock, ...events, ...(deps.keyCacheMs !== undefined && { keyCacheMs: deps.keyCacheMs }) })
   const app = Fastify({
     ...(deps.logger !== undefined ? { loggerInstance: deps.logger, logController: requestLog, childLoggerFactory: lazyChildLogger } : { logger: false }),
     bodyLimit: BODY_LIMIT,
     // Timeouts, header size, and the error object for Node's own answers (400, 408, 431).
     ...connectionOptions(config.server),
-    // Fastify takes a hop count too, though its types omit it.
-    trustProxy: config.trustProxy as boolean | string,
+    // Never "trust any hop" (config.ts). A hop count is given as a function: Fastify takes a
+    // bare number as "trust nothing" since 5.x, which would make every client behind the load
+    // balancer one address, one quota and one ban.
+    trustProxy: trustFunction(config.trustProxy),
     // Long enough for any int64 and then some: a longer path segment is refused below.
     routerOptions: { maxParamLength: 200 },
     // A malformed URL (bad percent-encoding) or an over-long path segment never reaches routing;
     // it still gets the error object, the request id and, under /v1, the rate-limit headers.
-    frameworkErrors: (_error, request, reply) => { answerMalformedUrl(request, reply, chargeRequest) },
+    frameworkErrors: answerMalformedUrl(access, clock),
     // Accept a caller's request id for tracing when it is harmless, else make one.
     genReqId: (request) => {
       const given = request.headers['request-id']
@@ -114,7 +118,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
     try { done(null, parseJsonBody(body as string)) } catch (error) { done(error as Error, undefined) }
   })
 
-  chargeRequest = installAccess(app, { keys: stores.keys, limiter, clock, ...events, ...(deps.keyCacheMs !== undefined && { keyCacheMs: deps.keyCacheMs }) }).charge
+  installAccess(app, { access, clock })
   installSunset(app, lifecycleOptions)
   // Usage per key: counted in memory per response, written in batches, flushed at close (before
   // server.ts closes the stores).
@@ -143,7 +147,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const categories = createCategoryService(stores.categories)
   const orders = createOrderService(stores.orders, clock)
   const inventory = createInventoryService(stores.inventory)
-  const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (_keyId, subject) => { await limiter.unban(subject) }, usage })
+  const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (_keyId, subject) => { await limiter.unban(subject) }, onKeyChanged: (record) => { access.forgetKey(record.id) }, usage })
   const getPetLifecycle = deprecatedOperation(GET_PET_DEPRECATED_AT, config.getPetSunset, { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' })
 
   await app.register(async (v1) => {
@@ -164,15 +168,9 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
 
-type ChargeRequest = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
-
-/** A URL that never reached routing: charged like any /v1 request, then 400 with the error object. */
-function answerMalformedUrl (request: FastifyRequest, reply: FastifyReply, charge: ChargeRequest | null): void {
-  reply.header('request-id', request.id)
-  const malformed = new AppError('validation_failed', 'the request URL is malformed (bad percent-encoding or an over-long path segment)')
-  if (charge === null || !isApiPath(request.url)) {
-    sendError(request, reply, malformed)
-    return
-  }
-  charge(request, reply).then(() => sendError(request, reply, malformed), (error: unknown) => sendError(request, reply, toAppError(error)))
+/** The hop at index i from the socket is trusted while i < hops; a list goes to proxy-addr as is. */
+function trustFunction (trust: Config['trustProxy']): false | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trust !== 'number') return trust
+  const hops = trust
+  return (_address, hop) => hop < hops
 }

@@ -1,5 +1,6 @@
 // The one module that reads configuration. loadConfig is a pure function of an environment
 // object, so tests build a Config from a literal and the entry passes process.env.
+import { isIP } from 'node:net'
 
 export interface Config {
   host: string
@@ -10,8 +11,12 @@ export interface Config {
   getPetSunset: Date
   corsOrigins: '*' | string[]
   logLevel: LogLevel
-  /** Fastify's trustProxy: whether X-Forwarded-For names the client (behind a load balancer). */
-  trustProxy: boolean | number | string
+  /**
+   * Which proxies' X-Forwarded-For is believed (Fastify's trustProxy): false (none), a hop count,
+   * or the proxies' addresses and CIDRs. Never "any": the client address is the one the nearest
+   * untrusted hop was seen from, so a client cannot choose it by sending the header.
+   */
+  trustProxy: false | number | string[]
   /** The most rate-limit subjects (keys and client addresses) one process holds in memory (RATE_LIMIT_MAX_SUBJECTS). */
   limiterMaxSubjects: number
   /** Connection limits and the stop's grace period (http/connections.ts, server.ts). */
@@ -112,14 +117,7 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
   const logLevel = (env.LOG_LEVEL?.trim() || 'info') as LogLevel
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`)
 
-  let trustProxy: boolean | number | string = false
-  const rawTrust = env.TRUST_PROXY?.trim()
-  if (rawTrust !== undefined && rawTrust !== '') {
-    if (rawTrust === 'true' || rawTrust === 'false') trustProxy = rawTrust === 'true'
-    else if (/^\d+$/.test(rawTrust)) trustProxy = Number(rawTrust)
-    else if (/^[0-9a-fA-F.:/,\s]+$/.test(rawTrust)) trustProxy = rawTrust
-    else problems.push(`TRUST_PROXY must be true, false, a hop count or a list of addresses, got "${rawTrust}"`)
-  }
+  const trustProxy = parseTrustProxy(env.TRUST_PROXY, problems)
 
   const limiterMaxSubjects = readInteger(env, 'RATE_LIMIT_MAX_SUBJECTS', 100_000, 1_000, 10_000_000, problems)
 
@@ -160,6 +158,42 @@ function parseServerLimits (env: Record<string, string | undefined>, problems: s
     problems.push(`HEADERS_TIMEOUT_MS (${limits.headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${limits.requestTimeoutMs})`)
   }
   return limits
+}
+
+/** Names proxy-addr knows for address ranges: loopback, link-local and unique-local addresses. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+/**
+ * TRUST_PROXY: unset or false, a hop count, or a list of proxy addresses and CIDRs. `true` is
+ * taken as 1 hop (the nearest proxy is trusted, the address it saw is the client): trusting every
+ * hop would make the client address the leftmost X-Forwarded-For entry, which the client writes.
+ */
+function parseTrustProxy (raw: string | undefined, problems: string[]): false | number | string[] {
+  const value = raw?.trim() ?? ''
+  if (value === '' || value === 'false' || value === '0') return false
+  if (value === 'true') return 1
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value)
+    if (hops <= 32) return hops
+    problems.push(`TRUST_PROXY hop count must be 0 to 32, got "${value}"`)
+    return false
+  }
+  const entries = value.split(',').map((e) => e.trim()).filter((e) => e !== '')
+  const bad = entries.filter((e) => !isProxyAddress(e))
+  if (bad.length === 0 && entries.length > 0) return entries
+  problems.push(`TRUST_PROXY must be false, true (1 hop), a hop count, or a comma-separated list of proxy addresses or CIDRs (e.g. 10.0.0.5,10.1.0.0/16), got "${value}"`)
+  return false
+}
+
+function isProxyAddress (entry: string): boolean {
+  if (PROXY_RANGE_NAMES.has(entry)) return true
+  const slash = entry.indexOf('/')
+  const address = slash === -1 ? entry : entry.slice(0, slash)
+  const family = isIP(address)
+  if (family === 0) return false
+  if (slash === -1) return true
+  const bits = entry.slice(slash + 1)
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128)
 }
 
 function parseDatabaseUrl (url: string, problems: string[]): DatabaseConfig {

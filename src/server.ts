@@ -6,6 +6,7 @@ import { pino, type DestinationStream, type Logger } from 'pino'
 import { buildApp } from './app.ts'
 import { describeDatabase, type Config } from './config.ts'
 import { createMetrics } from './http/metrics.ts'
+import { requestLogView } from './http/redact.ts'
 import { openInfra, type Infra } from './infra.ts'
 import { createBanSync } from './keys/ban-sync.ts'
 import { systemClock } from './shared/clock.ts'
@@ -15,7 +16,9 @@ export function createLogger (config: Pick<Config, 'logLevel'>, destination?: De
   return pino({
     level: config.logLevel,
     // Keys travel in headers; they must never reach a log line.
-    redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'headers["x-api-key"]', 'headers.authorization', 'key'], censor: '[redacted]' }
+    redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'headers["x-api-key"]', 'headers.authorization', 'key'], censor: '[redacted]' },
+    // A key sent in the URL is refused, but the URL is logged first: its secrets are cut out.
+    serializers: { req: requestLogView }
   }, destination)
 }
 

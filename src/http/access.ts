@@ -1,33 +1,25 @@
-// Who is calling, how much they may call, and whether they may call this: one onRequest hook for
-// every request under /v1, unknown paths and errors included, so every response carries the
-// rate-limit headers (docs/product.md section 4).
+// The HTTP side of access (docs/product.md sections 3 and 4): one onRequest hook that reads the
+// request's facts, asks the access service (keys/access.service.ts) for a decision, sets the
+// rate-limit headers and answers the refusal, if any. Every decision is the service's.
 //
-// Order matters: the key is resolved first (without failing), then the request is charged to the
-// key, or to the client address when there is no valid key (so 401s are throttled and carry the
-// headers), and only then are a missing key (401) and the role (403) enforced.
+// The guard decides on what the router matched, never on the text of the URL: the router
+// decodes the path (and takes the path of an absolute-form target), so `/v%31/admin/keys` and
+// `GET http://host/v1/admin/keys` match the /v1 route, and a route that declares a role is
+// always checked. isApiPath only decides whether a request that matched no role-bearing route
+// (a 404, a 405, a preflight, a malformed URL) is charged and gets the rate-limit headers.
+//
+// One canonical form: percent-escapes and absolute-form targets are routed, and guarded, like
+// the plain path; a path with an empty segment (a trailing or doubled slash) under /v1 is not an
+// operation's path, so it is charged and answered 404 whatever route it would happen to fit.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../errors.ts'
-import { PLAN_QUOTAS, ROLE_RANK } from '../keys/keys.schema.ts'
-import { hashKey, quotaOf, subjectOfKey } from '../keys/keys.service.ts'
-import type { KeyStore } from '../keys/keys.store.ts'
-import { rateLimitHeaders, type Decision, type RateLimiter } from '../ratelimit/limiter.ts'
+import type { AccessOutcome, AccessService } from '../keys/access.service.ts'
+import { rateLimitHeaders, type Decision } from '../ratelimit/limiter.ts'
 import type { Clock } from '../shared/clock.ts'
-import type { Principal } from './route-config.ts'
+import { sendError, toAppError } from './errors.ts'
+import { keyParameterOf } from './redact.ts'
 
-export interface AccessEvents {
-  /** A request was allowed, limited or banned (metrics). */
-  onDecision?: (outcome: 'allowed' | 'limited' | 'banned') => void
-  /** A ban started: it is recorded in the database by the hook; this is for logs and metrics. */
-  onBan?: (subject: string, keyId: number | null, until: number) => void
-}
-
-export interface AccessOptions extends AccessEvents {
-  keys: KeyStore
-  limiter: RateLimiter
-  clock: Clock
-  /** How long a resolved key may be reused before it is read again (revocations take effect within it). */
-  keyCacheMs?: number
-}
+export type { AccessEvents } from '../keys/access.service.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -36,30 +28,12 @@ declare module 'fastify' {
   }
 }
 
-const ANONYMOUS_QUOTA = PLAN_QUOTAS.free
+export interface AccessHookOptions {
+  access: AccessService
+  clock: Clock
+}
 
-export function installAccess (app: FastifyInstance, options: AccessOptions): { resolveKey: (key: string) => Promise<Principal | null>; charge: (request: FastifyRequest, reply: FastifyReply) => Promise<void> } {
-  const { keys, limiter, clock } = options
-  const keyCacheMs = options.keyCacheMs ?? 2000
-  // Resolved keys, briefly: the hot path then costs no database read. Unknown keys are not
-  // cached, so a key made a moment ago (by the CLI, say) works at once.
-  const cache = new Map<string, { principal: Principal | null; expires: number }>()
-
-  async function resolveKey (key: string): Promise<Principal | null> {
-    const hash = hashKey(key)
-    const now = clock.now()
-    const hit = cache.get(hash)
-    if (hit !== undefined && hit.expires > now) return hit.principal
-    const record = await keys.findKeyByHash(hash)
-    if (record === null) return null
-    const principal: Principal | null = record.revokedAt !== null
-      ? null
-      : { keyId: record.id, role: record.role, plan: record.plan, quota: quotaOf(record) }
-    if (cache.size >= 10_000) cache.clear()
-    cache.set(hash, { principal, expires: now + keyCacheMs })
-    return principal
-  }
-
+export function installAccess (app: FastifyInstance, { access, clock }: AccessHookOptions): void {
   // Every operation under /v1 must say who may call it: a route without a role fails at start.
   app.addHook('onRoute', (route) => {
     if (!route.url.startsWith('/v1') || route.url.endsWith('*')) return
@@ -70,79 +44,67 @@ export function installAccess (app: FastifyInstance, options: AccessOptions): { 
   app.decorateRequest('principal', null)
   app.decorateRequest('rateLimit', null)
 
-  /**
-   * Resolves the key and charges the request (to the key, or to the client address without a
-   * valid key), setting the rate-limit headers; throws 429 when refused.
-   */
-  async function charge (request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const presented = presentedKey(request)
-    const principal = presented === null ? null : await resolveKey(presented)
-    request.principal = principal
-    if (principal !== null) {
-      // Every later line of this request names the key by its id (never the key itself), the
-      // error handler's and Fastify's "request completed" (written through reply.log) included.
-      request.log = request.log.child({ keyId: principal.keyId })
-      reply.log = request.log
+  // Not async: when the key is cached and the limiter answers at once, the request goes on
+  // without a promise.
+  app.addHook('onRequest', (request, reply, done) => {
+    const config = request.routeOptions.config
+    const role = config?.role
+    if (role === undefined && !isApiPath(request.url)) { done(); return }
+    const outcome = access.decide({
+      key: presentedKey(request),
+      address: request.ip,
+      role,
+      free: config?.quota === 'free',
+      preflight: request.method === 'OPTIONS' && role === undefined,
+      keyInQuery: keyParameterOf(request.url)
+    })
+    if (outcome instanceof Promise) {
+      outcome.then((o) => { done(apply(request, reply, o)) }, (error: unknown) => { done(error as Error) })
+    } else {
+      done(apply(request, reply, outcome))
     }
-
-    const subject = principal === null ? `ip:${request.ip}` : subjectOfKey(principal.keyId)
-    const quota = principal === null ? ANONYMOUS_QUOTA : principal.quota
-    // Preflights and GET /rate_limit cost nothing: a browser app's preflights must not eat the
-    // quota of its users' address, and a client must be able to ask how long to wait.
-    const free = request.routeOptions?.config?.quota === 'free' || request.method === 'OPTIONS'
-    const decision = free ? await limiter.peek(subject, quota) : await limiter.consume(subject, quota)
-    request.rateLimit = decision
-    reply.headers(rateLimitHeaders(decision, quota, clock.now()))
-    if (free) return
-
-    if (!decision.allowed) {
-      if (decision.banStarted && decision.ban !== null) {
-        await keys.recordBan({ keyId: principal?.keyId ?? null, subject, startedAt: decision.ban.startedAt, endsAt: decision.ban.until, reason: decision.ban.reason })
-        request.log.warn({ subject, until: new Date(decision.ban.until).toISOString() }, 'ban started')
-        options.onBan?.(subject, principal?.keyId ?? null, decision.ban.until)
-      }
-      options.onDecision?.(decision.code === 'api_key_banned' ? 'banned' : 'limited')
-      const retry = { 'retry-after': String(decision.retryAfterSeconds) }
-      throw decision.code === 'api_key_banned'
-        ? new AppError('api_key_banned', `this caller is banned until ${new Date(decision.ban?.until ?? clock.now()).toISOString()} for calling while told to wait; back off exponentially after a 429`, { headers: retry })
-        : new AppError('rate_limited', `rate limit exceeded; retry in ${decision.retryAfterSeconds} s`, { headers: retry })
-    }
-    options.onDecision?.('allowed')
-  }
-
-  /** 401 without a valid key, 403 below the route's role. */
-  function authorize (request: FastifyRequest, reply: FastifyReply): void {
-    const role = request.routeOptions.config.role
-    if (role === undefined) return // unknown paths (404/405) and preflights
-    const principal = request.principal
-    if (principal === null) {
-      reply.header('www-authenticate', 'Bearer realm="petstore"')
-      throw new AppError('unauthenticated', presentedKey(request) === null
-        ? 'an API key is required: send it as X-API-Key or Authorization: Bearer'
-        : 'the API key is not valid (unknown or revoked)')
-    }
-    if (ROLE_RANK[principal.role] < ROLE_RANK[role]) {
-      throw new AppError('forbidden', `this operation needs the ${role} role; the key has ${principal.role}`)
-    }
-  }
-
-  // The guard decides on what the router matched, never on the text of the URL: the router
-  // decodes the path (and takes the path of an absolute-form target), so `/v%31/admin/keys` and
-  // `GET http://host/v1/admin/keys` match the /v1 route, and a route that declares a role is
-  // always checked. isApiPath only decides whether a request that matched no role-bearing route
-  // (a 404, a 405, a preflight) is charged and gets the rate-limit headers.
-  //
-  // One canonical form: percent-escapes and absolute-form targets are routed, and guarded, like
-  // the plain path; a path with an empty segment (a trailing or doubled slash) under /v1 is not an
-  // operation's path, so it is charged and answered 404 whatever route it would happen to fit.
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.routeOptions.config?.role === undefined && !isApiPath(request.url)) return
-    await charge(request, reply)
-    if (hasEmptySegment(request.url)) throw new AppError('not_found', 'no operation at this path: paths have no empty segment (no trailing or doubled slash); see /openapi.json')
-    authorize(request, reply)
   })
 
-  return { resolveKey, charge }
+  /** Sets what the outcome says on the request and the reply; returns the refusal to answer. */
+  function apply (request: FastifyRequest, reply: FastifyReply, outcome: AccessOutcome): Error | undefined {
+    const { principal, decision } = outcome
+    request.principal = principal
+    request.rateLimit = decision
+    // The request's logger reads the key id from request.principal (http/request-log.ts): no
+    // child logger is built here.
+    reply.headers(rateLimitHeaders(decision, outcome.quota, clock.now()))
+    if (decision.banStarted && decision.ban !== null) request.log.warn({ subject: outcome.subject, until: new Date(decision.ban.until).toISOString() }, 'ban started')
+    if (outcome.refusal !== null && (outcome.refusal as AppError).status === 429) return outcome.refusal
+    if (hasEmptySegment(request.url)) return new AppError('not_found', 'no operation at this path: paths have no empty segment (no trailing or doubled slash); see /openapi.json')
+    return outcome.refusal ?? undefined
+  }
+}
+
+/**
+ * Fastify's frameworkErrors handler: a URL that never reached routing (bad percent-encoding, an
+ * over-long segment) is charged like any /v1 request, then answered 400 with the error object.
+ */
+export function answerMalformedUrl (access: AccessService, clock: Clock) {
+  return (_error: Error, request: FastifyRequest, reply: FastifyReply): void => {
+    reply.header('request-id', request.id)
+    const malformed = new AppError('validation_failed', 'the request URL is malformed (bad percent-encoding or an over-long path segment)')
+    if (!isApiPath(request.url)) {
+      sendError(request, reply, malformed)
+      return
+    }
+    const answer = (outcome: AccessOutcome): void => {
+      reply.headers(rateLimitHeaders(outcome.decision, outcome.quota, clock.now()))
+      const refusal = outcome.refusal as AppError | null
+      sendError(request, reply, refusal !== null && refusal.status === 429 ? refusal : malformed)
+    }
+    try {
+      const outcome = access.decide({ key: presentedKey(request), address: request.ip, role: undefined, free: false, preflight: false, keyInQuery: null })
+      if (outcome instanceof Promise) outcome.then(answer, (error: unknown) => sendError(request, reply, toAppError(error)))
+      else answer(outcome)
+    } catch (error) {
+      sendError(request, reply, toAppError(error))
+    }
+  }
 }
 
 /**
@@ -167,22 +129,24 @@ const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/
 /** A trailing or doubled slash in the path of a request target (the query is not looked at). */
 export function hasEmptySegment (url: string): boolean {
   let start = 0
-  const authority = ABSOLUTE_FORM.exec(url)
-  if (authority !== null) start = authority[0].length
+  if (url.charCodeAt(0) !== 47) { // not '/': maybe absolute-form
+    const authority = ABSOLUTE_FORM.exec(url)
+    if (authority !== null) start = authority[0].length
+  }
   let end = url.length
   for (let i = start; i < url.length; i++) {
     const c = url.charCodeAt(i)
     if (c === 63 || c === 35) { end = i; break } // ? #
   }
-  const path = url.slice(start, end)
+  const path = start === 0 && end === url.length ? url : url.slice(start, end)
   return path.includes('//') || (path.length > 1 && path.endsWith('/'))
 }
 
-function presentedKey (request: FastifyRequest): string | null {
+export function presentedKey (request: FastifyRequest): string | null {
   const header = request.headers['x-api-key']
   if (typeof header === 'string' && header !== '') return header
   const authorization = request.headers.authorization
-  if (typeof authorization === 'string' && /^bearer /i.test(authorization)) {
+  if (typeof authorization === 'string' && authorization.length > 7 && /^bearer /i.test(authorization)) {
     const token = authorization.slice(7).trim()
     if (token !== '') return token
   }

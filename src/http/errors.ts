@@ -2,6 +2,7 @@
 // the log. Also the 404/405 handler, since Fastify answers a known path with a wrong method 404.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, MAX_ERROR_DETAILS, type ErrorCode } from '../errors.ts'
+import { redactUrl } from './redact.ts'
 
 /** Fastify's own errors that a client can cause, and the code each becomes. */
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -68,9 +69,10 @@ export function installErrorHandling (app: FastifyInstance): void {
     const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))]
     if (allowed.length > 0) {
       if (!allowed.includes('OPTIONS')) allowed.push('OPTIONS') // CORS preflight answers every path
-      return sendError(request, reply, new AppError('method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, { headers: { allow: allowed.join(', ') } }))
+      return sendError(request, reply, new AppError('method_not_allowed', `${request.method} is not allowed on ${redactUrl(path)}; allowed: ${allowed.join(', ')}`, { headers: { allow: allowed.join(', ') } }))
     }
-    return sendError(request, reply, new AppError('not_found', `no operation at ${request.method} ${path}; see /openapi.json`))
+    // The path is echoed (and so logged) with anything shaped like a key cut out.
+    return sendError(request, reply, new AppError('not_found', `no operation at ${request.method} ${redactUrl(path)}; see /openapi.json`))
   })
 }
 

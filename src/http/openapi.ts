@@ -36,8 +36,8 @@ export const TAG_GROUPS = [
   { name: 'Account', tags: ['Rate limits', 'API keys'] }
 ]
 
-/** Codes any authenticated /v1 operation can return, whatever it declares. */
-const CROSS_CUTTING: ErrorCode[] = ['unauthenticated', 'rate_limited', 'api_key_banned', 'internal_error', 'service_unavailable']
+/** Codes any authenticated /v1 operation can return, whatever it declares (validation_failed: a key sent in the query string). */
+const CROSS_CUTTING: ErrorCode[] = ['validation_failed', 'unauthenticated', 'rate_limited', 'api_key_banned', 'internal_error', 'service_unavailable']
 
 /** The error codes an operation can return: its own and the cross-cutting ones, derived from its declaration. */
 export function errorCodesOf (route: Pick<RouteOptions, 'schema' | 'config' | 'method'>): ErrorCode[] {

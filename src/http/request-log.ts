@@ -13,6 +13,7 @@
 //   (or the app closes), so 20,000 refused calls write a handful of lines, not 20,000.
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify'
 import type { Clock } from '../shared/clock.ts'
+import { redactUrl } from './redact.ts'
 
 type Bindings = Record<string, unknown>
 type LogFn = (...args: unknown[]) => void
@@ -93,16 +94,6 @@ export function bindRequestLogger (request: FastifyRequest): void {
   if (log instanceof LazyRequestLogger) log.holder = request as KeyHolder
 }
 
-// Query parameters whose values must never reach a log, and keys pasted anywhere in a URL.
-const SECRET_PARAM = /([?&](?:api[_-]?key|key|token|access[_-]?token|auth|authorization|secret|password|signature)=)[^&#]*/gi
-const KEY_TEXT = /psk_[A-Za-z0-9_-]*/g
-
-/** The URL as it may be logged: secret-looking query values and anything like a key redacted. */
-export function loggableUrl (url: string): string {
-  if (!url.includes('?') && !url.includes('psk_')) return url
-  return url.replace(SECRET_PARAM, '$1[redacted]').replace(KEY_TEXT, 'psk_[redacted]')
-}
-
 export interface RequestLogOptions {
   clock: Clock
   /** Refusals (429) are aggregated over windows this long; the first of a window is logged in full. */
@@ -142,7 +133,7 @@ export class RequestLog extends LogController {
       reqId: request.id,
       keyId: request.principal?.keyId,
       method: request.method,
-      url: loggableUrl(request.url),
+      url: redactUrl(request.url),
       statusCode,
       responseTime: reply.elapsedTime
     }

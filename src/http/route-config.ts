@@ -1,15 +1,9 @@
 // What a route declares about itself, next to its schema, and what the cross-cutting plugins
 // (auth, rate limits, lifecycle headers, the OpenAPI document) read from it.
 import type { ErrorCode } from '../errors.ts'
-import type { Plan, Role } from '../keys/keys.schema.ts'
+import type { Principal } from '../keys/access.service.ts'
+import type { Role } from '../keys/keys.schema.ts'
 import type { Lifecycle } from './lifecycle.ts'
-
-export interface Principal {
-  keyId: number
-  role: Role
-  plan: Plan
-  quota: { perMinute: number; perDay: number }
-}
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -27,3 +21,5 @@ declare module 'fastify' {
     principal: Principal | null
   }
 }
+
+export type { Principal }

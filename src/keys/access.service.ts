@@ -1,0 +1,281 @@
+// Who is calling, how much they may call, and whether they may call this (docs/product.md
+// sections 3 and 4). The HTTP layer hands each request's facts to decide() and only sets headers
+// and throws what it answers; every decision lives here, next to the keys and the limiter.
+//
+// Order matters: the key is resolved first (without failing), then the request is charged to the
+// key's quota subject, or to the client address when there is no valid key (so 401s are
+// throttled and carry the headers), and only then are a missing key (401) and the role (403)
+// enforced.
+//
+// decide() answers synchronously when it can (the key is cached, refused recently or malformed,
+// and the limiter answers synchronously), so the common request costs no promise; otherwise it
+// returns a promise.
+import { AppError } from '../errors.ts'
+import type { Decision, Quota, RateLimiter } from '../ratelimit/limiter.ts'
+import type { Clock } from '../shared/clock.ts'
+import { PLAN_QUOTAS, ROLE_RANK, type Plan, type Role } from './keys.schema.ts'
+import { isExpired, subjectOf } from './keys.rules.ts'
+import { hashKey, quotaOf } from './keys.service.ts'
+import type { KeyRecord, KeyStore } from './keys.store.ts'
+
+/** An authenticated caller. */
+export interface Principal {
+  keyId: number
+  role: Role
+  plan: Plan
+  quota: Quota
+  /**
+   * The limiter subject the key is charged to. Today `key:ID`; keys that share one quota
+   * identity (a rotated key and its successor) share one subject.
+   */
+  subject: string
+}
+
+/** The facts of one request the HTTP layer passes in. */
+export interface AccessRequest {
+  /** The key as presented in X-API-Key or Authorization: Bearer; null when none. */
+  key: string | null
+  /** The client address (see TRUST_PROXY in config.ts). */
+  address: string
+  /** The least role of the matched operation; undefined for a request that matched none (404, 405). */
+  role: Role | undefined
+  /** The operation costs no quota to a valid key (GET /rate_limit). */
+  free: boolean
+  /** A CORS preflight: costs nothing, checks nothing, still gets the headers. */
+  preflight: boolean
+  /** The name of a query parameter that carries a key, if any: refused after the charge. */
+  keyInQuery: string | null
+}
+
+export interface AccessOutcome {
+  principal: Principal | null
+  decision: Decision
+  /** The quota the decision was taken against (for the headers), and the subject charged. */
+  quota: Quota
+  subject: string
+  /**
+   * What to answer instead of serving: 429, 400 (key in the URL), 401 or 403, or the failure to
+   * read the key (503 during a database outage); null to serve.
+   */
+  refusal: Error | null
+}
+
+export interface AccessEvents {
+  /** A request was allowed, limited or banned (metrics). */
+  onDecision?: (outcome: 'allowed' | 'limited' | 'banned') => void
+  /** A ban started; it is recorded in the database already. For logs and metrics. */
+  onBan?: (subject: string, keyId: number | null, until: number) => void
+}
+
+export interface AccessServiceOptions extends AccessEvents {
+  /**
+   * Extension point: called once per charged request after it is decided, served or refused
+   * (preflights and free calls are not charged, so not reported). The place to record per-key
+   * usage; it must not throw or block (queue and batch any write).
+   */
+  onDecided?: (outcome: AccessOutcome, request: AccessRequest) => void
+  keys: KeyStore
+  limiter: RateLimiter
+  clock: Clock
+  /** How long a resolved key is reused before it is read again (2 s): the bound on cross-instance staleness without Redis. */
+  keyCacheMs?: number
+  /** How many resolved keys are held at most (10,000). */
+  keyCacheMax?: number
+  /** How long a refused key is remembered (60 s), and how many at most (10,000). */
+  refusedCacheMs?: number
+  refusedCacheMax?: number
+  /** During a database outage, a key's last principal is used for at most this long after it was read (5 min). */
+  staleIfErrorMs?: number
+  /**
+   * Turns a stored key into the principal of a request, or null when the key may not be used
+   * (revoked). The one place that decides what a key may do; extend it here (expiry, shared
+   * quota identity).
+   */
+  principalOf?: (record: KeyRecord, now: number) => Principal | null
+}
+
+export interface AccessService {
+  decide (request: AccessRequest): AccessOutcome | Promise<AccessOutcome>
+  /** The principal of a key (cached), null for an unknown, revoked or malformed key. */
+  resolve (key: string): Principal | null | Promise<Principal | null>
+  /** Forgets what is cached about a key: its revocation, role, plan or ban changed. */
+  forgetKey (keyId: number): void
+  /** Forgets every cached key. */
+  forgetAll (): void
+}
+
+export const ANONYMOUS_QUOTA: Quota = PLAN_QUOTAS.free
+
+/** Keys are `psk_` and 43 base64url characters (keys.service.ts generateKey); anything else is refused without a lookup. */
+const KEY_FORMAT = /^psk_[A-Za-z0-9_-]{43}$/
+
+/** A revoked or expired key is refused; a key is charged to its quota identity (shared by a rotation chain). */
+export function defaultPrincipalOf (record: KeyRecord, now: number): Principal | null {
+  if (record.revokedAt !== null || isExpired(record, now)) return null
+  return { keyId: record.id, role: record.role, plan: record.plan, quota: quotaOf(record), subject: subjectOf(record) }
+}
+
+interface CachedKey { principal: Principal; expires: number; staleUntil: number }
+
+/**
+ * A map bounded by size and time. Entries leave in insertion order when it is full (one delete
+ * per insert, never a sweep), and lazily when found expired.
+ */
+class BoundedCache<V extends { expires: number }> {
+  readonly map = new Map<string, V>()
+  readonly max: number
+  constructor (max: number) { this.max = max }
+  get (key: string): V | undefined { return this.map.get(key) }
+  set (key: string, value: V): void {
+    this.map.delete(key)
+    if (this.map.size >= this.max) {
+      const oldest = this.map.keys().next()
+      if (oldest.done !== true) this.map.delete(oldest.value)
+    }
+    this.map.set(key, value)
+  }
+  delete (key: string): void { this.map.delete(key) }
+  clear (): void { this.map.clear() }
+}
+
+function isPromise<T> (value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function'
+}
+
+export function createAccessService (options: AccessServiceOptions): AccessService {
+  const { keys, limiter, clock } = options
+  const keyCacheMs = options.keyCacheMs ?? 2000
+  const refusedCacheMs = options.refusedCacheMs ?? 60_000
+  const staleIfErrorMs = options.staleIfErrorMs ?? 5 * 60_000
+  const principalOf = options.principalOf ?? defaultPrincipalOf
+  // Resolved keys by the key as presented, so a hit costs no hash. Refused keys by their hash,
+  // so a flood of wrong keys costs one hash each and no database read.
+  const resolved = new BoundedCache<CachedKey>(options.keyCacheMax ?? 10_000)
+  const refused = new BoundedCache<{ expires: number }>(options.refusedCacheMax ?? 10_000)
+
+  function resolve (key: string): Principal | null | Promise<Principal | null> {
+    const now = clock.now()
+    const hit = resolved.get(key)
+    if (hit !== undefined && hit.expires > now) return hit.principal
+    if (!KEY_FORMAT.test(key)) return null
+    const hash = hashKey(key)
+    const known = refused.get(hash)
+    if (known !== undefined) {
+      if (known.expires > now) return null
+      refused.delete(hash)
+    }
+    return keys.findKeyByHash(hash).then((record) => {
+      const principal = record === null ? null : principalOf(record, now)
+      if (principal === null) {
+        resolved.delete(key)
+        refused.set(hash, { expires: now + refusedCacheMs })
+      } else {
+        // Never past the key's own expiry, not even as a stale answer during an outage.
+        const end = record!.expiresAt ?? Infinity
+        resolved.set(key, { principal, expires: Math.min(now + keyCacheMs, end), staleUntil: Math.min(now + staleIfErrorMs, end) })
+      }
+      return principal
+    }, (error: unknown) => {
+      // The database is out: the key's last principal serves for a bounded time, so the
+      // request is still charged to the right quota (and carries its headers).
+      if (hit !== undefined && hit.staleUntil > now) return hit.principal
+      throw error
+    })
+  }
+
+  function decide (request: AccessRequest): AccessOutcome | Promise<AccessOutcome> {
+    if (request.key === null) return charge(request, null, null)
+    let principal: Principal | null | Promise<Principal | null>
+    try {
+      principal = resolve(request.key)
+    } catch (error) {
+      return charge(request, null, error)
+    }
+    if (!isPromise(principal)) return charge(request, principal, null)
+    // When the key cannot be read (the database is out), the request is still charged, to the
+    // client address, so that the 503 carries the rate-limit headers.
+    return principal.then((p) => charge(request, p, null), (error: unknown) => charge(request, null, error))
+  }
+
+  function charge (request: AccessRequest, principal: Principal | null, failure: unknown): AccessOutcome | Promise<AccessOutcome> {
+    const subject = principal === null ? `ip:${request.address}` : principal.subject
+    const quota = principal === null ? ANONYMOUS_QUOTA : principal.quota
+    // Preflights, and free operations called with a valid key, cost nothing: a browser app's
+    // preflights must not eat its users' quota, and a client must be able to ask how long to
+    // wait. A wrong key is charged everywhere, so guessing is never free.
+    const free = request.preflight || (request.free && principal !== null && failure === null)
+    const decision = free ? limiter.peek(subject, quota) : limiter.consume(subject, quota)
+    if (isPromise(decision)) return decision.then((d) => conclude(request, principal, quota, subject, d, free, failure))
+    return conclude(request, principal, quota, subject, decision, free, failure)
+  }
+
+  function conclude (request: AccessRequest, principal: Principal | null, quota: Quota, subject: string, decision: Decision, free: boolean, failure: unknown): AccessOutcome | Promise<AccessOutcome> {
+    if (free) {
+      const outcome: AccessOutcome = { principal, decision, quota, subject, refusal: failure === null ? refusalOf(request, principal) : toRefusal(failure) }
+      return outcome
+    }
+    if (!decision.allowed) {
+      const outcome: AccessOutcome = { principal, decision, quota, subject, refusal: limited(decision) }
+      options.onDecision?.(decision.code === 'api_key_banned' ? 'banned' : 'limited')
+      if (decision.banStarted && decision.ban !== null) {
+        const ban = decision.ban
+        const keyId = principal?.keyId ?? null
+        return keys.recordBan({ keyId, subject, startedAt: ban.startedAt, endsAt: ban.until, reason: ban.reason }).then(() => {
+          options.onBan?.(subject, keyId, ban.until)
+          options.onDecided?.(outcome, request)
+          return outcome
+        })
+      }
+      options.onDecided?.(outcome, request)
+      return outcome
+    }
+    options.onDecision?.('allowed')
+    const outcome: AccessOutcome = { principal, decision, quota, subject, refusal: failure === null ? refusalOf(request, principal) : toRefusal(failure) }
+    options.onDecided?.(outcome, request)
+    return outcome
+  }
+
+  function limited (decision: Decision): AppError {
+    const headers = { 'retry-after': String(decision.retryAfterSeconds) }
+    return decision.code === 'api_key_banned'
+      ? new AppError('api_key_banned', `this caller is banned until ${new Date(decision.ban?.until ?? clock.now()).toISOString()} for calling while told to wait; back off exponentially after a 429`, { headers })
+      : new AppError('rate_limited', `rate limit exceeded; retry in ${decision.retryAfterSeconds} s`, { headers })
+  }
+
+  return {
+    decide,
+    resolve,
+    forgetKey (keyId) {
+      for (const [key, entry] of resolved.map) if (entry.principal.keyId === keyId) resolved.delete(key)
+    },
+    forgetAll () {
+      resolved.clear()
+      refused.clear()
+    }
+  }
+}
+
+/** 400 for a key in the URL, 401 without a valid key, 403 below the operation's role; null to serve. */
+function refusalOf (request: AccessRequest, principal: Principal | null): AppError | null {
+  if (request.keyInQuery !== null) {
+    return new AppError('validation_failed', `API keys are never accepted in the URL (query parameter "${request.keyInQuery}"): send the key in the X-API-Key header (or Authorization: Bearer), and treat this key as exposed`, {
+      details: [{ path: `/query/${request.keyInQuery}`, message: 'send the key in the X-API-Key header' }]
+    })
+  }
+  const role = request.role
+  if (role === undefined || request.preflight) return null
+  if (principal === null) {
+    return new AppError('unauthenticated', request.key === null
+      ? 'an API key is required: send it as X-API-Key or Authorization: Bearer'
+      : 'the API key is not valid (unknown or revoked)', { headers: { 'www-authenticate': 'Bearer realm="petstore"' } })
+  }
+  if (ROLE_RANK[principal.role] < ROLE_RANK[role]) {
+    return new AppError('forbidden', `this operation needs the ${role} role; the key has ${principal.role}`)
+  }
+  return null
+}
+
+/** A failure to read the key: the store's own error (503 when the database is out), or a bug (500). */
+function toRefusal (failure: unknown): Error {
+  return failure instanceof Error ? failure : new Error(String(failure))
+}
