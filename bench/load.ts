@@ -69,9 +69,6 @@ export function gridFromSorted (sorted: ArrayLike<number>): number[] {
   return LATENCY_GRID.map(({ p }) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p / 100 * sorted.length) - 1))]!)
 }
 
-export const failuresOf = (slice: Slice): number =>
-  slice.errors.connect + slice.errors.read + slice.errors.write + slice.errors.status + slice.errors.timeout
-
 // ---------------------------------------------------------------------------------------------
 // Generators
 
@@ -115,7 +112,8 @@ function parseResult (output: string, what: string): Slice {
 function lua (text: string): string {
   let out = '"'
   for (const byte of Buffer.from(text, 'utf8')) {
-    out += byte >= 0x20 && byte < 0x7f && byte !== 0x22 && byte !== 0x5c ? String.fromCharCode(byte) : `\\${byte}`
+    // Three digits always: Lua reads up to three, so "\\10" before a digit would swallow it.
+    out += byte >= 0x20 && byte < 0x7f && byte !== 0x22 && byte !== 0x5c ? String.fromCharCode(byte) : `\\${String(byte).padStart(3, '0')}`
   }
   return out + '"'
 }
@@ -160,11 +158,25 @@ function done (summary, latency, requests)
 end
 `
   }
+  // The paths are split once per thread; each request is formatted when first picked, so that
+  // 50 threads (the mixed run) do not each format 10,000 requests before the first is sent.
+  // Each thread compiles the script: the paths' common prefix is written once.
+  const prefix = commonPrefix(load.paths)
   const pathsPart = `
-local PATHS = ${lua(load.paths.join('\n'))}
-local requests = {}
+local PREFIX = ${lua(prefix)}
+local SUFFIXES = ${lua(load.paths.map((p) => p.slice(prefix.length)).join('\n'))}
+local paths, requests = {}, {}
 local function load_paths ()
-  for p in PATHS:gmatch('[^\\n]+') do requests[#requests + 1] = wrk.format('GET', p) end
+  for p in (SUFFIXES .. '\\n'):gmatch('([^\\n]*)\\n') do paths[#paths + 1] = PREFIX .. p end
+end
+local function random_request ()
+  local i = math.random(#paths)
+  local r = requests[i]
+  if r == nil then
+    r = wrk.format('GET', paths[i])
+    requests[i] = r
+  end
+  return r
 end
 `
   if (load.kind === 'paths') {
@@ -174,7 +186,7 @@ function init (args)
   math.randomseed(1)
 end
 function request ()
-  return requests[math.random(#requests)]
+  return random_request()
 end
 function done (summary, latency, requests)
   io.write('${RESULT_MARK}{' .. summary_json(summary, latency) .. '}\\n')
@@ -219,7 +231,7 @@ function request ()
   started = now_us()
   if n % EVERY == 0 then kind = 'order' return order_request end
   kind = 'read'
-  return requests[math.random(#requests)]
+  return random_request()
 end
 function response (status, headers, body)
   local took = now_us() - started
@@ -247,6 +259,12 @@ function done (summary, latency, requests)
   io.write('${RESULT_MARK}{' .. summary_json(summary, latency) .. ',"reads":' .. part('reads', 'reads_bad') .. ',"orders":' .. part('orders', 'orders_bad') .. '}\\n')
 end
 `
+}
+
+function commonPrefix (texts: string[]): string {
+  let prefix = texts[0] ?? ''
+  for (const text of texts) while (!text.startsWith(prefix)) prefix = prefix.slice(0, -1)
+  return prefix
 }
 
 async function openWrk (cpus: string | null): Promise<Generator> {
