@@ -36,8 +36,14 @@ export const TAG_GROUPS = [
   { name: 'Account', tags: ['Rate limits', 'API keys'] }
 ]
 
-/** Codes any authenticated /v1 operation can return, whatever it declares (validation_failed: a key sent in the query string). */
-const CROSS_CUTTING: ErrorCode[] = ['validation_failed', 'unauthenticated', 'rate_limited', 'api_key_banned', 'internal_error', 'service_unavailable']
+/** Codes any authenticated /v1 operation can return, whatever it declares (validation_failed: a key sent in the query string; request_timeout, headers_too_large: answered by Node at the connection level). */
+const CROSS_CUTTING: ErrorCode[] = ['validation_failed', 'unauthenticated', 'rate_limited', 'api_key_banned', 'internal_error', 'service_unavailable', 'request_timeout', 'headers_too_large']
+
+/**
+ * Statuses Node answers at the connection level (http/connections.ts), before a request exists:
+ * nothing is charged, so they carry Request-Id but no rate-limit or lifecycle header.
+ */
+const CONNECTION_LEVEL_STATUSES = new Set(['408', '431'])
 
 /** The error codes an operation can return: its own and the cross-cutting ones, derived from its declaration. */
 export function errorCodesOf (route: Pick<RouteOptions, 'schema' | 'config' | 'method'>): ErrorCode[] {
@@ -167,6 +173,10 @@ function finish (doc: OpenApiDocument): OpenApiDocument {
     for (const operation of Object.values(operations)) {
       for (const [status, response] of Object.entries(operation.responses)) {
         const headers: Record<string, unknown> = {}
+        if (CONNECTION_LEVEL_STATUSES.has(status)) {
+          response.headers = { 'Request-Id': { $ref: '#/components/headers/Request-Id' } }
+          continue
+        }
         for (const name of Object.keys(RATE_LIMIT_HEADERS)) headers[name] = { $ref: `#/components/headers/${name}` }
         if (status === '429' || status === '503') headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' }
         if (operation.deprecated === true) {
