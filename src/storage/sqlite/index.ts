@@ -6,25 +6,27 @@ import { createSqliteIdempotency } from './idempotency.ts'
 import { createSqliteInventoryStore } from './inventory.ts'
 import { createSqliteKeyStore } from './keys.ts'
 import { createSqliteOrderStore } from './orders.ts'
+import { createPetCache, type PetCacheOptions } from './pet-cache.ts'
 import { createSqlitePetStore } from './pets.ts'
 
 export interface SqliteStores extends Stores { readonly engine: 'sqlite' }
 
 /** Opens the file (or ':memory:'), applies migrations unless told not to, and builds the stores. */
-export function createSqliteStores (path: string, options: { migrate?: boolean } & WriterOptions = {}): SqliteStores {
+export function createSqliteStores (path: string, options: { migrate?: boolean; petCache?: PetCacheOptions } & WriterOptions = {}): SqliteStores {
   const db = openSqlite(path)
   if (options.migrate !== false) migrateSqlite(db)
   // Writes of the catalogue and of orders go through the writer (database.ts): durable commits
   // that never block the event loop on the disk or on another process's lock.
   const writer = createWriter(db, path, options)
   const idempotency = createSqliteIdempotency(db)
+  const pets = createPetCache(db, options.petCache)
   const ping = db.prepare('SELECT 1')
   return {
     engine: 'sqlite',
-    pets: createSqlitePetStore(db, writer, idempotency),
+    pets: createSqlitePetStore(db, writer, idempotency, pets),
     categories: createSqliteCategoryStore(db, writer),
-    orders: createSqliteOrderStore(db, writer, idempotency),
-    inventory: createSqliteInventoryStore(db, writer),
+    orders: createSqliteOrderStore(db, writer, idempotency, pets),
+    inventory: createSqliteInventoryStore(db, writer, pets),
     keys: createSqliteKeyStore(db),
     async ping () { ping.get() },
     async close () {

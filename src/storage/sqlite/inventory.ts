@@ -4,9 +4,10 @@ import type { InventoryStore } from '../../inventory/inventory.store.ts'
 import { statusForStock } from '../../inventory/inventory.rules.ts'
 import { matchesVersion } from '../../shared/store.ts'
 import type { Db, Writer } from './database.ts'
+import type { PetCache } from './pet-cache.ts'
 import { INVENTORY_COLUMNS, toInventory, type InventoryRow } from '../rows.ts'
 
-export function createSqliteInventoryStore (db: Db, writer: Writer): InventoryStore {
+export function createSqliteInventoryStore (db: Db, writer: Writer, cache: PetCache): InventoryStore {
   const byId = db.prepare(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id = ?`)
   const list = db.prepare(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`)
   const openOrders = db.prepare('SELECT 1 FROM orders WHERE pet_id = ? AND complete = 0 LIMIT 1')
@@ -27,6 +28,7 @@ export function createSqliteInventoryStore (db: Db, writer: Writer): InventorySt
         const row = byId.get(petId) as InventoryRow | undefined
         if (row === undefined) throw notFound(`pet ${petId}`)
         if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
+        cache.forget(petId)
         const open = quantity === 0 && row.status === 'available' && openOrders.get(petId) !== undefined
         return toInventory(update.get(quantity, statusForStock(row.status, quantity, open), petId) as unknown as InventoryRow)
       })

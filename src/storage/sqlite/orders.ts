@@ -5,10 +5,11 @@ import type { PetStatus } from '../../pets/pets.schema.ts'
 import type { OrderChanges, OrderFilter, OrderOwner, OrderRecord, OrderStore } from '../../orders/orders.store.ts'
 import { matchesVersion } from '../../shared/store.ts'
 import type { Db, Writer } from './database.ts'
+import type { PetCache } from './pet-cache.ts'
 import type { SqliteIdempotency } from './idempotency.ts'
 import { ORDER_COLUMNS, toOrder, type OrderRow } from '../rows.ts'
 
-export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: SqliteIdempotency): OrderStore {
+export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: SqliteIdempotency, cache: PetCache): OrderStore {
   const byId = db.prepare(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ?`)
   const insert = db.prepare(`INSERT INTO orders (pet_id, owner_key_id, quantity, ship_date, complete, created_at) VALUES (?, ?, ?, ?, 0, ?) RETURNING ${ORDER_COLUMNS}`)
   const petState = db.prepare('SELECT status, stock FROM pets WHERE id = ?')
@@ -80,6 +81,7 @@ export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: Sql
           const first = idempotency.replay(claim)
           if (first !== null) return { record: JSON.parse(first) as OrderRecord, replayed: true }
         }
+        cache.forget(input.petId)
         if (Number(takeStock.run({ id: input.petId, quantity: input.quantity }).changes) === 0) {
           const pet = petState.get(input.petId) as { status: PetStatus; stock: number } | undefined
           if (pet === undefined) throw new AppError('pet_not_found', `pet ${input.petId} does not exist`)
@@ -97,6 +99,7 @@ export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: Sql
         const row = openOrder(id, null, ifMatch)
         if (changes.complete === true) {
           const updated = toOrder(complete.get(changes.shipDate ?? row.ship_date, id) as unknown as OrderRow)
+          cache.forget(row.pet_id)
           sellIfDone.run({ id: row.pet_id })
           return updated
         }
@@ -109,6 +112,7 @@ export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: Sql
         const row = openOrder(id, owner, ifMatch)
         remove.run(id)
         // An open order's pet cannot have been deleted (deletePet refuses), so this finds it.
+        cache.forget(row.pet_id)
         returnStock.run(row.quantity, row.pet_id)
       })
     }

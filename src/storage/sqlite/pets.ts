@@ -3,10 +3,11 @@ import { AppError, notFound, preconditionFailed } from '../../errors.ts'
 import type { PetChanges, PetFilter, PetRecord, PetStore } from '../../pets/pets.store.ts'
 import { matchesVersion } from '../../shared/store.ts'
 import type { Db, Writer } from './database.ts'
+import type { PetCache } from './pet-cache.ts'
 import type { SqliteIdempotency } from './idempotency.ts'
 import { PET_COLUMNS, toPet, type PetRow } from '../rows.ts'
 
-export function createSqlitePetStore (db: Db, writer: Writer, idempotency: SqliteIdempotency): PetStore {
+export function createSqlitePetStore (db: Db, writer: Writer, idempotency: SqliteIdempotency, cache: PetCache): PetStore {
   const byId = db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`)
   const categoryExists = db.prepare('SELECT 1 FROM categories WHERE id = ?')
   const insert = db.prepare(`INSERT INTO pets (name, search_name, category_id, status, stock) VALUES (?, ?, ?, ?, 1) RETURNING ${PET_COLUMNS}`)
@@ -40,6 +41,18 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
 
   return {
     async listPets (filter, page) {
+      // Ids only (GET /pets?id=…): point reads through the cache, in id order, after the cursor.
+      if (filter.ids !== undefined && filter.status === undefined && filter.categoryId === undefined && filter.nameContains === undefined) {
+        const after = page.afterId ?? 0
+        const pets: PetRecord[] = []
+        for (const id of [...filter.ids].sort((a, b) => a - b)) {
+          if (id <= after) continue
+          const pet = cache.get(id)
+          if (pet !== null) pets.push(pet)
+          if (pets.length === page.limit) break
+        }
+        return pets
+      }
       const params: Record<string, string | number> = { after: page.afterId ?? 0, limit: page.limit }
       if (filter.ids !== undefined) params.ids = JSON.stringify(filter.ids)
       if (filter.status !== undefined) params.status = filter.status
@@ -49,8 +62,7 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
     },
 
     async getPet (id) {
-      const row = byId.get(id) as PetRow | undefined
-      return row === undefined ? null : toPet(row)
+      return cache.get(id)
     },
 
     async createPet (input, claim) {
@@ -74,6 +86,7 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
         const name = changes.name ?? row.name
         const categoryId = changes.categoryId ?? row.category_id
         if (categoryId !== row.category_id) requireCategory(categoryId)
+        cache.forget(id)
         return toPet(update.get(name, name.toLowerCase(), categoryId, changes.status ?? row.status, id) as unknown as PetRow)
       })
     },
@@ -84,6 +97,7 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
         if (row === undefined) throw notFound(`pet ${id}`)
         if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
         if (openOrders.get(id) !== undefined) throw new AppError('pet_has_open_orders', `pet ${id} has open orders; complete or cancel them first`)
+        cache.forget(id)
         remove.run(id)
       })
     }

@@ -1,0 +1,80 @@
+// The pet cache of the SQLite engine (src/storage/sqlite/pet-cache.ts): exact for this process's
+// writes, another connection's commits seen within the check interval, bounded in size.
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import { test, type TestContext } from 'node:test'
+import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
+
+function tempFile (t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-cache-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  return join(dir, 'petstore.db')
+}
+
+test('pet cache: every write of this process (pet, stock, order, cancel, delete) is seen by the next read', async (t) => {
+  const stores = createSqliteStores(tempFile(t))
+  t.after(() => stores.close())
+  await stores.keys.createKey({ name: 'owner', role: 'customer', plan: 'pro', perMinute: null, perDay: null, hash: 'h', prefix: 'psk_', now: 0 })
+  const dogs = await stores.categories.createCategory({ name: 'Dogs' })
+  const { record } = await stores.pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, null)
+  const id = record.id
+  const read = async () => {
+    const [one, listed] = await Promise.all([stores.pets.getPet(id), stores.pets.listPets({ ids: [id] }, { limit: 20, afterId: null })])
+    assert.deepEqual(listed, one === null ? [] : [one])
+    return one
+  }
+  assert.deepEqual(await read(), { id, name: 'Rex', categoryId: dogs.id, status: 'available', version: 1 })
+
+  assert.equal((await stores.pets.updatePet(id, { name: 'Max' }, null)).name, 'Max')
+  assert.deepEqual(await read(), { id, name: 'Max', categoryId: dogs.id, status: 'available', version: 2 })
+
+  await stores.inventory.setStock(id, 2, null)
+  assert.equal((await read())?.version, 3)
+
+  const { record: order } = await stores.orders.placeOrder({ petId: id, quantity: 2, shipDate: null, ownerKeyId: 1, now: 0 }, null)
+  assert.deepEqual(await read(), { id, name: 'Max', categoryId: dogs.id, status: 'pending', version: 4 })
+
+  await stores.orders.cancelOrder(order.id, null, null)
+  assert.deepEqual(await read(), { id, name: 'Max', categoryId: dogs.id, status: 'available', version: 5 })
+
+  const { record: again } = await stores.orders.placeOrder({ petId: id, quantity: 2, shipDate: null, ownerKeyId: 1, now: 0 }, null)
+  await stores.orders.updateOrder(again.id, { complete: true, shipDate: 0 }, null)
+  assert.equal((await read())?.status, 'sold')
+
+  const other = await stores.pets.createPet({ name: 'Spot', categoryId: dogs.id, status: 'available' }, null)
+  await stores.pets.getPet(other.record.id)
+  await stores.pets.deletePet(other.record.id, null)
+  assert.equal(await stores.pets.getPet(other.record.id), null)
+})
+
+test('pet cache: a commit by another connection is seen at the next check (every read here)', async (t) => {
+  const path = tempFile(t)
+  const stores = createSqliteStores(path, { petCache: { checkEveryMs: 0 } })
+  t.after(() => stores.close())
+  const dogs = await stores.categories.createCategory({ name: 'Dogs' })
+  const { record } = await stores.pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, null)
+  assert.equal((await stores.pets.getPet(record.id))?.name, 'Rex')
+
+  const other = new DatabaseSync(path)
+  t.after(() => other.close())
+  other.prepare("UPDATE pets SET name = 'Changed elsewhere', version = version + 1 WHERE id = ?").run(record.id)
+  assert.deepEqual(await stores.pets.getPet(record.id), { id: record.id, name: 'Changed elsewhere', categoryId: dogs.id, status: 'available', version: 2 })
+  assert.deepEqual(await stores.pets.listPets({ ids: [record.id] }, { limit: 1, afterId: null }), [{ id: record.id, name: 'Changed elsewhere', categoryId: dogs.id, status: 'available', version: 2 }])
+})
+
+test('pet cache: ?id= reads keep id order, the cursor and the limit, and skip missing ids', async (t) => {
+  const stores = createSqliteStores(tempFile(t), { petCache: { maxEntries: 2 } })
+  t.after(() => stores.close())
+  const dogs = await stores.categories.createCategory({ name: 'Dogs' })
+  const ids: number[] = []
+  for (const name of ['a', 'b', 'c', 'd']) ids.push((await stores.pets.createPet({ name, categoryId: dogs.id, status: 'available' }, null)).record.id)
+  const names = async (filterIds: number[], page: { limit: number; afterId: number | null }) => (await stores.pets.listPets({ ids: filterIds }, page)).map((p) => p.name)
+  assert.deepEqual(await names([ids[3]!, ids[0]!, 999, ids[2]!], { limit: 20, afterId: null }), ['a', 'c', 'd'])
+  assert.deepEqual(await names([ids[3]!, ids[0]!, 999, ids[2]!], { limit: 2, afterId: null }), ['a', 'c'])
+  assert.deepEqual(await names([ids[3]!, ids[0]!, 999, ids[2]!], { limit: 2, afterId: ids[0]! }), ['c', 'd'])
+  // Bounded at two entries: still right after evictions.
+  for (const id of [...ids, ...ids]) assert.equal((await stores.pets.getPet(id))?.id, id)
+})
