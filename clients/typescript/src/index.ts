@@ -2,7 +2,7 @@
 // users (docs/product.md sections 4 and 9). It uses only `fetch`, so it runs on Node 24 as it is
 // (erasable TypeScript) and in browsers; its types are generated from docs/openapi.json.
 import type { components, operations, paths } from './openapi.ts'
-import { PetstoreError, errorOf, retryAfterSeconds } from './errors.ts'
+import { PetstoreError, errorOf } from './errors.ts'
 import { createGate, JITTER_MS } from './gate.ts'
 import { deprecationDate, linksOf, rateLimitOf, secondsToReset, type RateLimitState } from './headers.ts'
 
@@ -292,4 +292,3 @@ function lowerCase (headers: Record<string, string> | undefined): Record<string,
   return Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]))
 }
 
-export { retryAfterSeconds }
