@@ -30,14 +30,24 @@ export async function startTestServer (t: TestContext, options: TestAppOptions =
 
 export interface Exchange { method: string; url: string; status: number | null; code: string | null; requestId: string | null; idempotencyKey: string | null }
 
-/** A fetch that records every exchange (what the server received and answered). */
-export function recordingFetch (inner: typeof fetch = (...args) => fetch(...args)): { fetch: typeof fetch; exchanges: Exchange[] } {
+/** A fetch that records every exchange (what the server received and answered) and the most requests it had in flight at once. */
+export function recordingFetch (inner: typeof fetch = (...args) => fetch(...args)): { fetch: typeof fetch; exchanges: Exchange[]; maxInFlight: () => number } {
   const exchanges: Exchange[] = []
+  let inFlight = 0
+  let maxInFlight = 0
   const recording: typeof fetch = async (input, init) => {
     const headers = new Headers(init?.headers)
     const exchange: Exchange = { method: init?.method ?? 'GET', url: String(input), status: null, code: null, requestId: null, idempotencyKey: headers.get('idempotency-key') }
     exchanges.push(exchange)
-    const response = await inner(input, init)
+    maxInFlight = Math.max(maxInFlight, ++inFlight)
+    let response: Response
+    try {
+      // The client reads the body before it lets another request go: count until then.
+      response = await inner(input, init)
+      await response.clone().arrayBuffer()
+    } finally {
+      inFlight--
+    }
     exchange.status = response.status
     exchange.requestId = response.headers.get('request-id')
     if (!response.ok) {
@@ -46,7 +56,7 @@ export function recordingFetch (inner: typeof fetch = (...args) => fetch(...args
     }
     return response
   }
-  return { fetch: recording, exchanges }
+  return { fetch: recording, exchanges, maxInFlight: () => maxInFlight }
 }
 
 /** Makes a category and `count` pets (staff), returning the pets in id order. */

@@ -12,7 +12,7 @@ const MINUTE = 60_000
 test('150 concurrent pets.list() on a free key (60 a minute) all succeed across three minute windows: never banned, at most maxConcurrency 429s', async (t) => {
   const server = await startTestServer(t)
   const { key } = await server.makeKey('customer', 'free')
-  const { fetch, exchanges } = recordingFetch()
+  const { fetch, exchanges, maxInFlight } = recordingFetch()
   const client = server.client({ apiKey: key, fetch, maxConcurrency: 8 })
 
   const pages = await Promise.all(Array.from({ length: 150 }, () => client.pets.list()))
@@ -21,6 +21,8 @@ test('150 concurrent pets.list() on a free key (60 a minute) all succeed across 
   const refused = exchanges.filter((e) => e.status !== 200)
   assert.ok(refused.length <= 8, `the server sent ${refused.length} non-200 answers: ${JSON.stringify(refused)}`)
   assert.ok(refused.every((e) => e.status === 429 && e.code === 'rate_limited'), JSON.stringify(refused))
+  assert.ok(maxInFlight() <= 8 && maxInFlight() > 1, `${maxInFlight()} requests were in flight at once`)
+  t.diagnostic(`${exchanges.length} requests, ${refused.length} answered 429, at most ${maxInFlight()} in flight`)
   // 60 in the minute of T0 (12:00), 60 in the next, 30 in the third.
   const minuteOf = (ms: number) => Math.floor(ms / MINUTE)
   assert.equal(minuteOf(server.clock.now()) - minuteOf(T0), 2, 'three windows were used')
@@ -74,4 +76,15 @@ test('lastRateLimit holds the last response\'s X-RateLimit-* as numbers, and onR
   const reset = Math.ceil((T0 + 1) / MINUTE) * MINUTE / 1000
   assert.deepEqual(client.lastRateLimit, { limit: 20, remaining: 0, reset })
   assert.deepEqual(seen, [{ limit: 20, remaining: 1, reset }, { limit: 20, remaining: 0, reset }])
+})
+
+test('maxConcurrency caps the requests in flight: 30 concurrent calls with maxConcurrency 3 never have more than 3 at once', async (t) => {
+  const server = await startTestServer(t)
+  const { fetch, exchanges, maxInFlight } = recordingFetch()
+  const client = server.client({ fetch, maxConcurrency: 3 })
+
+  await Promise.all(Array.from({ length: 30 }, () => client.pets.list()))
+
+  assert.equal(exchanges.length, 30)
+  assert.equal(maxInFlight(), 3)
 })
