@@ -76,8 +76,17 @@ export async function startServer (config: Config, options: { logger?: Logger; b
         const { open, cut } = await drain(app.server, config.server.shutdownGraceMs, () => { logger.info('stopping: no new connections; finishing the requests in flight') })
         if (cut > 0) logger.warn({ cut, graceMs: config.server.shutdownGraceMs }, 'grace period over: connections with requests still in flight were closed')
         else logger.info({ connections: open }, 'every request in flight was answered')
-        await app.close()
-        await infra.close()
+        // Closing the stores is bounded too: a database that stopped answering must not hold
+        // the stop past what an orchestrator allows (it would SIGKILL the process anyway).
+        let timer: NodeJS.Timeout | undefined
+        const bound = new Promise<never>((_resolve, reject) => {
+          timer = setTimeout(() => reject(new Error(`the stores did not close within ${STORES_CLOSE_MS} ms of the drain`)), STORES_CLOSE_MS)
+        })
+        try {
+          await Promise.race([(async () => { await app.close(); await infra.close() })(), bound])
+        } finally {
+          clearTimeout(timer)
+        }
       })()
       return closing
     }
@@ -91,6 +100,9 @@ export async function startServer (config: Config, options: { logger?: Logger; b
  * the connection.
  */
 export const DRAIN_LAST_CALL_MS = 500
+
+/** After the drain, how long closing the app and the stores (flushes included) may take. */
+export const STORES_CLOSE_MS = 5000
 
 /**
  * Stops accepting connections and resolves once every open one has closed: idle ones after
