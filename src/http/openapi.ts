@@ -22,7 +22,7 @@ export const TAGS = [
   { name: 'Orders', description: 'Orders for pets: placing, following, completing and cancelling them.' },
   { name: 'Inventory', description: 'Stock counts of the pets.' },
   { name: 'Rate limits', description: 'The caller\'s quotas and ban state.' },
-  { name: 'API keys', description: 'Administration of API keys, plans, quotas and bans (admin role).' }
+  { name: 'API keys', description: 'Administration of API keys, plans, quotas and bans (admin role).\n\n**Key lifecycle (beta).** A key may expire (`expiresAt`): from that instant it answers `401 api_key_expired`. Rotating a key makes its successor with the same settings; the old key keeps working for a grace period (a day by default, a week at most), and while both work they share one quota and one ban. Usage per key and UTC day (`allowed`, `limited`, `banned`) and `lastUsedAt` are written by every instance within 2 seconds; a crashed instance loses at most its last 2 seconds of counts.' }
 ]
 
 /**
@@ -37,7 +37,7 @@ export const TAG_GROUPS = [
 ]
 
 /** Codes any authenticated /v1 operation can return, whatever it declares (validation_failed: a key sent in the query string; request_timeout, headers_too_large: answered by Node at the connection level). */
-const CROSS_CUTTING: ErrorCode[] = ['validation_failed', 'unauthenticated', 'rate_limited', 'api_key_banned', 'internal_error', 'service_unavailable', 'request_timeout', 'headers_too_large']
+const CROSS_CUTTING: ErrorCode[] = ['validation_failed', 'unauthenticated', 'api_key_expired', 'rate_limited', 'api_key_banned', 'internal_error', 'service_unavailable', 'request_timeout', 'headers_too_large']
 
 /**
  * Statuses Node answers at the connection level (http/connections.ts), before a request exists:

@@ -38,5 +38,10 @@ export function installUsageRecording (app: FastifyInstance, options: UsageHookO
   })
 }
 
-/** Preflights and GET /rate_limit are answered from a peek: they left the windows as they were. */
-const charged = (request: FastifyRequest): boolean => request.method !== 'OPTIONS' && request.routeOptions.config?.quota !== 'free'
+/**
+ * Preflights, and GET /rate_limit with a valid key, are answered from a peek: they left the
+ * windows as they were (the same rule as keys/access.service.ts).
+ */
+const charged = (request: FastifyRequest): boolean =>
+  !(request.method === 'OPTIONS' && request.routeOptions.config?.role === undefined) &&
+  (request.routeOptions.config?.quota !== 'free' || request.principal === null)

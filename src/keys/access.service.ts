@@ -118,6 +118,20 @@ export function defaultPrincipalOf (record: KeyRecord, now: number): Principal |
 interface CachedKey { principal: Principal; expires: number; staleUntil: number }
 
 /**
+ * Why a presented key gives no principal: `expiredAt` when it is a key past its expiry (401
+ * api_key_expired names the instant), null when it is unknown, revoked or malformed. Refused
+ * keys are remembered as this very object.
+ */
+interface Refused { expires: number; expiredAt: number | null }
+const NOT_VALID: Refused = Object.freeze({ expires: Infinity, expiredAt: null })
+
+const isRefused = (value: Principal | Refused): value is Refused => !('keyId' in value)
+
+/** The instant a stored key expired, when that (and not a revocation) is why it is refused. */
+const expiryRefusal = (record: KeyRecord | null, now: number): number | null =>
+  record !== null && record.revokedAt === null && isExpired(record, now) ? record.expiresAt : null
+
+/**
  * A map bounded by size and time. Entries leave in insertion order when it is full (one delete
  * per insert, never a sweep), and lazily when found expired.
  */
@@ -151,24 +165,27 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
   // Resolved keys by the key as presented, so a hit costs no hash. Refused keys by their hash,
   // so a flood of wrong keys costs one hash each and no database read.
   const resolved = new BoundedCache<CachedKey>(options.keyCacheMax ?? 10_000)
-  const refused = new BoundedCache<{ expires: number }>(options.refusedCacheMax ?? 10_000)
+  const refused = new BoundedCache<Refused>(options.refusedCacheMax ?? 10_000)
 
-  function resolve (key: string): Principal | null | Promise<Principal | null> {
+  /** The key's principal, or why it has none (an expired key is told so: 401 api_key_expired). */
+  function lookup (key: string): Principal | Refused | Promise<Principal | Refused> {
     const now = clock.now()
     const hit = resolved.get(key)
     if (hit !== undefined && hit.expires > now) return hit.principal
-    if (!KEY_FORMAT.test(key)) return null
+    if (!KEY_FORMAT.test(key)) return NOT_VALID
     const hash = hashKey(key)
     const known = refused.get(hash)
     if (known !== undefined) {
-      if (known.expires > now) return null
+      if (known.expires > now) return known
       refused.delete(hash)
     }
-    return keys.findKeyByHash(hash).then((record) => {
+    return keys.findKeyByHash(hash).then((record): Principal | Refused => {
       const principal = record === null ? null : principalOf(record, now)
       if (principal === null) {
         resolved.delete(key)
-        refused.set(hash, { expires: now + refusedCacheMs })
+        const why: Refused = { expires: now + refusedCacheMs, expiredAt: expiryRefusal(record, now) }
+        refused.set(hash, why)
+        return why
       } else {
         // Never past the key's own expiry, not even as a stale answer during an outage.
         const end = record!.expiresAt ?? Infinity
@@ -183,21 +200,29 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
     })
   }
 
+  function resolve (key: string): Principal | null | Promise<Principal | null> {
+    const found = lookup(key)
+    if (isPromise(found)) return found.then((f) => isRefused(f) ? null : f)
+    return isRefused(found) ? null : found
+  }
+
   function decide (request: AccessRequest): AccessOutcome | Promise<AccessOutcome> {
     if (request.key === null) return charge(request, null, null)
-    let principal: Principal | null | Promise<Principal | null>
+    let found: Principal | Refused | Promise<Principal | Refused>
     try {
-      principal = resolve(request.key)
+      found = lookup(request.key)
     } catch (error) {
       return charge(request, null, error)
     }
-    if (!isPromise(principal)) return charge(request, principal, null)
+    // A refused key (an expired one too) is charged to the client address, like no key: the
+    // forgotten deployment of a rotated key must not eat its successor's quota.
+    if (!isPromise(found)) return isRefused(found) ? charge(request, null, null, found.expiredAt) : charge(request, found, null)
     // When the key cannot be read (the database is out), the request is still charged, to the
     // client address, so that the 503 carries the rate-limit headers.
-    return principal.then((p) => charge(request, p, null), (error: unknown) => charge(request, null, error))
+    return found.then((f) => isRefused(f) ? charge(request, null, null, f.expiredAt) : charge(request, f, null), (error: unknown) => charge(request, null, error))
   }
 
-  function charge (request: AccessRequest, principal: Principal | null, failure: unknown): AccessOutcome | Promise<AccessOutcome> {
+  function charge (request: AccessRequest, principal: Principal | null, failure: unknown, expiredAt: number | null = null): AccessOutcome | Promise<AccessOutcome> {
     const subject = principal === null ? `ip:${request.address}` : principal.subject
     const quota = principal === null ? ANONYMOUS_QUOTA : principal.quota
     // Preflights, and free operations called with a valid key, cost nothing: a browser app's
@@ -205,13 +230,13 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
     // wait. A wrong key is charged everywhere, so guessing is never free.
     const free = request.preflight || (request.free && principal !== null && failure === null)
     const decision = free ? limiter.peek(subject, quota) : limiter.consume(subject, quota)
-    if (isPromise(decision)) return decision.then((d) => conclude(request, principal, quota, subject, d, free, failure))
-    return conclude(request, principal, quota, subject, decision, free, failure)
+    if (isPromise(decision)) return decision.then((d) => conclude(request, principal, quota, subject, d, free, failure, expiredAt))
+    return conclude(request, principal, quota, subject, decision, free, failure, expiredAt)
   }
 
-  function conclude (request: AccessRequest, principal: Principal | null, quota: Quota, subject: string, decision: Decision, free: boolean, failure: unknown): AccessOutcome | Promise<AccessOutcome> {
+  function conclude (request: AccessRequest, principal: Principal | null, quota: Quota, subject: string, decision: Decision, free: boolean, failure: unknown, expiredAt: number | null): AccessOutcome | Promise<AccessOutcome> {
     if (free) {
-      const outcome: AccessOutcome = { principal, decision, quota, subject, refusal: failure === null ? refusalOf(request, principal) : toRefusal(failure) }
+      const outcome: AccessOutcome = { principal, decision, quota, subject, refusal: failure === null ? refusalOf(request, principal, expiredAt) : toRefusal(failure) }
       return outcome
     }
     if (!decision.allowed) {
@@ -230,7 +255,7 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
       return outcome
     }
     options.onDecision?.('allowed')
-    const outcome: AccessOutcome = { principal, decision, quota, subject, refusal: failure === null ? refusalOf(request, principal) : toRefusal(failure) }
+    const outcome: AccessOutcome = { principal, decision, quota, subject, refusal: failure === null ? refusalOf(request, principal, expiredAt) : toRefusal(failure) }
     options.onDecided?.(outcome, request)
     return outcome
   }
@@ -255,8 +280,11 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
   }
 }
 
-/** 400 for a key in the URL, 401 without a valid key, 403 below the operation's role; null to serve. */
-function refusalOf (request: AccessRequest, principal: Principal | null): AppError | null {
+/**
+ * 400 for a key in the URL, 401 without a valid key (api_key_expired for a key past its
+ * `expiredAt`), 403 below the operation's role; null to serve.
+ */
+function refusalOf (request: AccessRequest, principal: Principal | null, expiredAt: number | null): AppError | null {
   if (request.keyInQuery !== null) {
     return new AppError('validation_failed', `API keys are never accepted in the URL (query parameter "${request.keyInQuery}"): send the key in the X-API-Key header (or Authorization: Bearer), and treat this key as exposed`, {
       details: [{ path: `/query/${request.keyInQuery}`, message: 'send the key in the X-API-Key header' }]
@@ -264,6 +292,9 @@ function refusalOf (request: AccessRequest, principal: Principal | null): AppErr
   }
   const role = request.role
   if (role === undefined || request.preflight) return null
+  if (principal === null && expiredAt !== null) {
+    return new AppError('api_key_expired', `the API key expired at ${new Date(expiredAt).toISOString()}; use the key that replaced it, or ask an admin for a new one`, { headers: { 'www-authenticate': 'Bearer realm="petstore"' } })
+  }
   if (principal === null) {
     return new AppError('unauthenticated', request.key === null
       ? 'an API key is required: send it as X-API-Key or Authorization: Bearer'
