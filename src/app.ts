@@ -14,6 +14,7 @@ import { installErrorHandling } from './http/errors.ts'
 import { deprecatedOperation } from './http/lifecycle.ts'
 import { installSunset, lifecycleHeaderStep } from './http/lifecycle-hooks.ts'
 import { healthRoutes, rateLimitRoutes, type Readiness } from './http/meta.ts'
+import { responseHeadersOf } from './http/response-headers.ts'
 import { createMetrics, installMetrics, metricsRoutes, type Metrics } from './http/metrics.ts'
 import { registerOpenApi, serveOpenApi } from './http/openapi.ts'
 import { bindRequestLogger, lazyChildLogger, RequestLog } from './http/request-log.ts'
@@ -105,6 +106,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const setLifecycleHeaders = lifecycleHeaderStep(lifecycleOptions)
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('request-id', request.id)
+    reply.headers(responseHeadersOf(request))
     setLifecycleHeaders(request, reply, request.routeOptions.config.lifecycle)
     bindRequestLogger(request)
     done()
@@ -132,13 +134,18 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
     await usage.stop().catch((error: unknown) => { app.log.warn({ err: error }, 'usage flush at close failed') })
   })
 
-  await app.register(cors, {
+  const corsOptions = {
     origin: config.corsOrigins === '*' ? '*' : config.corsOrigins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     allowedHeaders: ['X-API-Key', 'Authorization', 'Content-Type', 'If-Match', 'Idempotency-Key', 'Request-Id'],
     exposedHeaders: EXPOSED_HEADERS,
     maxAge: 600,
     strictPreflight: false
+  }
+  // /metrics is for Prometheus on the private network, never for a browser: no CORS at all,
+  // preflights included (origin false: no CORS headers, and the preflight is not answered).
+  await app.register(cors, {
+    delegator: (request, callback) => { callback(null, request.url.split('?', 1)[0] === '/metrics' ? { origin: false } : corsOptions) }
   })
 
   await registerOpenApi(app)

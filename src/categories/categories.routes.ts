@@ -2,8 +2,8 @@
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { etagOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
-import { Reply, ETagHeader, LinkHeader, LocationHeader, NoContent } from '../shared/schemas.ts'
-import { type Category, CategoriesSchema, CategoryIdParams, CategoryListQuery, CategorySchema, NewCategorySchema } from './categories.schema.ts'
+import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery } from '../shared/schemas.ts'
+import { type Category, CategoriesSchema, CategoryIdParams, DeleteCategoryIdParams, CategoryListQuery, CategorySchema, NewCategorySchema } from './categories.schema.ts'
 import type { CategoryService } from './categories.service.ts'
 import type { CategoryRecord } from './categories.store.ts'
 
@@ -33,7 +33,7 @@ export async function categoryRoutes (fastify: FastifyInstance, { categories }: 
     schema: {
       operationId: 'createCategory', tags, summary: 'Create a category',
       description: 'Creates a category. Names need not be unique.',
-      body: NewCategorySchema,
+      querystring: NoQuery, body: NewCategorySchema,
       response: { 201: Reply('The category, as created.', CategorySchema, { ...LocationHeader, ...ETagHeader }) }
     },
     config: { role: 'staff', errors: ['validation_failed'] }
@@ -47,7 +47,7 @@ export async function categoryRoutes (fastify: FastifyInstance, { categories }: 
     schema: {
       operationId: 'getCategory', tags, summary: 'Get a category',
       description: 'The category, with its `ETag`.',
-      params: CategoryIdParams,
+      params: CategoryIdParams, querystring: NoQuery,
       response: { 200: Reply('The category.', CategorySchema, ETagHeader) }
     },
     config: { role: 'customer', errors: ['validation_failed', 'not_found'] }
@@ -61,7 +61,7 @@ export async function categoryRoutes (fastify: FastifyInstance, { categories }: 
     schema: {
       operationId: 'replaceCategory', tags, summary: 'Replace a category',
       description: 'Replaces name and description (a missing description removes it). Honours `If-Match`.',
-      params: CategoryIdParams, body: NewCategorySchema,
+      params: CategoryIdParams, querystring: NoQuery, headers: IfMatchHeaders, body: NewCategorySchema,
       response: { 200: Reply('The updated category.', CategorySchema, ETagHeader) }
     },
     config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed'] }
@@ -75,7 +75,7 @@ export async function categoryRoutes (fastify: FastifyInstance, { categories }: 
     schema: {
       operationId: 'deleteCategory', tags, summary: 'Delete a category',
       description: 'A category that still has pets cannot be deleted. Honours `If-Match`.',
-      params: CategoryIdParams,
+      params: DeleteCategoryIdParams, querystring: NoQuery, headers: IfMatchHeaders,
       response: { 204: NoContent('The category is deleted.') }
     },
     config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed', 'category_in_use'] }

@@ -16,7 +16,7 @@ const USAGE = `usage: petstore <command>
   serve [--sample-data] [--host H] [--port P]   serve the API (configuration from the environment)
   migrate                                       apply database migrations
   keys create|list|revoke|unban                 administer API keys
-  openapi [--out FILE]                          print or write the OpenAPI document`
+  openapi [--out FILE] [--server URL]           print or write the OpenAPI document`
 
 export async function main (argv: string[], io: Io): Promise<number> {
   const [name, ...args] = argv

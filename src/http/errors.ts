@@ -3,6 +3,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, MAX_ERROR_DETAILS, type ErrorCode } from '../errors.ts'
 import { redactUrl } from './redact.ts'
+import { responseHeadersOf } from './response-headers.ts'
 
 /** Fastify's own errors that a client can cause, and the code each becomes. */
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -35,6 +36,8 @@ export function toAppError (error: unknown): AppError {
 export function sendError (request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
   // Told in the request's one "request completed" line (http/request-log.ts), not a line of its own.
   request.failure = { code: error.code, message: error.message }
+  // Also for answers that never ran the hooks (a malformed URL): every answer has these.
+  reply.headers(responseHeadersOf(request))
   if (error.headers !== undefined) reply.headers(error.headers)
   const body: Record<string, unknown> = { code: error.code, message: error.message, status: error.status, requestId: request.id }
   const details = error.details

@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { PlanSchema, RoleSchema } from '../keys/keys.schema.ts'
 import type { Readiness } from '../shared/readiness.ts'
-import { Reply } from '../shared/schemas.ts'
+import { NoQuery, Reply } from '../shared/schemas.ts'
 
 export type { Readiness } from '../shared/readiness.ts'
 
@@ -22,7 +22,11 @@ export const RateLimitStatusSchema = Type.Object({
     until: Type.String({ format: 'date-time' }),
     reason: Type.String()
   }, { additionalProperties: false }), Type.Null()])
-}, { title: 'RateLimitStatus', additionalProperties: false })
+}, {
+  title: 'RateLimitStatus',
+  additionalProperties: false,
+  examples: [{ plan: 'free', role: 'admin', windows: { minute: { limit: 60, remaining: 57, reset: 1795435260 }, day: { limit: 1000, remaining: 988, reset: 1795478400 } }, ban: null }]
+})
 
 export async function healthRoutes (app: FastifyInstance, { readiness }: { readiness: Readiness }): Promise<void> {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }))
@@ -44,6 +48,7 @@ export async function rateLimitRoutes (fastify: FastifyInstance): Promise<void> 
     schema: {
       operationId: 'getRateLimit', tags: ['Rate limits'], summary: 'Your quotas and ban state',
       description: 'Costs no quota, and answers even while the key is banned, so a client can always learn how long to wait.',
+      querystring: NoQuery,
       response: { 200: Reply('The caller\'s windows and ban.', RateLimitStatusSchema) }
     },
     config: {

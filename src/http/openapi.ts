@@ -16,6 +16,7 @@ import { sendStatic, staticEntity, type StaticEntity } from './static.ts'
 
 export const API_VERSION = '1.0.0'
 
+/** The tags, in the order of their groups (TAG_GROUPS): the document lists them in this order. */
 export const TAGS = [
   { name: 'Pet catalogue', description: 'The animals for sale.' },
   { name: 'Categories', description: 'Kinds of animals.' },
@@ -91,6 +92,15 @@ const RATE_LIMIT_HEADERS = {
   'Request-Id': { description: 'The request id, also in error bodies and the logs.', schema: { type: 'string' } }
 }
 
+const OTHER_HEADERS = {
+  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+  'X-Content-Type-Options': { description: 'Always `nosniff`: a response is only ever read as the type it declares.', schema: { type: 'string', enum: ['nosniff'] } },
+  'Cache-Control': { description: 'Always `no-store` on key administration: key records and new keys must not be kept by any cache.', schema: { type: 'string', enum: ['no-store'] } },
+  'WWW-Authenticate': { description: 'The authentication scheme to use: `Bearer realm="petstore"` (the key may also be sent as `X-API-Key`).', schema: { type: 'string' } }
+}
+
+export const CONTACT = { name: 'Petstore API team', url: 'https://petstore.example/support', email: 'api@petstore.example' }
+
 const DESCRIPTIONS = new URL('descriptions/', import.meta.url)
 const descriptions = new Map<string, string | undefined>()
 
@@ -123,16 +133,20 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
         version: API_VERSION,
         description: introduction + '\n\n' + errorCatalogueMarkdown(),
         license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
-        contact: { name: 'Petstore API team' }
+        contact: CONTACT
       },
+      // Relative, so the docs page calls the server that serves it; `petstore openapi --server
+      // URL` makes it absolute for tools that need one (proxies, test runners).
       servers: [{ url: '/v1', description: 'This server' }],
       tags: TAGS,
       components: {
         securitySchemes: {
-          ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An API key. `Authorization: Bearer KEY` is accepted too.' }
+          ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An API key in the `X-API-Key` header.' },
+          BearerAuth: { type: 'http', scheme: 'bearer', description: 'The same API key as `Authorization: Bearer KEY`.' }
         }
       },
-      security: [{ ApiKeyAuth: [] }]
+      // Two alternatives: either header carries the key.
+      security: [{ ApiKeyAuth: [] }, { BearerAuth: [] }]
     },
     hideUntagged: true,
     transform: ({ schema, url, route }) => ({ schema: lifecycleDocument(withMarkdownDescription(schema as Record<string, unknown>), route.config?.lifecycle) as typeof schema, url }),
@@ -164,20 +178,25 @@ export type OpenApiDocument = {
 type Operation = { responses: Record<string, { headers?: Record<string, unknown>; [k: string]: unknown }>; deprecated?: boolean; [k: string]: unknown }
 type JsonObject = Record<string, unknown>
 
+/** Headers on every /v1 response (http/response-headers.ts and the access hook send them). */
+const EVERY_RESPONSE_HEADERS = [...Object.keys(RATE_LIMIT_HEADERS), 'X-Content-Type-Options']
+
 function finish (doc: OpenApiDocument): OpenApiDocument {
   doc['x-tagGroups'] = TAG_GROUPS
   const components = doc.components
-  components.headers = Object.fromEntries(Object.entries({ ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS, 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } })
+  components.headers = Object.fromEntries(Object.entries({ ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS, ...OTHER_HEADERS })
     .map(([name, header]) => [name, { ...header, required: true }]))
-  for (const operations of Object.values(doc.paths)) {
+  for (const [path, operations] of Object.entries(doc.paths)) {
     for (const operation of Object.values(operations)) {
       for (const [status, response] of Object.entries(operation.responses)) {
         const headers: Record<string, unknown> = {}
         if (CONNECTION_LEVEL_STATUSES.has(status)) {
-          response.headers = { 'Request-Id': { $ref: '#/components/headers/Request-Id' } }
+          response.headers = { 'Request-Id': { $ref: '#/components/headers/Request-Id' }, 'X-Content-Type-Options': { $ref: '#/components/headers/X-Content-Type-Options' } }
           continue
         }
-        for (const name of Object.keys(RATE_LIMIT_HEADERS)) headers[name] = { $ref: `#/components/headers/${name}` }
+        for (const name of EVERY_RESPONSE_HEADERS) headers[name] = { $ref: `#/components/headers/${name}` }
+        if (path.startsWith('/admin/') || path === '/admin') headers['Cache-Control'] = { $ref: '#/components/headers/Cache-Control' }
+        if (status === '401') headers['WWW-Authenticate'] = { $ref: '#/components/headers/WWW-Authenticate' }
         if (status === '429' || status === '503') headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' }
         if (operation.deprecated === true) {
           for (const name of ['Deprecation', 'Sunset', 'Warning']) headers[name] = { $ref: `#/components/headers/${name}` }
@@ -194,7 +213,58 @@ function finish (doc: OpenApiDocument): OpenApiDocument {
   }
   addCodeSamples(doc)
   hoistComponents(doc)
-  return doc
+  addDiscriminatorMappings(doc)
+  const finished = examplesAsOpenApi30(doc) as OpenApiDocument
+  return finished
+}
+
+/**
+ * OpenAPI 3.0 schemas have one `example`, not JSON Schema's `examples` array (which is where
+ * the TypeBox schemas keep theirs, next to the shape, so that a new schema brings its own).
+ * @fastify/swagger converts most; this catches the rest (oneOf branches, header schemas). A
+ * Media Type's or Parameter's `examples` is a map, never an array, so it is left alone.
+ */
+function examplesAsOpenApi30 (node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(examplesAsOpenApi30)
+  if (node === null || typeof node !== 'object') return node
+  const object: JsonObject = {}
+  for (const [key, value] of Object.entries(node)) {
+    if (key === 'examples' && Array.isArray(value)) {
+      if (!('example' in node) && value.length > 0) object.example = value[0]
+      continue
+    }
+    // Example values are data, not schemas: copied as they are.
+    object[key] = key === 'example' ? value : examplesAsOpenApi30(value)
+  }
+  return object
+}
+
+/**
+ * A discriminator (the key's `plan`) gets its mapping from the branches' enums: without one,
+ * OpenAPI takes the schema names as the values, and generators would type `plan` as
+ * "NewPlanApiKey". The validator (Ajv) refuses a mapping, so only the document has it.
+ */
+function addDiscriminatorMappings (doc: OpenApiDocument): void {
+  const schemas = doc.components.schemas ?? {}
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) { node.forEach(visit); return }
+    if (node === null || typeof node !== 'object') return
+    const object = node as JsonObject
+    const discriminator = object.discriminator as { propertyName: string; mapping?: Record<string, string> } | undefined
+    if (discriminator !== undefined && Array.isArray(object.oneOf)) {
+      const mapping: Record<string, string> = {}
+      for (const branch of object.oneOf as { $ref?: string }[]) {
+        const ref = branch.$ref
+        const target = ref === undefined ? undefined : schemas[ref.split('/').pop()!]
+        const tag = (target?.properties as Record<string, { enum?: string[] }> | undefined)?.[discriminator.propertyName]
+        for (const value of tag?.enum ?? []) mapping[value] = ref!
+      }
+      discriminator.mapping = mapping
+    }
+    for (const value of Object.values(object)) visit(value)
+  }
+  visit(doc.paths)
+  visit(schemas)
 }
 
 /** Replaces every schema with a `title` by a $ref to components.schemas[title], innermost first. */

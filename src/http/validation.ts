@@ -5,7 +5,7 @@
 // bodies get a strict Ajv; path and query values are strings on the wire and must be coerced.
 import { Ajv, type Options as AjvOptions } from 'ajv'
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats'
-import type { FastifyInstance, FastifySchema, FastifySchemaCompiler } from 'fastify'
+import type { FastifyInstance, FastifyRequest, FastifySchema, FastifySchemaCompiler } from 'fastify'
 import { AppError, clipText } from '../errors.ts'
 
 // ajv-formats is CommonJS with a default export; under Node's ESM loader it arrives wrapped.
@@ -20,7 +20,9 @@ function makeAjv (options: AjvOptions): Ajv {
 }
 
 export function installValidation (app: FastifyInstance): void {
-  const bodyAjv = makeAjv({ coerceTypes: false, useDefaults: false, removeAdditional: false })
+  // `discriminator`: a oneOf keyed by a property (the key's plan) is checked against the branch
+  // the property names, so the errors speak of that branch only.
+  const bodyAjv = makeAjv({ coerceTypes: false, useDefaults: false, removeAdditional: false, discriminator: true })
   // 'array' also wraps a single query value into an array where the schema wants one (?id=1).
   const partsAjv = makeAjv({ coerceTypes: 'array', useDefaults: true, removeAdditional: false })
   const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
@@ -28,7 +30,7 @@ export function installValidation (app: FastifyInstance): void {
   app.setValidatorCompiler(compiler)
   app.setSchemaErrorFormatter((errors, dataVar) => {
     const details = errors.map((e) => ({
-      path: clipText(dataVar === 'body' ? (e.instancePath || '/') : describeParam(e.instancePath, e.params)),
+      path: clipText(dataVar === 'body' ? bodyPath(e.instancePath, e.keyword, e.params) : describeParam(e.instancePath, e.params)),
       message: clipText(describeError(e.keyword, e.message, e.params))
     }))
     const first = details[0]
@@ -37,6 +39,32 @@ export function installValidation (app: FastifyInstance): void {
   })
 
   installInt64Guard(app)
+  installBodylessGuard(app)
+}
+
+/**
+ * An operation without a body schema takes no body: a body is 400 before it is read, so such an
+ * operation never answers 413 or 415 about a body it would ignore (its documented statuses stay
+ * exact). An empty body (`Content-Length: 0`) is no body.
+ */
+function installBodylessGuard (app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    if ((route.schema as FastifySchema | undefined)?.body !== undefined) return
+    const guard = async (request: FastifyRequest) => {
+      const length = request.headers['content-length']
+      if (request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')) {
+        throw new AppError('validation_failed', `${request.method} ${request.routeOptions.url ?? ''} takes no body; send none`, { details: [{ path: '/', message: 'must be absent' }] })
+      }
+    }
+    const existing = route.preParsing
+    route.preParsing = existing === undefined ? [guard] : [...(Array.isArray(existing) ? existing : [existing]), guard]
+  })
+}
+
+/** The JSON Pointer of a body error; a discriminator's error is about its tag property. */
+function bodyPath (instancePath: string, keyword: string, params: Record<string, unknown>): string {
+  if (keyword === 'discriminator' && typeof params.tag === 'string') return `${instancePath}/${params.tag}`
+  return instancePath || '/'
 }
 
 function describeParam (instancePath: string, params: Record<string, unknown>): string {
@@ -50,6 +78,7 @@ function describeParam (instancePath: string, params: Record<string, unknown>): 
 function describeError (keyword: string, message: string | undefined, params: Record<string, unknown>): string {
   if (keyword === 'additionalProperties') return `has an unknown field "${String(params.additionalProperty)}"`
   if (keyword === 'pattern' && params.pattern === '\\S') return 'must not be blank'
+  if (keyword === 'discriminator') return 'must be one of the documented values'
   return message ?? 'is invalid'
 }
 

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { etagOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
 import { PetIdParams } from '../pets/pets.schema.ts'
-import { Reply, ETagHeader, LinkHeader } from '../shared/schemas.ts'
+import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, NoQuery } from '../shared/schemas.ts'
 import { type InventoryItem, InventoryItemSchema, InventoryItemsSchema, InventoryListQuery, InventoryUpdateSchema } from './inventory.schema.ts'
 import type { InventoryService } from './inventory.service.ts'
 import type { InventoryRecord } from './inventory.store.ts'
@@ -34,7 +34,7 @@ export async function inventoryRoutes (fastify: FastifyInstance, { inventory }: 
     schema: {
       operationId: 'getInventory', tags, summary: 'Get the inventory entry of a pet',
       description: 'The stock of the pet and its current status. The entry lives on the pet, so its ETag is the pet\'s: any change of the pet changes it.',
-      params: PetIdParams,
+      params: PetIdParams, querystring: NoQuery,
       response: { 200: Reply('The inventory entry.', InventoryItemSchema, ETagHeader) }
     },
     config: { role: 'customer', errors: ['validation_failed', 'not_found'] }
@@ -48,7 +48,7 @@ export async function inventoryRoutes (fastify: FastifyInstance, { inventory }: 
     schema: {
       operationId: 'setInventory', tags, summary: 'Set the stock of a pet',
       description: 'Sets the stock count. Above 0, a `pending` or `sold` pet becomes `available`; at 0, an `available` pet becomes `pending` if it has open orders, else `sold`. Open orders keep what they took: the new count is what is left to order. Honours `If-Match` (the pet\'s ETag).',
-      params: PetIdParams, body: InventoryUpdateSchema,
+      params: PetIdParams, querystring: NoQuery, headers: IfMatchHeaders, body: InventoryUpdateSchema,
       response: { 200: Reply('The updated inventory entry.', InventoryItemSchema, ETagHeader) }
     },
     config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed'] }

@@ -1,10 +1,9 @@
 // API key administration over HTTP (admin role).
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
 import { etagOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
-import { ETagHeader, LinkHeader, LocationHeader, NoContent, Reply } from '../shared/schemas.ts'
-import { ApiKeyPatchSchema, ApiKeySchema, CreatedApiKeySchema, KeyIdParams, KeyListQuery, KeyUsageQuery, KeyUsageSchema, NewApiKeySchema, RotateApiKeySchema } from './keys.schema.ts'
+import { ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, Reply } from '../shared/schemas.ts'
+import { ApiKeyPatchSchema, ApiKeySchema, ApiKeysSchema, CreatedApiKeySchema, KeyIdParams, KeyListQuery, KeyUsageQuery, KeyUsageSchema, NewApiKeySchema, RevokeKeyIdParams, RotateApiKeySchema } from './keys.schema.ts'
 import type { KeyAdmin } from './keys.service.ts'
 
 export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: KeyAdmin }): Promise<void> {
@@ -16,7 +15,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       operationId: 'listApiKeys', tags, summary: 'List API keys',
       description: 'Keys in id order, revoked ones included, each with its ban in force. The next page, if any, is in the `Link` header.',
       querystring: KeyListQuery,
-      response: { 200: Reply('A page of keys (never the keys themselves).', Type.Array(ApiKeySchema, { title: 'ApiKeys' }), LinkHeader) }
+      response: { 200: Reply('A page of keys (never the keys themselves).', ApiKeysSchema, LinkHeader) }
     },
     config: { role: 'admin', errors: ['validation_failed'] }
   }, async (request, reply) => {
@@ -29,7 +28,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
     schema: {
       operationId: 'createApiKey', tags, summary: 'Create an API key',
       description: 'The response holds the key itself, once: only its hash is stored. With `expiresAt` (a future instant) the key stops working then, answering `401 api_key_expired`.',
-      body: NewApiKeySchema,
+      querystring: NoQuery, body: NewApiKeySchema,
       response: { 201: Reply('The key, shown once.', CreatedApiKeySchema, { ...LocationHeader, ...ETagHeader }) }
     },
     config: { role: 'admin', errors: ['validation_failed'] }
@@ -43,7 +42,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
     schema: {
       operationId: 'getApiKey', tags, summary: 'Get an API key',
       description: 'The key\'s record (never the key itself) and its ban in force.',
-      params: KeyIdParams,
+      params: KeyIdParams, querystring: NoQuery,
       response: { 200: Reply('The key\'s record and ban.', ApiKeySchema, ETagHeader) }
     },
     config: { role: 'admin', errors: ['validation_failed', 'not_found'] }
@@ -57,7 +56,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
     schema: {
       operationId: 'updateApiKey', tags, summary: 'Change a key\'s name, role, plan or quotas',
       description: 'Custom quotas (`perMinute`, `perDay`) are for the enterprise plan only; moving a key off enterprise drops them. Takes effect on running instances within seconds. Honours `If-Match`.',
-      params: KeyIdParams, body: ApiKeyPatchSchema,
+      params: KeyIdParams, querystring: NoQuery, headers: IfMatchHeaders, body: ApiKeyPatchSchema,
       response: { 200: Reply('The updated key.', ApiKeySchema, ETagHeader) }
     },
     config: { role: 'admin', errors: ['validation_failed', 'not_found', 'precondition_failed'] }
@@ -71,7 +70,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
     schema: {
       operationId: 'revokeApiKey', tags, summary: 'Revoke an API key',
       description: 'The key stops working on every instance within seconds. Revoking twice is harmless. Honours `If-Match`.',
-      params: KeyIdParams,
+      params: RevokeKeyIdParams, querystring: NoQuery, headers: IfMatchHeaders,
       response: { 204: NoContent('The key is revoked.') }
     },
     config: { role: 'admin', errors: ['validation_failed', 'not_found', 'precondition_failed'] }
@@ -84,7 +83,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
     schema: {
       operationId: 'liftApiKeyBan', tags, summary: 'Lift a key\'s ban',
       description: 'Ends the ban in force, if any, on every instance within seconds. The escalation history stays: a key banned again within 24 hours gets a longer ban.',
-      params: KeyIdParams,
+      params: KeyIdParams, querystring: NoQuery,
       response: { 204: NoContent('The key is not banned (any more).') }
     },
     config: {
@@ -104,7 +103,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
   app.post('/admin/keys/:keyId/rotate', {
     schema: {
       operationId: 'rotateApiKey', tags, summary: 'Rotate an API key',
-      params: KeyIdParams, body: RotateApiKeySchema,
+      params: KeyIdParams, querystring: NoQuery, body: RotateApiKeySchema,
       response: { 201: Reply('The new key, shown once; its `replaces` names the old key.', CreatedApiKeySchema, { ...LocationHeader, ...ETagHeader }) }
     },
     config: { role: 'admin', errors: ['validation_failed', 'not_found', 'api_key_not_rotatable'], lifecycle: { stability: 'beta', note: lifecycleBeta } },

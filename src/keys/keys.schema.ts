@@ -1,13 +1,14 @@
-// API keys, roles and plans (docs/product.md sections 3 and 4).
+// API keys, roles and plans (docs/product.md sections 3 and 4). Examples name the keys
+// `serve --sample-data` makes: 1 customer, 2 staff, 3 admin.
 import { Type, type Static } from 'typebox'
 import { Int64, PageQuery, StringEnum } from '../shared/schemas.ts'
 
 export const ROLES = ['customer', 'staff', 'admin'] as const
-export const RoleSchema = StringEnum(ROLES, { title: 'Role', description: 'customer: browse and order; staff: also manage catalogue, stock and all orders; admin: also manage keys.' })
+export const RoleSchema = StringEnum(ROLES, { title: 'Role', description: 'customer: browse and order; staff: also manage catalogue, stock and all orders; admin: also manage keys.', examples: ['customer'] })
 export type Role = Static<typeof RoleSchema>
 
 export const PLANS = ['free', 'pro', 'business', 'enterprise'] as const
-export const PlanSchema = StringEnum(PLANS, { title: 'Plan', description: 'The plan sets the quotas; enterprise quotas are set per key.' })
+export const PlanSchema = StringEnum(PLANS, { title: 'Plan', description: 'The plan sets the quotas; enterprise quotas are set per key.', examples: ['pro'] })
 export type Plan = Static<typeof PlanSchema>
 
 /** Quotas by plan (docs/product.md 4.1). Enterprise has none of its own: each key carries them. */
@@ -20,14 +21,36 @@ export const PLAN_QUOTAS: Record<Exclude<Plan, 'enterprise'>, { perMinute: numbe
 /** Role rank: each role may do everything the roles below it may. */
 export const ROLE_RANK: Record<Role, number> = { customer: 0, staff: 1, admin: 2 }
 
-export const KeyIdParams = Type.Object({ keyId: Int64({ description: 'The key id.' }) }, { additionalProperties: false })
+const keyIdParams = (example: number) => Type.Object({ keyId: Int64({ description: 'The key id.', examples: [example] }) }, { additionalProperties: false })
+export const KeyIdParams = keyIdParams(1)
+/** revokeApiKey's example revokes a key no other example uses (2, the sample staff key). */
+export const RevokeKeyIdParams = keyIdParams(2)
 
-const Quota = Type.Integer({ minimum: 1, maximum: 1_000_000_000 })
+const Quota = (description: string, example: number) => Type.Integer({ minimum: 1, maximum: 1_000_000_000, description, examples: [example] })
+const PerMinute = Quota('Requests per UTC minute (enterprise only).', 2_000)
+const PerDay = Quota('Requests per UTC day (enterprise only).', 500_000)
+const KeyName = Type.String({ minLength: 1, maxLength: 100, description: 'A label for people, 1 to 100 characters.', examples: ['Partner shop'] })
 
 export const BanSchema = Type.Object({
   until: Type.String({ format: 'date-time', description: 'When the ban ends.' }),
   reason: Type.String()
-}, { title: 'Ban', additionalProperties: false })
+}, { title: 'Ban', additionalProperties: false, examples: [{ until: '2026-11-23T12:15:00.000Z', reason: 'kept calling while rate limited' }] })
+
+const API_KEY_EXAMPLE = {
+  id: 1,
+  name: 'sample customer',
+  role: 'customer',
+  plan: 'free',
+  limits: { perMinute: 60, perDay: 1_000 },
+  prefix: 'psk_Zc4Lq8Vn',
+  createdAt: '2026-11-23T09:00:00.000Z',
+  revokedAt: null,
+  expiresAt: null,
+  replaces: null,
+  replacedBy: null,
+  lastUsedAt: '2026-11-23T09:12:41.087Z',
+  ban: null
+}
 
 export const ApiKeySchema = Type.Object({
   id: Int64(),
@@ -43,32 +66,56 @@ export const ApiKeySchema = Type.Object({
   replacedBy: Type.Union([Int64(), Type.Null()], { description: 'The key that replaced this one by rotation, if any.', example: null }),
   lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'The last request made with the key; null: never used. Every instance writes it within 5 seconds.', example: '2026-11-21T11:58:02.113Z' }),
   ban: Type.Union([BanSchema, Type.Null()], { description: 'The ban in force, if any. A ban covers every key of a rotation chain while they share a quota.' })
-}, { title: 'ApiKey', additionalProperties: false })
+}, { title: 'ApiKey', additionalProperties: false, examples: [API_KEY_EXAMPLE] })
 export type ApiKey = Static<typeof ApiKeySchema>
 
-export const NewApiKeySchema = Type.Object({
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+export const ApiKeysSchema = Type.Array(ApiKeySchema, { title: 'ApiKeys', examples: [[API_KEY_EXAMPLE]] })
+
+const ExpiresAt = Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working (then `401 api_key_expired`); must be in the future. Absent: never.', example: '2027-02-19T12:00:00Z' }))
+
+const NewPlanApiKeySchema = Type.Object({
+  name: Type.Optional(KeyName),
   role: RoleSchema,
-  plan: PlanSchema,
-  perMinute: Type.Optional(Quota),
-  perDay: Type.Optional(Quota),
-  expiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working (then `401 api_key_expired`); must be in the future. Absent: never.', example: '2027-02-19T12:00:00Z' }))
-}, { title: 'NewApiKey', additionalProperties: false, description: 'perMinute and perDay are required for the enterprise plan and refused for the others.' })
+  plan: StringEnum(['free', 'pro', 'business'] as const, { description: 'A plan with fixed quotas.', examples: ['pro'] }),
+  expiresAt: ExpiresAt
+}, { title: 'NewPlanApiKey', additionalProperties: false, description: 'A key on a plan with fixed quotas: no perMinute or perDay.', examples: [{ name: 'Partner shop', role: 'customer', plan: 'pro' }] })
+
+const NewEnterpriseApiKeySchema = Type.Object({
+  name: Type.Optional(KeyName),
+  role: RoleSchema,
+  plan: StringEnum(['enterprise'] as const, { description: 'Quotas set per key.', examples: ['enterprise'] }),
+  perMinute: PerMinute,
+  perDay: PerDay,
+  expiresAt: ExpiresAt
+}, { title: 'NewEnterpriseApiKey', additionalProperties: false, description: 'An enterprise key: both quotas are required.', examples: [{ name: 'Wholesale partner', role: 'customer', plan: 'enterprise', perMinute: 2_000, perDay: 500_000 }] })
+
+/**
+ * The enterprise rule in the schema: a `oneOf` keyed by `plan` (the document adds the
+ * discriminator's mapping), so generators and validating proxies know that perMinute and
+ * perDay come with enterprise and only with it. The validator picks the branch by `plan`, so
+ * its messages speak of that branch only. The type is the flat shape both branches fit.
+ */
+export const NewApiKeySchema = Type.Unsafe<{ name?: string; role: Role; plan: Plan; perMinute?: number; perDay?: number; expiresAt?: string }>({
+  oneOf: [NewPlanApiKeySchema, NewEnterpriseApiKeySchema],
+  discriminator: { propertyName: 'plan' },
+  description: 'perMinute and perDay are required for the enterprise plan and refused for the others.',
+  examples: [{ name: 'Partner shop', role: 'customer', plan: 'pro' }]
+})
 export type NewApiKey = Static<typeof NewApiKeySchema>
 
 export const ApiKeyPatchSchema = Type.Object({
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  name: Type.Optional(KeyName),
   role: Type.Optional(RoleSchema),
   plan: Type.Optional(PlanSchema),
-  perMinute: Type.Optional(Quota),
-  perDay: Type.Optional(Quota)
-}, { title: 'ApiKeyPatch', additionalProperties: false, minProperties: 1 })
+  perMinute: Type.Optional(PerMinute),
+  perDay: Type.Optional(PerDay)
+}, { title: 'ApiKeyPatch', additionalProperties: false, minProperties: 1, description: 'The fields to change; at least one. perMinute and perDay are for enterprise keys only; moving a key off enterprise drops them.', examples: [{ name: 'Partner shop (EU)' }] })
 export type ApiKeyPatch = Static<typeof ApiKeyPatchSchema>
 
 export const CreatedApiKeySchema = Type.Object({
   ...ApiKeySchema.properties,
   key: Type.String({ description: 'The API key. Shown once: only its hash is stored.' })
-}, { title: 'CreatedApiKey', additionalProperties: false })
+}, { title: 'CreatedApiKey', additionalProperties: false, examples: [{ ...API_KEY_EXAMPLE, id: 4, name: 'Partner shop', prefix: 'psk_7Hq2xV9m', key: 'psk_7Hq2xV9mT4bN8cR1sW6yK3fJ5dL0gA2eZ8uP1oQ3iY5' }] })
 
 export const KeyListQuery = Type.Object({ ...PageQuery }, { additionalProperties: false })
 

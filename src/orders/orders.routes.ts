@@ -4,8 +4,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { AppError } from '../errors.ts'
 import { etagOf, idempotencyClaimOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
 import type { Clock } from '../shared/clock.ts'
-import { Reply, ETagHeader, IdempotencyKeyHeaders, LinkHeader, LocationHeader, NoContent } from '../shared/schemas.ts'
-import { type Order, NewOrderSchema, OrderIdParams, OrderListQuery, OrderPatchSchema, OrderSchema, OrdersSchema } from './orders.schema.ts'
+import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, idempotencyKeyHeaders } from '../shared/schemas.ts'
+import { type Order, CancelOrderIdParams, NewOrderSchema, OrderIdParams, OrderListQuery, OrderPatchSchema, OrderSchema, OrdersSchema } from './orders.schema.ts'
 import type { Caller, OrderService } from './orders.service.ts'
 import type { OrderRecord } from './orders.store.ts'
 
@@ -48,7 +48,8 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
   app.post('/store/orders', {
     schema: {
       operationId: 'placeOrder', tags, summary: 'Place an order',
-      headers: IdempotencyKeyHeaders,
+      querystring: NoQuery,
+      headers: idempotencyKeyHeaders('9a3e7c2d-4b1f-4f8a-8e5d-6c0b2a9f1e73'),
       body: NewOrderSchema,
       response: { 201: Reply('The order, as placed (also on a replay).', OrderSchema, { ...LocationHeader, ...ETagHeader }) }
     },
@@ -63,7 +64,7 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
     schema: {
       operationId: 'getOrder', tags, summary: 'Get an order',
       description: 'A customer may read only its own orders: another customer\'s order is `404 not_found`. A cancelled order is `404` too.',
-      params: OrderIdParams,
+      params: OrderIdParams, querystring: NoQuery,
       response: { 200: Reply('The order.', OrderSchema, ETagHeader) }
     },
     config: { role: 'customer', errors: ['validation_failed', 'not_found'] }
@@ -76,7 +77,7 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
   app.patch('/store/orders/:orderId', {
     schema: {
       operationId: 'updateOrder', tags, summary: 'Complete an order or change its ship date',
-      params: OrderIdParams, body: OrderPatchSchema,
+      params: OrderIdParams, querystring: NoQuery, headers: IfMatchHeaders, body: OrderPatchSchema,
       response: { 200: Reply('The updated order.', OrderSchema, ETagHeader) }
     },
     config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed', 'order_already_complete'] }
@@ -89,7 +90,7 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
   app.delete('/store/orders/:orderId', {
     schema: {
       operationId: 'cancelOrder', tags, summary: 'Cancel an order',
-      params: OrderIdParams,
+      params: CancelOrderIdParams, querystring: NoQuery, headers: IfMatchHeaders,
       response: { 204: NoContent('The order is cancelled.') }
     },
     config: { role: 'customer', errors: ['validation_failed', 'not_found', 'precondition_failed', 'order_already_complete'] }

@@ -1,11 +1,16 @@
 // The public contract of orders: the Order resource and our bounds (docs/product.md section 5).
+// Examples name the records `serve --sample-data` loads: orders 1 and 2 are open orders for
+// pets 10 and 11 (Bubbles and Nemo, fish in stock).
 import { Type, type Static } from 'typebox'
 import { Int64, PageQuery } from '../shared/schemas.ts'
 
 const Quantity = Type.Integer({ minimum: 1, maximum: 1000, description: 'Number of units ordered, 1 to 1,000.' })
 const ShipDate = (description: string) => Type.String({ format: 'date-time', description })
 
-export const OrderIdParams = Type.Object({ orderId: Int64({ description: 'The order id.' }) }, { additionalProperties: false })
+const orderIdParams = (example: number) => Type.Object({ orderId: Int64({ description: 'The order id.', examples: [example] }) }, { additionalProperties: false })
+export const OrderIdParams = orderIdParams(1)
+/** cancelOrder's example cancels an order no other example uses (order 2). */
+export const CancelOrderIdParams = orderIdParams(2)
 
 /**
  * The spec marks no field of Order as required; our responses always carry id, petId, quantity
@@ -20,29 +25,30 @@ export const OrderSchema = Type.Object({
 }, {
   title: 'Order',
   additionalProperties: false,
+  examples: [{ id: 1, petId: 10, quantity: 2, shipDate: '2026-12-01T10:00:00.000Z', complete: false }],
   description: 'An order for a pet. `id`, `petId`, `quantity` and `complete` are always present in responses; `shipDate` is omitted until it is known.'
 })
 export type Order = Static<typeof OrderSchema>
 
-export const OrdersSchema = Type.Array(OrderSchema, { title: 'Orders', description: 'An array of Order objects.' })
+export const OrdersSchema = Type.Array(OrderSchema, { title: 'Orders', description: 'An array of Order objects.', examples: [[{ id: 1, petId: 10, quantity: 2, shipDate: '2026-12-01T10:00:00.000Z', complete: false }, { id: 2, petId: 11, quantity: 1, complete: false }]] })
 
 export const NewOrderSchema = Type.Object({
   petId: Int64({ description: 'Identifier of the animal to order; it must be `available` with enough stock.' }),
   quantity: Quantity,
   shipDate: Type.Optional(ShipDate('Expected ship date (ISO 8601 with a time zone).'))
-}, { title: 'NewOrder', additionalProperties: false, description: 'The input shape of an order.' })
+}, { title: 'NewOrder', additionalProperties: false, description: 'The input shape of an order.', examples: [{ petId: 10, quantity: 1, shipDate: '2026-12-01T10:00:00Z' }] })
 export type NewOrder = Static<typeof NewOrderSchema>
 
 export const OrderPatchSchema = Type.Object({
   // Only `true`: completing is one way (a complete order cannot change), so `false` is refused.
   complete: Type.Optional(Type.Unsafe<true>({ type: 'boolean', enum: [true], description: 'Completes the order; its shipDate becomes now unless given.' })),
   shipDate: Type.Optional(ShipDate('The expected ship date, or the actual one when completing (ISO 8601 with a time zone).'))
-}, { title: 'OrderPatch', additionalProperties: false, minProperties: 1, description: 'The changes to an open order; at least one field.' })
+}, { title: 'OrderPatch', additionalProperties: false, minProperties: 1, description: 'The changes to an open order; at least one field.', examples: [{ shipDate: '2026-12-02T10:00:00Z' }] })
 export type OrderPatch = Static<typeof OrderPatchSchema>
 
 export const OrderListQuery = Type.Object({
-  petId: Type.Optional(Int64({ description: 'Only orders of this pet.' })),
-  complete: Type.Optional(Type.Boolean({ description: 'Only complete (`true`) or open (`false`) orders.' })),
+  petId: Type.Optional(Int64({ description: 'Only orders of this pet.', examples: [10] })),
+  complete: Type.Optional(Type.Boolean({ description: 'Only complete (`true`) or open (`false`) orders.', examples: [false] })),
   ...PageQuery
 }, { additionalProperties: false })
 export type OrderListQuery = Static<typeof OrderListQuery>

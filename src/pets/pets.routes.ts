@@ -4,8 +4,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { etagOf, idempotencyClaimOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
 import type { Lifecycle } from '../http/lifecycle.ts'
 import type { Clock } from '../shared/clock.ts'
-import { Reply, ETagHeader, IdempotencyKeyHeaders, LinkHeader, LocationHeader, NoContent } from '../shared/schemas.ts'
-import { type Pet, NewPetSchema, PetIdParams, PetListQuery, PetPatchSchema, PetSchema, PetsSchema } from './pets.schema.ts'
+import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, idempotencyKeyHeaders } from '../shared/schemas.ts'
+import { type Pet, DeletePetIdParams, NewPetSchema, PetIdParams, PetListQuery, PetPatchSchema, PetSchema, PetsSchema } from './pets.schema.ts'
 import type { PetService } from './pets.service.ts'
 import type { PetRecord } from './pets.store.ts'
 
@@ -35,7 +35,8 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
     schema: {
       operationId: 'createPet', tags, summary: 'Create a pet',
       description: 'Creates a pet and its inventory entry (stock 1). Honours `Idempotency-Key`: a retry with the same key and body returns the first result and creates nothing; the same key with another body is `409 idempotency_key_reused`. Keys are remembered for 24 hours, per API key.',
-      headers: IdempotencyKeyHeaders,
+      querystring: NoQuery,
+      headers: idempotencyKeyHeaders('5f2b9c1e-8d4a-4e7b-b6c3-1a9e0d7f2c48'),
       body: NewPetSchema,
       response: { 201: Reply('The pet, as created (also on a replay).', PetSchema, { ...LocationHeader, ...ETagHeader }) }
     },
@@ -50,7 +51,7 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
     schema: {
       operationId: 'getPet', tags, summary: 'Get a pet',
       description: 'The pet, with its `ETag`.',
-      params: PetIdParams,
+      params: PetIdParams, querystring: NoQuery,
       response: { 200: Reply('The pet.', PetSchema, ETagHeader) }
     },
     config: { role: 'customer', errors: ['validation_failed', 'not_found'], lifecycle: getPetLifecycle }
@@ -64,7 +65,7 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
     schema: {
       operationId: 'replacePet', tags, summary: 'Replace a pet',
       description: 'Replaces name and category (and status when given). Honours `If-Match`.',
-      params: PetIdParams, body: NewPetSchema,
+      params: PetIdParams, querystring: NoQuery, headers: IfMatchHeaders, body: NewPetSchema,
       response: { 200: Reply('The updated pet.', PetSchema, ETagHeader) }
     },
     config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed', 'category_not_found'] }
@@ -78,7 +79,7 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
     schema: {
       operationId: 'updatePet', tags, summary: 'Update a pet',
       description: 'Changes the fields given. Setting `status` directly is allowed; the stock rules apply from then on. Honours `If-Match`.',
-      params: PetIdParams, body: PetPatchSchema,
+      params: PetIdParams, querystring: NoQuery, headers: IfMatchHeaders, body: PetPatchSchema,
       response: { 200: Reply('The updated pet.', PetSchema, ETagHeader) }
     },
     config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed', 'category_not_found'] }
@@ -92,7 +93,7 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
     schema: {
       operationId: 'deletePet', tags, summary: 'Delete a pet',
       description: 'Deletes the pet and its inventory entry. A pet with open orders cannot be deleted. Honours `If-Match`.',
-      params: PetIdParams,
+      params: DeletePetIdParams, querystring: NoQuery, headers: IfMatchHeaders,
       response: { 204: NoContent('The pet is deleted.') }
     },
     config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed', 'pet_has_open_orders'] }

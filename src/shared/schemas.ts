@@ -3,14 +3,28 @@
 import { Type, type TSchema, type TUnsafe } from 'typebox'
 import { ERROR_CATALOGUE, MAX_DETAIL_TEXT, MAX_ERROR_DETAILS, type ErrorCode } from '../errors.ts'
 
-/** Integer identifiers are int64 (docs/product.md section 5 and 9.4). We assign them, so they stay below 2^53. */
-export const Int64 = (options: { description?: string } = {}) => Type.Integer({ format: 'int64', ...options })
+/**
+ * The largest id the API accepts: 2^53 - 1. Ids are int64 on the wire (docs/product.md section 5), but a
+ * JavaScript number holds integers exactly only up to 2^53 - 1, and every id we assign stays
+ * far below it. So a larger id is refused (400 validation_failed, from `maximum`) instead of
+ * being rounded to a neighbour and addressing the wrong record (docs/product.md section 9).
+ * Coerced path and query values past 2^53 round to 2^53 or more, and so do body literals, so
+ * the `maximum` check can never let a rounded value through.
+ */
+export const MAX_ID = Number.MAX_SAFE_INTEGER
+
+/** Integer identifiers: int64, 1 to 2^53 - 1 (see MAX_ID). */
+export const Int64 = (options: { description?: string; examples?: number[] } = {}) =>
+  Type.Integer({ format: 'int64', minimum: 1, maximum: MAX_ID, ...options })
+
+/** The query of an operation that takes no query parameter: any parameter is 400. */
+export const NoQuery = Type.Object({}, { additionalProperties: false })
 
 /**
  * A string enumeration as OpenAPI 3.0 writes it (`enum`), not TypeBox's union of `const`
  * literals, which 3.0.3 does not have. The generic keeps the literal type for Static<>.
  */
-export function StringEnum<const T extends readonly string[]> (values: T, options: { title?: string; description?: string } = {}): TUnsafe<T[number]> {
+export function StringEnum<const T extends readonly string[]> (values: T, options: { title?: string; description?: string; examples?: T[number][] } = {}): TUnsafe<T[number]> {
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options })
 }
 
@@ -32,8 +46,10 @@ export const ErrorSchema = Type.Object({
 
 /** The query of every paginated list. */
 export const PageQuery = {
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, 1 to 100.' })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.' }))
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, 1 to 100.', examples: [20] })),
+  // The example is the cursor of "after id 0", i.e. the first page: a real cursor, so a request
+  // built from the examples succeeds.
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.', examples: ['djE6MA'] }))
 }
 
 
@@ -52,7 +68,18 @@ export const Reply = <T extends TSchema>(description: string, schema: T, headers
 /** A response without a body. */
 export const NoContent = (description: string) => ({ type: 'null', 'x-response-description': description }) as const
 
-/** Request headers of an operation that honours Idempotency-Key. */
-export const IdempotencyKeyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$', description: 'Makes the create safe to retry: 1 to 255 visible ASCII characters, unique per intended create (a UUID is a good choice). Remembered for 24 hours.' }))
+/** Request headers of an operation that honours If-Match (its 412 says when the version is stale). */
+export const IfMatchHeaders = Type.Object({
+  'if-match': Type.Optional(Type.String({ minLength: 1, maxLength: 1000, description: 'Apply the change only to this version: the `ETag` of a read (`"3"`), several of them (`"3", "4"`), or `*` (any version). A version that is no longer current is `412 precondition_failed`.', examples: ['*'] }))
 })
+
+/**
+ * Request headers of an operation that honours Idempotency-Key. The example differs per
+ * operation: a key is bound to one operation and body, so one example shared by two creates
+ * would be a reuse (409) when a generated test sends both.
+ */
+export const idempotencyKeyHeaders = (example: string) => Type.Object({
+  'idempotency-key': Type.Optional(Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$', description: 'Makes the create safe to retry: 1 to 255 visible ASCII characters, unique per intended create (a UUID is a good choice). Remembered for 24 hours.', examples: [example] }))
+})
+
+export const IdempotencyKeyHeaders = idempotencyKeyHeaders('0b7c6a52-5f0e-4d3c-9a51-2f4d1c6e8a90')

@@ -37,14 +37,14 @@ test('GET /v1/pets?id=&id= answers 200 with those pets in id order, combined wit
 test('GET /v1/pets?id= answers 200 with an empty page for ids that name no pet', async (t) => {
   const h = await withPets(t)
   assert.deepEqual(await names(h, 'id=99'), [])
-  assert.deepEqual(await names(h, 'id=9223372036854775807&id=-5&id=0'), [])
-  assert.deepEqual(await names(h, 'id=9223372036854775807&id=2'), ['Bella'])
+  assert.deepEqual(await names(h, 'id=9007199254740991'), [])
+  assert.deepEqual(await names(h, 'id=9007199254740991&id=2'), ['Bella'])
 })
 
 test('GET /v1/pets?id= answers 400 validation_failed for an element that is not an int64, or more than 100 ids', async (t) => {
   const h = await withPets(t)
   const many = Array.from({ length: 101 }, (_, i) => `id=${i + 1}`).join('&')
-  for (const query of ['id=abc', 'id=1&id=x', 'id=1.5', 'id=9223372036854775808', 'id=', many]) {
+  for (const query of ['id=abc', 'id=1&id=x', 'id=1.5', 'id=9223372036854775808', 'id=9223372036854775807', 'id=0', 'id=-5', 'id=', many]) {
     const res = await h.call({ method: 'GET', url: `/v1/pets?${query}`, role: 'customer' })
     assert.equal(res.statusCode, 400, query.slice(0, 40))
     assert.equal(res.json().code, 'validation_failed')
