@@ -31,6 +31,8 @@ export interface Row {
   ratio: number | null
   /** The smallest and largest per-round ratio: how much the machine moved. */
   ratioRange: [number, number] | null
+  /** The machine's 1-minute load average when the scenario started: how busy the others kept it. */
+  loadAverage?: number
   /** Mixed run only. */
   mixed?: { readsPerSec: number; ordersPerSec: number; ordersShare: number; ordersP99Ms: number | null }
   target: string | null
@@ -164,7 +166,8 @@ const fmtMet = (met: boolean | null): string => met === null ? '' : met ? 'met' 
 
 function cells (row: Row): string[] {
   const setup = row.setup === 'bare' ? '' : SETUP_TITLES[row.setup]
-  if (row.status !== 'ok') return [setup, row.title, '-', '-', '-', row.status === 'skipped' ? 'skipped (below)' : 'FAILED (below)', '', row.target ?? '', '']
+  const load = row.loadAverage === undefined ? '' : row.loadAverage.toFixed(1)
+  if (row.status !== 'ok') return [setup, row.title, '-', '-', '-', row.status === 'skipped' ? 'skipped (below)' : 'FAILED (below)', '', row.target ?? '', '', load]
   const title = row.mixed === undefined
     ? row.title
     : `${row.title} (orders ${(row.mixed.ordersShare * 100).toFixed(0)}%, their p99 ${fmtMs(row.mixed.ordersP99Ms)} ms)`
@@ -172,12 +175,12 @@ function cells (row: Row): string[] {
     setup, title, fmtInt(row.reqPerSec), fmtMs(row.p50Ms), fmtMs(row.p99Ms),
     row.ratioRange === null ? '1 (reference)' : fmtRatio(row.ratio),
     row.ratioRange === null ? '' : `${fmtRatio(row.ratioRange[0])}-${fmtRatio(row.ratioRange[1])}`,
-    row.target ?? '', fmtMet(row.met)
+    row.target ?? '', fmtMet(row.met), load
   ]
 }
 
-const HEADER = ['setup', 'scenario', 'req/s', 'p50 ms', 'p99 ms', 'ratio to bare', 'rounds', 'target', 'met']
-const RIGHT = [false, false, true, true, true, true, false, false, false]
+const HEADER = ['setup', 'scenario', 'req/s', 'p50 ms', 'p99 ms', 'ratio to bare', 'rounds', 'target', 'met', 'load avg']
+const RIGHT = [false, false, true, true, true, true, false, false, false, true]
 const MEMORY_HEADER = ['server RSS', 'at start MiB', 'after the runs MiB', 'target', 'met']
 
 function textTable (header: string[], rows: string[][], right: boolean[]): string {
@@ -254,7 +257,8 @@ function footer (doc: Document): string {
   return [
     'Each ratio is the median, over the rounds, of the scenario\'s req/s over the bare server\'s in the same round;',
     '"rounds" is their range. Compare ratios across machines and runs, not req/s. Targets (issue 10) apply to the',
-    'default setup, SQLite with the in-process limiter; they are reported, not asserted.',
+    'default setup, SQLite with the in-process limiter; they are reported, not asserted. "load avg" is the',
+    'machine\'s 1-minute load average as the scenario started.',
     `Load generator: ${doc.generator}. ${doc.placement}.`,
     `Load average at start ${doc.machine.loadAverageAtStart.join(' ')}, at end ${doc.machine.loadAverageAtEnd.join(' ')} (${doc.machine.cpus} CPUs).`
   ].join('\n')

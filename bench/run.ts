@@ -99,6 +99,7 @@ async function runSetup (run: Run, setup: SetupId, env: Record<string, string>, 
     const headers = { 'x-api-key': seeded.apiKey }
     for (const scenario of scenarios(seeded, run.opts.only)) {
       let row: Row
+      const loadAverage = Math.round(os.loadavg()[0]! * 10) / 10
       const wrong = await probe(server.base, headers, scenario.probe).catch((error: unknown) => `the probe failed: ${describe(error)}`)
       if (wrong !== null) {
         row = failedRow(setup, scenario, wrong)
@@ -106,6 +107,7 @@ async function runSetup (run: Run, setup: SetupId, env: Record<string, string>, 
         row = await measure(run.generator, server.base, scenario.load, { base: run.bare.base, load: BARE_LOAD, slices: run.bare.slices }, run.opts)
           .then((measured) => scenarioRow(setup, scenario, measured), (error: unknown) => failedRow(setup, scenario, describe(error)))
       }
+      row.loadAverage = loadAverage
       rows.push(row)
       report(run, row)
     }
