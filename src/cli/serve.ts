@@ -1,8 +1,7 @@
 // petstore serve [--sample-data] [--host H] [--port P]
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
-import { createKeyAdmin } from '../keys/keys.service.ts'
-import { loadSampleData } from '../sample-data.ts'
+import { loadSampleData, loadSampleKeysAndOrders } from '../sample-data.ts'
 import { startServer } from '../server.ts'
 import { systemClock } from '../shared/clock.ts'
 import type { Io } from './io.ts'
@@ -16,12 +15,9 @@ export async function serve (args: string[], io: Io): Promise<number> {
       if (!await loadSampleData(infra.stores)) return
       // A new database: make one key per role and show them once, so a newcomer can call the
       // API in the first minute. They are stored as hashes and never shown again.
-      const admin = createKeyAdmin(infra.stores.keys, systemClock)
+      const keys = await loadSampleKeysAndOrders(infra.stores, systemClock)
       io.out('Sample data loaded. API keys (shown once; store them now):')
-      for (const role of ['customer', 'staff', 'admin'] as const) {
-        const { key } = await admin.create({ role, plan: 'free', name: `sample ${role}` })
-        io.out(`  ${role.padEnd(8)} ${key}`)
-      }
+      for (const { role, key } of keys) io.out(`  ${role.padEnd(8)} ${key}`)
     }
   })
   io.out(`Petstore API on ${server.url}/v1  (docs: ${server.url}/docs)`)

@@ -69,7 +69,10 @@ function addErrorResponses (route: RouteOptions): void {
     byStatus.set(status, [...(byStatus.get(status) ?? []), code])
   }
   for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
-    response[status] = Reply(codes.map((c) => `\`${c}\`: ${ERROR_CATALOGUE[c].description}`).join(' '), ErrorSchema)
+    // The example is the first code's error object, so every response body has one.
+    const first = codes[0]!
+    const example = { code: first, message: ERROR_CATALOGUE[first].description, status, requestId: '6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f' }
+    response[status] = Reply(codes.map((c) => `\`${c}\`: ${ERROR_CATALOGUE[c].description}`).join(' '), { ...ErrorSchema, examples: [example] })
   }
 }
 
