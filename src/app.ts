@@ -23,6 +23,7 @@ import { inventoryRoutes } from './inventory/inventory.routes.ts'
 import { createInventoryService } from './inventory/inventory.service.ts'
 import { keyRoutes } from './keys/keys.routes.ts'
 import { createAccessService, type AccessEvents } from './keys/access.service.ts'
+import { localKeyEvents, type KeyEvents } from './keys/key-events.ts'
 import { createKeyAdmin } from './keys/keys.service.ts'
 import { createUsageRecorder } from './keys/usage.ts'
 import { installUsageRecording } from './http/usage.ts'
@@ -48,6 +49,8 @@ export interface AppDeps {
   /** Served at /metrics (http/metrics.ts); a fresh set when absent. */
   metrics?: Metrics
   keyCacheMs?: number
+  /** Key changes from and to the other instances (infra.ts); this app alone when absent. */
+  keyEvents?: KeyEvents
   /** How often usage per key is written (keys/usage.ts); 0: only on demand and at close (tests). */
   usageFlushMs?: number
 }
@@ -76,6 +79,10 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   // Who may call what, and how much: decided by the access service, built before the app so
   // that Fastify's own error paths (malformed URLs) can charge through it too.
   const access = createAccessService({ keys: stores.keys, limiter, clock, ...events, ...(deps.keyCacheMs !== undefined && { keyCacheMs: deps.keyCacheMs }) })
+  // A revocation, role or plan change or rotation made here is forgotten here at once, and on the
+  // other instances as soon as the message arrives (Redis), else within the key cache's 2 s.
+  const keyEvents = deps.keyEvents ?? localKeyEvents()
+  keyEvents.subscribe((keyId) => { access.forgetKey(keyId) })
   const app = Fastify({
     ...(deps.logger !== undefined ? { loggerInstance: deps.logger, logController: requestLog, childLoggerFactory: lazyChildLogger } : { logger: false }),
     bodyLimit: BODY_LIMIT,
@@ -154,7 +161,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const categories = createCategoryService(stores.categories)
   const orders = createOrderService(stores.orders, clock)
   const inventory = createInventoryService(stores.inventory)
-  const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (_keyId, subject) => { await limiter.unban(subject) }, onKeyChanged: (record) => { access.forgetKey(record.id) }, usage })
+  const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (_keyId, subject) => { await limiter.unban(subject) }, onKeyChanged: (record) => { access.forgetKey(record.id); keyEvents.publish(record.id) }, usage })
   const getPetLifecycle = deprecatedOperation(GET_PET_DEPRECATED_AT, config.getPetSunset, { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' })
 
   await app.register(async (v1) => {

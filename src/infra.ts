@@ -3,6 +3,7 @@
 import { Redis } from 'ioredis'
 import { describeDatabase, type Config } from './config.ts'
 import { AppError } from './errors.ts'
+import { localKeyEvents, parseKeyEvent, type KeyEvents } from './keys/key-events.ts'
 import { createFallbackRateLimiter, type FallbackRateLimiter } from './ratelimit/fallback.ts'
 import type { RateLimiter } from './ratelimit/limiter.ts'
 import { createMemoryRateLimiter } from './ratelimit/memory.ts'
@@ -18,6 +19,8 @@ export interface Infra {
   stores: Stores
   limiter: RateLimiter
   readiness: Readiness
+  /** Key changes told to every instance: Redis pub/sub when configured, else this process only. */
+  keyEvents: KeyEvents
   close (): Promise<void>
 }
 
@@ -59,6 +62,7 @@ export async function openInfra (config: Config, options: InfraOptions): Promise
   let redis: Redis | null = null
   let limiter: RateLimiter
   let fallback: FallbackRateLimiter | null = null
+  let keyEvents: KeyEvents = localKeyEvents()
   if (config.redisUrl === null) {
     limiter = createMemoryRateLimiter({ now: options.clock.now, maxSubjects: config.limiterMaxSubjects })
   } else {
@@ -76,6 +80,7 @@ export async function openInfra (config: Config, options: InfraOptions): Promise
       ...(options.onLimiterState !== undefined && { onStateChange: options.onLimiterState })
     })
     limiter = fallback
+    keyEvents = createRedisKeyEvents(client, `${options.redisPrefix ?? 'petstore:rl:'}keys:changed`)
   }
 
   const readiness: Readiness = {
@@ -102,10 +107,38 @@ export async function openInfra (config: Config, options: InfraOptions): Promise
     stores,
     limiter,
     readiness,
+    keyEvents,
     async close () {
+      await keyEvents.close()
       await limiter.close()
       if (redis !== null) redis.disconnect()
       await stores.close()
+    }
+  }
+}
+
+/**
+ * Key changes over Redis pub/sub. Publishing uses the limiter's client (it fails fast while Redis
+ * is away: the 2 s key cache is then the bound); listening needs a connection of its own, which
+ * queues its SUBSCRIBE until connected and resubscribes after a reconnect.
+ */
+export function createRedisKeyEvents (client: Redis, channel: string): KeyEvents {
+  const subscriber = client.duplicate({ enableOfflineQueue: true, lazyConnect: false })
+  subscriber.on('error', () => {})
+  const listeners: Array<(keyId: number) => void> = []
+  subscriber.on('message', (from: string, message: string) => {
+    if (from !== channel) return
+    const keyId = parseKeyEvent(message)
+    if (keyId !== null) for (const listener of listeners) listener(keyId)
+  })
+  const ready = subscriber.subscribe(channel).then(() => {}, () => {})
+  return {
+    publish (keyId) { client.publish(channel, String(keyId)).catch(() => {}) },
+    subscribe (listener) { listeners.push(listener) },
+    ready,
+    async close () {
+      listeners.length = 0
+      subscriber.disconnect()
     }
   }
 }

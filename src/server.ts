@@ -8,7 +8,7 @@ import { describeDatabase, type Config } from './config.ts'
 import { createMetrics } from './http/metrics.ts'
 import { requestLogView } from './http/redact.ts'
 import { openInfra, type Infra } from './infra.ts'
-import { createBanSync } from './keys/ban-sync.ts'
+import { createBanSync, restoreBans } from './keys/ban-sync.ts'
 import { systemClock } from './shared/clock.ts'
 
 /** JSON lines on stdout (or `destination`: tests capture them). */
@@ -42,7 +42,7 @@ export async function startServer (config: Config, options: { logger?: Logger; b
     }
   })
   await options.beforeListen?.(infra)
-  const app = await buildApp({ config, stores: infra.stores, limiter: infra.limiter, clock, logger, readiness: infra.readiness, metrics, events: metrics.events })
+  const app = await buildApp({ config, stores: infra.stores, limiter: infra.limiter, clock, logger, readiness: infra.readiness, metrics, events: metrics.events, keyEvents: infra.keyEvents })
   // While stopping, responses to the requests in flight close their connection. A keep-alive
   // connection (a load balancer's) would otherwise stay open after its last answer, and the stop
   // would have to cut it, racing the next request the client may already have sent.
@@ -54,7 +54,13 @@ export async function startServer (config: Config, options: { logger?: Logger; b
   // Past the cap Node closes new connections at once: a flood of idle or slow connections costs
   // at most this many descriptors and buffers, and the timeouts (http/connections.ts) free them.
   app.server.maxConnections = config.server.maxConnections
-  const banSync = createBanSync(infra.stores.keys, infra.limiter, { startAt: clock.now(), onError: (error) => logger.warn({ err: error }, 'ban sync failed') })
+  // With in-process counters a restart would pardon every banned caller: the bans in force are
+  // loaded from the database before the first request (before the lift poll starts, so a lift
+  // recorded meanwhile is applied by its first tick).
+  const loadedAt = clock.now()
+  const restored = await restoreBans(infra.stores.keys, infra.limiter, loadedAt)
+  if (restored > 0) logger.info({ bans: restored }, 'bans in force restored from the database')
+  const banSync = createBanSync(infra.stores.keys, infra.limiter, { startAt: loadedAt, onError: (error) => logger.warn({ err: error }, 'ban sync failed') })
   banSync.start()
   await app.listen({ host: config.host, port: config.port })
   const address = app.server.address()

@@ -55,3 +55,18 @@ export function createBanSync (keys: KeyStore, limiter: RateLimiter, options: { 
     }
   }
 }
+
+/** The most bans a starting instance loads; the latest ending first. */
+export const RESTORED_BANS_MAX = 100_000
+
+/**
+ * Loads the bans in force from the database into a limiter whose state lives in the process, so
+ * a restart pardons no one. Returns how many were loaded; 0 for back ends that keep their own.
+ */
+export async function restoreBans (keys: KeyStore, limiter: RateLimiter, now: number): Promise<number> {
+  const restore = limiter.restoreBan?.bind(limiter)
+  if (restore === undefined) return 0
+  const bans = await keys.activeBans(now, RESTORED_BANS_MAX)
+  for (const ban of bans) restore(ban.subject, { startedAt: ban.startedAt, until: ban.endsAt })
+  return bans.length
+}

@@ -105,7 +105,7 @@ export interface KeyAdmin {
 export interface KeyAdminHooks {
   /** A ban was lifted in the database: drop it from this instance's limiter at once. */
   onUnban?: (keyId: number, subject: string) => Promise<void>
-  /** A key changed through this service (rotation): forget what this instance cached about it. */
+  /** A key changed through this service (role, plan, revocation, rotation): forget what every instance cached about it. */
   onKeyChanged?: (record: KeyRecord) => void
   /** This instance's usage not yet flushed (keys/usage.ts): written before usage is read. */
   usage?: { flush (): Promise<void>; lastUsedAt (keyId: number): number | null }
@@ -177,11 +177,12 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
         ...(patch.role !== undefined && { role: patch.role }),
         plan, perMinute, perDay
       }, ifMatch)
+      hooks.onKeyChanged?.(record)
       return { record, view: await view(record) }
     },
     async revoke (id, ifMatch) {
       if (!isStorableId(id)) throw notFound(`key ${id}`)
-      await keys.revokeKey(id, clock.now(), ifMatch)
+      hooks.onKeyChanged?.(await keys.revokeKey(id, clock.now(), ifMatch))
     },
     async unban (id) {
       const record = await find(id)

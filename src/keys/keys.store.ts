@@ -85,6 +85,8 @@ export interface KeyStore {
   activeBan (keyId: number, now: number): Promise<BanRecord | null>
   /** Marks the bans in force on the key's quota identity as lifted; returns how many. */
   liftBans (keyId: number, now: number): Promise<number>
+  /** Every ban in force at `now` (keys and client addresses), at most `limit`, latest ending first: a starting instance loads them. */
+  activeBans (now: number, limit: number): Promise<BanRecord[]>
   /** Bans lifted after `since` (epoch ms): running instances poll this to drop them from the limiter. */
   bansLiftedSince (since: number): Promise<BanRecord[]>
   /**

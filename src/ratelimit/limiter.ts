@@ -88,6 +88,11 @@ export interface RateLimiter {
   peek(subject: string, quota: Quota): Promise<Decision>
   /** Ends the active ban and the wait period; keeps the escalation history (decision 9). */
   unban(subject: string): Promise<void>
+  /**
+   * Puts a ban recorded in the database back in force (an instance with in-process counters, at
+   * start: docs/product.md section 4). Back ends whose state outlives the process (Redis) omit it.
+   */
+  restoreBan?(subject: string, ban: { startedAt: number; until: number }): void
   close(): Promise<void>
 }
 

@@ -3,6 +3,7 @@
 // runs against both so they cannot drift apart unnoticed.
 import {
   BAN_ESCALATION_MS,
+  BAN_MAX_LEVEL,
   BAN_STRIKES,
   DAY_MS,
   MINUTE_MS,
@@ -185,6 +186,23 @@ export function createMemoryRateLimiter(options: MemoryRateLimiterOptions = {}):
       state.periodUntil = 0
       state.strikes = 0
       if (state.banUntil > t) state.banUntil = t
+    },
+
+    restoreBan(subject: string, ban: { startedAt: number; until: number }): void {
+      const t = now()
+      if (ban.until <= t) return
+      let state = subjects.get(subject)
+      if (state === undefined) {
+        state = { ...EMPTY }
+        subjects.set(subject, state)
+      }
+      if (state.banUntil >= ban.until) return
+      state.banStartedAt = ban.startedAt
+      state.banUntil = ban.until
+      // The level whose duration this ban had, so that a new ban within 24 h escalates from it.
+      let level = 1
+      while (level < BAN_MAX_LEVEL && banDurationMs(level) < ban.until - ban.startedAt) level++
+      state.banLevel = level
     },
 
     async close(): Promise<void> {

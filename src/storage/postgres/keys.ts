@@ -80,6 +80,9 @@ export function createPostgresKeyStore (db: Db): KeyStore {
         `SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${sameIdentity(1)}) AND lifted_at IS NULL AND ends_at > $2 ORDER BY ends_at DESC LIMIT 1`, [keyId, now])
       return row === undefined ? null : toBan(row)
     },
+    async activeBans (now, limit) {
+      return (await db.query<BanRow>(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at IS NULL AND ends_at > $1 ORDER BY ends_at DESC LIMIT $2`, [now, limit])).map(toBan)
+    },
     async liftBans (keyId, now) {
       const lifted = await db.query(`UPDATE bans SET lifted_at = $1 WHERE key_id IN (${sameIdentity(2)}) AND lifted_at IS NULL AND ends_at > $1 RETURNING id`, [now, keyId])
       return lifted.length

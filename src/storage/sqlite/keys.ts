@@ -21,6 +21,7 @@ export function createSqliteKeyStore (db: Db): KeyStore {
   const insertBan = db.prepare(`INSERT INTO bans (key_id, subject, started_at, ends_at, reason) VALUES (?, ?, ?, ?, ?) RETURNING ${BAN_COLUMNS}`)
   const activeBan = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${SAME_IDENTITY}) AND lifted_at IS NULL AND ends_at > ? ORDER BY ends_at DESC LIMIT 1`)
   const lift = db.prepare(`UPDATE bans SET lifted_at = ? WHERE key_id IN (${SAME_IDENTITY}) AND lifted_at IS NULL AND ends_at > ?`)
+  const inForce = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at IS NULL AND ends_at > ? ORDER BY ends_at DESC LIMIT ?`)
   const liftedSince = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at > ? ORDER BY lifted_at LIMIT 1000`)
   const addUsage = db.prepare(`INSERT INTO key_usage (key_id, day, allowed, limited, banned) VALUES (?, ?, ?, ?, ?)
     ON CONFLICT (key_id, day) DO UPDATE SET allowed = key_usage.allowed + excluded.allowed, limited = key_usage.limited + excluded.limited, banned = key_usage.banned + excluded.banned`)
@@ -82,6 +83,9 @@ export function createSqliteKeyStore (db: Db): KeyStore {
     async activeBan (keyId, now) {
       const row = activeBan.get(keyId, now) as BanRow | undefined
       return row === undefined ? null : toBan(row)
+    },
+    async activeBans (now, limit) {
+      return (inForce.all(now, limit) as unknown as BanRow[]).map(toBan)
     },
     async liftBans (keyId, now) {
       return Number(lift.run(now, keyId, now).changes)
