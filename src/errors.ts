@@ -70,9 +70,26 @@ export class AppError extends Error {
   }
 }
 
+// Named factories: each message that more than one place (a service, both storage engines) can
+// send is written here once, so the wording cannot drift between engines. The store contract
+// suite (test/storage/contract.ts) asserts these messages on every engine.
 export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`)
 export const preconditionFailed = (): AppError =>
   new AppError('precondition_failed', 'If-Match does not match the current ETag of the resource')
+export const petNotFound = (petId: number): AppError => new AppError('pet_not_found', `pet ${petId} does not exist`)
+export const categoryNotFound = (categoryId: number): AppError => new AppError('category_not_found', `category ${categoryId} does not exist`)
+export const petNotAvailable = (petId: number, status: string): AppError =>
+  new AppError('pet_not_available', `pet ${petId} is ${status}, not available`)
+export const insufficientStock = (petId: number, stock: number, quantity: number): AppError =>
+  new AppError('insufficient_stock', `only ${stock} left of pet ${petId}; ${quantity} asked`)
+export const orderAlreadyComplete = (orderId: number): AppError =>
+  new AppError('order_already_complete', `order ${orderId} is complete and can no longer change`)
+export const categoryInUse = (categoryId: number): AppError =>
+  new AppError('category_in_use', `category ${categoryId} still has pets; move or delete them first`)
+export const petHasOpenOrders = (petId: number): AppError =>
+  new AppError('pet_has_open_orders', `pet ${petId} has open orders; complete or cancel them first`)
+export const idempotencyKeyReused = (): AppError =>
+  new AppError('idempotency_key_reused', 'this Idempotency-Key was already used with a different request')
 
 /** A backing service (database) is unreachable: 503 with Retry-After, never a 500. */
 export class ServiceUnavailableError extends AppError {

@@ -1,6 +1,6 @@
 // The order rules (docs/product.md section 5, rules 2 to 5). The stock arithmetic itself is atomic in
 // the store; here: who may see and touch which order, and what completing means.
-import { AppError, notFound } from '../errors.ts'
+import { AppError, notFound, petNotFound } from '../errors.ts'
 import type { Role } from '../keys/keys.schema.ts'
 import type { Clock } from '../shared/clock.ts'
 import { isStorableId, pageRequest, toPage, type Page } from '../shared/pagination.ts'
@@ -55,7 +55,7 @@ export function createOrderService (orders: OrderStore, clock: Clock): OrderServ
       const shipDate = input.shipDate === undefined ? null : epochOf(input.shipDate, 'shipDate')
       if (!isStorableId(input.petId)) {
         // An int64 we never assigned names no pet. The claim is not recorded: nothing was created.
-        throw new AppError('pet_not_found', `pet ${input.petId} does not exist`)
+        throw petNotFound(input.petId)
       }
       return await orders.placeOrder({ petId: input.petId, quantity: input.quantity, shipDate, ownerKeyId: caller.keyId, now: clock.now() }, idempotency)
     },

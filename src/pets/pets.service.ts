@@ -1,5 +1,5 @@
 // The pet rules. Status follows the stock rules (see orders); staff may also set it directly.
-import { AppError, notFound } from '../errors.ts'
+import { categoryNotFound, notFound } from '../errors.ts'
 import type { IdempotencyClaim, IfMatch } from '../shared/store.ts'
 import { isStorableId, pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { NewPet, PetListQuery, PetPatch } from './pets.schema.ts'
@@ -17,7 +17,7 @@ export interface PetService {
 export function createPetService (pets: PetStore): PetService {
   function requireCategoryId (categoryId: number | undefined): void {
     if (categoryId !== undefined && !isStorableId(categoryId)) {
-      throw new AppError('category_not_found', `category ${categoryId} does not exist`)
+      throw categoryNotFound(categoryId)
     }
   }
 

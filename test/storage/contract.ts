@@ -1,6 +1,6 @@
 // The store contract: what every engine must do, port by port, success and failure paths alike.
 // Each engine's test file runs it on a fresh database per test (sqlite.test.ts, postgres.test.ts).
-// Errors are checked by their stable code, the one the HTTP layer maps to a status.
+// Errors are checked by their stable code (the one the HTTP layer maps to a status) and their message.
 import assert from 'node:assert/strict'
 import { describe, test, type TestContext } from 'node:test'
 import { AppError, type ErrorCode } from '../../src/errors.ts'
@@ -10,14 +10,21 @@ import type { Stores } from '../../src/storage/stores.ts'
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0)
 
-/** Rejects with an AppError of this code (and so this HTTP status). */
-async function rejectsWith (promise: Promise<unknown>, code: ErrorCode): Promise<void> {
+/**
+ * Rejects with an AppError of this code (and so this HTTP status) and this message: the wording
+ * is part of the contract, so no engine can drift from the other. Messages are written out here,
+ * not taken from the factories in src/errors.ts, so a change of wording shows in this file.
+ */
+async function rejectsWith (promise: Promise<unknown>, code: ErrorCode, message: string): Promise<void> {
   await assert.rejects(promise, (error: unknown) => {
     assert.ok(error instanceof AppError, `expected an AppError ${code}, got ${String(error)}`)
-    assert.equal(error.code, code)
+    assert.deepEqual({ code: error.code, message: error.message }, { code, message })
     return true
   })
 }
+
+const PRECONDITION_FAILED = 'If-Match does not match the current ETag of the resource'
+const IDEMPOTENCY_KEY_REUSED = 'this Idempotency-Key was already used with a different request'
 
 const page = (limit: number, afterId: number | null = null) => ({ afterId, limit })
 
@@ -82,9 +89,9 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     test('categories: replace bumps the version, drops an absent description, and honours If-Match', async (t) => {
       const { categories } = await open(t)
       const dogs = await categories.createCategory({ name: 'Dogs', description: 'Barks' })
-      await rejectsWith(categories.replaceCategory(dogs.id + 1000, { name: 'X' }, null), 'not_found')
-      await rejectsWith(categories.replaceCategory(dogs.id, { name: 'X' }, [2]), 'precondition_failed')
-      await rejectsWith(categories.replaceCategory(dogs.id, { name: 'X' }, []), 'precondition_failed')
+      await rejectsWith(categories.replaceCategory(dogs.id + 1000, { name: 'X' }, null), 'not_found', `category ${dogs.id + 1000} not found`)
+      await rejectsWith(categories.replaceCategory(dogs.id, { name: 'X' }, [2]), 'precondition_failed', PRECONDITION_FAILED)
+      await rejectsWith(categories.replaceCategory(dogs.id, { name: 'X' }, []), 'precondition_failed', PRECONDITION_FAILED)
       assert.deepEqual(await categories.getCategory(dogs.id), dogs, 'a refused change changes nothing')
       const v2 = await categories.replaceCategory(dogs.id, { name: 'Hounds' }, [7, 1])
       assert.deepEqual(v2, { id: dogs.id, name: 'Hounds', version: 2 })
@@ -97,13 +104,13 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const { categories, pets } = await open(t)
       const dogs = await categories.createCategory({ name: 'Dogs' })
       const { record: rex } = await pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, null)
-      await rejectsWith(categories.deleteCategory(dogs.id + 1000, null), 'not_found')
-      await rejectsWith(categories.deleteCategory(dogs.id, [2]), 'precondition_failed')
-      await rejectsWith(categories.deleteCategory(dogs.id, null), 'category_in_use')
+      await rejectsWith(categories.deleteCategory(dogs.id + 1000, null), 'not_found', `category ${dogs.id + 1000} not found`)
+      await rejectsWith(categories.deleteCategory(dogs.id, [2]), 'precondition_failed', PRECONDITION_FAILED)
+      await rejectsWith(categories.deleteCategory(dogs.id, null), 'category_in_use', `category ${dogs.id} still has pets; move or delete them first`)
       await pets.deletePet(rex.id, null)
       await categories.deleteCategory(dogs.id, [1])
       assert.equal(await categories.getCategory(dogs.id), null)
-      await rejectsWith(categories.deleteCategory(dogs.id, null), 'not_found')
+      await rejectsWith(categories.deleteCategory(dogs.id, null), 'not_found', `category ${dogs.id} not found`)
     })
 
     // ---- pets ---------------------------------------------------------------------------------
@@ -122,7 +129,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     test('pets: create in a missing category is category_not_found and creates nothing', async (t) => {
       const { categories, pets } = await open(t)
       const dogs = await categories.createCategory({ name: 'Dogs' })
-      await rejectsWith(pets.createPet({ name: 'Rex', categoryId: dogs.id + 1000, status: 'available' }, null), 'category_not_found')
+      await rejectsWith(pets.createPet({ name: 'Rex', categoryId: dogs.id + 1000, status: 'available' }, null), 'category_not_found', `category ${dogs.id + 1000} does not exist`)
       assert.deepEqual(await pets.listPets({}, page(10)), [])
     })
 
@@ -130,9 +137,9 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const { stores, category, pet } = await withPet(t)
       const { pets } = stores
       const cats = await stores.categories.createCategory({ name: 'Cats' })
-      await rejectsWith(pets.updatePet(pet.id + 1000, { name: 'X' }, null), 'not_found')
-      await rejectsWith(pets.updatePet(pet.id, { name: 'X' }, [2]), 'precondition_failed')
-      await rejectsWith(pets.updatePet(pet.id, { categoryId: cats.id + 1000 }, null), 'category_not_found')
+      await rejectsWith(pets.updatePet(pet.id + 1000, { name: 'X' }, null), 'not_found', `pet ${pet.id + 1000} not found`)
+      await rejectsWith(pets.updatePet(pet.id, { name: 'X' }, [2]), 'precondition_failed', PRECONDITION_FAILED)
+      await rejectsWith(pets.updatePet(pet.id, { categoryId: cats.id + 1000 }, null), 'category_not_found', `category ${cats.id + 1000} does not exist`)
       assert.deepEqual(await pets.getPet(pet.id), pet, 'a refused change changes nothing')
       const v2 = await pets.updatePet(pet.id, { name: 'Max' }, [1])
       assert.deepEqual(v2, { id: pet.id, name: 'Max', categoryId: category.id, status: 'available', version: 2 })
@@ -146,10 +153,10 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     test('pets: delete refuses missing pets, wrong versions and pets with open orders (pet_has_open_orders), and removes the inventory entry', async (t) => {
       const { stores, pet, place } = await withPet(t)
       const { pets } = stores
-      await rejectsWith(pets.deletePet(pet.id + 1000, null), 'not_found')
-      await rejectsWith(pets.deletePet(pet.id, [2]), 'precondition_failed')
+      await rejectsWith(pets.deletePet(pet.id + 1000, null), 'not_found', `pet ${pet.id + 1000} not found`)
+      await rejectsWith(pets.deletePet(pet.id, [2]), 'precondition_failed', PRECONDITION_FAILED)
       const { record: order } = await place(1)
-      await rejectsWith(pets.deletePet(pet.id, null), 'pet_has_open_orders')
+      await rejectsWith(pets.deletePet(pet.id, null), 'pet_has_open_orders', `pet ${pet.id} has open orders; complete or cancel them first`)
       const completed = await stores.orders.updateOrder(order.id, { complete: true, shipDate: NOW }, null)
       const current = (await pets.getPet(pet.id))!
       await pets.deletePet(pet.id, [current.version])
@@ -157,7 +164,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       assert.equal(await stores.inventory.getInventory(pet.id), null)
       // A complete order outlives its pet, as history.
       assert.deepEqual(await stores.orders.getOrder(order.id, null), completed)
-      await rejectsWith(pets.deletePet(pet.id, null), 'not_found')
+      await rejectsWith(pets.deletePet(pet.id, null), 'not_found', `pet ${pet.id} not found`)
     })
 
     test('pets: keyset pages walk more than 100 rows exactly once, with every filter and their combinations', async (t) => {
@@ -203,7 +210,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       assert.equal(first.replayed, false)
       const again = await pets.createPet(input, claimOf('k1', 'fp-1', NOW + 1000))
       assert.deepEqual(again, { record: first.record, replayed: true })
-      await rejectsWith(pets.createPet(input, claimOf('k1', 'fp-2')), 'idempotency_key_reused')
+      await rejectsWith(pets.createPet(input, claimOf('k1', 'fp-2')), 'idempotency_key_reused', IDEMPOTENCY_KEY_REUSED)
       const otherScope = await pets.createPet(input, claimOf('k1', 'fp-1', NOW, 'key:2'))
       assert.equal(otherScope.replayed, false)
       assert.notEqual(otherScope.record.id, first.record.id)
@@ -227,7 +234,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     test('idempotency: a create that fails records no claim, so a retry with the same key does the work', async (t) => {
       const { categories, pets } = await open(t)
       const dogs = await categories.createCategory({ name: 'Dogs' })
-      await rejectsWith(pets.createPet({ name: 'Rex', categoryId: dogs.id + 1000, status: 'available' }, claimOf('k1')), 'category_not_found')
+      await rejectsWith(pets.createPet({ name: 'Rex', categoryId: dogs.id + 1000, status: 'available' }, claimOf('k1')), 'category_not_found', `category ${dogs.id + 1000} does not exist`)
       const retry = await pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, claimOf('k1'))
       assert.equal(retry.replayed, false)
     })
@@ -266,12 +273,12 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('orders: placing refuses a missing pet (pet_not_found), a pet not available (pet_not_available) and too little stock (insufficient_stock)', async (t) => {
       const { stores, pet, place } = await withPet(t)
-      await rejectsWith(place(1, null, pet.id + 1000), 'pet_not_found')
-      await rejectsWith(place(2), 'insufficient_stock')
+      await rejectsWith(place(1, null, pet.id + 1000), 'pet_not_found', `pet ${pet.id + 1000} does not exist`)
+      await rejectsWith(place(2), 'insufficient_stock', `only 1 left of pet ${pet.id}; 2 asked`)
       const { record: sold } = await stores.pets.createPet({ name: 'Gone', categoryId: pet.categoryId, status: 'sold' }, null)
-      await rejectsWith(place(1, null, sold.id), 'pet_not_available')
+      await rejectsWith(place(1, null, sold.id), 'pet_not_available', `pet ${sold.id} is sold, not available`)
       const { record: pending } = await stores.pets.createPet({ name: 'Held', categoryId: pet.categoryId, status: 'pending' }, null)
-      await rejectsWith(place(1, null, pending.id), 'pet_not_available')
+      await rejectsWith(place(1, null, pending.id), 'pet_not_available', `pet ${pending.id} is pending, not available`)
       assert.deepEqual(await stores.pets.getPet(pet.id), pet, 'refused orders change nothing')
       assert.deepEqual(await stores.orders.listOrders({}, page(10)), [])
     })
@@ -282,7 +289,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const first = await place(2, claimOf('o1'))
       const again = await place(2, claimOf('o1'))
       assert.deepEqual(again, { record: first.record, replayed: true })
-      await rejectsWith(place(3, claimOf('o1', 'fp-other')), 'idempotency_key_reused')
+      await rejectsWith(place(3, claimOf('o1', 'fp-other')), 'idempotency_key_reused', IDEMPOTENCY_KEY_REUSED)
       assert.equal((await stores.inventory.getInventory(pet.id))?.quantity, 3)
       assert.equal((await stores.orders.listOrders({}, page(10))).length, 1)
     })
@@ -319,14 +326,14 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     test('orders: update sets the ship date, completes, and refuses missing orders, wrong versions and complete orders', async (t) => {
       const { stores, place } = await withPet(t)
       const { record: order } = await place(1)
-      await rejectsWith(stores.orders.updateOrder(order.id + 1000, { shipDate: NOW }, null), 'not_found')
-      await rejectsWith(stores.orders.updateOrder(order.id, { shipDate: NOW }, [2]), 'precondition_failed')
+      await rejectsWith(stores.orders.updateOrder(order.id + 1000, { shipDate: NOW }, null), 'not_found', `order ${order.id + 1000} not found`)
+      await rejectsWith(stores.orders.updateOrder(order.id, { shipDate: NOW }, [2]), 'precondition_failed', PRECONDITION_FAILED)
       const dated = await stores.orders.updateOrder(order.id, { shipDate: NOW + 5000 }, [1])
       assert.deepEqual(dated, { ...order, shipDate: NOW + 5000, version: 2 })
       const done = await stores.orders.updateOrder(order.id, { complete: true }, null)
       assert.deepEqual(done, { ...order, shipDate: NOW + 5000, complete: true, version: 3 }, 'completing keeps a known ship date')
-      await rejectsWith(stores.orders.updateOrder(order.id, { shipDate: NOW }, null), 'order_already_complete')
-      await rejectsWith(stores.orders.updateOrder(order.id, { complete: true }, null), 'order_already_complete')
+      await rejectsWith(stores.orders.updateOrder(order.id, { shipDate: NOW }, null), 'order_already_complete', `order ${order.id} is complete and can no longer change`)
+      await rejectsWith(stores.orders.updateOrder(order.id, { complete: true }, null), 'order_already_complete', `order ${order.id} is complete and can no longer change`)
       assert.deepEqual(await stores.orders.getOrder(order.id, null), done)
     })
 
@@ -366,17 +373,17 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const entry = await stores.inventory.getInventory(pet.id)
       assert.equal(entry?.quantity, 1)
       assert.equal(entry?.status, 'available')
-      await rejectsWith(stores.orders.cancelOrder(order.id, null, null), 'not_found')
+      await rejectsWith(stores.orders.cancelOrder(order.id, null, null), 'not_found', `order ${order.id} not found`)
     })
 
     test('orders: cancelling refuses another owner (not_found), a wrong version and a complete order (order_already_complete)', async (t) => {
       const { stores, other, place } = await withPet(t)
       const { record: order } = await place(1)
-      await rejectsWith(stores.orders.cancelOrder(order.id, { ownerKeyId: other.id }, null), 'not_found')
+      await rejectsWith(stores.orders.cancelOrder(order.id, { ownerKeyId: other.id }, null), 'not_found', `order ${order.id} not found`)
       assert.equal(await stores.orders.getOrder(order.id, { ownerKeyId: other.id }), null, "another customer's order does not exist for them")
-      await rejectsWith(stores.orders.cancelOrder(order.id, null, [2]), 'precondition_failed')
+      await rejectsWith(stores.orders.cancelOrder(order.id, null, [2]), 'precondition_failed', PRECONDITION_FAILED)
       await stores.orders.updateOrder(order.id, { complete: true, shipDate: NOW }, null)
-      await rejectsWith(stores.orders.cancelOrder(order.id, null, null), 'order_already_complete')
+      await rejectsWith(stores.orders.cancelOrder(order.id, null, null), 'order_already_complete', `order ${order.id} is complete and can no longer change`)
       assert.equal((await stores.orders.getOrder(order.id, null))?.complete, true)
     })
 
@@ -432,8 +439,8 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     test('inventory: setting stock applies rule 6 and bumps the pet version; refuses missing pets and wrong versions', async (t) => {
       const { stores, pet, place } = await withPet(t)
       const inv = stores.inventory
-      await rejectsWith(inv.setStock(pet.id + 1000, 1, null), 'not_found')
-      await rejectsWith(inv.setStock(pet.id, 1, [2]), 'precondition_failed')
+      await rejectsWith(inv.setStock(pet.id + 1000, 1, null), 'not_found', `pet ${pet.id + 1000} not found`)
+      await rejectsWith(inv.setStock(pet.id, 1, [2]), 'precondition_failed', PRECONDITION_FAILED)
       // 0 without open orders: available -> sold.
       assert.deepEqual(await inv.setStock(pet.id, 0, [1]), { petId: pet.id, quantity: 0, status: 'sold', version: 2 })
       assert.deepEqual(await stores.pets.getPet(pet.id), { ...pet, status: 'sold', version: 2 })
@@ -475,8 +482,8 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     test('keys: update changes what is given (null clears a quota) and refuses missing keys and wrong versions', async (t) => {
       const { keys } = await open(t)
       const k = await keys.createKey({ name: 'a', role: 'customer', plan: 'enterprise', perMinute: 10, perDay: 100, hash: 'h', prefix: 'psk_x', now: NOW })
-      await rejectsWith(keys.updateKey(k.id + 1000, { name: 'x' }, null), 'not_found')
-      await rejectsWith(keys.updateKey(k.id, { name: 'x' }, [2]), 'precondition_failed')
+      await rejectsWith(keys.updateKey(k.id + 1000, { name: 'x' }, null), 'not_found', `key ${k.id + 1000} not found`)
+      await rejectsWith(keys.updateKey(k.id, { name: 'x' }, [2]), 'precondition_failed', PRECONDITION_FAILED)
       const v2 = await keys.updateKey(k.id, { role: 'staff', perMinute: 20 }, [1])
       assert.deepEqual(v2, { ...k, role: 'staff', perMinute: 20, version: 2 })
       const v3 = await keys.updateKey(k.id, { plan: 'pro', perMinute: null, perDay: null, name: 'b' }, null)
@@ -486,8 +493,8 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     test('keys: revoke is idempotent (the second keeps the first time and version) and refuses missing keys and wrong versions', async (t) => {
       const { keys } = await open(t)
       const k = await keys.createKey({ name: 'a', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h', prefix: 'psk_x', now: NOW })
-      await rejectsWith(keys.revokeKey(k.id + 1000, NOW, null), 'not_found')
-      await rejectsWith(keys.revokeKey(k.id, NOW, [2]), 'precondition_failed')
+      await rejectsWith(keys.revokeKey(k.id + 1000, NOW, null), 'not_found', `key ${k.id + 1000} not found`)
+      await rejectsWith(keys.revokeKey(k.id, NOW, [2]), 'precondition_failed', PRECONDITION_FAILED)
       const revoked = await keys.revokeKey(k.id, NOW + 5, [1])
       assert.deepEqual(revoked, { ...k, revokedAt: NOW + 5, version: 2 })
       assert.deepEqual(await keys.revokeKey(k.id, NOW + 9, null), revoked)
@@ -557,13 +564,13 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const soon = await make(1, NOW + 60_000)
       const { old } = await keys.rotateKey(soon.id, { hash: 'h1b', prefix: 'psk_1b', now: NOW, graceEndsAt: NOW + 86_400_000 })
       assert.equal(old.expiresAt, NOW + 60_000, 'rotation never lengthens a key\'s life')
-      await rejectsWith(keys.rotateKey(soon.id, { hash: 'h1c', prefix: 'psk_1c', now: NOW, graceEndsAt: NOW + 1000 }), 'api_key_not_rotatable')
+      await rejectsWith(keys.rotateKey(soon.id, { hash: 'h1c', prefix: 'psk_1c', now: NOW, graceEndsAt: NOW + 1000 }), 'api_key_not_rotatable', `key ${soon.id} was already rotated: key ${old.replacedBy} replaces it; rotate key ${old.replacedBy} instead`)
       const revoked = await make(2)
       await keys.revokeKey(revoked.id, NOW, null)
-      await rejectsWith(keys.rotateKey(revoked.id, { hash: 'h2b', prefix: 'psk_2b', now: NOW + 1, graceEndsAt: NOW + 1000 }), 'api_key_not_rotatable')
+      await rejectsWith(keys.rotateKey(revoked.id, { hash: 'h2b', prefix: 'psk_2b', now: NOW + 1, graceEndsAt: NOW + 1000 }), 'api_key_not_rotatable', `key ${revoked.id} was revoked at 2026-11-21T12:00:00.000Z; only a live key can be rotated`)
       const expired = await make(3, NOW + 1000)
-      await rejectsWith(keys.rotateKey(expired.id, { hash: 'h3b', prefix: 'psk_3b', now: NOW + 1000, graceEndsAt: NOW + 5000 }), 'api_key_not_rotatable')
-      await rejectsWith(keys.rotateKey(expired.id + 1000, { hash: 'h4b', prefix: 'psk_4b', now: NOW, graceEndsAt: NOW }), 'not_found')
+      await rejectsWith(keys.rotateKey(expired.id, { hash: 'h3b', prefix: 'psk_3b', now: NOW + 1000, graceEndsAt: NOW + 5000 }), 'api_key_not_rotatable', `key ${expired.id} expired at 2026-11-21T12:00:01.000Z; only a live key can be rotated`)
+      await rejectsWith(keys.rotateKey(expired.id + 1000, { hash: 'h4b', prefix: 'psk_4b', now: NOW, graceEndsAt: NOW }), 'not_found', `key ${expired.id + 1000} not found`)
       assert.equal(await keys.findKeyByHash('h2b'), null, 'a refused rotation makes no key')
       assert.equal(await keys.findKeyByHash('h3b'), null)
     })

@@ -1,22 +1,18 @@
 // CategoryStore on PostgreSQL. Changes lock the category row first (SELECT ... FOR UPDATE).
-import { AppError, notFound, preconditionFailed } from '../../errors.ts'
+import { categoryInUse } from '../../errors.ts'
 import type { CategoryStore } from '../../categories/categories.store.ts'
-import { matchesVersion, type IfMatch } from '../../shared/store.ts'
+import type { IfMatch } from '../../shared/store.ts'
+import { currentRow } from '../checks.ts'
 import type { Db, Tx } from './database.ts'
 import { onConstraint } from './errors.ts'
 import { CATEGORY_COLUMNS, toCategory, type CategoryRow } from '../rows.ts'
 
 
 async function lockCurrent (tx: Tx, id: number, ifMatch: IfMatch): Promise<CategoryRow> {
-  const row = await tx.first<CategoryRow>(`SELECT ${CATEGORY_COLUMNS} FROM categories WHERE id = $1 FOR UPDATE`, [id])
-  if (row === undefined) throw notFound(`category ${id}`)
-  if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
-  return row
+  return currentRow(await tx.first<CategoryRow>(`SELECT ${CATEGORY_COLUMNS} FROM categories WHERE id = $1 FOR UPDATE`, [id]), `category ${id}`, ifMatch)
 }
 
 export function createPostgresCategoryStore (db: Db): CategoryStore {
-  const inUse = (id: number) => () => new AppError('category_in_use', `category ${id} still has pets; move or delete them first`)
-
   return {
     async listCategories (page) {
       return (await db.query<CategoryRow>(`SELECT ${CATEGORY_COLUMNS} FROM categories WHERE id > $1 ORDER BY id LIMIT $2`, [page.afterId ?? 0, page.limit])).map(toCategory)
@@ -43,8 +39,8 @@ export function createPostgresCategoryStore (db: Db): CategoryStore {
         // The row lock makes a concurrent pet insert into this category wait for us (its
         // foreign key check needs a share lock on the row), and then fail: no orphan pet.
         await lockCurrent(tx, id, ifMatch)
-        if (await tx.first('SELECT 1 FROM pets WHERE category_id = $1 LIMIT 1', [id]) !== undefined) throw inUse(id)()
-        await tx.query('DELETE FROM categories WHERE id = $1', [id]).catch(onConstraint({ pets_category_id_fkey: inUse(id) }))
+        if (await tx.first('SELECT 1 FROM pets WHERE category_id = $1 LIMIT 1', [id]) !== undefined) throw categoryInUse(id)
+        await tx.query('DELETE FROM categories WHERE id = $1', [id]).catch(onConstraint({ pets_category_id_fkey: () => categoryInUse(id) }))
       })
     }
   }

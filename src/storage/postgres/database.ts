@@ -1,6 +1,7 @@
 // The pg pool, the one way the stores talk to it (query / transaction), and the migrations.
 import pg from 'pg'
 import type { PoolClient, QueryResultRow } from 'pg'
+import { refuseNewerSchema } from '../checks.ts'
 import { isRetryable, isUnavailable, toStoreError } from './errors.ts'
 import { POSTGRES_MIGRATIONS } from './migrations.ts'
 
@@ -188,9 +189,7 @@ export async function migratePostgres (url: string, options: PoolOptions = {}): 
       )`)
       const row = (await client.query<{ version: number | null }>('SELECT max(version) AS version FROM schema_migrations')).rows[0]
       const from = row?.version ?? 0
-      if (from > POSTGRES_MIGRATIONS.length) {
-        throw new Error(`the database schema (version ${from}) is newer than this program knows (${POSTGRES_MIGRATIONS.length}); upgrade the program`)
-      }
+      refuseNewerSchema(from, POSTGRES_MIGRATIONS.length)
       for (let v = from; v < POSTGRES_MIGRATIONS.length; v++) {
         await client.query(POSTGRES_MIGRATIONS[v]!)
         await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [v + 1, Date.now()])

@@ -5,8 +5,8 @@
 // committed, the second finds its row and replays the result (or refuses another request);
 // if it rolled back, the second's insert goes through and it does the work itself. So a key
 // creates at most one record however many requests race with it.
-import { AppError } from '../../errors.ts'
 import { IDEMPOTENCY_TTL_MS, type IdempotencyClaim } from '../../shared/store.ts'
+import { claimExpired, replayOf } from '../checks.ts'
 import type { Db, Tx } from './database.ts'
 
 export interface PostgresIdempotency {
@@ -40,17 +40,14 @@ export function createPostgresIdempotency (db: Db): PostgresIdempotency {
           'SELECT fingerprint, response, created_at FROM idempotency_keys WHERE scope = $1 AND key = $2 FOR UPDATE',
           [claim.scope, claim.key])
         if (row === undefined) continue
-        if (row.created_at <= claim.now - IDEMPOTENCY_TTL_MS) {
+        if (claimExpired(row, claim)) {
           // Expired: as if absent. The row is locked, so this transaction takes it over.
           await tx.query(
             `UPDATE idempotency_keys SET fingerprint = $3, response = '', created_at = $4 WHERE scope = $1 AND key = $2`,
             [claim.scope, claim.key, claim.fingerprint, claim.now])
           return null
         }
-        if (row.fingerprint !== claim.fingerprint) {
-          throw new AppError('idempotency_key_reused', 'this Idempotency-Key was already used with a different request')
-        }
-        return row.response
+        return replayOf(row, claim)
       }
       throw new Error('idempotency claim kept vanishing') // not reachable in practice: a logged 500
     },

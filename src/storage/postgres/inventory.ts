@@ -1,8 +1,7 @@
 // InventoryStore on PostgreSQL: the stock column of the pet row, its status and its version.
-import { notFound, preconditionFailed } from '../../errors.ts'
 import type { InventoryStore } from '../../inventory/inventory.store.ts'
 import { statusForStock } from '../../inventory/inventory.rules.ts'
-import { matchesVersion } from '../../shared/store.ts'
+import { currentRow, stockAsksOpenOrders } from '../checks.ts'
 import type { Db } from './database.ts'
 import { INVENTORY_COLUMNS, toInventory, type InventoryRow } from '../rows.ts'
 
@@ -20,10 +19,8 @@ export function createPostgresInventoryStore (db: Db): InventoryStore {
     async setStock (petId, quantity, ifMatch) {
       return db.transaction(async (tx) => {
         // The pet row lock orders this against orders being placed, completed or cancelled.
-        const row = await tx.first<InventoryRow>(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id = $1 FOR UPDATE`, [petId])
-        if (row === undefined) throw notFound(`pet ${petId}`)
-        if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
-        const open = quantity === 0 && row.status === 'available' &&
+        const row = currentRow(await tx.first<InventoryRow>(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id = $1 FOR UPDATE`, [petId]), `pet ${petId}`, ifMatch)
+        const open = stockAsksOpenOrders(row.status, quantity) &&
           await tx.first('SELECT 1 FROM orders WHERE pet_id = $1 AND NOT complete LIMIT 1', [petId]) !== undefined
         const updated = await tx.first<InventoryRow>(
           `UPDATE pets SET stock = $1, status = $2, version = version + 1 WHERE id = $3 RETURNING ${INVENTORY_COLUMNS}`,

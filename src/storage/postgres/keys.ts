@@ -1,8 +1,8 @@
 // KeyStore on PostgreSQL. Updates lock the key row first (SELECT ... FOR UPDATE).
-import { notFound, preconditionFailed } from '../../errors.ts'
 import { rotationRefusal } from '../../keys/keys.rules.ts'
 import type { KeyStore } from '../../keys/keys.store.ts'
-import { matchesVersion, type IfMatch } from '../../shared/store.ts'
+import type { IfMatch } from '../../shared/store.ts'
+import { currentRow } from '../checks.ts'
 import type { Db, Tx } from './database.ts'
 import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, toUsage, USAGE_COLUMNS, type BanRow, type KeyRow, type UsageRowSql } from '../rows.ts'
 
@@ -11,10 +11,7 @@ const sameIdentity = (n: number): string =>
   `SELECT k.id FROM api_keys k, (SELECT coalesce(quota_key_id, id) AS q FROM api_keys WHERE id = $${n}) i WHERE k.id = i.q OR k.quota_key_id = i.q`
 
 async function lockCurrent (tx: Tx, id: number, ifMatch: IfMatch): Promise<KeyRow> {
-  const row = await tx.first<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 FOR UPDATE`, [id])
-  if (row === undefined) throw notFound(`key ${id}`)
-  if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
-  return row
+  return currentRow(await tx.first<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 FOR UPDATE`, [id]), `key ${id}`, ifMatch)
 }
 
 export function createPostgresKeyStore (db: Db): KeyStore {

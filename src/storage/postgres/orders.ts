@@ -6,26 +6,17 @@
 // row, through its conditional UPDATE: under READ COMMITTED a concurrent UPDATE of the same row
 // waits, then re-checks its WHERE against the committed row, so the stock taken never exceeds
 // the stock there was (the database enforces the rule, not this process's memory).
-import { AppError, notFound, preconditionFailed } from '../../errors.ts'
 import type { PetStatus } from '../../pets/pets.schema.ts'
 import type { OrderFilter, OrderOwner, OrderRecord, OrderStore } from '../../orders/orders.store.ts'
-import { matchesVersion, type IfMatch } from '../../shared/store.ts'
+import type { IfMatch } from '../../shared/store.ts'
+import { openOrder, orderRefusal, visibleOrder } from '../checks.ts'
 import type { Db, Tx } from './database.ts'
 import type { PostgresIdempotency } from './idempotency.ts'
 import { ORDER_COLUMNS, toOrder, type OrderRow } from '../rows.ts'
 
-/** The order as the caller may see it: another owner's order does not exist for them. */
-function visible (row: OrderRow | undefined, owner: OrderOwner): OrderRow | undefined {
-  return row === undefined || (owner !== null && row.owner_key_id !== owner.ownerKeyId) ? undefined : row
-}
-
-/** Locks the open order to change, after the existence, If-Match and completeness checks, in that order. */
+/** Locks the open order to change (the checks: openOrder in checks.ts). */
 async function lockOpenOrder (tx: Tx, id: number, owner: OrderOwner, ifMatch: IfMatch): Promise<OrderRow> {
-  const row = visible(await tx.first<OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1 FOR UPDATE`, [id]), owner)
-  if (row === undefined) throw notFound(`order ${id}`)
-  if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
-  if (row.complete) throw new AppError('order_already_complete', `order ${id} is complete and can no longer change`)
-  return row
+  return openOrder(await tx.first<OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1 FOR UPDATE`, [id]), id, owner, ifMatch)
 }
 
 export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempotency): OrderStore {
@@ -40,7 +31,7 @@ export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempoten
     },
 
     async getOrder (id, owner) {
-      const row = visible(await db.first<OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1`, [id]), owner)
+      const row = visibleOrder(await db.first<OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1`, [id]), owner)
       return row === undefined ? null : toOrder(row)
     },
 
@@ -57,9 +48,7 @@ export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempoten
         if (taken.length === 0) {
           // Why not: read under the row lock, so the reason given is the current one.
           const pet = await tx.first<{ status: PetStatus; stock: number }>('SELECT status, stock FROM pets WHERE id = $1 FOR UPDATE', [input.petId])
-          if (pet === undefined) throw new AppError('pet_not_found', `pet ${input.petId} does not exist`)
-          if (pet.status !== 'available') throw new AppError('pet_not_available', `pet ${input.petId} is ${pet.status}, not available`)
-          throw new AppError('insufficient_stock', `only ${pet.stock} left of pet ${input.petId}; ${input.quantity} asked`)
+          throw orderRefusal(input.petId, input.quantity, pet)
         }
         const row = await tx.first<OrderRow>(
           `INSERT INTO orders (pet_id, owner_key_id, quantity, ship_date, complete, created_at) VALUES ($1, $2, $3, $4, false, $5) RETURNING ${ORDER_COLUMNS}`,

@@ -1,15 +1,13 @@
 // PetStore on PostgreSQL. Reads are single statements; every change is one transaction that
 // locks the pet row first (SELECT ... FOR UPDATE), so concurrent writers of a pet run one after
 // the other, as on SQLite's single connection.
-import { AppError, notFound, preconditionFailed } from '../../errors.ts'
+import { categoryNotFound } from '../../errors.ts'
 import type { PetFilter, PetRecord, PetStore } from '../../pets/pets.store.ts'
-import { matchesVersion } from '../../shared/store.ts'
+import { currentRow, refuseIfOpenOrders } from '../checks.ts'
 import type { Db } from './database.ts'
 import { onConstraint } from './errors.ts'
 import type { PostgresIdempotency } from './idempotency.ts'
 import { PET_COLUMNS, toPet, type PetRow } from '../rows.ts'
-
-const categoryNotFound = (categoryId: number) => () => new AppError('category_not_found', `category ${categoryId} does not exist`)
 
 export function createPostgresPetStore (db: Db, idempotency: PostgresIdempotency): PetStore {
   return {
@@ -41,7 +39,7 @@ export function createPostgresPetStore (db: Db, idempotency: PostgresIdempotency
         const row = await tx.first<PetRow>(
           `INSERT INTO pets (name, search_name, category_id, status, stock) VALUES ($1, $2, $3, $4, 1) RETURNING ${PET_COLUMNS}`,
           [input.name, input.name.toLowerCase(), input.categoryId, input.status]
-        ).catch(onConstraint({ pets_category_id_fkey: categoryNotFound(input.categoryId) }))
+        ).catch(onConstraint({ pets_category_id_fkey: () => categoryNotFound(input.categoryId) }))
         const record = toPet(row!)
         if (claim !== null) await idempotency.remember(tx, claim, record)
         return { record, replayed: false }
@@ -52,15 +50,13 @@ export function createPostgresPetStore (db: Db, idempotency: PostgresIdempotency
 
     async updatePet (id, changes, ifMatch) {
       return db.transaction(async (tx) => {
-        const row = await tx.first<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id = $1 FOR UPDATE`, [id])
-        if (row === undefined) throw notFound(`pet ${id}`)
-        if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
+        const row = currentRow(await tx.first<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id = $1 FOR UPDATE`, [id]), `pet ${id}`, ifMatch)
         const name = changes.name ?? row.name
         const categoryId = changes.categoryId ?? row.category_id
         const updated = await tx.first<PetRow>(
           `UPDATE pets SET name = $1, search_name = $2, category_id = $3, status = $4, version = version + 1 WHERE id = $5 RETURNING ${PET_COLUMNS}`,
           [name, name.toLowerCase(), categoryId, changes.status ?? row.status, id]
-        ).catch(onConstraint({ pets_category_id_fkey: categoryNotFound(categoryId) }))
+        ).catch(onConstraint({ pets_category_id_fkey: () => categoryNotFound(categoryId) }))
         return toPet(updated!)
       })
     },
@@ -69,11 +65,8 @@ export function createPostgresPetStore (db: Db, idempotency: PostgresIdempotency
       await db.transaction(async (tx) => {
         // The row lock also orders this delete against orders being placed for the pet, which
         // lock the same row before they insert.
-        const row = await tx.first<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id = $1 FOR UPDATE`, [id])
-        if (row === undefined) throw notFound(`pet ${id}`)
-        if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
-        const open = await tx.first('SELECT 1 FROM orders WHERE pet_id = $1 AND NOT complete LIMIT 1', [id])
-        if (open !== undefined) throw new AppError('pet_has_open_orders', `pet ${id} has open orders; complete or cancel them first`)
+        currentRow(await tx.first<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id = $1 FOR UPDATE`, [id]), `pet ${id}`, ifMatch)
+        refuseIfOpenOrders(id, await tx.first('SELECT 1 FROM orders WHERE pet_id = $1 AND NOT complete LIMIT 1', [id]) !== undefined)
         await tx.query('DELETE FROM pets WHERE id = $1', [id])
       })
     }

@@ -1,7 +1,8 @@
 // CategoryStore on SQLite.
-import { AppError, notFound, preconditionFailed } from '../../errors.ts'
+import { categoryInUse } from '../../errors.ts'
 import type { CategoryStore } from '../../categories/categories.store.ts'
-import { matchesVersion } from '../../shared/store.ts'
+import type { IfMatch } from '../../shared/store.ts'
+import { currentRow } from '../checks.ts'
 import type { Db, Writer } from './database.ts'
 import { CATEGORY_COLUMNS, toCategory, type CategoryRow } from '../rows.ts'
 
@@ -13,12 +14,7 @@ export function createSqliteCategoryStore (db: Db, writer: Writer): CategoryStor
   const hasPets = db.prepare('SELECT 1 FROM pets WHERE category_id = ? LIMIT 1')
   const remove = db.prepare('DELETE FROM categories WHERE id = ?')
 
-  function current (id: number, ifMatch: readonly number[] | null): CategoryRow {
-    const row = byId.get(id) as CategoryRow | undefined
-    if (row === undefined) throw notFound(`category ${id}`)
-    if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
-    return row
-  }
+  const current = (id: number, ifMatch: IfMatch): CategoryRow => currentRow(byId.get(id) as CategoryRow | undefined, `category ${id}`, ifMatch)
 
   return {
     async listCategories (page) {
@@ -40,7 +36,7 @@ export function createSqliteCategoryStore (db: Db, writer: Writer): CategoryStor
     async deleteCategory (id, ifMatch) {
       await writer.run(() => {
         current(id, ifMatch)
-        if (hasPets.get(id) !== undefined) throw new AppError('category_in_use', `category ${id} still has pets; move or delete them first`)
+        if (hasPets.get(id) !== undefined) throw categoryInUse(id)
         remove.run(id)
       })
     }

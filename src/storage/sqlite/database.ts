@@ -3,6 +3,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { closeSync, fsync, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { ServiceUnavailableError } from '../../errors.ts'
+import { refuseNewerSchema } from '../checks.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
 
 export type Db = DatabaseSync
@@ -38,9 +39,7 @@ export function openSqlite (path: string): Db {
 /** Applies pending migrations, each in its own transaction, tracked by PRAGMA user_version. */
 export function migrateSqlite (db: Db): { from: number; to: number } {
   const from = Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version)
-  if (from > SQLITE_MIGRATIONS.length) {
-    throw new Error(`the database schema (version ${from}) is newer than this program knows (${SQLITE_MIGRATIONS.length}); upgrade the program`)
-  }
+  refuseNewerSchema(from, SQLITE_MIGRATIONS.length)
   for (let v = from; v < SQLITE_MIGRATIONS.length; v++) {
     transaction(db, () => {
       db.exec(SQLITE_MIGRATIONS[v]!)

@@ -1,6 +1,6 @@
 // Idempotency-Key bookkeeping for SQLite, used inside a store method's transaction.
-import { AppError } from '../../errors.ts'
 import { IDEMPOTENCY_TTL_MS, type IdempotencyClaim } from '../../shared/store.ts'
+import { claimExpired, replayOf } from '../checks.ts'
 import type { Db } from './database.ts'
 
 export interface SqliteIdempotency {
@@ -21,14 +21,11 @@ export function createSqliteIdempotency (db: Db): SqliteIdempotency {
     replay (claim) {
       const row = find.get(claim.scope, claim.key) as { fingerprint: string; response: string; created_at: number } | undefined
       if (row === undefined) return null
-      if (row.created_at <= claim.now - IDEMPOTENCY_TTL_MS) {
+      if (claimExpired(row, claim)) {
         forget.run(claim.scope, claim.key)
         return null
       }
-      if (row.fingerprint !== claim.fingerprint) {
-        throw new AppError('idempotency_key_reused', 'this Idempotency-Key was already used with a different request')
-      }
-      return row.response
+      return replayOf(row, claim)
     },
     remember (claim, response) {
       insert.run(claim.scope, claim.key, claim.fingerprint, JSON.stringify(response), claim.now)

@@ -1,8 +1,7 @@
 // InventoryStore on SQLite: the stock column of the pet row, its status and its version.
-import { notFound, preconditionFailed } from '../../errors.ts'
 import type { InventoryStore } from '../../inventory/inventory.store.ts'
 import { statusForStock } from '../../inventory/inventory.rules.ts'
-import { matchesVersion } from '../../shared/store.ts'
+import { currentRow, stockAsksOpenOrders } from '../checks.ts'
 import type { Db, Writer } from './database.ts'
 import type { PetCache } from './pet-cache.ts'
 import { INVENTORY_COLUMNS, toInventory, type InventoryRow } from '../rows.ts'
@@ -25,11 +24,9 @@ export function createSqliteInventoryStore (db: Db, writer: Writer, cache: PetCa
 
     async setStock (petId, quantity, ifMatch) {
       return await writer.run(() => {
-        const row = byId.get(petId) as InventoryRow | undefined
-        if (row === undefined) throw notFound(`pet ${petId}`)
-        if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
+        const row = currentRow(byId.get(petId) as InventoryRow | undefined, `pet ${petId}`, ifMatch)
         cache.forget(petId)
-        const open = quantity === 0 && row.status === 'available' && openOrders.get(petId) !== undefined
+        const open = stockAsksOpenOrders(row.status, quantity) && openOrders.get(petId) !== undefined
         return toInventory(update.get(quantity, statusForStock(row.status, quantity, open), petId) as unknown as InventoryRow)
       })
     }

@@ -1,8 +1,8 @@
 // KeyStore on SQLite.
-import { notFound, preconditionFailed } from '../../errors.ts'
 import { rotationRefusal } from '../../keys/keys.rules.ts'
 import type { KeyStore } from '../../keys/keys.store.ts'
-import { matchesVersion } from '../../shared/store.ts'
+import type { IfMatch } from '../../shared/store.ts'
+import { currentRow } from '../checks.ts'
 import { transaction, type Db } from './database.ts'
 import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, toUsage, USAGE_COLUMNS, type BanRow, type KeyRow, type UsageRowSql } from '../rows.ts'
 
@@ -28,12 +28,7 @@ export function createSqliteKeyStore (db: Db): KeyStore {
   const touch = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)')
   const usage = db.prepare(`SELECT ${USAGE_COLUMNS} FROM key_usage WHERE key_id = ? AND day >= ? ORDER BY day`)
 
-  function current (id: number, ifMatch: readonly number[] | null): KeyRow {
-    const row = byId.get(id) as KeyRow | undefined
-    if (row === undefined) throw notFound(`key ${id}`)
-    if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
-    return row
-  }
+  const current = (id: number, ifMatch: IfMatch): KeyRow => currentRow(byId.get(id) as KeyRow | undefined, `key ${id}`, ifMatch)
 
   return {
     async createKey (k) {

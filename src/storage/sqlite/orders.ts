@@ -1,9 +1,8 @@
 // OrderStore on SQLite. Placing, completing and cancelling are each one synchronous transaction
 // (see database.ts) that changes the order and its pet's row together.
-import { AppError, notFound, preconditionFailed } from '../../errors.ts'
 import type { PetStatus } from '../../pets/pets.schema.ts'
-import type { OrderChanges, OrderFilter, OrderOwner, OrderRecord, OrderStore } from '../../orders/orders.store.ts'
-import { matchesVersion } from '../../shared/store.ts'
+import type { OrderChanges, OrderFilter, OrderRecord, OrderStore } from '../../orders/orders.store.ts'
+import { openOrder, orderRefusal, visibleOrder } from '../checks.ts'
 import type { Db, Writer } from './database.ts'
 import type { PetCache } from './pet-cache.ts'
 import type { SqliteIdempotency } from './idempotency.ts'
@@ -45,22 +44,6 @@ export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: Sql
     return statement
   }
 
-  /** The order as the caller may see it: another owner's order does not exist for them. */
-  function find (id: number, owner: OrderOwner): OrderRow | undefined {
-    const row = byId.get(id) as OrderRow | undefined
-    if (row === undefined || (owner !== null && row.owner_key_id !== owner.ownerKeyId)) return undefined
-    return row
-  }
-
-  /** The open order to change, after the existence, If-Match and completeness checks, in that order. */
-  function openOrder (id: number, owner: OrderOwner, ifMatch: readonly number[] | null): OrderRow {
-    const row = find(id, owner)
-    if (row === undefined) throw notFound(`order ${id}`)
-    if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
-    if (row.complete === 1) throw new AppError('order_already_complete', `order ${id} is complete and can no longer change`)
-    return row
-  }
-
   return {
     async listOrders (filter, page) {
       const params: Record<string, number> = { after: page.afterId ?? 0, limit: page.limit }
@@ -71,7 +54,7 @@ export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: Sql
     },
 
     async getOrder (id, owner) {
-      const row = find(id, owner)
+      const row = visibleOrder(byId.get(id) as OrderRow | undefined, owner)
       return row === undefined ? null : toOrder(row)
     },
 
@@ -83,10 +66,7 @@ export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: Sql
         }
         cache.forget(input.petId)
         if (Number(takeStock.run({ id: input.petId, quantity: input.quantity }).changes) === 0) {
-          const pet = petState.get(input.petId) as { status: PetStatus; stock: number } | undefined
-          if (pet === undefined) throw new AppError('pet_not_found', `pet ${input.petId} does not exist`)
-          if (pet.status !== 'available') throw new AppError('pet_not_available', `pet ${input.petId} is ${pet.status}, not available`)
-          throw new AppError('insufficient_stock', `only ${pet.stock} left of pet ${input.petId}; ${input.quantity} asked`)
+          throw orderRefusal(input.petId, input.quantity, petState.get(input.petId) as { status: PetStatus; stock: number } | undefined)
         }
         const record = toOrder(insert.get(input.petId, input.ownerKeyId, input.quantity, input.shipDate, input.now) as unknown as OrderRow)
         if (claim !== null) idempotency.remember(claim, record)
@@ -96,7 +76,7 @@ export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: Sql
 
     async updateOrder (id, changes: OrderChanges, ifMatch) {
       return await writer.run(() => {
-        const row = openOrder(id, null, ifMatch)
+        const row = openOrder(byId.get(id) as OrderRow | undefined, id, null, ifMatch)
         if (changes.complete === true) {
           const updated = toOrder(complete.get(changes.shipDate ?? row.ship_date, id) as unknown as OrderRow)
           cache.forget(row.pet_id)
@@ -109,7 +89,7 @@ export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: Sql
 
     async cancelOrder (id, owner, ifMatch) {
       await writer.run(() => {
-        const row = openOrder(id, owner, ifMatch)
+        const row = openOrder(byId.get(id) as OrderRow | undefined, id, owner, ifMatch)
         remove.run(id)
         // An open order's pet cannot have been deleted (deletePet refuses), so this finds it.
         cache.forget(row.pet_id)

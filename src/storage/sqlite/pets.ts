@@ -1,7 +1,7 @@
 // PetStore on SQLite. Every method is one synchronous transaction (see database.ts).
-import { AppError, notFound, preconditionFailed } from '../../errors.ts'
+import { categoryNotFound } from '../../errors.ts'
 import type { PetChanges, PetFilter, PetRecord, PetStore } from '../../pets/pets.store.ts'
-import { matchesVersion } from '../../shared/store.ts'
+import { currentRow, refuseIfOpenOrders } from '../checks.ts'
 import type { Db, Writer } from './database.ts'
 import type { PetCache } from './pet-cache.ts'
 import type { SqliteIdempotency } from './idempotency.ts'
@@ -34,9 +34,7 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
   }
 
   function requireCategory (categoryId: number): void {
-    if (categoryExists.get(categoryId) === undefined) {
-      throw new AppError('category_not_found', `category ${categoryId} does not exist`)
-    }
+    if (categoryExists.get(categoryId) === undefined) throw categoryNotFound(categoryId)
   }
 
   return {
@@ -80,9 +78,7 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
 
     async updatePet (id, changes: PetChanges, ifMatch) {
       return await writer.run(() => {
-        const row = byId.get(id) as PetRow | undefined
-        if (row === undefined) throw notFound(`pet ${id}`)
-        if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
+        const row = currentRow(byId.get(id) as PetRow | undefined, `pet ${id}`, ifMatch)
         const name = changes.name ?? row.name
         const categoryId = changes.categoryId ?? row.category_id
         if (categoryId !== row.category_id) requireCategory(categoryId)
@@ -93,10 +89,8 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
 
     async deletePet (id, ifMatch) {
       await writer.run(() => {
-        const row = byId.get(id) as PetRow | undefined
-        if (row === undefined) throw notFound(`pet ${id}`)
-        if (!matchesVersion(ifMatch, row.version)) throw preconditionFailed()
-        if (openOrders.get(id) !== undefined) throw new AppError('pet_has_open_orders', `pet ${id} has open orders; complete or cancel them first`)
+        currentRow(byId.get(id) as PetRow | undefined, `pet ${id}`, ifMatch)
+        refuseIfOpenOrders(id, openOrders.get(id) !== undefined)
         cache.forget(id)
         remove.run(id)
       })
