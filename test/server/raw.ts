@@ -16,12 +16,12 @@ export interface TestServer {
   keys: { customer: string; staff: string }
 }
 
-/** startServer on an in-memory database and port 0, with these variables (limits) on top; closed after the test. */
-export async function startTestServer (t: TestContext, env: Record<string, string>): Promise<TestServer> {
-  const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', PORT: '0', LOG_LEVEL: 'silent', ...env })
+/** startServer on an in-memory database and port 0, with these variables (limits) on top; closed after the test. Warnings go to `logLines` when given. */
+export async function startTestServer (t: TestContext, env: Record<string, string>, logLines?: Array<Record<string, unknown>>): Promise<TestServer> {
+  const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', PORT: '0', LOG_LEVEL: logLines === undefined ? 'silent' : 'warn', ...env })
   const keys = { customer: '', staff: '' }
   const server = await startServer(config, {
-    logger: createLogger(config),
+    logger: createLogger(config, logLines === undefined ? undefined : { write: (line: string) => { logLines.push(JSON.parse(line) as Record<string, unknown>) } }),
     beforeListen: async (infra) => {
       await loadSampleData(infra.stores)
       const admin = createKeyAdmin(infra.stores.keys, systemClock)

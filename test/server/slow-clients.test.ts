@@ -68,12 +68,17 @@ test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS', { ti
 })
 
 test('past MAX_CONNECTIONS a new connection is closed at once; once the idle ones time out, clients are served again', { timeout: 10_000 }, async (t) => {
-  const { server, port } = await startTestServer(t, { ...LIMITS, MAX_CONNECTIONS: '4' })
+  const logs: Array<Record<string, unknown>> = []
+  const { server, port } = await startTestServer(t, { ...LIMITS, MAX_CONNECTIONS: '4' }, logs)
   const idle = await Promise.all([1, 2, 3, 4].map(() => idleConnection(port)))
 
   const refused = await rawExchange(port, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
   assert.equal(refused.text, '', 'the fifth connection gets no answer')
   assert.ok(refused.ms < 250, `the fifth connection was closed after ${Math.round(refused.ms)} ms`)
+  // The operator hears of it: one warning (the next ones are counted for 10 s).
+  assert.equal((await rawExchange(port, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')).text, '')
+  assert.deepEqual(logs.map(({ level, msg, dropped, maxConnections }) => ({ level, msg, dropped, maxConnections })),
+    [{ level: 40, msg: 'connection cap reached: connections closed unanswered', dropped: 1, maxConnections: 4 }])
 
   // A connection that never sends a request is a slow client too: cut at the header deadline.
   for (const socket of idle) {
