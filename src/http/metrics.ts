@@ -7,7 +7,7 @@
 // `preflight` for OPTIONS, and the route pattern (never the raw URL) for routes outside /v1.
 // Key ids (numbers) may appear as labels; keys never do.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client'
 import type { AccessEvents } from './access.ts'
 import type { LifecycleHookOptions } from './lifecycle-hooks.ts'
 
@@ -33,10 +33,8 @@ export interface Metrics {
   trackPool (stats: () => PoolStats): void
   /** The Prometheus text and its content type. */
   scrape (): Promise<{ contentType: string; body: string }>
-  readonly http: {
-    readonly requests: Counter<'operation' | 'method' | 'status'>
-    readonly duration: Histogram<'operation' | 'method'>
-  }
+  /** http_requests_total and http_request_duration_seconds (see createHttpSeries). */
+  readonly http: HttpSeries
 }
 
 /** Seconds. From 1 ms (a SQLite read) to 10 s (past every timeout of the stores). */
@@ -61,19 +59,10 @@ export function createMetrics (): Metrics {
   const registry = Registry.merge([processMetrics()])
   const registers = [registry]
 
-  const requests = new Counter({
-    name: 'http_requests_total',
-    help: 'HTTP requests answered, by operation (operationId; unknown for unmatched paths, preflight for OPTIONS), method and status.',
-    labelNames: ['operation', 'method', 'status'] as const,
-    registers
-  })
-  const duration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'Time from receiving a request to the end of its response, by operation and method.',
-    labelNames: ['operation', 'method'] as const,
-    buckets: DURATION_BUCKETS,
-    registers
-  })
+  const http = createHttpSeries()
+  // The registry reads name, help, type and get(): these objects have them (createHttpSeries).
+  registry.registerMetric(http.requestsMetric as Parameters<Registry['registerMetric']>[0])
+  registry.registerMetric(http.durationMetric as Parameters<Registry['registerMetric']>[0])
   const decisions = new Counter({
     name: 'ratelimit_decisions_total',
     help: 'Rate-limit decisions on requests that cost quota: allowed, limited (429 rate_limited) or banned (429 api_key_banned).',
@@ -136,26 +125,103 @@ export function createMetrics (): Metrics {
       })
     },
     async scrape () { return { contentType: registry.contentType, body: await registry.metrics() } },
-    http: { requests, duration }
+    http
   }
 }
 
 type Labels = Readonly<Record<'operation' | 'method', string>>
 type StatusLabels = Readonly<Record<'operation' | 'method' | 'status', string>>
-interface MethodLabels { labels: Labels; byStatus: Map<number, StatusLabels> }
-interface RouteLabels { operation: string; byMethod: Map<string, MethodLabels> }
+
+/** One series of http_requests_total: a plain number, incremented in place. */
+interface CountCell { readonly labels: StatusLabels; value: number }
+/** One series of http_request_duration_seconds: per-bucket counts (not cumulative), sum, count. */
+interface DurationCell { readonly labels: Labels; readonly counts: number[]; sum: number; count: number }
+
+export interface HttpSeries {
+  counter (labels: StatusLabels): CountCell
+  histogram (labels: Labels): DurationCell
+  /** prom-client metric objects (name, help, type, get()) read at scrape time. */
+  readonly requestsMetric: object
+  readonly durationMetric: object
+}
 
 /**
- * One onResponse hook counts and times every response. Label objects are made once per route,
- * method and status and reused, so a request costs two metric updates and a few map lookups.
+ * The two per-request metrics as plain numbers: prom-client's inc() and observe() hash their
+ * label object on every call (a sorted key walk and a string), which cost more than the rest of
+ * the metrics hook. Here each series is an object made once, which the hook updates in place;
+ * the registry reads them at scrape time through the same interface as prom-client's own
+ * metrics, so /metrics prints the same text.
+ */
+function createHttpSeries (): HttpSeries {
+  const counts: CountCell[] = []
+  const durations: DurationCell[] = []
+  const requestsName = 'http_requests_total'
+  const requestsHelp = 'HTTP requests answered, by operation (operationId; unknown for unmatched paths, preflight for OPTIONS), method and status.'
+  const durationName = 'http_request_duration_seconds'
+  const durationHelp = 'Time from receiving a request to the end of its response, by operation and method.'
+  return {
+    counter (labels) {
+      const cell = { labels, value: 0 }
+      counts.push(cell)
+      return cell
+    },
+    histogram (labels) {
+      const cell = { labels, counts: new Array<number>(DURATION_BUCKETS.length + 1).fill(0), sum: 0, count: 0 }
+      durations.push(cell)
+      return cell
+    },
+    requestsMetric: {
+      name: requestsName,
+      help: requestsHelp,
+      type: 'counter',
+      aggregator: 'sum',
+      get: async () => ({ name: requestsName, help: requestsHelp, type: 'counter', aggregator: 'sum', values: counts.map((c) => ({ labels: c.labels, value: c.value })) }),
+      reset () { for (const c of counts) c.value = 0 }
+    },
+    durationMetric: {
+      name: durationName,
+      help: durationHelp,
+      type: 'histogram',
+      aggregator: 'sum',
+      get: async () => {
+        const values: { labels: Record<string, string | number>; value: number; metricName: string }[] = []
+        for (const cell of durations) {
+          let cumulative = 0
+          for (let i = 0; i < DURATION_BUCKETS.length; i++) {
+            cumulative += cell.counts[i]!
+            values.push({ labels: { le: DURATION_BUCKETS[i]!, ...cell.labels }, value: cumulative, metricName: `${durationName}_bucket` })
+          }
+          values.push({ labels: { le: '+Inf', ...cell.labels }, value: cell.count, metricName: `${durationName}_bucket` })
+          values.push({ labels: cell.labels, value: cell.sum, metricName: `${durationName}_sum` })
+          values.push({ labels: cell.labels, value: cell.count, metricName: `${durationName}_count` })
+        }
+        return { name: durationName, help: durationHelp, type: 'histogram', aggregator: 'sum', values }
+      },
+      reset () {
+        for (const cell of durations) {
+          cell.counts.fill(0)
+          cell.sum = 0
+          cell.count = 0
+        }
+      }
+    }
+  }
+}
+
+interface MethodSeries { duration: DurationCell; byStatus: Map<number, CountCell> }
+interface RouteSeries { operation: string; byMethod: Map<string, MethodSeries> }
+
+/**
+ * One onResponse hook counts and times every response. The series of each route, method and
+ * status are made once and updated in place: a request costs a few map lookups and additions.
  */
 export function installMetrics (app: FastifyInstance, metrics: Metrics): void {
-  const { requests, duration } = metrics.http
+  const { http } = metrics
   // Keyed by the route's config object, which Fastify makes once per route.
-  const routes = new WeakMap<object, RouteLabels>()
-  const preflight: RouteLabels = { operation: 'preflight', byMethod: new Map() }
+  const routes = new WeakMap<object, RouteSeries>()
+  const preflight: RouteSeries = { operation: 'preflight', byMethod: new Map() }
 
-  function routeOf (request: FastifyRequest): RouteLabels {
+  function routeOf (request: FastifyRequest): RouteSeries {
     if (request.method === 'OPTIONS') return preflight
     const { config, schema, url } = request.routeOptions
     let route = routes.get(config)
@@ -173,17 +239,23 @@ export function installMetrics (app: FastifyInstance, metrics: Metrics): void {
     const route = routeOf(request)
     let method = route.byMethod.get(request.method)
     if (method === undefined) {
-      method = { labels: Object.freeze({ operation: route.operation, method: request.method }), byStatus: new Map() }
+      method = { duration: http.histogram(Object.freeze({ operation: route.operation, method: request.method })), byStatus: new Map() }
       route.byMethod.set(request.method, method)
     }
     let status = method.byStatus.get(reply.statusCode)
     if (status === undefined) {
-      status = Object.freeze({ ...method.labels, status: String(reply.statusCode) })
+      status = http.counter(Object.freeze({ ...method.duration.labels, status: String(reply.statusCode) }))
       method.byStatus.set(reply.statusCode, status)
     }
-    requests.inc(status)
+    status.value++
     // elapsedTime: milliseconds since Fastify received the request.
-    duration.observe(method.labels, reply.elapsedTime / 1000)
+    const seconds = reply.elapsedTime / 1000
+    const duration = method.duration
+    let bucket = 0
+    while (bucket < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[bucket]!) bucket++
+    duration.counts[bucket]!++
+    duration.sum += seconds
+    duration.count++
     done()
   })
 }
