@@ -25,10 +25,16 @@ export interface Principal {
   plan: Plan
   quota: Quota
   /**
-   * The limiter subject the key is charged to. Today `key:ID`; keys that share one quota
-   * identity (a rotated key and its successor) share one subject.
+   * The limiter subject the key is charged to: `key:ID` of its identity, so keys that share one
+   * quota identity (a rotated key and its successor) share one subject.
    */
   subject: string
+  /**
+   * The caller's identity: the first key of its rotation chain (the key's own id when it was
+   * never rotated). Quotas, bans, order ownership and Idempotency-Key claims belong to it, so the
+   * successor of a rotated key is the same caller.
+   */
+  identityKeyId: number
 }
 
 /** The facts of one request the HTTP layer passes in. */
@@ -112,7 +118,7 @@ const KEY_FORMAT = /^psk_[A-Za-z0-9_-]{43}$/
 /** A revoked or expired key is refused; a key is charged to its quota identity (shared by a rotation chain). */
 export function defaultPrincipalOf (record: KeyRecord, now: number): Principal | null {
   if (record.revokedAt !== null || isExpired(record, now)) return null
-  return { keyId: record.id, role: record.role, plan: record.plan, quota: quotaOf(record), subject: subjectOf(record) }
+  return { keyId: record.id, role: record.role, plan: record.plan, quota: quotaOf(record), subject: subjectOf(record), identityKeyId: record.quotaKeyId }
 }
 
 interface CachedKey { principal: Principal; expires: number; staleUntil: number }

@@ -120,3 +120,27 @@ test('a ban covers both keys of a rotation: started through either, shown on bot
   for (const key of [old.key, successor.key, third.key]) assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key })).json().code, 'rate_limited')
   for (const id of [old.id, successor.id, third.id]) assert.equal((await app.call({ method: 'GET', url: `/v1/admin/keys/${id}` })).json().ban, null)
 })
+
+test('the successor of a rotated customer key is the same customer: it reads and cancels the orders placed with the old key, and an Idempotency-Key retry through it replays', async (t) => {
+  const app = await buildTestApp(t)
+  const category = (await app.call({ method: 'POST', url: '/v1/categories', payload: { name: 'Dogs' } })).json().id
+  const pet = (await app.call({ method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: category } })).json().id
+  assert.equal((await app.call({ method: 'PUT', url: `/v1/store/inventory/${pet}`, payload: { quantity: 10 } })).statusCode, 200)
+  const old = await create(app, { role: 'customer', plan: 'pro' })
+  const headers = { 'idempotency-key': 'order-7f3a' }
+  const placed = await app.call({ method: 'POST', url: '/v1/store/orders', key: old.key, headers, payload: { petId: pet, quantity: 2 } })
+  assert.equal(placed.statusCode, 201)
+  const order = placed.json()
+  const successor = (await app.call({ method: 'POST', url: `/v1/admin/keys/${old.id}/rotate`, payload: { gracePeriodSeconds: 60 } })).json()
+  // The client switches keys and retries the same create: the first result comes back.
+  const retried = await app.call({ method: 'POST', url: '/v1/store/orders', key: successor.key, headers, payload: { petId: pet, quantity: 2 } })
+  assert.equal(retried.statusCode, 201)
+  assert.deepEqual(retried.json(), order)
+  assert.deepEqual((await app.call({ method: 'GET', url: `/v1/store/orders/${order.id}`, key: successor.key })).json(), order)
+  assert.deepEqual((await app.call({ method: 'GET', url: '/v1/store/orders', key: successor.key })).json(), [order])
+  // Another customer still sees nothing of it.
+  const other = await create(app, { role: 'customer', plan: 'pro' })
+  assert.equal((await app.call({ method: 'GET', url: `/v1/store/orders/${order.id}`, key: other.key })).statusCode, 404)
+  assert.equal((await app.call({ method: 'DELETE', url: `/v1/store/orders/${order.id}`, key: successor.key })).statusCode, 204)
+  assert.equal((await app.call({ method: 'GET', url: `/v1/store/inventory/${pet}` })).json().quantity, 10, 'one order placed, then cancelled')
+})
