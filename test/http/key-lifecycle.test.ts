@@ -289,6 +289,19 @@ test('a server stopped gracefully (startServer\'s close, as on SIGTERM) writes t
   assert.ok((await stores.keys.getKey(record.id))!.lastUsedAt! <= stoppedAt)
 })
 
+test('two instances on one database count one key\'s usage independently and the database holds the exact sum', async (t) => {
+  const a = await buildTestApp(t, { deps: { usageFlushMs: 0 } })
+  const b = await buildTestApp(t, { stores: a.stores, deps: { usageFlushMs: 0 } })
+  const { id, key } = await a.makeKey('customer', 'pro')
+  for (let i = 0; i < 7; i++) assert.equal((await a.call({ method: 'GET', url: '/v1/pets', key })).statusCode, 200)
+  b.clock.advance(30_000)
+  for (let i = 0; i < 5; i++) assert.equal((await b.call({ method: 'GET', url: '/v1/pets', key })).statusCode, 200)
+  // Each instance writes its own counts when it reads usage (or on its timer, or at close).
+  assert.deepEqual((await a.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage` })).json().days, [{ date: '2026-11-21', allowed: 7, limited: 0, banned: 0 }])
+  assert.deepEqual((await b.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage` })).json().days, [{ date: '2026-11-21', allowed: 12, limited: 0, banned: 0 }])
+  assert.equal((await a.stores.keys.getKey(id))!.lastUsedAt, T0 + 30_000, 'the later use, whichever instance wrote first')
+})
+
 test('a rotated pair reports its usage under each key separately', async (t) => {
   const app = await buildTestApp(t, { deps: { usageFlushMs: 0 } })
   const old = await create(app, { role: 'customer', plan: 'pro' })
