@@ -28,9 +28,21 @@ export const toInventory = (row: InventoryRow): InventoryRecord =>
   ({ petId: row.id, quantity: row.stock, status: row.status, version: row.version })
 
 export interface KeyRow {
-  id: number; name: string | null; role: Role; plan: Plan; per_minute: number | null; per_day: number | null
-  key_prefix: string; created_at: number; revoked_at: number | null; version: number
-  expires_at: number | null; replaces: number | null; replaced_by: number | null; quota_key_id: number | null; last_used_at: number | null
+  id: number
+  name: string | null
+  role: Role
+  plan: Plan
+  per_minute: number | null
+  per_day: number | null
+  key_prefix: string
+  created_at: number
+  revoked_at: number | null
+  version: number
+  expires_at: number | null
+  replaces: number | null
+  replaced_by: number | null
+  quota_key_id: number | null
+  last_used_at: number | null
 }
 export const KEY_COLUMNS = 'id, name, role, plan, per_minute, per_day, key_prefix, created_at, revoked_at, version, expires_at, replaces, replaced_by, quota_key_id, last_used_at'
 export const toKey = (r: KeyRow): KeyRecord => ({
@@ -54,8 +66,14 @@ export const toBan = (r: BanRow): BanRecord => ({
 
 /** `complete` is INTEGER 0/1 on SQLite and BOOLEAN on PostgreSQL. */
 export interface OrderRow {
-  id: number; pet_id: number; owner_key_id: number; quantity: number
-  ship_date: number | null; complete: number | boolean; created_at: number; version: number
+  id: number
+  pet_id: number
+  owner_key_id: number
+  quantity: number
+  ship_date: number | null
+  complete: number | boolean
+  created_at: number
+  version: number
 }
 export const ORDER_COLUMNS = 'id, pet_id, owner_key_id, quantity, ship_date, complete, created_at, version'
 export const toOrder = (row: OrderRow): OrderRecord => ({
