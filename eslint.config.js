@@ -66,6 +66,8 @@ const FORMATTING = {
     ...stylistic.configs.customize({ indent: 2, quotes: 'single', semi: false, commaDangle: 'never', braceStyle: '1tbs', jsx: false }).rules,
     '@stylistic/space-before-function-paren': ['error', 'always'],
     '@stylistic/arrow-parens': ['error', 'always'],
+    '@stylistic/generator-star-spacing': ['error', { before: true, after: true }],
+    '@stylistic/yield-star-spacing': ['error', { before: true, after: true }],
     '@stylistic/quotes': ['error', 'single', { avoidEscape: true, allowTemplateLiterals: 'always' }],
     '@stylistic/quote-props': ['error', 'as-needed'],
     // Binary operators lead the continued line (the majority); `=` stays at the end, so a union
