@@ -1,4 +1,4 @@
-// The one error handler: every error becomes the spec's error object, and 5xx internals stay in
+// The one error handler: every error becomes the error object (docs/product.md 5.1), and 5xx internals stay in
 // the log. Also the 404/405 handler, since Fastify answers a known path with a wrong method 404.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, MAX_ERROR_DETAILS, type ErrorCode } from '../errors.ts'

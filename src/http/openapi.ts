@@ -27,7 +27,7 @@ export const TAGS = [
 ]
 
 /**
- * Tag groups (x-tagGroups). The spec's Pets and Store hold no operation of their own: they only
+ * Tag groups (x-tagGroups). Pets and Store hold no operation of their own (docs/product.md 6.6): they only
  * group tags, so no operation is tagged with a group's name. Every tag sits in a group, since
  * renderers hide ungrouped tags.
  */

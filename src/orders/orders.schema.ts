@@ -13,7 +13,7 @@ export const OrderIdParams = orderIdParams(1)
 export const CancelOrderIdParams = orderIdParams(2)
 
 /**
- * The spec marks no field of Order as required; our responses always carry id, petId, quantity
+ * The contract marks no field of Order as required (docs/product.md section 5); our responses always carry id, petId, quantity
  * and complete, and carry shipDate once one is known (omitted, never null, before that).
  */
 export const OrderSchema = Type.Object({
