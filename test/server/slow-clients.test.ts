@@ -59,6 +59,19 @@ test('slow headers and a body trickling 1 byte at a time are cut off with 408 re
   assert.equal((await inventory.json() as { quantity: number }).quantity, 1)
 })
 
+test('a body still trickling after its 401 gets no second answer when its deadline passes: the connection is closed', { timeout: 10_000 }, async (t) => {
+  const { port } = await startTestServer(t, LIMITS)
+  const body = JSON.stringify({ petId: 1, quantity: 1, x: 'abcdefghijk' })
+  const exchange = await rawExchange(port,
+    `POST /v1/store/orders HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+    { bytes: body, everyMs: 50 })
+  // One answer, the 401 (the key is checked before the body is read), and nothing after it.
+  const answer = parseAnswer(exchange.text)
+  assert.equal(answer.status, 401)
+  assert.equal((answer.body as { code: string }).code, 'unauthenticated')
+  assert.ok(exchange.ms < 1800, `closed after ${Math.round(exchange.ms)} ms`)
+})
+
 test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS', { timeout: 10_000 }, async (t) => {
   const { port } = await startTestServer(t, LIMITS)
   const exchange = await rawExchange(port, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
