@@ -80,7 +80,7 @@ type OperationAt<P extends keyof paths, M extends HttpMethod> = paths[P][M]
 /** The paths that have an operation for `M`. */
 export type PathsOf<M extends HttpMethod> = { [P in keyof paths]: paths[P][M] extends { responses: unknown } ? P : never }[keyof paths]
 
-export interface RequestInit<O> {
+export interface OperationInit<O> {
   path?: ParamsOf<O> extends { path?: infer X } ? Exclude<X, undefined> : never
   query?: ParamsOf<O> extends { query?: infer X } ? Exclude<X, undefined> : never
   body?: RequestBody<O>
@@ -145,7 +145,7 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
    */
   async function send (method: string, template: string, url: string, body: unknown, headers: Record<string, string>): Promise<{ data: unknown; response: Response }> {
     const retryable = method === 'GET' || method === 'HEAD' || (method === 'POST' && headers['idempotency-key'] !== undefined)
-    const init: globalThis.RequestInit = {
+    const init: RequestInit = {
       method,
       headers: { accept: 'application/json', 'x-api-key': options.apiKey, ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
       ...(body !== undefined && { body: JSON.stringify(body) })
@@ -208,7 +208,7 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
   }
 
   /** Any operation of the document, typed by its path and method: the escape hatch under the resource methods. */
-  async function request<M extends HttpMethod, P extends PathsOf<M>> (method: M, path: P, init: RequestInit<OperationAt<P, M>> = {}): Promise<SuccessBody<OperationAt<P, M>>> {
+  async function request<M extends HttpMethod, P extends PathsOf<M>> (method: M, path: P, init: OperationInit<OperationAt<P, M>> = {}): Promise<SuccessBody<OperationAt<P, M>>> {
     const { data } = await send(method.toUpperCase(), path, urlOf(path, init.path as Record<string, unknown> | undefined, init.query as Record<string, unknown> | undefined), init.body, lowerCase(init.headers))
     return data as SuccessBody<OperationAt<P, M>>
   }
