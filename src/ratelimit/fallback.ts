@@ -95,7 +95,7 @@ export function createFallbackRateLimiter(options: FallbackRateLimiterOptions): 
     return reason === undefined ? { status } : { status, reason }
   }
 
-  async function route(call: (limiter: RateLimiter) => Promise<Decision>): Promise<Decision> {
+  async function route(call: (limiter: RateLimiter) => Decision | Promise<Decision>): Promise<Decision> {
     if (status === 'degraded') {
       const t = now()
       if (t < nextProbeAt) return call(fallback)

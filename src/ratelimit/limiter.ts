@@ -82,10 +82,14 @@ export interface Decision {
 }
 
 export interface RateLimiter {
-  /** Charges one request to both windows, or to neither when refused. */
-  consume(subject: string, quota: Quota): Promise<Decision>
+  /**
+   * Charges one request to both windows, or to neither when refused. The in-process back end
+   * answers synchronously (a Decision, not a promise), so the access step of a request whose key
+   * is cached costs no promise; callers handle both.
+   */
+  consume(subject: string, quota: Quota): Decision | Promise<Decision>
   /** Answers like consume would now, and changes nothing (no charge, no strike, no ban). */
-  peek(subject: string, quota: Quota): Promise<Decision>
+  peek(subject: string, quota: Quota): Decision | Promise<Decision>
   /** Ends the active ban and the wait period; keeps the escalation history (decision 9). */
   unban(subject: string): Promise<void>
   /**

@@ -25,6 +25,8 @@ export interface MemoryRateLimiterOptions {
 export const DEFAULT_MAX_SUBJECTS = 100_000
 
 export interface MemoryRateLimiter extends RateLimiter {
+  consume(subject: string, quota: Quota): Decision
+  peek(subject: string, quota: Quota): Decision
   /** Subjects currently held; for tests and metrics. */
   size(): number
 }
@@ -156,7 +158,7 @@ export function createMemoryRateLimiter(options: MemoryRateLimiterOptions = {}):
   }
 
   return {
-    async consume(subject: string, quota: Quota): Promise<Decision> {
+    consume(subject: string, quota: Quota): Decision {
       checkQuota(quota)
       const t = now()
       maintain(t)
@@ -172,7 +174,7 @@ export function createMemoryRateLimiter(options: MemoryRateLimiterOptions = {}):
       return buildDecision(step(state, quota, t, true), quota, t)
     },
 
-    async peek(subject: string, quota: Quota): Promise<Decision> {
+    peek(subject: string, quota: Quota): Decision {
       checkQuota(quota)
       const t = now()
       // step does not mutate when charge is false, so the frozen EMPTY is safe here.

@@ -105,8 +105,8 @@ test('ratelimit_backend_degraded is 1 while the limiter has fallen back to memor
       const shared = createMemoryRateLimiter({ now })
       const guard = <T>(answer: () => Promise<T>): Promise<T> => control.down ? Promise.reject(Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:6379'), { code: 'ECONNREFUSED' })) : answer()
       const primary: RateLimiter = {
-        consume: (s, q) => guard(() => shared.consume(s, q)),
-        peek: (s, q) => guard(() => shared.peek(s, q)),
+        consume: (s, q) => guard(async () => shared.consume(s, q)),
+        peek: (s, q) => guard(async () => shared.peek(s, q)),
         unban: (s) => guard(() => shared.unban(s)),
         close: () => shared.close()
       }

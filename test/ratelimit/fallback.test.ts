@@ -29,8 +29,8 @@ function controllablePrimary(now: () => number, error: Error) {
     return control.down ? Promise.reject(error) : call()
   }
   const limiter: RateLimiter = {
-    consume: (s, q) => guard(() => inner.consume(s, q)),
-    peek: (s, q) => guard(() => inner.peek(s, q)),
+    consume: (s, q) => guard(async () => inner.consume(s, q)),
+    peek: (s, q) => guard(async () => inner.peek(s, q)),
     unban: (s) => guard(() => inner.unban(s)),
     close: () => inner.close()
   }
