@@ -9,47 +9,13 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Ajv } from 'ajv'
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats'
-import { openApiDocument } from '../src/cli/openapi.ts'
 import { manualClock } from '../src/shared/clock.ts'
 import { loadSampleData, loadSampleKeysAndOrders } from '../src/sample-data.ts'
 import { buildTestApp, T0 } from './helpers/app.ts'
 import { openTestStores } from './helpers/stores.ts'
+import { exampleOf, exampleRequest, loadDoc, operations, type Doc, type Schema } from './openapi-requests.ts'
 
 const addFormats = ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin
-
-type Schema = Record<string, unknown>
-type Media = { schema?: Schema; example?: unknown; examples?: Record<string, { value: unknown }> }
-type Parameter = { name: string; in: 'path' | 'query' | 'header'; schema: Schema; example?: unknown; examples?: Record<string, { value: unknown }> }
-type Operation = {
-  operationId: string
-  parameters?: Parameter[]
-  requestBody?: { content: Record<string, Media> }
-  responses: Record<string, { content?: Record<string, Media> }>
-}
-type Doc = { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Schema> } }
-
-const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
-
-async function loadDoc (): Promise<Doc> {
-  return JSON.parse(await openApiDocument()) as Doc
-}
-
-function operations (doc: Doc): { path: string; method: string; op: Operation }[] {
-  return Object.entries(doc.paths).flatMap(([path, ops]) =>
-    Object.entries(ops).filter(([method]) => METHODS.includes(method)).map(([method, op]) => ({ path, method, op })))
-}
-
-/** The first example of a parameter or media type, or of the schema it refers to. */
-function exampleOf (doc: Doc, holder: { schema?: Schema; example?: unknown; examples?: Record<string, { value: unknown }> }): { found: boolean; value: unknown } {
-  if (holder.example !== undefined) return { found: true, value: holder.example }
-  const first = holder.examples === undefined ? undefined : Object.values(holder.examples)[0]
-  if (first !== undefined) return { found: true, value: first.value }
-  let schema = holder.schema
-  const ref = schema?.$ref
-  if (typeof ref === 'string') schema = doc.components.schemas[ref.split('/').pop()!]
-  if (schema?.example !== undefined) return { found: true, value: schema.example }
-  return { found: false, value: undefined }
-}
 
 function validatorFor (doc: Doc): (schema: Schema, value: unknown) => string | null {
   const ajv = new Ajv({ strict: false, allErrors: true })
@@ -126,25 +92,9 @@ test('the examples work against the sample data: every operation, in document or
   const h = await buildTestApp(t, { stores })
   const failures: string[] = []
   for (const { path, method, op } of operations(doc)) {
-    let url = '/v1' + path
-    const query = new URLSearchParams()
-    const headers: Record<string, string> = {}
-    for (const parameter of op.parameters ?? []) {
-      const { value } = exampleOf(doc, parameter)
-      if (parameter.in === 'path') url = url.replace(`{${parameter.name}}`, encodeURIComponent(String(value)))
-      else if (parameter.in === 'query') for (const v of Array.isArray(value) ? value : [value]) query.append(parameter.name, String(v))
-      else headers[parameter.name] = String(value)
-    }
-    const media = op.requestBody?.content['application/json']
-    const body = media === undefined ? undefined : exampleOf(doc, media).value
-    const target = query.size > 0 ? `${url}?${query.toString()}` : url
-    const res = await h.call({
-      method: method.toUpperCase() as 'GET',
-      url: target,
-      key: admin.key,
-      headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
-      ...(body !== undefined && { payload: JSON.stringify(body) })
-    })
+    const request = exampleRequest(doc, path, method, op)
+    const res = await h.call({ ...request, key: admin.key })
+    const target = request.url
     if (res.statusCode < 200 || res.statusCode > 299) failures.push(`${method.toUpperCase()} ${target} (${op.operationId}) -> ${res.statusCode} ${res.body.slice(0, 200)}`)
   }
   assert.deepEqual(failures, [], 'operations whose examples fail on the sample data (fix the example or src/sample-data.ts)')
