@@ -33,6 +33,28 @@ test('a lost response to the first POST /store/orders is retried with the same I
   assert.deepEqual(await staff.inventory.get(pet!.id), { petId: pet!.id, quantity: 4, status: 'available' })
 })
 
+test('a 503 to POST /store/orders is retried after Retry-After with the same Idempotency-Key; a 503 to PATCH is not retried', async (t) => {
+  const server = await startTestServer(t)
+  const [pet] = await seedPets(server, 1)
+  const place = server.stores.orders.placeOrder.bind(server.stores.orders)
+  let unavailable = 1
+  server.stores.orders.placeOrder = async (input, idempotency) => {
+    if (unavailable-- > 0) throw new ServiceUnavailableError('the database is unavailable; retry shortly')
+    return place(input, idempotency)
+  }
+  const { fetch, exchanges } = recordingFetch()
+  const client = server.client({ apiKey: server.keys.customer, fetch })
+
+  const order = await client.orders.place({ petId: pet!.id, quantity: 1 })
+
+  assert.deepEqual(exchanges.map((e) => [e.method, e.status]), [['POST', 503], ['POST', 201]])
+  assert.equal(exchanges[0]!.idempotencyKey, exchanges[1]!.idempotencyKey)
+  server.stores.orders.updateOrder = async () => { throw new ServiceUnavailableError('the database is unavailable; retry shortly') }
+  const staff = server.client({ fetch })
+  await assert.rejects(staff.orders.complete(order.id), { name: 'PetstoreError', status: 503, code: 'service_unavailable', retryAfter: 5 })
+  assert.deepEqual(exchanges.slice(2).map((e) => [e.method, e.status]), [['PATCH', 503]])
+})
+
 test('pets.all() visits every pet once, in id order, following Link rel="next" page after page', async (t) => {
   const server = await startTestServer(t)
   const pets = await seedPets(server, 7)
