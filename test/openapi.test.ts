@@ -2,8 +2,9 @@
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { test } from 'node:test'
+import { main } from '../src/cli/main.ts'
 import { openApiDocument } from '../src/cli/openapi.ts'
-import { TAG_GROUPS } from '../src/http/openapi.ts'
+import { CONTACT, TAGS, TAG_GROUPS } from '../src/http/openapi.ts'
 import { checkResponse, gateStats } from './helpers/contract.ts'
 import { buildTestApp } from './helpers/app.ts'
 
@@ -76,4 +77,55 @@ test('the response gate fails a response the document does not allow', async (t)
   assert.throws(() => checkResponse(app, request, forged(200, '[{"id":"1"}]')), /does not match/)
   assert.throws(() => checkResponse(app, request, forged(200, good.body, 'x-ratelimit-reset')), /x-ratelimit-reset/)
   assert.ok(gateStats.checked > 0)
+})
+
+test('the document names its contact, lists its tags in the order of their groups, and declares both key schemes as alternatives', async () => {
+  const doc = JSON.parse(await openApiDocument()) as Doc & { info: { contact: unknown }; security: unknown; components: { securitySchemes: Record<string, unknown> } }
+  assert.deepEqual(doc.info.contact, CONTACT)
+  assert.ok(CONTACT.name !== '' && CONTACT.url.startsWith('https://') && CONTACT.email.includes('@'))
+  assert.deepEqual(doc.tags.map((t) => t.name), TAG_GROUPS.flatMap((g) => g.tags))
+  assert.deepEqual(doc.tags, TAGS)
+  assert.deepEqual(doc.security, [{ ApiKeyAuth: [] }, { BearerAuth: [] }])
+  assert.deepEqual(Object.keys(doc.components.securitySchemes), ['ApiKeyAuth', 'BearerAuth'])
+})
+
+test('the enterprise rule is a oneOf on plan with a discriminator mapping generators understand', async () => {
+  const doc = JSON.parse(await openApiDocument()) as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>> }
+  assert.deepEqual(doc.paths['/admin/keys']!.post!.requestBody!.content['application/json']!.schema, {
+    oneOf: [{ $ref: '#/components/schemas/NewPlanApiKey' }, { $ref: '#/components/schemas/NewEnterpriseApiKey' }],
+    discriminator: {
+      propertyName: 'plan',
+      mapping: { free: '#/components/schemas/NewPlanApiKey', pro: '#/components/schemas/NewPlanApiKey', business: '#/components/schemas/NewPlanApiKey', enterprise: '#/components/schemas/NewEnterpriseApiKey' }
+    },
+    description: 'perMinute and perDay are required for the enterprise plan and refused for the others.'
+  })
+})
+
+test('every id parameter is an int64 from 1 to 2^53-1', async () => {
+  const doc = JSON.parse(await openApiDocument()) as { paths: Record<string, Record<string, { parameters?: { name: string; in: string; schema: Record<string, unknown> }[] }>> }
+  let seen = 0
+  for (const operations of Object.values(doc.paths)) {
+    for (const op of Object.values(operations)) {
+      for (const p of op.parameters ?? []) {
+        if (!/(^id$|Id$)/.test(p.name)) continue
+        seen++
+        const schema = (p.schema.type === 'array' ? p.schema.items : p.schema) as Record<string, unknown>
+        assert.deepEqual({ type: schema.type, format: schema.format, minimum: schema.minimum, maximum: schema.maximum }, { type: 'integer', format: 'int64', minimum: 1, maximum: 9007199254740991 }, p.name)
+      }
+    }
+  }
+  assert.ok(seen > 10)
+})
+
+test('petstore openapi --server URL prints the document with that absolute server; a relative URL is refused', async () => {
+  const lines: string[] = []
+  const errors: string[] = []
+  const io = { env: {}, out: (l: string) => { lines.push(l) }, err: (l: string) => { errors.push(l) } }
+  assert.equal(await main(['openapi', '--server', 'http://127.0.0.1:3000'], io), 0)
+  assert.deepEqual(JSON.parse(lines.join('\n')).servers, [{ url: 'http://127.0.0.1:3000/v1', description: 'The API' }])
+  lines.length = 0
+  assert.equal(await main(['openapi', '--server', 'https://api.example/v1/'], io), 0)
+  assert.deepEqual(JSON.parse(lines.join('\n')).servers, [{ url: 'https://api.example/v1', description: 'The API' }])
+  assert.equal(await main(['openapi', '--server', '/v1'], io), 2)
+  assert.deepEqual(errors, ['petstore openapi: --server must be an absolute http(s) URL such as http://127.0.0.1:3000, not "/v1"'])
 })
