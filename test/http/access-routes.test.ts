@@ -75,7 +75,10 @@ async function raw (port: number, method: string, target: string, headers: Recor
   for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`)
   if (body !== undefined) lines.push('Content-Type: application/json', `Content-Length: ${Buffer.byteLength(payload)}`)
   const socket = connect(port, '127.0.0.1')
-  socket.end(lines.join('\r\n') + '\r\n\r\n' + payload)
+  // write, not end: a client that half-closes makes Node abort the request still in flight (its
+  // http server does not allow half-open sockets), which an answer waiting on PostgreSQL is;
+  // Connection: close has the server end the socket after its answer.
+  socket.write(lines.join('\r\n') + '\r\n\r\n' + payload)
   const chunks: Buffer[] = []
   for await (const chunk of socket) chunks.push(chunk as Buffer)
   const text = Buffer.concat(chunks).toString('utf8')
