@@ -49,7 +49,11 @@ export async function rateLimitRoutes (fastify: FastifyInstance): Promise<void> 
       operationId: 'getRateLimit', tags: ['Rate limits'], summary: 'Your quotas and ban state',
       description: 'Costs no quota, and answers even while the key is banned, so a client can always learn how long to wait.',
       querystring: NoQuery,
-      response: { 200: Reply('The caller\'s windows and ban.', RateLimitStatusSchema) }
+      response: {
+        200: Reply('The caller\'s windows and ban.', RateLimitStatusSchema, {
+          'retry-after': Type.Integer({ description: 'Sent only while the caller is limited or banned: whole seconds until it may call again.' })
+        })
+      }
     },
     config: {
       role: 'customer',

@@ -76,7 +76,7 @@ function addErrorResponses (route: RouteOptions): void {
   }
 }
 
-const HEADER_NAMES: Record<string, string> = { etag: 'ETag', location: 'Location', link: 'Link' }
+const HEADER_NAMES: Record<string, string> = { etag: 'ETag', location: 'Location', link: 'Link', 'retry-after': 'Retry-After' }
 
 /** Headers of every response of a deprecated operation (http/lifecycle.ts sends them). */
 const DEPRECATION_HEADERS = {
@@ -206,9 +206,10 @@ function finish (doc: OpenApiDocument): OpenApiDocument {
           headers.Link = { $ref: '#/components/headers/Link-Deprecation' }
         }
         response.headers = Object.fromEntries(Object.entries(response.headers ?? {}).map(([name, header]) => [HEADER_NAMES[name] ?? name, header]))
-        // Every header we document is always sent, except Link (only when there is a next page).
+        // Every header we document is always sent, except Link (only when there is a next page)
+        // and a route's own Retry-After (GET /rate_limit: only while the caller must wait).
         for (const [name, header] of Object.entries(response.headers ?? {})) {
-          if (name !== 'Link') (header as { required?: boolean }).required = true
+          if (name !== 'Link' && name !== 'Retry-After') (header as { required?: boolean }).required = true
         }
         response.headers = { ...headers, ...response.headers }
       }

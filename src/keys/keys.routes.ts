@@ -107,8 +107,8 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       response: { 201: Reply('The new key, shown once; its `replaces` names the old key.', CreatedApiKeySchema, { ...LocationHeader, ...ETagHeader }) }
     },
     config: { role: 'admin', errors: ['validation_failed', 'not_found', 'api_key_not_rotatable'], lifecycle: { stability: 'beta', note: lifecycleBeta } },
-    // A rotation with the defaults needs no body at all.
-    preValidation: async (request) => { request.body ??= {} }
+    // A rotation with the defaults needs no body at all; a JSON null is a body, and refused.
+    preValidation: async (request) => { if (request.body === undefined) request.body = {} }
   }, async (request, reply) => {
     const { record, key, view } = await admin.rotate(request.params.keyId, request.body)
     reply.code(201).header('location', `/v1/admin/keys/${record.id}`).header('etag', etagOf(record)).header('cache-control', 'no-store')

@@ -96,6 +96,8 @@ const NewEnterpriseApiKeySchema = Type.Object({
  * its messages speak of that branch only. The type is the flat shape both branches fit.
  */
 export const NewApiKeySchema = Type.Unsafe<{ name?: string; role: Role; plan: Plan; perMinute?: number; perDay?: number; expiresAt?: string }>({
+  // Ajv's discriminator applies to objects only: without the type, "text" or null passed validation.
+  type: 'object',
   oneOf: [NewPlanApiKeySchema, NewEnterpriseApiKeySchema],
   discriminator: { propertyName: 'plan' },
   description: 'perMinute and perDay are required for the enterprise plan and refused for the others.',

@@ -109,3 +109,22 @@ test('a 56 KB field name is cut to 120 characters in the message and the details
   assert.ok(!/[\uD800-\uDBFF]…/.test(answer.details[0].message), 'no half surrogate pair before the ellipsis')
   assert.ok(res.body.length < 1_000, `the answer is ${res.body.length} bytes`)
 })
+
+test('a JSON body that is not an object is 400 validation_failed on every operation that takes a body', async (t) => {
+  const { app, call } = await buildTestApp(t)
+  const document = app.swagger() as { paths: Record<string, Record<string, { requestBody?: unknown }>> }
+  let checked = 0
+  for (const [path, operations] of Object.entries(document.paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      if (operation.requestBody === undefined) continue
+      for (const payload of ['"text"', '7', 'null', '[]', 'true']) {
+        const url = '/v1' + path.replace(/\{[^}]+\}/g, '1')
+        const res = await call({ method: method.toUpperCase() as 'POST', url, headers: { 'content-type': 'application/json' }, payload })
+        assert.equal(res.statusCode, 400, `${method.toUpperCase()} ${url} with ${payload}: ${res.body}`)
+        assert.equal(res.json().code, 'validation_failed')
+        checked++
+      }
+    }
+  }
+  assert.ok(checked >= 50, `only ${checked} requests were checked`)
+})

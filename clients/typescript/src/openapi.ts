@@ -5258,6 +5258,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,0 +1,92 @@
+// The fuzzer: requests for every operation of the OpenAPI document (test/fuzz/arbitraries.ts)
+// sent to the real app on real storage, each answer held to the contract:
+// - never a 5xx;
+// - the status documented for the operation, the body valid against it, the documented required
+//   headers and the rate-limit headers present (the response gate, test/helpers/contract.ts);
+// - the error object on every 4xx;
+// - every header the answer carries is one the document declares for that status.
+// `npm test` runs it with a fixed seed and a bounded count; `npm run fuzz -- --seed S --runs N`
+// runs it longer (test/fuzz/main.ts) and prints the seed of any failure.
+import assert from 'node:assert/strict'
+import type { TestContext } from 'node:test'
+import fc from 'fast-check'
+import type { LightMyRequestResponse } from 'fastify'
+import { buildTestApp, type TestApp } from '../helpers/app.ts'
+import { operationsOf, type Doc, type FuzzRequest } from './arbitraries.ts'
+
+export interface FuzzOptions { seed: number; runs: number }
+export interface FuzzReport { operations: number; requests: number; byStatus: Record<string, number>; serverErrors: number }
+
+/** Headers of the transport (and CORS) that the document does not describe per operation. */
+const TRANSPORT_HEADERS = new Set(['content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding', 'vary',
+  'access-control-allow-origin', 'access-control-expose-headers'])
+
+type Responses = Record<string, { headers?: Record<string, unknown> }>
+
+/** Seeds a few records of every kind so that fitting requests reach real rows (ids 1 to 6). */
+async function seed (test: TestApp): Promise<void> {
+  const json = { 'content-type': 'application/json' }
+  for (const name of ['Dogs', 'Cats', 'Birds']) {
+    await test.call({ method: 'POST', url: '/v1/categories', headers: json, payload: JSON.stringify({ name }), role: 'staff' })
+  }
+  for (let i = 1; i <= 6; i++) {
+    await test.call({ method: 'POST', url: '/v1/pets', headers: json, payload: JSON.stringify({ name: `Pet ${i}`, categoryId: 1 + (i % 3) }), role: 'staff' })
+    await test.call({ method: 'PUT', url: `/v1/store/inventory/${i}`, headers: json, payload: JSON.stringify({ quantity: 50 }), role: 'staff' })
+  }
+  for (let i = 1; i <= 3; i++) {
+    await test.call({ method: 'POST', url: '/v1/store/orders', headers: json, payload: JSON.stringify({ petId: i, quantity: 1 }), role: 'customer' })
+  }
+  // Keys 4 to 6 are there for the admin operations to work on.
+  for (let i = 0; i < 3; i++) await test.makeKey('customer', 'pro')
+}
+
+export async function runFuzz (t: TestContext, options: FuzzOptions): Promise<FuzzReport> {
+  const test = await buildTestApp(t)
+  await seed(test)
+  // The fuzzer's own admin key comes last, so that the generated key ids (mostly 1 to 6) do not
+  // revoke it or take away its role halfway through.
+  const fuzzer = await test.makeKey('admin')
+  const doc = structuredClone(test.app.swagger()) as unknown as Doc
+  const operations = operationsOf(doc)
+  const report: FuzzReport = { operations: operations.length, requests: 0, byStatus: {}, serverErrors: 0 }
+  const documentedPaths = Object.keys(doc.paths).map((path) => ({ path, pattern: new RegExp('^/v1' + path.replace(/\{[^}]+\}/g, '[^/]+') + '$') }))
+
+  const property = fc.asyncProperty(fc.oneof(...operations.map((o) => o.arbitrary)), async (request: FuzzRequest) => {
+    const key = request.caller === 'admin' ? fuzzer.key : request.caller === 'customer' ? test.keys.customer : null
+    const response = await test.call({
+      method: request.method as 'GET',
+      url: request.url,
+      headers: request.headers,
+      key,
+      ...(request.payload !== undefined && { payload: request.payload })
+    })
+    report.requests++
+    report.byStatus[response.statusCode] = (report.byStatus[response.statusCode] ?? 0) + 1
+    const where = `${request.method} ${request.url.slice(0, 200)} -> ${response.statusCode}`
+    if (response.statusCode >= 500) report.serverErrors++
+    assert.ok(response.statusCode < 500, `${where}: a client's request caused ${response.body.slice(0, 300)}`)
+    if (response.statusCode >= 400) {
+      const body = response.json() as { code?: unknown; message?: unknown; status?: unknown }
+      assert.equal(typeof body.code, 'string', `${where}: no error code`)
+      assert.equal(typeof body.message, 'string', `${where}: no error message`)
+      assert.equal(body.status, response.statusCode, `${where}: the error's status differs`)
+    }
+    checkHeadersDocumented(doc, documentedPaths, request, response, where)
+  })
+  await fc.assert(property, { seed: options.seed, numRuns: options.runs, endOnFailure: false })
+  return report
+}
+
+export function checkHeadersDocumented (doc: Doc, paths: { path: string; pattern: RegExp }[], request: FuzzRequest, response: LightMyRequestResponse, where: string): void {
+  const path = request.url.split('?', 1)[0] ?? ''
+  const match = paths.find((p) => p.pattern.test(path))
+  const operation = match === undefined ? undefined : (doc.paths[match.path]?.[request.method.toLowerCase()] as { responses?: Responses } | undefined)
+  if (operation?.responses === undefined) return // 404/405 of unknown paths: the gate checks their body
+  const declared = operation.responses[String(response.statusCode)]?.headers ?? {}
+  const names = new Set(Object.keys(declared).map((name) => name.toLowerCase()))
+  for (const header of Object.keys(response.headers)) {
+    const name = header.toLowerCase()
+    if (TRANSPORT_HEADERS.has(name)) continue
+    assert.ok(names.has(name), `${where}: the ${name} header is sent but not documented for ${request.method} ${match!.path} ${response.statusCode}`)
+  }
+}
