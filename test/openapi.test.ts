@@ -92,6 +92,7 @@ test('the document names its contact, lists its tags in the order of their group
 test('the enterprise rule is a oneOf on plan with a discriminator mapping generators understand', async () => {
   const doc = JSON.parse(await openApiDocument()) as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>> }
   assert.deepEqual(doc.paths['/admin/keys']!.post!.requestBody!.content['application/json']!.schema, {
+    type: 'object',
     oneOf: [{ $ref: '#/components/schemas/NewPlanApiKey' }, { $ref: '#/components/schemas/NewEnterpriseApiKey' }],
     discriminator: {
       propertyName: 'plan',
