@@ -1,6 +1,6 @@
 // Opens what the configuration names: the database engine and the rate-limit store. Returns the
 // parts and one close() for all of them. Nothing else in the program opens a connection.
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { describeDatabase, type Config } from './config.ts'
 import { AppError } from './errors.ts'
 import { localKeyEvents, parseKeyEvent, type KeyEvents } from './keys/key-events.ts'
@@ -11,7 +11,6 @@ import { createRedisRateLimiter, redisClientOptions } from './ratelimit/redis.ts
 import type { Clock } from './shared/clock.ts'
 import type { Readiness } from './shared/readiness.ts'
 import { describeOpenFailure } from './storage/postgres/errors.ts'
-import { createPostgresStores } from './storage/postgres/index.ts'
 import { createSqliteStores } from './storage/sqlite/index.ts'
 import type { Stores } from './storage/stores.ts'
 
@@ -49,6 +48,9 @@ export async function openStores (config: Config, options: { migrate?: boolean }
     }
   }
   try {
+    // Loaded only when PostgreSQL is configured: pg and the PostgreSQL stores are ~10 MiB of a
+    // process that runs on SQLite (docs/performance.md).
+    const { createPostgresStores } = await import('./storage/postgres/index.ts')
     return await createPostgresStores(config.database.url, { migrate: options.migrate !== false })
   } catch (error) {
     // describeDatabase drops the user and password; describeOpenFailure keeps driver text short.
@@ -66,7 +68,9 @@ export async function openInfra (config: Config, options: InfraOptions): Promise
   if (config.redisUrl === null) {
     limiter = createMemoryRateLimiter({ now: options.clock.now, maxSubjects: config.limiterMaxSubjects })
   } else {
-    const client = new Redis(config.redisUrl, { ...redisClientOptions(), lazyConnect: false })
+    // Loaded only when Redis is configured (~20 MiB of resident memory otherwise spent for nothing).
+    const { Redis: RedisClient } = await import('ioredis')
+    const client = new RedisClient(config.redisUrl, { ...redisClientOptions(), lazyConnect: false })
     redis = client
     // ioredis reports connection errors as events; the fallback limiter reports the state.
     client.on('error', () => {})
