@@ -52,6 +52,11 @@ test('sqlite: while another connection holds the write lock, reads answer 200 an
   assert.equal(order.headers['retry-after'], '1')
   assert.ok(waited < 1500, `answered after ${Math.round(waited)} ms`)
 
+  // A single-statement write (a new key) is a 503 too, not the driver's busy error as a 500.
+  const key = await call({ method: 'POST', url: '/v1/admin/keys', payload: { role: 'customer', plan: 'pro' } })
+  assert.equal(key.statusCode, 503)
+  assert.equal(key.json().code, 'service_unavailable')
+
   other.exec('ROLLBACK')
   const placed = await call({ method: 'POST', url: '/v1/store/orders', role: 'customer', payload: { petId, quantity: 1 } })
   assert.equal(placed.statusCode, 201)

@@ -32,7 +32,8 @@ export function createSqliteKeyStore (db: Db): KeyStore {
 
   return {
     async createKey (k) {
-      return toKey(insert.get(k.name, k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null) as unknown as KeyRow)
+      // Even single statements go through transaction(): a lock held elsewhere is then a 503, not a 500.
+      return transaction(db, () => toKey(insert.get(k.name, k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null) as unknown as KeyRow))
     },
     async findKeyByHash (hash) {
       const row = byHash.get(hash) as KeyRow | undefined
@@ -73,7 +74,7 @@ export function createSqliteKeyStore (db: Db): KeyStore {
       })
     },
     async recordBan (b) {
-      return toBan(insertBan.get(b.keyId, b.subject, b.startedAt, b.endsAt, b.reason) as unknown as BanRow)
+      return transaction(db, () => toBan(insertBan.get(b.keyId, b.subject, b.startedAt, b.endsAt, b.reason) as unknown as BanRow))
     },
     async activeBan (keyId, now) {
       const row = activeBan.get(keyId, now) as BanRow | undefined
@@ -83,7 +84,7 @@ export function createSqliteKeyStore (db: Db): KeyStore {
       return (inForce.all(now, limit) as unknown as BanRow[]).map(toBan)
     },
     async liftBans (keyId, now) {
-      return Number(lift.run(now, keyId, now).changes)
+      return transaction(db, () => Number(lift.run(now, keyId, now).changes))
     },
     async bansLiftedSince (since) {
       return (liftedSince.all(since) as unknown as BanRow[]).map(toBan)
