@@ -6,6 +6,7 @@ import { loadConfig } from '../config.ts'
 import { openStores } from '../infra.ts'
 import { PLANS, ROLES, type Plan, type Role } from '../keys/keys.schema.ts'
 import { createKeyAdmin, type KeyAdmin } from '../keys/keys.service.ts'
+import { toApiKey } from '../keys/keys.view.ts'
 import { systemClock } from '../shared/clock.ts'
 import type { Io } from './io.ts'
 
@@ -63,13 +64,14 @@ async function create (admin: KeyAdmin, args: string[], io: Io): Promise<number>
     if (ms === false) return 2
     expiresAt = new Date(systemClock.now() + ms).toISOString()
   }
-  const { key, view } = await admin.create({
+  const { key, ...state } = await admin.create({
     role: values.role as Role, plan: values.plan as Plan,
     ...(values.name !== undefined && { name: values.name }),
     ...(expiresAt !== undefined && { expiresAt }),
     ...(perMinute !== undefined && { perMinute }),
     ...(perDay !== undefined && { perDay })
   })
+  const view = toApiKey(state)
   if (values.json) io.out(JSON.stringify({ ...view, key }))
   else io.out(`key ${view.id} (${view.role}, ${view.plan}: ${view.limits.perMinute}/min, ${view.limits.perDay}/day${view.expiresAt !== null ? `, expires ${view.expiresAt}` : ''})\n${key}\nShown once: only its hash is stored.`)
   return 0
@@ -85,7 +87,8 @@ async function rotate (admin: KeyAdmin, args: string[], io: Io): Promise<number>
     if (ms === false) return 2
     gracePeriodSeconds = ms / 1000
   }
-  const { key, view, old } = await admin.rotate(id, gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds })
+  const { key, old, ...state } = await admin.rotate(id, gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds })
+  const view = toApiKey(state)
   if (values.json) io.out(JSON.stringify({ ...view, key }))
   else io.out(`key ${view.id} replaces key ${id}, which stops working at ${new Date(old.expiresAt!).toISOString()}\n${key}\nShown once: only its hash is stored.`)
   return 0
@@ -137,7 +140,7 @@ async function list (admin: KeyAdmin, args: string[], io: Io): Promise<number> {
   let cursor: string | undefined
   do {
     const page = await admin.list({ limit: 100, ...(cursor !== undefined && { cursor }) })
-    for (const key of page.items) {
+    for (const key of page.items.map(toApiKey)) {
       if (values.json) io.out(JSON.stringify(key))
       else io.out(`${String(key.id).padStart(5)}  ${key.prefix}…  ${key.role.padEnd(8)} ${key.plan.padEnd(10)} ${key.limits.perMinute}/min ${key.limits.perDay}/day${key.revokedAt !== null ? '  revoked ' + key.revokedAt : ''}${key.expiresAt !== null ? '  expires ' + key.expiresAt : ''}${key.replacedBy !== null ? '  replaced by ' + key.replacedBy : ''}${key.ban !== null ? '  banned until ' + key.ban.until : ''}${key.name !== null ? '  ' + key.name : ''}`)
     }

@@ -5,6 +5,7 @@ import { etagOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
 import { ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, Reply } from '../shared/schemas.ts'
 import { ApiKeyPatchSchema, ApiKeySchema, ApiKeysSchema, CreatedApiKeySchema, KeyIdParams, KeyListQuery, KeyUsageQuery, KeyUsageSchema, NewApiKeySchema, RevokeKeyIdParams, RotateApiKeySchema } from './keys.schema.ts'
 import type { KeyAdmin } from './keys.service.ts'
+import { toApiKey } from './keys.view.ts'
 
 export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: KeyAdmin }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -21,7 +22,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
   }, async (request, reply) => {
     const page = await admin.list(request.query)
     setNextLink(request, reply, page.nextCursor)
-    return page.items
+    return page.items.map(toApiKey)
   })
 
   app.post('/admin/keys', {
@@ -33,9 +34,10 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
     },
     config: { role: 'admin', errors: ['validation_failed'] }
   }, async (request, reply) => {
-    const { record, key, view } = await admin.create(request.body)
+    const { key, ...state } = await admin.create(request.body)
+    const { record } = state
     reply.code(201).header('location', `/v1/admin/keys/${record.id}`).header('etag', etagOf(record)).header('cache-control', 'no-store')
-    return { ...view, key }
+    return { ...toApiKey(state), key }
   })
 
   app.get('/admin/keys/:keyId', {
@@ -47,9 +49,10 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
     },
     config: { role: 'admin', errors: ['validation_failed', 'not_found'] }
   }, async (request, reply) => {
-    const { record, view } = await admin.get(request.params.keyId)
+    const state = await admin.get(request.params.keyId)
+    const { record } = state
     reply.header('etag', etagOf(record))
-    return view
+    return toApiKey(state)
   })
 
   app.patch('/admin/keys/:keyId', {
@@ -61,9 +64,10 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
     },
     config: { role: 'admin', errors: ['validation_failed', 'not_found', 'precondition_failed'] }
   }, async (request, reply) => {
-    const { record, view } = await admin.update(request.params.keyId, request.body, ifMatchOf(request))
+    const state = await admin.update(request.params.keyId, request.body, ifMatchOf(request))
+    const { record } = state
     reply.header('etag', etagOf(record))
-    return view
+    return toApiKey(state)
   })
 
   app.delete('/admin/keys/:keyId', {
@@ -110,9 +114,10 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
     // A rotation with the defaults needs no body at all; a JSON null is a body, and refused.
     preValidation: async (request) => { if (request.body === undefined) request.body = {} }
   }, async (request, reply) => {
-    const { record, key, view } = await admin.rotate(request.params.keyId, request.body)
+    const { key, old: _old, ...state } = await admin.rotate(request.params.keyId, request.body)
+    const { record } = state
     reply.code(201).header('location', `/v1/admin/keys/${record.id}`).header('etag', etagOf(record)).header('cache-control', 'no-store')
-    return { ...view, key }
+    return { ...toApiKey(state), key }
   })
 
   app.get('/admin/keys/:keyId/usage', {

@@ -6,7 +6,7 @@ import { isStorableId, pageRequest, toPage, type Page } from '../shared/paginati
 import type { IfMatch } from '../shared/store.ts'
 import { DAY_MS } from '../ratelimit/limiter.ts'
 import { subjectOf } from './keys.rules.ts'
-import { GRACE_PERIOD_DEFAULT_S, GRACE_PERIOD_MAX_S, PLAN_QUOTAS, USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, type ApiKey, type ApiKeyPatch, type KeyUsage, type NewApiKey, type Plan, type RotateApiKey } from './keys.schema.ts'
+import { GRACE_PERIOD_DEFAULT_S, GRACE_PERIOD_MAX_S, PLAN_QUOTAS, USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, type ApiKeyPatch, type KeyUsage, type NewApiKey, type Plan, type RotateApiKey } from './keys.schema.ts'
 import type { BanRecord, KeyRecord, KeyStore } from './keys.store.ts'
 import { utcDay } from './usage.ts'
 
@@ -30,25 +30,15 @@ export function quotaOf (key: Pick<KeyRecord, 'plan' | 'perMinute' | 'perDay'>):
 /** The subject of a key that was never rotated; use subjectOf(record) for any key. */
 export const subjectOfKey = (keyId: number): string => `key:${keyId}`
 
-const iso = (ms: number | null): string | null => ms === null ? null : new Date(ms).toISOString()
-
-/** `lastUsedAt`: the later of the stored one and this instance's uses not yet flushed. */
-export function toApiKey (record: KeyRecord, ban: BanRecord | null, lastUsedAt: number | null = record.lastUsedAt): ApiKey {
-  return {
-    id: record.id,
-    name: record.name,
-    role: record.role,
-    plan: record.plan,
-    limits: quotaOf(record),
-    prefix: record.prefix,
-    createdAt: new Date(record.createdAt).toISOString(),
-    revokedAt: iso(record.revokedAt),
-    expiresAt: iso(record.expiresAt),
-    replaces: record.replaces,
-    replacedBy: record.replacedBy,
-    lastUsedAt: iso(lastUsedAt),
-    ban: ban === null ? null : { until: new Date(ban.endsAt).toISOString(), reason: ban.reason }
-  }
+/**
+ * What the admin service answers about a key: its record, its ban in force and when it was last
+ * used (the later of the stored instant and this instance's uses not yet flushed). The routes and
+ * the CLI turn it into the public view (keys.view.ts).
+ */
+export interface KeyState {
+  record: KeyRecord
+  ban: BanRecord | null
+  lastUsedAt: number | null
 }
 
 /** `expiresAt` of a new key: a date-time strictly in the future. */
@@ -86,17 +76,18 @@ function checkQuotas (plan: Plan, perMinute: number | undefined | null, perDay: 
 }
 
 export interface KeyAdmin {
-  create (input: NewApiKey): Promise<{ record: KeyRecord; key: string; view: ApiKey }>
+  /** The new key's state, and the key itself (shown once). */
+  create (input: NewApiKey): Promise<KeyState & { key: string }>
   /**
    * Makes the successor of a live key (same name, role, plan, quotas and quota identity); the
    * old key keeps working for the grace period, then expires.
    */
-  rotate (id: number, input: RotateApiKey): Promise<{ record: KeyRecord; key: string; view: ApiKey; old: KeyRecord }>
+  rotate (id: number, input: RotateApiKey): Promise<KeyState & { key: string; old: KeyRecord }>
   /** Requests per UTC day over the last `days` days (today included), days with traffic only. */
   usage (id: number, query: { days?: number }): Promise<KeyUsage>
-  list (query: { limit?: number; cursor?: string }): Promise<Page<ApiKey>>
-  get (id: number): Promise<{ record: KeyRecord; view: ApiKey }>
-  update (id: number, patch: ApiKeyPatch, ifMatch: IfMatch): Promise<{ record: KeyRecord; view: ApiKey }>
+  list (query: { limit?: number; cursor?: string }): Promise<Page<KeyState>>
+  get (id: number): Promise<KeyState>
+  update (id: number, patch: ApiKeyPatch, ifMatch: IfMatch): Promise<KeyState>
   revoke (id: number, ifMatch: IfMatch): Promise<void>
   /** Lifts the key's ban in the database; returns how many bans were lifted. */
   unban (id: number): Promise<number>
@@ -121,7 +112,7 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
     const pending = hooks.usage?.lastUsedAt(record.id) ?? null
     return pending !== null && (record.lastUsedAt === null || pending > record.lastUsedAt) ? pending : record.lastUsedAt
   }
-  const view = async (record: KeyRecord): Promise<ApiKey> => toApiKey(record, await keys.activeBan(record.id, clock.now()), lastUsedAt(record))
+  const stateOf = async (record: KeyRecord): Promise<KeyState> => ({ record, ban: await keys.activeBan(record.id, clock.now()), lastUsedAt: lastUsedAt(record) })
 
   return {
     async create (input) {
@@ -133,7 +124,7 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
         name: input.name ?? null, role: input.role, plan: input.plan,
         perMinute: input.perMinute ?? null, perDay: input.perDay ?? null, hash, prefix, now, expiresAt
       })
-      return { record, key, view: toApiKey(record, null) }
+      return { record, ban: null, lastUsedAt: null, key }
     },
     async rotate (id, input) {
       const grace = input.gracePeriodSeconds ?? GRACE_PERIOD_DEFAULT_S
@@ -144,7 +135,7 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
       const { old, created } = await keys.rotateKey(id, { hash, prefix, now, graceEndsAt: now + grace * 1000 })
       hooks.onKeyChanged?.(old)
       // The successor shares the old key's quota identity, and so its ban, if any.
-      return { record: created, key, view: await view(created), old }
+      return { ...await stateOf(created), key, old }
     },
     async usage (id, query) {
       const days = query.days ?? USAGE_DAYS_DEFAULT
@@ -159,11 +150,10 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
     async list (query) {
       const page = pageRequest(query)
       const result = toPage(await keys.listKeys(page), page)
-      return { items: await Promise.all(result.items.map(view)), nextCursor: result.nextCursor }
+      return { items: await Promise.all(result.items.map(stateOf)), nextCursor: result.nextCursor }
     },
     async get (id) {
-      const record = await find(id)
-      return { record, view: await view(record) }
+      return stateOf(await find(id))
     },
     async update (id, patch, ifMatch) {
       const current = await find(id)
@@ -178,7 +168,7 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
         plan, perMinute, perDay
       }, ifMatch)
       hooks.onKeyChanged?.(record)
-      return { record, view: await view(record) }
+      return stateOf(record)
     },
     async revoke (id, ifMatch) {
       if (!isStorableId(id)) throw notFound(`key ${id}`)
