@@ -49,14 +49,9 @@ const PROCESS_ENV = {
   patterns: []
 }
 
-// --- The formatting rule set (switched off until the final formatting pass) --------------------
+// --- The formatting rule set -------------------------------------------------------------------
 
-// FORMATTING_RULES_ON switches on one formatting rule set (@stylistic) for every file. It stays off
-// until the final formatting pass, which flips it to `true` and runs `npx eslint --fix .` in one
-// commit, so that no one's branch conflicts with a reformatted tree. PETSTORE_LINT_FORMATTING=on
-// switches it on for one run without editing this file (to preview what --fix would change).
-const FORMATTING_RULES_ON = process.env.PETSTORE_LINT_FORMATTING === 'on'
-
+// One formatting rule set (@stylistic) for every file: `npx eslint --fix .` applies it.
 // The options follow the style most of the code already has, so that --fix changes little: the
 // main change is `function f(` (ratelimit/) becoming `function f (` like the 75 other files.
 const FORMATTING = {
@@ -131,5 +126,5 @@ export default tseslint.config(
     files: ['src/storage/**/*.ts', 'src/infra.ts'],
     rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, HTTP) }
   },
-  ...(FORMATTING_RULES_ON ? [FORMATTING] : [])
+  FORMATTING
 )

@@ -151,8 +151,8 @@ function luaHeaders (headers: Record<string, string>): string {
 function wrkScript (load: Load): string {
   const head = `-- Written by bench/load.ts for one slice of load (${load.kind}).\n${LUA_COMMON}${luaHeaders(load.headers)}`
   if (load.kind === 'static') {
-    return head + `wrk.method = ${lua(load.method)}\n` +
-      (load.body === undefined ? '' : `wrk.body = ${lua(load.body)}\nwrk.headers["content-type"] = "application/json"\n`) + `
+    return head + `wrk.method = ${lua(load.method)}\n`
+      + (load.body === undefined ? '' : `wrk.body = ${lua(load.body)}\nwrk.headers["content-type"] = "application/json"\n`) + `
 function done (summary, latency, requests)
   io.write('${RESULT_MARK}{' .. summary_json(summary, latency) .. '}\\n')
 end

@@ -174,4 +174,3 @@ function positiveInt (text: string | undefined, name: string, io: Io): number | 
   }
   return Number(text)
 }
-

@@ -72,13 +72,13 @@ function answerClientError (app: FastifyInstance, limits: ServerLimits, error: E
     const status = ERROR_CATALOGUE[code].status
     const body = JSON.stringify({ code, message, status, requestId })
     socket.end(
-      `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n` +
-      'Content-Type: application/json; charset=utf-8\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      `Request-Id: ${requestId}\r\n` +
-      'X-Content-Type-Options: nosniff\r\n' +
-      'Connection: close\r\n\r\n' +
-      body
+      `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n`
+      + 'Content-Type: application/json; charset=utf-8\r\n'
+      + `Content-Length: ${Buffer.byteLength(body)}\r\n`
+      + `Request-Id: ${requestId}\r\n`
+      + 'X-Content-Type-Options: nosniff\r\n'
+      + 'Connection: close\r\n\r\n'
+      + body
     )
   }
   // end() lets the answer out before the close (an immediate destroy could reset the connection

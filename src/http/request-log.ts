@@ -74,6 +74,7 @@ class LazyRequestLogger {
     const parent = this.#parent as FastifyBaseLogger & { isLevelEnabled?: (level: string) => boolean }
     return parent.isLevelEnabled === undefined || parent.isLevelEnabled(level)
   }
+
   /** Lazy too: a child with more bindings (the access step's keyId, say) costs nothing until used. */
   child (bindings: Bindings, options?: object): FastifyBaseLogger {
     if (options !== undefined && Object.keys(options).length > 0) return this.#real().child(bindings, options)

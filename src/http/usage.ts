@@ -43,5 +43,5 @@ export function installUsageRecording (app: FastifyInstance, options: UsageHookO
  * windows as they were (the same rule as keys/access.service.ts).
  */
 const charged = (request: FastifyRequest): boolean =>
-  !(request.method === 'OPTIONS' && request.routeOptions.config?.role === undefined) &&
-  (request.routeOptions.config?.quota !== 'free' || request.principal === null)
+  !(request.method === 'OPTIONS' && request.routeOptions.config?.role === undefined)
+  && (request.routeOptions.config?.quota !== 'free' || request.principal === null)

@@ -154,6 +154,7 @@ class BoundedCache<V extends { expires: number }> {
     }
     this.map.set(key, value)
   }
+
   delete (key: string): void { this.map.delete(key) }
   clear (): void { this.map.clear() }
 }

@@ -46,7 +46,7 @@ const REASON_MAX_LENGTH = 120
  * (and with it a password) when some layer wraps the error, so any word that looks like a URL
  * or a user@host is dropped; the error's code, when it has one (ECONNREFUSED), comes first.
  */
-export function describeFailure(err: unknown): string {
+export function describeFailure (err: unknown): string {
   const code = typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string' ? err.code : ''
   const message = err instanceof Error ? err.message : String(err)
   const words = message.split(' ').filter((w) => !w.includes('://') && !w.includes('@'))
@@ -57,7 +57,7 @@ export function describeFailure(err: unknown): string {
   return reason.length > REASON_MAX_LENGTH ? `${reason.slice(0, REASON_MAX_LENGTH - 1)}…` : reason
 }
 
-export function createFallbackRateLimiter(options: FallbackRateLimiterOptions): FallbackRateLimiter {
+export function createFallbackRateLimiter (options: FallbackRateLimiterOptions): FallbackRateLimiter {
   const { primary, fallback, onStateChange, probe } = options
   const now = options.now ?? Date.now
   let status: FallbackStatus = 'ok'
@@ -65,7 +65,7 @@ export function createFallbackRateLimiter(options: FallbackRateLimiterOptions): 
   let nextProbeAt = 0
 
   // A failing observer (a logger, a metric) must not turn a rate limit answer into an error.
-  function notify(state: FallbackStatus, why?: string): void {
+  function notify (state: FallbackStatus, why?: string): void {
     try {
       onStateChange?.(state, why)
     } catch {
@@ -73,7 +73,7 @@ export function createFallbackRateLimiter(options: FallbackRateLimiterOptions): 
     }
   }
 
-  function primaryFailed(err: unknown): void {
+  function primaryFailed (err: unknown): void {
     const why = describeFailure(err)
     nextProbeAt = now() + RETRY_INTERVAL_MS
     reason = why
@@ -83,7 +83,7 @@ export function createFallbackRateLimiter(options: FallbackRateLimiterOptions): 
     }
   }
 
-  function primaryAnswered(): void {
+  function primaryAnswered (): void {
     if (status === 'degraded') {
       status = 'ok'
       reason = undefined
@@ -91,11 +91,11 @@ export function createFallbackRateLimiter(options: FallbackRateLimiterOptions): 
     }
   }
 
-  function state(): { status: FallbackStatus; reason?: string } {
+  function state (): { status: FallbackStatus; reason?: string } {
     return reason === undefined ? { status } : { status, reason }
   }
 
-  async function route(call: (limiter: RateLimiter) => Decision | Promise<Decision>): Promise<Decision> {
+  async function route (call: (limiter: RateLimiter) => Decision | Promise<Decision>): Promise<Decision> {
     if (status === 'degraded') {
       const t = now()
       if (t < nextProbeAt) return call(fallback)
@@ -121,7 +121,7 @@ export function createFallbackRateLimiter(options: FallbackRateLimiterOptions): 
     // A ban may live in either store (the fallback makes its own while degraded), so both are
     // lifted. The primary is tried even while degraded, and its failure is rethrown: a lift that
     // did not reach the shared store would come back with it, so the caller must retry.
-    async unban(subject: string): Promise<void> {
+    async unban (subject: string): Promise<void> {
       await fallback.unban(subject)
       try {
         await primary.unban(subject)
@@ -132,13 +132,13 @@ export function createFallbackRateLimiter(options: FallbackRateLimiterOptions): 
       primaryAnswered()
     },
 
-    async close(): Promise<void> {
+    async close (): Promise<void> {
       await Promise.all([primary.close(), fallback.close()])
     },
 
     state,
 
-    async check() {
+    async check () {
       if (probe !== undefined) {
         const t = now()
         if (status === 'ok' || t >= nextProbeAt) {

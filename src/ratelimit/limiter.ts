@@ -112,32 +112,32 @@ export const BAN_MAX_LEVEL = 8
 export const BAN_ESCALATION_MS = DAY_MS
 export const BAN_REASON = 'kept calling while rate limited: 21 requests before Retry-After had passed'
 
-export function minuteResetAt(now: number): number {
+export function minuteResetAt (now: number): number {
   return (Math.floor(now / MINUTE_MS) + 1) * MINUTE_MS
 }
 
-export function dayResetAt(now: number): number {
+export function dayResetAt (now: number): number {
   return (Math.floor(now / DAY_MS) + 1) * DAY_MS
 }
 
-export function banDurationMs(level: number): number {
+export function banDurationMs (level: number): number {
   return Math.min(BAN_BASE_MS * 2 ** (level - 1), BAN_MAX_MS)
 }
 
 /** lastStartedAt is 0 when the subject has no ban history. */
-export function nextBanLevel(lastStartedAt: number, lastLevel: number, now: number): number {
+export function nextBanLevel (lastStartedAt: number, lastLevel: number, now: number): number {
   if (lastStartedAt > 0 && now - lastStartedAt < BAN_ESCALATION_MS) {
     return Math.min(lastLevel + 1, BAN_MAX_LEVEL)
   }
   return 1
 }
 
-function secondsUntil(at: number, now: number): number {
+function secondsUntil (at: number, now: number): number {
   return Math.max(0, Math.ceil((at - now) / 1000))
 }
 
 /** Decision 4; counts are the current ones (a refusal charges nothing). */
-export function quotaRetryAfterSeconds(minuteCount: number, dayCount: number, quota: Quota, now: number): number {
+export function quotaRetryAfterSeconds (minuteCount: number, dayCount: number, quota: Quota, now: number): number {
   let retryAt = 0
   if (minuteCount >= quota.perMinute) retryAt = minuteResetAt(now)
   if (dayCount >= quota.perDay) retryAt = Math.max(retryAt, dayResetAt(now))
@@ -145,9 +145,9 @@ export function quotaRetryAfterSeconds(minuteCount: number, dayCount: number, qu
 }
 
 /** Quotas reach Redis as script arguments and array lengths in tests: refuse nonsense early. */
-export function checkQuota(quota: Quota): void {
-  if (!Number.isSafeInteger(quota.perMinute) || quota.perMinute < 0 ||
-      !Number.isSafeInteger(quota.perDay) || quota.perDay < 0) {
+export function checkQuota (quota: Quota): void {
+  if (!Number.isSafeInteger(quota.perMinute) || quota.perMinute < 0
+    || !Number.isSafeInteger(quota.perDay) || quota.perDay < 0) {
     throw new RangeError(`quota must be whole numbers >= 0, got ${quota.perMinute}/min and ${quota.perDay}/day`)
   }
 }
@@ -173,7 +173,7 @@ export interface RawDecision {
 /** Outcome codes as the Lua script returns them, in this order. */
 export const OUTCOMES: readonly Outcome[] = ['allowed', 'rate_limited', 'banned', 'ban_started', 'would_ban']
 
-export function buildDecision(raw: RawDecision, quota: Quota, now: number): Decision {
+export function buildDecision (raw: RawDecision, quota: Quota, now: number): Decision {
   const minute: WindowState = {
     limit: quota.perMinute,
     remaining: Math.max(0, quota.perMinute - raw.minuteCount),
@@ -217,7 +217,7 @@ export function buildDecision(raw: RawDecision, quota: Quota, now: number): Deci
 }
 
 /** Decision 10: the window with the fewest requests left; on a tie, the one that resets later. */
-export function bindingWindow(decision: Decision): WindowState {
+export function bindingWindow (decision: Decision): WindowState {
   const { minute, day } = decision
   if (minute.remaining !== day.remaining) return minute.remaining < day.remaining ? minute : day
   return day.resetAt >= minute.resetAt ? day : minute
@@ -229,7 +229,7 @@ export function bindingWindow(decision: Decision): WindowState {
 const POLICY_CACHE_MAX = 256
 const policyCache = new Map<string, string>()
 
-function policyFor(quota: Quota): string {
+function policyFor (quota: Quota): string {
   const key = `${quota.perMinute}/${quota.perDay}`
   let policy = policyCache.get(key)
   if (policy === undefined) {
@@ -241,7 +241,7 @@ function policyFor(quota: Quota): string {
 }
 
 /** The rate limit headers of one response (docs/product.md section 4); it runs on every response. */
-export function rateLimitHeaders(decision: Decision, quota: Quota, now: number): Record<string, string> {
+export function rateLimitHeaders (decision: Decision, quota: Quota, now: number): Record<string, string> {
   const { minute, day } = decision
   const binding = bindingWindow(decision)
   const headers: Record<string, string> = {

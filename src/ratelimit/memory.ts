@@ -75,13 +75,13 @@ const EMPTY: Readonly<SubjectState> = Object.freeze({
 const SWEEP_STEP = 2
 const EVICT_STEP = 8
 
-function raw(outcome: RawDecision['outcome'], minuteCount: number, dayCount: number,
+function raw (outcome: RawDecision['outcome'], minuteCount: number, dayCount: number,
   banStartedAt = 0, banUntil = 0, banLevel = 0): RawDecision {
   return { outcome, minuteCount, dayCount, banStartedAt, banUntil, banLevel }
 }
 
 /** One request against one subject's state; mutates `s` only when `charge` is true. */
-function step(s: SubjectState, quota: Quota, now: number, charge: boolean): RawDecision {
+function step (s: SubjectState, quota: Quota, now: number, charge: boolean): RawDecision {
   const minuteIndex = Math.floor(now / MINUTE_MS)
   const dayIndex = Math.floor(now / DAY_MS)
   const m = s.minuteIndex === minuteIndex ? s.minuteCount : 0
@@ -124,20 +124,20 @@ function step(s: SubjectState, quota: Quota, now: number, charge: boolean): RawD
 }
 
 /** True when dropping the state changes no future answer (same horizon as the Redis key TTLs). */
-function isStale(s: SubjectState, now: number): boolean {
-  return s.minuteIndex !== Math.floor(now / MINUTE_MS) &&
-    s.dayIndex !== Math.floor(now / DAY_MS) &&
-    s.periodUntil <= now &&
-    (s.banStartedAt === 0 || now >= s.banUntil + BAN_ESCALATION_MS)
+function isStale (s: SubjectState, now: number): boolean {
+  return s.minuteIndex !== Math.floor(now / MINUTE_MS)
+    && s.dayIndex !== Math.floor(now / DAY_MS)
+    && s.periodUntil <= now
+    && (s.banStartedAt === 0 || now >= s.banUntil + BAN_ESCALATION_MS)
 }
 
-export function createMemoryRateLimiter(options: MemoryRateLimiterOptions = {}): MemoryRateLimiter {
+export function createMemoryRateLimiter (options: MemoryRateLimiterOptions = {}): MemoryRateLimiter {
   const now = options.now ?? Date.now
   const maxSubjects = options.maxSubjects ?? DEFAULT_MAX_SUBJECTS
   const subjects = new Map<string, SubjectState>()
   let cursor = subjects.entries()
 
-  function maintain(t: number): void {
+  function maintain (t: number): void {
     const over = subjects.size > maxSubjects
     for (let i = over ? EVICT_STEP : SWEEP_STEP; i > 0; i--) {
       let next = cursor.next()
@@ -158,7 +158,7 @@ export function createMemoryRateLimiter(options: MemoryRateLimiterOptions = {}):
   }
 
   return {
-    consume(subject: string, quota: Quota): Decision {
+    consume (subject: string, quota: Quota): Decision {
       checkQuota(quota)
       const t = now()
       maintain(t)
@@ -174,14 +174,14 @@ export function createMemoryRateLimiter(options: MemoryRateLimiterOptions = {}):
       return buildDecision(step(state, quota, t, true), quota, t)
     },
 
-    peek(subject: string, quota: Quota): Decision {
+    peek (subject: string, quota: Quota): Decision {
       checkQuota(quota)
       const t = now()
       // step does not mutate when charge is false, so the frozen EMPTY is safe here.
       return buildDecision(step(subjects.get(subject) ?? EMPTY, quota, t, false), quota, t)
     },
 
-    async unban(subject: string): Promise<void> {
+    async unban (subject: string): Promise<void> {
       const state = subjects.get(subject)
       if (state === undefined) return
       const t = now()
@@ -190,7 +190,7 @@ export function createMemoryRateLimiter(options: MemoryRateLimiterOptions = {}):
       if (state.banUntil > t) state.banUntil = t
     },
 
-    restoreBan(subject: string, ban: { startedAt: number; until: number }): void {
+    restoreBan (subject: string, ban: { startedAt: number; until: number }): void {
       const t = now()
       if (ban.until <= t) return
       let state = subjects.get(subject)
@@ -207,12 +207,12 @@ export function createMemoryRateLimiter(options: MemoryRateLimiterOptions = {}):
       state.banLevel = level
     },
 
-    async close(): Promise<void> {
+    async close (): Promise<void> {
       subjects.clear()
       cursor = subjects.entries()
     },
 
-    size(): number {
+    size (): number {
       return subjects.size
     }
   }

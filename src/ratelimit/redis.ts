@@ -61,7 +61,7 @@ const KEY_MARGIN_MS = 60_000
  * does not type-check under exactOptionalPropertyTypes (ioredis's option types disagree on
  * `replyMapping`).
  */
-export function redisClientOptions(): Pick<RedisOptions, 'enableOfflineQueue' | 'maxRetriesPerRequest' | 'commandTimeout' | 'connectTimeout'> {
+export function redisClientOptions (): Pick<RedisOptions, 'enableOfflineQueue' | 'maxRetriesPerRequest' | 'commandTimeout' | 'connectTimeout'> {
   return {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -154,12 +154,12 @@ const SCRIPT_SHA = createHash('sha1').update(SCRIPT).digest('hex')
 
 // A brace inside the subject would move or empty the hash tag and scatter the subject's keys
 // over several slots; percent-escaping '%', '{' and '}' keeps the name injective.
-function hashTag(subject: string): string {
+function hashTag (subject: string): string {
   if (!subject.includes('{') && !subject.includes('}') && !subject.includes('%')) return subject
   return subject.replaceAll('%', '%25').replaceAll('{', '%7B').replaceAll('}', '%7D')
 }
 
-function toRaw(reply: unknown): RawDecision {
+function toRaw (reply: unknown): RawDecision {
   if (!Array.isArray(reply) || reply.length !== 6 || !reply.every((v) => typeof v === 'number')) {
     throw new Error('rate limit script returned an unexpected reply')
   }
@@ -176,7 +176,7 @@ function toRaw(reply: unknown): RawDecision {
   }
 }
 
-export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLimiter {
+export function createRedisRateLimiter (options: RedisRateLimiterOptions): RateLimiter {
   const { redis, prefix } = options
   const now = options.now ?? Date.now
   // The script is sent in full once (EVAL caches it on the server), then by its SHA. A server
@@ -184,7 +184,7 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
   // call is retried with EVAL: still one command per request in the steady state.
   let loaded = false
 
-  async function run(keys: [string, string, string], args: (string | number)[]): Promise<unknown> {
+  async function run (keys: [string, string, string], args: (string | number)[]): Promise<unknown> {
     if (loaded) {
       try {
         return await redis.evalsha(SCRIPT_SHA, 3, ...keys, ...args)
@@ -197,12 +197,12 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
     return reply
   }
 
-  function keysOf(subject: string, t: number): [string, string, string] {
+  function keysOf (subject: string, t: number): [string, string, string] {
     const base = `${prefix}{${hashTag(subject)}}:`
     return [`${base}m:${Math.floor(t / MINUTE_MS)}`, `${base}d:${Math.floor(t / DAY_MS)}`, `${base}s`]
   }
 
-  async function decide(subject: string, quota: Quota, op: 'consume' | 'peek'): Promise<Decision> {
+  async function decide (subject: string, quota: Quota, op: 'consume' | 'peek'): Promise<Decision> {
     checkQuota(quota)
     const t = now()
     const reply = await run(keysOf(subject, t), [t, quota.perMinute, quota.perDay, minuteResetAt(t), dayResetAt(t), op])
@@ -213,13 +213,13 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
     consume: (subject, quota) => decide(subject, quota, 'consume'),
     peek: (subject, quota) => decide(subject, quota, 'peek'),
 
-    async unban(subject: string): Promise<void> {
+    async unban (subject: string): Promise<void> {
       const t = now()
       // Quota arguments are unused by 'unban' but keep ARGV positions fixed.
       await run(keysOf(subject, t), [t, 0, 0, 0, 0, 'unban'])
     },
 
     // The client belongs to the caller, who may share it; nothing of ours to release.
-    async close(): Promise<void> {}
+    async close (): Promise<void> {}
   }
 }

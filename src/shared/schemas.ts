@@ -52,7 +52,6 @@ export const PageQuery = {
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.', examples: ['djE6MA'] }))
 }
 
-
 /** Response header declarations (@fastify/swagger turns them into OpenAPI response headers). */
 export const ETagHeader = { etag: Type.String({ description: 'The version of the record; send it back in If-Match to update only that version.' }) }
 export const LocationHeader = { location: Type.String({ description: 'The URL of the created record.' }) }

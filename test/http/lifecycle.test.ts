@@ -62,6 +62,6 @@ test('calls to the deprecated operation are counted per key', async (t) => {
   const a = await makeKey('customer')
   await call({ method: 'GET', url: '/v1/pets/1', key: a.key })
   await call({ method: 'GET', url: '/v1/pets/1', key: a.key })
-  await call({ method: 'GET', url: '/v1/pets' , key: a.key })
+  await call({ method: 'GET', url: '/v1/pets', key: a.key })
   assert.deepEqual(calls, [['getPet', a.id], ['getPet', a.id]])
 })

@@ -36,7 +36,7 @@ interface Clock {
   t: number
 }
 
-async function open(ctx: TestContext, makeLimiter: MakeLimiter): Promise<{ clock: Clock; limiter: RateLimiter }> {
+async function open (ctx: TestContext, makeLimiter: MakeLimiter): Promise<{ clock: Clock; limiter: RateLimiter }> {
   const clock: Clock = { t: START }
   const { limiter, cleanup } = await makeLimiter(() => clock.t)
   ctx.after(async () => {
@@ -46,14 +46,14 @@ async function open(ctx: TestContext, makeLimiter: MakeLimiter): Promise<{ clock
   return { clock, limiter }
 }
 
-async function consumeN(limiter: RateLimiter, subject: string, quota: Quota, n: number): Promise<Decision[]> {
+async function consumeN (limiter: RateLimiter, subject: string, quota: Quota, n: number): Promise<Decision[]> {
   const out: Decision[] = []
   for (let i = 0; i < n; i++) out.push(await limiter.consume(subject, quota))
   return out
 }
 
 /** Consumes until a ban starts; the window must be one that refuses after a few requests. */
-async function provokeBan(limiter: RateLimiter, subject: string, quota: Quota): Promise<Decision> {
+async function provokeBan (limiter: RateLimiter, subject: string, quota: Quota): Promise<Decision> {
   for (let i = 0; i < 200; i++) {
     const d = await limiter.consume(subject, quota)
     if (d.banStarted) return d
@@ -61,15 +61,15 @@ async function provokeBan(limiter: RateLimiter, subject: string, quota: Quota): 
   return assert.fail('no ban started after 200 requests')
 }
 
-function codes(decisions: Decision[]): string[] {
+function codes (decisions: Decision[]): string[] {
   return decisions.map((d) => d.code ?? 'allowed')
 }
 
-function repeat<T>(value: T, n: number): T[] {
+function repeat<T> (value: T, n: number): T[] {
   return Array.from({ length: n }, () => value)
 }
 
-export function runRateLimiterContract(name: string, makeLimiter: MakeLimiter): void {
+export function runRateLimiterContract (name: string, makeLimiter: MakeLimiter): void {
   void describe(`${name}: rate limiter contract`, () => {
     void describe('quota windows', () => {
       for (const { plan, quota } of PLANS) {

@@ -21,7 +21,7 @@ runRateLimiterContract('fallback over a healthy primary', async (now) => ({
 }))
 
 /** A primary that rejects every call while `down` is true, else answers from its own memory. */
-function controllablePrimary(now: () => number, error: Error) {
+function controllablePrimary (now: () => number, error: Error) {
   const inner = createMemoryRateLimiter({ now })
   const control = { down: true, calls: 0 }
   const guard = <T>(call: () => Promise<T>): Promise<T> => {

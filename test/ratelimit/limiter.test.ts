@@ -10,7 +10,7 @@ import {
 } from '../../src/ratelimit/limiter.ts'
 import type { Decision } from '../../src/ratelimit/limiter.ts'
 
-function decision(minute: [number, number, number], day: [number, number, number]): Decision {
+function decision (minute: [number, number, number], day: [number, number, number]): Decision {
   return {
     allowed: true,
     code: null,

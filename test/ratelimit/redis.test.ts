@@ -11,7 +11,7 @@ import { testRedisReason, TEST_REDIS_URL } from '../helpers/limiter.ts'
 import { deleteRedisKeys, serviceGate } from '../helpers/services.ts'
 import { runRateLimiterContract, START, MINUTE_END } from './contract.ts'
 
-function connect(): Redis {
+function connect (): Redis {
   // lazyConnect + await connect(): with enableOfflineQueue false, commands sent before the
   // connection is ready would be rejected.
   const client = new Redis(TEST_REDIS_URL, { ...redisClientOptions(), lazyConnect: true, commandTimeout: 2000 })
@@ -32,7 +32,7 @@ if (redis.skip !== false) {
 void describe('redis back end', { skip }, () => {
   const clients: Redis[] = []
 
-  async function client(): Promise<Redis> {
+  async function client (): Promise<Redis> {
     const c = connect()
     clients.push(c)
     await c.connect()
@@ -47,7 +47,7 @@ void describe('redis back end', { skip }, () => {
     for (const c of clients) c.disconnect()
   })
 
-  function uniquePrefix(): string {
+  function uniquePrefix (): string {
     return `test:${randomUUID()}:`
   }
 

@@ -291,4 +291,3 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
 function lowerCase (headers: Record<string, string> | undefined): Record<string, string> {
   return Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]))
 }
-

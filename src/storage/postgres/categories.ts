@@ -7,7 +7,6 @@ import type { Db, Tx } from './database.ts'
 import { onConstraint } from './errors.ts'
 import { CATEGORY_COLUMNS, toCategory, type CategoryRow } from '../rows.ts'
 
-
 async function lockCurrent (tx: Tx, id: number, ifMatch: IfMatch): Promise<CategoryRow> {
   return currentRow(await tx.first<CategoryRow>(`SELECT ${CATEGORY_COLUMNS} FROM categories WHERE id = $1 FOR UPDATE`, [id]), `category ${id}`, ifMatch)
 }

@@ -20,8 +20,8 @@ const NETWORK_CODES = new Set([
  * 28 authentication (a rotated password, fixed by the operator), 3D000 database missing.
  */
 function isTransientSqlState (code: string): boolean {
-  return code.startsWith('08') || code.startsWith('53') || code.startsWith('28') ||
-    /^57P0[1-5]$/.test(code) || code === '57014' || code === '55P03' || code === '3D000'
+  return code.startsWith('08') || code.startsWith('53') || code.startsWith('28')
+    || /^57P0[1-5]$/.test(code) || code === '57014' || code === '55P03' || code === '3D000'
 }
 
 /** Errors pg and pg-pool raise without a code when the connection is gone or never came. */

@@ -20,8 +20,8 @@ export function createPostgresInventoryStore (db: Db): InventoryStore {
       return db.transaction(async (tx) => {
         // The pet row lock orders this against orders being placed, completed or cancelled.
         const row = currentRow(await tx.first<InventoryRow>(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id = $1 FOR UPDATE`, [petId]), `pet ${petId}`, ifMatch)
-        const open = stockAsksOpenOrders(row.status, quantity) &&
-          await tx.first('SELECT 1 FROM orders WHERE pet_id = $1 AND NOT complete LIMIT 1', [petId]) !== undefined
+        const open = stockAsksOpenOrders(row.status, quantity)
+          && await tx.first('SELECT 1 FROM orders WHERE pet_id = $1 AND NOT complete LIMIT 1', [petId]) !== undefined
         const updated = await tx.first<InventoryRow>(
           `UPDATE pets SET stock = $1, status = $2, version = version + 1 WHERE id = $3 RETURNING ${INVENTORY_COLUMNS}`,
           [quantity, statusForStock(row.status, quantity, open), petId])
