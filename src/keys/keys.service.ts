@@ -172,7 +172,10 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
     },
     async revoke (id, ifMatch) {
       if (!isStorableId(id)) throw notFound(`key ${id}`)
-      hooks.onKeyChanged?.(await keys.revokeKey(id, clock.now(), ifMatch))
+      // Compute first, then call: `f?.(await g())` skips g() entirely when f is undefined, and the
+      // CLI passes no hooks (issue 18).
+      const revoked = await keys.revokeKey(id, clock.now(), ifMatch)
+      hooks.onKeyChanged?.(revoked)
     },
     async unban (id) {
       const record = await find(id)

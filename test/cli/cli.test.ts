@@ -46,6 +46,10 @@ test('keys create --json prints one object with id and key, and the key is store
   const revoke = memoryIo(env)
   assert.equal(await main(['keys', 'revoke', '1'], revoke), 0)
   assert.deepEqual(revoke.lines, ['key 1 revoked'])
+  // The effect, not the message: the row says revoked (issue 18: the CLI printed this and changed nothing).
+  const after = memoryIo(env)
+  assert.equal(await main(['keys', 'list', '--json'], after), 0)
+  assert.equal(typeof JSON.parse(after.lines[0]!).revokedAt, 'string')
   const unban = memoryIo(env)
   assert.equal(await main(['keys', 'unban', '1'], unban), 0)
   assert.deepEqual(unban.lines, ['key 1 was not banned'])
