@@ -49,6 +49,64 @@ const PROCESS_ENV = {
   patterns: []
 }
 
+// --- Optional calls -----------------------------------------------------------------------------
+
+// `f?.(await g())` skips its whole argument list when f is nullish, so g() never runs: that hid a
+// CLI revoke that revoked nothing (issue 18). The same holds for every call whose chain can stop
+// before it (`obj?.m(g())`, `a?.b.c(g())`). So the arguments of such a call may not do work of
+// their own: no await, no call, no `new`, no assignment, no ++/--, no yield, no delete. Compute
+// first, into a const, then call. Functions passed as arguments are not run there, so their
+// bodies are not checked.
+const OPTIONAL_CALL_MESSAGE = 'the arguments of an optional call are skipped when the chain stops (f?.(await g()) never runs g()): compute the value into a const first, then call'
+
+/** True when the call's own chain can stop before it: `f?.()`, `a?.m()`, `a?.b.c()`, `a?.()()`. */
+function canShortCircuit (call) {
+  let node = call
+  while (node.type === 'CallExpression' || node.type === 'MemberExpression') {
+    if (node.optional) return true
+    node = node.type === 'CallExpression' ? node.callee : node.object
+  }
+  return false
+}
+
+const EFFECTS = new Set(['AwaitExpression', 'CallExpression', 'NewExpression', 'AssignmentExpression', 'UpdateExpression', 'YieldExpression', 'TaggedTemplateExpression', 'ImportExpression'])
+const NOT_RUN_HERE = new Set(['ArrowFunctionExpression', 'FunctionExpression', 'ClassExpression'])
+
+/** The first node under `node` that does work when evaluated, functions' bodies excepted. */
+function firstEffect (node, visitorKeys) {
+  if (node === null || typeof node !== 'object' || typeof node.type !== 'string') return null
+  if (NOT_RUN_HERE.has(node.type)) return null
+  if (EFFECTS.has(node.type) || (node.type === 'UnaryExpression' && node.operator === 'delete')) return node
+  for (const key of visitorKeys[node.type] ?? []) {
+    const child = node[key]
+    for (const item of Array.isArray(child) ? child : [child]) {
+      const found = firstEffect(item, visitorKeys)
+      if (found !== null) return found
+    }
+  }
+  return null
+}
+
+const LOCAL = {
+  rules: {
+    'no-effects-in-optional-call': {
+      meta: { type: 'problem', docs: { description: 'forbid await and calls in the arguments of an optional call' }, schema: [] },
+      create (context) {
+        const visitorKeys = context.sourceCode.visitorKeys
+        return {
+          CallExpression (call) {
+            if (!canShortCircuit(call)) return
+            for (const argument of call.arguments) {
+              const effect = firstEffect(argument, visitorKeys)
+              if (effect !== null) context.report({ node: effect, message: OPTIONAL_CALL_MESSAGE })
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // --- The formatting rule set -------------------------------------------------------------------
 
 // One formatting rule set (@stylistic) for every file: `npx eslint --fix .` applies it.
@@ -125,6 +183,11 @@ export default tseslint.config(
   {
     files: ['src/storage/**/*.ts', 'src/infra.ts'],
     rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, HTTP) }
+  },
+  {
+    files: ['**/*.ts', '**/*.js', '**/*.mjs'],
+    plugins: { local: LOCAL },
+    rules: { 'local/no-effects-in-optional-call': 'error' }
   },
   FORMATTING
 )

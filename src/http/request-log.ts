@@ -168,7 +168,8 @@ export class RequestLog extends LogController {
   /** Writes the count of refusals not logged one by one, if any. */
   flush (): void {
     if (this.#refused === 0) return
-    this.#root?.info({ refused: this.#refused, byCode: this.#refusedByCode, since: new Date(this.#windowStart).toISOString() }, 'requests refused')
+    const since = new Date(this.#windowStart).toISOString()
+    this.#root?.info({ refused: this.#refused, byCode: this.#refusedByCode, since }, 'requests refused')
     this.#refused = 0
     this.#refusedByCode = {}
   }

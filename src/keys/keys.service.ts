@@ -180,7 +180,8 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
     async unban (id) {
       const record = await find(id)
       const lifted = await keys.liftBans(id, clock.now())
-      await hooks.onUnban?.(id, subjectOf(record))
+      const subject = subjectOf(record)
+      await hooks.onUnban?.(id, subject)
       return lifted
     }
   }

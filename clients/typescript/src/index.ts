@@ -128,13 +128,14 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     if (deprecation !== null && !deprecationsSeen.has(operation)) {
       deprecationsSeen.add(operation)
       const sunset = response.headers.get('sunset')
-      options.onDeprecation?.({
+      const notice = {
         method,
         path: template,
         deprecation: deprecationDate(deprecation),
         sunset: sunset === null ? null : deprecationDate(sunset),
         successor: linksOf(response.headers.get('link')).get('successor-version') ?? null
-      })
+      }
+      options.onDeprecation?.(notice)
     }
   }
 
