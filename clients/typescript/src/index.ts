@@ -47,9 +47,9 @@ export interface PetstoreClientOptions {
   maxConcurrency?: number
   /** Every request goes through it (default: the global fetch). */
   fetch?: typeof globalThis.fetch
-  /** Called whenever a response leaves less than 10% of the window. */
+  /** Called whenever a response leaves less than 10% of the window. What it throws is ignored. */
   onRateLimit?: (state: RateLimitState) => void
-  /** Called once per operation whose responses say it is deprecated. */
+  /** Called once per operation whose responses say it is deprecated. What it throws is ignored. */
   onDeprecation?: (notice: DeprecationNotice) => void
   /** Clock and timer (milliseconds); tests inject a manual clock so waits take no real time. */
   now?: () => number
@@ -121,7 +121,7 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
       lastRateLimit = state
       const seconds = secondsToReset(response.headers, state.remaining)
       gate.observe(state.remaining, seconds !== null ? now() + seconds * 1000 : state.reset * 1000)
-      if (state.remaining < state.limit * LOW_SHARE) options.onRateLimit?.({ ...state })
+      if (state.remaining < state.limit * LOW_SHARE) notify(options.onRateLimit, { ...state })
     }
     const deprecation = response.headers.get('deprecation')
     const operation = `${method} ${template}`
@@ -135,7 +135,7 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
         sunset: sunset === null ? null : deprecationDate(sunset),
         successor: linksOf(response.headers.get('link')).get('successor-version') ?? null
       }
-      options.onDeprecation?.(notice)
+      notify(options.onDeprecation, notice)
     }
   }
 
@@ -156,34 +156,36 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     for (let retry = 0; ; retry++) {
       if (retry > maxRetries) throw lastError ?? lastNetworkError
       await gate.acquire()
-      let response: Response
-      let text: string
+      let received: { response: Response; text: string; error: PetstoreError | null } | { failure: unknown }
       try {
-        response = await fetchImpl(url, init)
-        text = await response.text()
-      } catch (error) {
+        const response = await fetchImpl(url, init)
+        const text = await response.text()
+        observe(method, template, response)
+        const error = response.ok ? null : errorOf(response, text)
+        // Over quota: nobody of this client sends until Retry-After has passed (sending now
+        // would only count towards a ban), held before this slot frees so no queued request
+        // slips out. A 429 was not processed, so any method may retry.
+        if (response.status === 429 && error !== null && error.code !== 'api_key_banned') {
+          gate.hold(now() + (error.retryAfter !== null ? error.retryAfter * 1000 + Math.floor(random() * JITTER_MS) : backoffMs(retry + 1)))
+        }
+        received = { response, text, error }
+      } catch (failure) {
+        received = { failure }
+      } finally {
+        // Whatever happened above, the slot is free again: a slot that leaked would, after
+        // maxConcurrency leaks, leave every later call of this client waiting forever.
         gate.release()
-        if (!retryable) throw error
-        lastNetworkError = error
+      }
+      if ('failure' in received) {
+        if (!retryable) throw received.failure
+        lastNetworkError = received.failure
         if (retry < maxRetries) await sleep(backoffMs(retry + 1))
         continue
       }
-      observe(method, template, response)
-      if (response.ok) {
-        gate.release()
-        return { data: text === '' ? undefined : JSON.parse(text), response }
-      }
-      const error = errorOf(response, text)
+      const { response, text, error } = received
+      if (error === null) return { data: text === '' ? undefined : JSON.parse(text), response }
       lastError = error
-      if (response.status === 429 && error.code !== 'api_key_banned') {
-        // Over quota: nobody of this client sends until Retry-After has passed (sending now
-        // would only count towards a ban). A 429 was not processed, so any method may retry.
-        const waitMs = error.retryAfter !== null ? error.retryAfter * 1000 + Math.floor(random() * JITTER_MS) : backoffMs(retry + 1)
-        gate.hold(now() + waitMs)
-        gate.release()
-        continue
-      }
-      gate.release()
+      if (response.status === 429 && error.code !== 'api_key_banned') continue
       if (response.status === 503 && retryable) {
         if (retry < maxRetries) await sleep(error.retryAfter !== null ? error.retryAfter * 1000 + Math.floor(random() * JITTER_MS) : backoffMs(retry + 1))
         continue
@@ -286,6 +288,21 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     get lastRateLimit (): RateLimitState | null {
       return lastRateLimit === null ? null : { ...lastRateLimit }
     }
+  }
+}
+
+/**
+ * Calls a user's notification callback. What it throws, or the promise it rejects, is ignored:
+ * a notice cannot fail or stall the call that produced it (and a client that counted on its
+ * callbacks never throwing would leak concurrency slots when one did).
+ */
+function notify<T> (callback: ((value: T) => unknown) | undefined, value: T): void {
+  if (callback === undefined) return
+  try {
+    const result = callback(value)
+    if (result instanceof Promise) result.catch(() => {})
+  } catch {
+    // ignored, as documented in the README (Options)
   }
 }
 

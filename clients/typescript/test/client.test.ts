@@ -186,3 +186,32 @@ test('the resource methods reach their operations: categories, orders (place, ge
   assert.equal(await staff.pets.get(pet.id).then(() => 'found', (e: PetstoreError) => e.code), 'not_found')
   assert.deepEqual(await customer.rateLimit().then((r) => [r.role, r.plan, r.ban]), ['customer', 'enterprise', null])
 })
+
+test('callbacks that throw or reject never fail or stall a call: after maxConcurrency throwing onRateLimit calls, later calls still run (issue 18.3)', async (t) => {
+  // Catches: the client called onRateLimit / onDeprecation before it released the request's
+  // concurrency slot, so each throw rejected the call and leaked a slot, and after
+  // maxConcurrency throws every later call waited forever.
+  const server = await startTestServer(t)
+  const [pet] = await seedPets(server, 1)
+  const { key } = await server.makeKey('customer', 'enterprise', { perMinute: 20, perDay: 1000 })
+  let rateLimitCalls = 0
+  let deprecationCalls = 0
+  const client = server.client({
+    apiKey: key,
+    maxConcurrency: 2,
+    onRateLimit: () => { rateLimitCalls++; throw new Error('onRateLimit failed') },
+    // An async callback that rejects: an unhandled rejection would fail this test.
+    onDeprecation: async () => { deprecationCalls++; throw new Error('onDeprecation failed') }
+  })
+
+  assert.deepEqual(await client.request('get', '/pets/{petId}', { path: { petId: pet!.id } }), pet)
+  // Requests 2 to 20 of the minute; the 19th and 20th leave less than 10% and call onRateLimit.
+  for (let i = 0; i < 19; i++) assert.deepEqual(await client.pets.list(), [pet])
+  assert.deepEqual({ rateLimitCalls, deprecationCalls }, { rateLimitCalls: 2, deprecationCalls: 1 })
+  // Both slots would have leaked by now: these wait for the next minute and are served.
+  const pages = await Promise.all(Array.from({ length: 5 }, () => client.pets.list()))
+
+  assert.deepEqual(pages, Array.from({ length: 5 }, () => [pet]))
+  const status = await client.rateLimit()
+  assert.equal(status.windows.day.remaining, 1000 - 25, 'every call reached the server')
+})
