@@ -79,6 +79,7 @@ export function installAccess (app: FastifyInstance, { access, clock }: AccessHo
     // child logger is built here.
     setRateLimitHeaders(reply, decision, outcome.quota, clock.now())
     if (decision.banStarted && decision.ban !== null) request.log.warn({ subject: outcome.subject, until: new Date(decision.ban.until).toISOString() }, 'ban started')
+    if (outcome.banNotRecorded !== undefined) request.log.error({ subject: outcome.subject, err: outcome.banNotRecorded }, 'ban in force but not recorded in the database: retried later')
     if (outcome.refusal !== null && (outcome.refusal as AppError).status === 429) return outcome.refusal
     if (hasEmptySegment(request.url)) return new AppError('not_found', 'no operation at this path: paths have no empty segment (no trailing or doubled slash); see /openapi.json')
     return outcome.refusal ?? undefined

@@ -16,7 +16,7 @@ import type { Clock } from '../shared/clock.ts'
 import { PLAN_QUOTAS, ROLE_RANK, type Plan, type Role } from './keys.schema.ts'
 import { isExpired, subjectOf } from './keys.rules.ts'
 import { hashKey, quotaOf } from './keys.service.ts'
-import type { KeyRecord, KeyStore } from './keys.store.ts'
+import type { BanRecord, KeyRecord, KeyStore } from './keys.store.ts'
 
 /** An authenticated caller. */
 export interface Principal {
@@ -64,6 +64,8 @@ export interface AccessOutcome {
    * read the key (503 during a database outage); null to serve.
    */
   refusal: Error | null
+  /** Set when this request started a ban whose record in the database failed (it is retried): the failure, for the log. */
+  banNotRecorded?: unknown
 }
 
 export interface AccessEvents {
@@ -71,6 +73,11 @@ export interface AccessEvents {
   onDecision?: (outcome: 'allowed' | 'limited' | 'banned') => void
   /** A ban started; it is recorded in the database already. For logs and metrics. */
   onBan?: (subject: string, keyId: number | null, until: number) => void
+  /**
+   * A ban started (and is in force in the limiter), but recording it in the database failed; it
+   * is retried (retryPendingBans). For logs: the subject is `key:ID` or the address, never a key.
+   */
+  onBanNotRecorded?: (subject: string, until: number, error: unknown) => void
 }
 
 export interface AccessServiceOptions extends AccessEvents {
@@ -108,6 +115,20 @@ export interface AccessService {
   forgetKey (keyId: number): void
   /** Forgets every cached key. */
   forgetAll (): void
+  /** Records the bans whose record in the database failed; resolves to how many are still pending. */
+  retryPendingBans (): Promise<number>
+}
+
+/** A ban whose record in the database failed is tried again at most this often. */
+export const BAN_RETRY_MS = 5000
+
+/** Observers must not turn an answer into an error. */
+function report (call: () => void): void {
+  try {
+    call()
+  } catch {
+    // deliberately ignored, see above
+  }
 }
 
 export const ANONYMOUS_QUOTA: Quota = PLAN_QUOTAS.free
@@ -172,6 +193,11 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
   // Resolved keys by the key as presented, so a hit costs no hash. Refused keys by their hash,
   // so a flood of wrong keys costs one hash each and no database read.
   const resolved = new BoundedCache<CachedKey>(options.keyCacheMax ?? 10_000)
+  // Bans the limiter started whose record in the database failed, by subject and start; retried
+  // at most every BAN_RETRY_MS on the next charged request, or by retryPendingBans().
+  const pendingBans = new Map<string, Omit<BanRecord, 'id' | 'liftedAt'>>()
+  let nextBanRetryAt = 0
+  let retrying: Promise<number> | null = null
   const refused = new BoundedCache<Refused>(options.refusedCacheMax ?? 10_000)
 
   /** The key's principal, or why it has none (an expired key is told so: 401 api_key_expired). */
@@ -251,13 +277,22 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
       options.onDecision?.(decision.code === 'api_key_banned' ? 'banned' : 'limited')
       if (decision.banStarted && decision.ban !== null) {
         const ban = decision.ban
-        const keyId = principal?.keyId ?? null
-        return keys.recordBan({ keyId, subject, startedAt: ban.startedAt, endsAt: ban.until, reason: ban.reason }).then(() => {
-          options.onBan?.(subject, keyId, ban.until)
+        const record = { keyId: principal?.keyId ?? null, subject, startedAt: ban.startedAt, endsAt: ban.until, reason: ban.reason }
+        // The ban is in force in the limiter already, and the 429 api_key_banned is answered
+        // whatever the database does: a failed record is reported and kept for a retry.
+        return keys.recordBan(record).then(() => {
+          options.onBan?.(subject, record.keyId, ban.until)
+        }, (error: unknown) => {
+          pendingBans.set(`${subject} ${ban.startedAt}`, record)
+          nextBanRetryAt = clock.now() + BAN_RETRY_MS
+          outcome.banNotRecorded = error
+          report(() => options.onBanNotRecorded?.(subject, ban.until, error))
+        }).then(() => {
           options.onDecided?.(outcome, request)
           return outcome
         })
       }
+      if (pendingBans.size > 0 && clock.now() >= nextBanRetryAt) void retryPendingBans()
       options.onDecided?.(outcome, request)
       return outcome
     }
@@ -265,6 +300,29 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
     const outcome: AccessOutcome = { principal, decision, quota, subject, refusal: failure === null ? refusalOf(request, principal, expiredAt) : toRefusal(failure) }
     options.onDecided?.(outcome, request)
     return outcome
+  }
+
+  /**
+   * Records again the bans whose record failed (the database was out), oldest first; a ban that
+   * is over by now is still recorded (its history makes the next ban escalate). Returns how many
+   * are still pending.
+   */
+  async function retryPendingBans (): Promise<number> {
+    if (retrying !== null) return retrying
+    nextBanRetryAt = clock.now() + BAN_RETRY_MS
+    retrying = (async () => {
+      for (const [id, record] of [...pendingBans]) {
+        try {
+          await keys.recordBan(record)
+        } catch {
+          break // still out: the next retry starts here again
+        }
+        pendingBans.delete(id)
+        report(() => options.onBan?.(record.subject, record.keyId, record.endsAt))
+      }
+      return pendingBans.size
+    })().finally(() => { retrying = null })
+    return retrying
   }
 
   function limited (decision: Decision): AppError {
@@ -277,6 +335,7 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
   return {
     decide,
     resolve,
+    retryPendingBans,
     forgetKey (keyId) {
       for (const [key, entry] of resolved.map) if (entry.principal.keyId === keyId) resolved.delete(key)
     },

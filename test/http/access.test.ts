@@ -1,6 +1,7 @@
 // API keys, roles and plan rate limits through HTTP (docs/product.md sections 3 and 4).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { AppError } from '../../src/errors.ts'
 import { buildTestApp, T0 } from '../helpers/app.ts'
 
 const RATE_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy']
@@ -129,6 +130,37 @@ test('a key that keeps calling after 429 is banned on the 21st refused request, 
   assert.equal(after.json().code, 'rate_limited')
   clock.advance(60_000)
   assert.equal((await call({ method: 'GET', url: '/v1/pets', key })).statusCode, 200)
+})
+
+// Fault caught: a failed ban record turned the 429 into a 503, and the ban's record was lost.
+test('a ban whose record in the database fails still answers 429 api_key_banned, stays in force, and is recorded on a later request', async (t) => {
+  const { call, makeKey, stores, clock } = await buildTestApp(t)
+  const { id, key } = await makeKey('customer', 'free')
+  const record = stores.keys.recordBan.bind(stores.keys)
+  let failing = true
+  stores.keys.recordBan = async (ban) => {
+    if (failing) throw new AppError('service_unavailable', 'the database is unavailable')
+    return record(ban)
+  }
+  for (let i = 0; i < 60; i++) await call({ method: 'GET', url: '/v1/pets', key })
+  const codes: string[] = []
+  for (let i = 1; i <= 21; i++) codes.push((await call({ method: 'GET', url: '/v1/pets', key })).json().code)
+  assert.deepEqual(codes, [...Array(20).fill('rate_limited'), 'api_key_banned'])
+  assert.equal(await stores.keys.activeBan(id, clock.now()), null, 'not recorded yet')
+  clock.advance(61_000) // the minute window reset: only the ban refuses now
+  const banned = await call({ method: 'GET', url: '/v1/pets', key })
+  assert.equal(banned.json().code, 'api_key_banned')
+
+  failing = false
+  clock.advance(5000) // the retry interval: the next charged request records it
+  assert.equal((await call({ method: 'GET', url: '/v1/pets', key })).json().code, 'api_key_banned')
+  let recorded = await stores.keys.activeBan(id, clock.now())
+  for (let i = 0; i < 100 && recorded === null; i++) {
+    await new Promise((resolve) => setImmediate(resolve))
+    recorded = await stores.keys.activeBan(id, clock.now())
+  }
+  assert.ok(recorded !== null, 'the ban is recorded once the database answers')
+  assert.equal(recorded.endsAt - recorded.startedAt, 15 * 60 * 1000)
 })
 
 test('the plaintext key is stored nowhere: only its hash is in the database', async (t) => {
