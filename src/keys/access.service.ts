@@ -73,14 +73,14 @@ export interface AccessEvents {
   onDecision?: (outcome: 'allowed' | 'limited' | 'banned') => void
   /** A ban started; it is recorded in the database already. For logs and metrics. */
   onBan?: (subject: string, keyId: number | null, until: number) => void
-  /**
-   * A ban started (and is in force in the limiter), but recording it in the database failed; it
-   * is retried (retryPendingBans). For logs: the subject is `key:ID` or the address, never a key.
-   */
-  onBanNotRecorded?: (subject: string, until: number, error: unknown) => void
 }
 
 export interface AccessServiceOptions extends AccessEvents {
+  /**
+   * A ban started (and is in force in the limiter), but recording it in the database failed; it
+   * is retried (retryPendingBans). The subject is `key:ID` or the address, never a key.
+   */
+  onBanNotRecorded?: (subject: string, until: number, error: unknown) => void
   /**
    * Extension point: called once per charged request after it is decided, served or refused
    * (preflights and free calls are not charged, so not reported). The place to record per-key
