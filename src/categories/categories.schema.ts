@@ -1,9 +1,9 @@
 // The public contract of categories: the Category resource and our bounds (docs/product.md section 5).
 // Examples name the records `serve --sample-data` loads (category 1 is Dogs).
 import { Type, type Static } from 'typebox'
-import { Int64, Name, PageQuery } from '../shared/schemas.ts'
+import { IdParam, Int64, Name, PageQuery } from '../shared/schemas.ts'
 
-const categoryIdParams = (example: number) => Type.Object({ categoryId: Int64({ description: 'The category id.', examples: [example] }) }, { additionalProperties: false })
+const categoryIdParams = (example: number) => Type.Object({ categoryId: IdParam('The category id.', [example]) }, { additionalProperties: false })
 export const CategoryIdParams = categoryIdParams(1)
 /** deleteCategory's example deletes the one sample category without pets (6, Rabbits). */
 export const DeleteCategoryIdParams = categoryIdParams(6)

@@ -38,7 +38,7 @@ export function installValidation (app: FastifyInstance): void {
     return new AppError('validation_failed', `invalid ${where}: ${first ? `${first.path} ${first.message}` : 'malformed'}`, { details })
   })
 
-  installInt64Guard(app)
+  installIntegerGuard(app)
   installBodylessGuard(app)
 }
 
@@ -83,52 +83,87 @@ function describeError (keyword: string, message: string | undefined, params: Re
 }
 
 /**
- * Identifiers are int64. Path and query values are coerced to numbers after this check, which
- * loses precision past 2^53, so the exact range check runs on the raw string first: any int64
- * passes (a missing record is then 404), anything else is 400. Ajv's coercion alone would also
- * take "1e3" or " 7". Values past 2^53 are never ids we assigned, and the services treat them
- * as absent.
+ * Integers in the path, the query and the headers (docs/product.md 5.10). They are text on the
+ * wire, and Ajv's coercion takes `Number(text)`: "Infinity", "1e400", "0x10", "0b1", "1e1",
+ * "+1", "1.0", "01" and padded digits would all become numbers, ±Infinity included, and pass
+ * `type: integer` and the bounds. So one rule runs first, on the value the framework routed
+ * (the percent-decoded path segment or query value, not the raw URL): decimal digits only, no
+ * sign, no leading zero, nothing around them. Then the schema's bounds apply to the number.
+ * Identifiers (int64) are also checked exactly against the 64-bit range on the text, before
+ * coercion loses precision past 2^53: any int64 passes the guard (a value past 2^53 is then
+ * refused by `maximum`), anything longer is 400 here.
  */
-const INT64_TEXT = /^-?(0|[1-9][0-9]{0,18})$/
+const DECIMAL_TEXT = /^(?:0|[1-9][0-9]*)$/
 const INT64_MIN = -(2n ** 63n)
 const INT64_MAX = 2n ** 63n - 1n
+export const DECIMAL_MESSAGE = 'must be a decimal integer: digits only, no sign, no leading zero, no spaces'
+const INT64_MESSAGE = 'must be a 64-bit integer'
 
+/** Whether `text` is written as the rule wants: `0` or digits without a leading zero. */
+export function isDecimalText (text: string): boolean {
+  return DECIMAL_TEXT.test(text)
+}
+
+/** Whether `text` is a decimal int64 (0 to 2^63 - 1; the schemas' bounds then narrow it). */
 export function isInt64Text (text: string): boolean {
-  if (!INT64_TEXT.test(text)) return false
-  if (text.length < 18) return true
-  const n = BigInt(text)
-  return n >= INT64_MIN && n <= INT64_MAX
+  if (!DECIMAL_TEXT.test(text) || text.length > 19) return false
+  return text.length < 19 || BigInt(text) <= INT64_MAX
 }
 
-function int64Fields (schema: unknown): string[] {
-  const properties = (schema as { properties?: Record<string, { format?: string; items?: { format?: string } }> } | undefined)?.properties
+interface IntegerField { name: string; int64: boolean; maximum: number | undefined }
+
+/** The integer fields of a path, query or header schema (an array of integers counts, as `?id=1&id=2`). */
+export function integerFields (schema: unknown): IntegerField[] {
+  type Item = { type?: unknown; format?: string; maximum?: unknown }
+  type Property = Item & { items?: Item }
+  const properties = (schema as { properties?: Record<string, Property> } | undefined)?.properties
   if (properties === undefined) return []
-  return Object.keys(properties).filter((k) => properties[k]?.format === 'int64' || properties[k]?.items?.format === 'int64')
+  const fields: IntegerField[] = []
+  for (const [name, property] of Object.entries(properties)) {
+    const item = property.type === 'array' ? property.items : property
+    if (item?.type === 'integer') fields.push({ name, int64: item.format === 'int64', maximum: typeof item.maximum === 'number' ? item.maximum : undefined })
+  }
+  return fields
 }
 
-function installInt64Guard (app: FastifyInstance): void {
+function installIntegerGuard (app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     const schema = route.schema as FastifySchema | undefined
-    const pathFields = int64Fields(schema?.params)
-    const queryFields = int64Fields(schema?.querystring)
-    if (pathFields.length === 0 && queryFields.length === 0) return
-    const guard = async (request: { params: unknown; query: unknown }) => {
-      checkInt64(request.params as Record<string, unknown>, pathFields)
-      checkInt64(request.query as Record<string, unknown>, queryFields)
+    const parts = [
+      { where: 'params', key: 'params', fields: integerFields(schema?.params) },
+      { where: 'query', key: 'query', fields: integerFields(schema?.querystring) },
+      { where: 'headers', key: 'headers', fields: integerFields(schema?.headers) }
+    ] as const
+    if (parts.every((p) => p.fields.length === 0)) return
+    const guard = async (request: FastifyRequest) => {
+      for (const { where, key, fields } of parts) {
+        if (fields.length > 0) checkIntegers(where, request[key] as Record<string, unknown>, fields)
+      }
     }
     const existing = route.preValidation
     route.preValidation = existing === undefined ? [guard] : [...(Array.isArray(existing) ? existing : [existing]), guard]
   })
 }
 
-function checkInt64 (values: Record<string, unknown>, fields: string[]): void {
-  for (const field of fields) {
-    const value = values[field]
+function checkIntegers (where: string, values: Record<string, unknown>, fields: IntegerField[]): void {
+  const details: { path: string; message: string }[] = []
+  for (const { name, int64, maximum } of fields) {
+    const value = values[name]
     // A repeated query parameter (?id=1&id=2) arrives as an array: every element must pass.
-    if ((Array.isArray(value) ? value : [value]).some((v) => typeof v === 'string' && !isInt64Text(v))) {
-      throw new AppError('validation_failed', `invalid ${field}: must be a 64-bit integer`, { details: [{ path: field, message: 'must be a 64-bit integer' }] })
-    }
+    const list = Array.isArray(value) ? value : [value]
+    list.forEach((v, i) => {
+      if (typeof v !== 'string') return
+      const path = Array.isArray(value) ? `${name}/${i}` : name
+      if (!DECIMAL_TEXT.test(v)) details.push({ path: clipText(path), message: DECIMAL_MESSAGE })
+      else if (int64 && !isInt64Text(v)) details.push({ path: clipText(path), message: INT64_MESSAGE })
+      // Past 2^53 the coerced number is rounded, and a run of 309 digits is Infinity: the bound
+      // is checked here, on the text, with the schema's own message.
+      else if (!int64 && !Number.isSafeInteger(Number(v))) details.push({ path: clipText(path), message: maximum === undefined ? DECIMAL_MESSAGE : `must be <= ${maximum}` })
+    })
   }
+  const first = details[0]
+  if (first === undefined) return
+  throw new AppError('validation_failed', clipText(`invalid ${where}: ${first.path} ${first.message}`), { details })
 }
 
 /**

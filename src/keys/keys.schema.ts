@@ -1,7 +1,7 @@
 // API keys, roles and plans (docs/product.md sections 3 and 4). Examples name the keys
 // `serve --sample-data` makes: 1 customer, 2 staff, 3 admin.
 import { Type, type Static } from 'typebox'
-import { Int64, PageQuery, StringEnum } from '../shared/schemas.ts'
+import { IdParam, Int64, PageQuery, paramDescription, StringEnum } from '../shared/schemas.ts'
 
 export const ROLES = ['customer', 'staff', 'admin'] as const
 export const RoleSchema = StringEnum(ROLES, { title: 'Role', description: 'customer: browse and order; staff: also manage catalogue, stock and all orders; admin: also manage keys.', examples: ['customer'] })
@@ -21,7 +21,7 @@ export const PLAN_QUOTAS: Record<Exclude<Plan, 'enterprise'>, { perMinute: numbe
 /** Role rank: each role may do everything the roles below it may. */
 export const ROLE_RANK: Record<Role, number> = { customer: 0, staff: 1, admin: 2 }
 
-const keyIdParams = (example: number) => Type.Object({ keyId: Int64({ description: 'The key id.', examples: [example] }) }, { additionalProperties: false })
+const keyIdParams = (example: number) => Type.Object({ keyId: IdParam('The key id.', [example]) }, { additionalProperties: false })
 export const KeyIdParams = keyIdParams(1)
 /** revokeApiKey's example revokes a key no other example uses (2, the sample staff key). */
 export const RevokeKeyIdParams = keyIdParams(2)
@@ -139,7 +139,7 @@ export const USAGE_DAYS_DEFAULT = 30
 export const USAGE_DAYS_MAX = 90
 
 export const KeyUsageQuery = Type.Object({
-  days: Type.Optional(Type.Integer({ minimum: 1, maximum: USAGE_DAYS_MAX, default: USAGE_DAYS_DEFAULT, description: 'How many UTC days to cover, today included: 1 to 90.', example: 7 }))
+  days: Type.Optional(Type.Integer({ minimum: 1, maximum: USAGE_DAYS_MAX, default: USAGE_DAYS_DEFAULT, description: paramDescription('How many UTC days to cover, today included: 1 to 90.'), example: 7 }))
 }, { additionalProperties: false })
 
 export const KeyUsageDaySchema = Type.Object({

@@ -2,12 +2,12 @@
 // Examples name the records `serve --sample-data` loads: orders 1 and 2 are open orders for
 // pets 10 and 11 (Bubbles and Nemo, fish in stock).
 import { Type, type Static } from 'typebox'
-import { Int64, PageQuery } from '../shared/schemas.ts'
+import { IdParam, Int64, PageQuery } from '../shared/schemas.ts'
 
 const Quantity = Type.Integer({ minimum: 1, maximum: 1000, description: 'Number of units ordered, 1 to 1,000.' })
 const ShipDate = (description: string) => Type.String({ format: 'date-time', description })
 
-const orderIdParams = (example: number) => Type.Object({ orderId: Int64({ description: 'The order id.', examples: [example] }) }, { additionalProperties: false })
+const orderIdParams = (example: number) => Type.Object({ orderId: IdParam('The order id.', [example]) }, { additionalProperties: false })
 export const OrderIdParams = orderIdParams(1)
 /** cancelOrder's example cancels an order no other example uses (order 2). */
 export const CancelOrderIdParams = orderIdParams(2)
@@ -47,7 +47,7 @@ export const OrderPatchSchema = Type.Object({
 export type OrderPatch = Static<typeof OrderPatchSchema>
 
 export const OrderListQuery = Type.Object({
-  petId: Type.Optional(Int64({ description: 'Only orders of this pet.', examples: [10] })),
+  petId: Type.Optional(IdParam('Only orders of this pet.', [10])),
   complete: Type.Optional(Type.Boolean({ description: 'Only complete (`true`) or open (`false`) orders.', examples: [false] })),
   ...PageQuery
 }, { additionalProperties: false })

@@ -2,13 +2,13 @@
 // Examples name the records `serve --sample-data` loads (pet 1 is Rex, a dog; category 1 is
 // Dogs), so a test generated from the document works against such a server.
 import { Type, type Static } from 'typebox'
-import { Int64, Name, PageQuery, StringEnum } from '../shared/schemas.ts'
+import { IdParam, Int64, Name, PageQuery, paramDescription, StringEnum } from '../shared/schemas.ts'
 
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const
 export const PetStatusSchema = StringEnum(PET_STATUSES, { title: 'PetStatus', description: 'Status of the pet.', examples: ['available'] })
 export type PetStatus = Static<typeof PetStatusSchema>
 
-const petIdParams = (example: number) => Type.Object({ petId: Int64({ description: 'The pet id.', examples: [example] }) }, { additionalProperties: false })
+const petIdParams = (example: number) => Type.Object({ petId: IdParam('The pet id.', [example]) }, { additionalProperties: false })
 export const PetIdParams = petIdParams(1)
 /** deletePet's example deletes a pet no other example uses (13, Shelly in the sample data). */
 export const DeletePetIdParams = petIdParams(13)
@@ -43,9 +43,9 @@ export type Pet = Static<typeof PetSchema>
 export const PetsSchema = Type.Array(PetSchema, { title: 'Pets', description: 'An array of Pet objects.', examples: [[{ id: 1, name: 'Rex', categoryId: 1, status: 'available' }, { id: 2, name: 'Bella', categoryId: 1, status: 'available' }]] })
 
 export const PetListQuery = Type.Object({
-  id: Type.Optional(Type.Array(Int64(), { minItems: 1, maxItems: 100, examples: [[1]], description: 'Only pets with these ids; repeat the parameter for several (`?id=1&id=2`), at most 100. `GET /pets?id={petId}` is the successor of the deprecated `GET /pets/{petId}`.' })),
+  id: Type.Optional(Type.Array(Int64(), { minItems: 1, maxItems: 100, examples: [[1]], description: paramDescription('Only pets with these ids; repeat the parameter for several (`?id=1&id=2`), at most 100. `GET /pets?id={petId}` is the successor of the deprecated `GET /pets/{petId}`.') })),
   status: Type.Optional(PetStatusSchema),
-  categoryId: Type.Optional(Int64({ description: 'Only pets of this category.', examples: [1] })),
+  categoryId: Type.Optional(IdParam('Only pets of this category.', [1])),
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Case-insensitive substring of the name.', examples: ['re'] })),
   ...PageQuery
 }, { additionalProperties: false })

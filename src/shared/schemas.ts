@@ -17,6 +17,21 @@ export const MAX_ID = Number.MAX_SAFE_INTEGER
 export const Int64 = (options: { description?: string; examples?: number[] } = {}) =>
   Type.Integer({ format: 'int64', minimum: 1, maximum: MAX_ID, ...options })
 
+/**
+ * How an integer is written in a path, a query or a header (docs/product.md 5.10): decimal
+ * digits only, so `0x10`, `1e1`, `+1`, `01`, `1.0`, `Infinity` and padded digits are 400
+ * validation_failed (http/validation.ts applies it before the bounds). Every integer parameter's
+ * description ends with it, so the document says it too.
+ */
+export const DECIMAL_RULE = 'Decimal digits only: no sign, no leading zero, no spaces.'
+
+/** An integer parameter's description, with the decimal rule. */
+export const paramDescription = (description: string) => `${description} ${DECIMAL_RULE}`
+
+/** An identifier in a path or a query (the decimal rule applies). */
+export const IdParam = (description: string, examples?: number[]) =>
+  Int64({ description: paramDescription(description), ...(examples !== undefined && { examples }) })
+
 /** The query of an operation that takes no query parameter: any parameter is 400. */
 export const NoQuery = Type.Object({}, { additionalProperties: false })
 
@@ -46,7 +61,7 @@ export const ErrorSchema = Type.Object({
 
 /** The query of every paginated list. */
 export const PageQuery = {
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, 1 to 100.', examples: [20] })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: paramDescription('Page size, 1 to 100.'), examples: [20] })),
   // The example is the cursor of "after id 0", i.e. the first page: a real cursor, so a request
   // built from the examples succeeds.
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.', examples: ['djE6MA'] }))
