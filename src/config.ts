@@ -36,6 +36,11 @@ export interface ServerLimits {
   keepAliveTimeoutMs: number
   /** Open connections per process; further ones are closed at once (MAX_CONNECTIONS). */
   maxConnections: number
+  /**
+   * Open connections per client address, an IPv6 address by its /64 (MAX_CONNECTIONS_PER_ADDRESS):
+   * below MAX_CONNECTIONS, so that one address cannot hold them all (http/connections.ts).
+   */
+  maxConnectionsPerAddress: number
   /** How long a SIGTERM waits for requests in flight before closing their connections (SHUTDOWN_GRACE_MS). */
   shutdownGraceMs: number
 }
@@ -48,6 +53,10 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = {
   // request on one we are closing.
   keepAliveTimeoutMs: 72_000,
   maxConnections: 1000,
+  // A tenth of MAX_CONNECTIONS (when that is set, a tenth of its value): a browser opens 6 per
+  // origin, a client pool a few dozen; a balancer in front, which is one address for all its
+  // clients, needs its pool size here (README, SECURITY.md).
+  maxConnectionsPerAddress: 100,
   shutdownGraceMs: 10_000
 }
 
@@ -139,7 +148,7 @@ export function readInteger (env: Record<string, string | undefined>, name: stri
   return value
 }
 
-const SERVER_LIMIT_VARIABLES: Record<keyof ServerLimits, string> = {
+const SERVER_LIMIT_VARIABLES: Record<Exclude<keyof ServerLimits, 'maxConnectionsPerAddress'>, string> = {
   headersTimeoutMs: 'HEADERS_TIMEOUT_MS',
   requestTimeoutMs: 'REQUEST_TIMEOUT_MS',
   keepAliveTimeoutMs: 'KEEP_ALIVE_TIMEOUT_MS',
@@ -149,10 +158,12 @@ const SERVER_LIMIT_VARIABLES: Record<keyof ServerLimits, string> = {
 
 function parseServerLimits (env: Record<string, string | undefined>, problems: string[]): ServerLimits {
   const limits = { ...DEFAULT_SERVER_LIMITS }
-  for (const [field, variable] of Object.entries(SERVER_LIMIT_VARIABLES) as Array<[keyof ServerLimits, string]>) {
+  for (const [field, variable] of Object.entries(SERVER_LIMIT_VARIABLES) as Array<[keyof typeof SERVER_LIMIT_VARIABLES, string]>) {
     // From 1: 0 would mean "no limit" to Node, exactly what these settings exist to prevent.
     limits[field] = readInteger(env, variable, DEFAULT_SERVER_LIMITS[field], 1, 2_147_483_647, problems)
   }
+  // Up to MAX_CONNECTIONS itself (a deployment whose only client is its balancer may want that).
+  limits.maxConnectionsPerAddress = readInteger(env, 'MAX_CONNECTIONS_PER_ADDRESS', Math.max(1, Math.floor(limits.maxConnections / 10)), 1, limits.maxConnections, problems)
   // Node refuses a header deadline later than the whole request's.
   if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
     problems.push(`HEADERS_TIMEOUT_MS (${limits.headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${limits.requestTimeoutMs})`)

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { pino, type DestinationStream, type Logger } from 'pino'
 import { buildApp } from './app.ts'
 import { describeDatabase, type Config } from './config.ts'
+import { guardConnections, reportRefusals } from './http/connections.ts'
 import { createMetrics } from './http/metrics.ts'
 import { requestLogView } from './http/redact.ts'
 import { openInfra, type Infra } from './infra.ts'
@@ -75,10 +76,11 @@ export async function startServer (config: Config, options: { logger?: Logger; b
     if (draining) reply.header('connection', 'close')
     done(null, payload)
   })
-  // Past the cap Node closes new connections at once: a flood of idle or slow connections costs
-  // at most this many descriptors and buffers, and the timeouts (http/connections.ts) free them.
-  app.server.maxConnections = config.server.maxConnections
-  reportDrops(app.server, config.server.maxConnections, logger)
+  // Past the caps (per process, and per client address) the connection idle longest is closed to
+  // make room, or the new one when none is idle: a flood of idle or slow connections costs at most
+  // this many descriptors and buffers, one address cannot hold them all, and the timeouts
+  // (http/connections.ts) free them.
+  guardConnections(app.server, config.server, reportRefusals(logger, config.server))
   // With in-process counters a restart would pardon every banned caller: the bans in force are
   // loaded from the database before the first request (before the lift poll starts, so a lift
   // recorded meanwhile is applied by its first tick).
@@ -165,26 +167,4 @@ async function drain (server: Server, graceMs: number, onStop: () => void): Prom
   clearInterval(sweep)
   clearTimeout(deadline)
   return { open, cut }
-}
-
-/**
- * Node closes connections past the cap without a word: say so in the log, the first at once and
- * then one line per 10 s with the count, so a flood cannot flood the log too.
- */
-function reportDrops (server: Server, maxConnections: number, logger: Logger): void {
-  let dropped = 0
-  let window: NodeJS.Timeout | null = null
-  const report = () => logger.warn({ dropped, maxConnections }, 'connection cap reached: connections closed unanswered')
-  server.on('drop', () => {
-    dropped++
-    if (window !== null) return
-    report()
-    dropped = 0
-    window = setTimeout(() => {
-      window = null
-      if (dropped > 0) report()
-      dropped = 0
-    }, 10_000)
-    window.unref()
-  })
 }

@@ -42,9 +42,16 @@ test('loadConfig lists every problem at once and never echoes a database URL', (
 })
 
 test('loadConfig: the connection limits and the grace period, their defaults and their variables', () => {
-  assert.deepEqual(loadConfig({}).server, { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 72_000, maxConnections: 1000, shutdownGraceMs: 10_000 })
+  assert.deepEqual(loadConfig({}).server, { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 72_000, maxConnections: 1000, maxConnectionsPerAddress: 100, shutdownGraceMs: 10_000 })
   assert.deepEqual(loadConfig({ HEADERS_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '900', KEEP_ALIVE_TIMEOUT_MS: '5000', MAX_CONNECTIONS: '64', SHUTDOWN_GRACE_MS: '25000' }).server,
-    { headersTimeoutMs: 500, requestTimeoutMs: 900, keepAliveTimeoutMs: 5000, maxConnections: 64, shutdownGraceMs: 25_000 })
+    { headersTimeoutMs: 500, requestTimeoutMs: 900, keepAliveTimeoutMs: 5000, maxConnections: 64, maxConnectionsPerAddress: 6, shutdownGraceMs: 25_000 })
+  // The per-address cap: a tenth of MAX_CONNECTIONS unless set, at least 1, never above MAX_CONNECTIONS.
+  assert.equal(loadConfig({ MAX_CONNECTIONS: '5' }).server.maxConnectionsPerAddress, 1)
+  assert.equal(loadConfig({ MAX_CONNECTIONS: '64', MAX_CONNECTIONS_PER_ADDRESS: '64' }).server.maxConnectionsPerAddress, 64)
+  assert.equal(loadConfig({ MAX_CONNECTIONS_PER_ADDRESS: '8' }).server.maxConnectionsPerAddress, 8)
+  for (const value of ['0', '1001', 'ten']) {
+    assert.throws(() => loadConfig({ MAX_CONNECTIONS_PER_ADDRESS: value }), /MAX_CONNECTIONS_PER_ADDRESS must be a whole number from 1 to 1000/, value)
+  }
   // 0 would switch a limit off in Node: refused, like any non-number.
   for (const [variable, value] of [['HEADERS_TIMEOUT_MS', '0'], ['MAX_CONNECTIONS', '-1'], ['SHUTDOWN_GRACE_MS', '10s'], ['KEEP_ALIVE_TIMEOUT_MS', '1.5']]) {
     assert.throws(() => loadConfig({ [variable!]: value }), (error: unknown) => error instanceof ConfigError && error.problems.length === 1 && error.problems[0]!.startsWith(`${variable} must be a whole number`), `${variable}=${value}`)

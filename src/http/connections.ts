@@ -8,10 +8,11 @@
 // for as long as it liked. Here every stage has a deadline, checked often enough to be one.
 import { randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
-import type { Server } from 'node:http'
+import type { IncomingMessage, Server } from 'node:http'
 import type { FastifyHttpOptions, FastifyInstance } from 'fastify'
 import type { ServerLimits } from '../config.ts'
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
+import { subjectOfAddress } from '../keys/access.service.ts'
 
 /** Node's default, pinned so that the 431 we document cannot move with a Node upgrade or flag. */
 export const MAX_HEADER_BYTES = 16 * 1024
@@ -99,3 +100,139 @@ function answered (socket: Socket): boolean {
 }
 
 const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' }
+
+/** What the connection guard tells the log: a connection closed to make room, or refused. */
+export interface ConnectionEvents {
+  /** A new connection was closed unanswered: its address holds its share and none of its connections is idle, or the process holds MAX_CONNECTIONS and none is idle. */
+  onRefused (reason: 'address' | 'total', address: string): void
+}
+
+/** Per connection: its address (the limiter's subject of it) and when it last began a request. */
+interface Tracked { readonly socket: Socket; readonly address: string; lastActive: number }
+
+const TRACKED = Symbol('petstore.connection')
+
+/**
+ * Fair connection limits (docs/product.md 9.7). Node's `maxConnections` alone let one address
+ * open all of them and idle, locking every other client out, probes included, for as long as the
+ * keep-alive timeout. Here, as each connection arrives:
+ * - an address (an IPv6 address by its /64, like anonymous rate limits) holds at most
+ *   `maxConnectionsPerAddress`: past it, its own connection that has been idle longest is closed
+ *   to make room, or, if all of its connections are busy, the new one is refused;
+ * - at `maxConnections`, the connection of any address that has been idle longest is closed to
+ *   make room; only when none is idle is the new one refused.
+ * Idle means no request in flight: no answer is pending on it (a keep-alive connection between
+ * requests, a connection that has sent nothing yet, or one whose request's headers have not all
+ * arrived: that request has not begun, and the header deadline would cut it anyway). Closing one
+ * of those never cuts an answer. A connection with a request in flight is never closed here.
+ *
+ * The cost per request is one property write (the 'request' listener); the search for an idle
+ * connection runs only when a cap is reached, over the connections held.
+ */
+export function guardConnections (server: Server, limits: Pick<ServerLimits, 'maxConnections' | 'maxConnectionsPerAddress'>, events: ConnectionEvents): void {
+  const open = new Set<Tracked>()
+  const byAddress = new Map<string, Set<Tracked>>()
+  // The caps are enforced here, after the closing of idle connections: Node's own cap would drop
+  // a newcomer before this listener could make room. Its backstop stays, far above ours, for
+  // sockets closed here whose close event Node has not processed yet.
+  server.maxConnections = limits.maxConnections * 2
+
+  const forget = (tracked: Tracked): void => {
+    if (!open.delete(tracked)) return
+    const held = byAddress.get(tracked.address)
+    held?.delete(tracked)
+    if (held?.size === 0) byAddress.delete(tracked.address)
+  }
+  const evict = (tracked: Tracked): void => {
+    forget(tracked)
+    tracked.socket.destroy()
+  }
+
+  server.on('connection', (socket: Socket) => {
+    const remote = socket.remoteAddress
+    if (remote === undefined || socket.destroyed) return // gone already
+    const address = subjectOfAddress(remote)
+    const held = byAddress.get(address)
+    if (held !== undefined && held.size >= limits.maxConnectionsPerAddress) {
+      const idle = longestIdle(held)
+      if (idle === null) {
+        events.onRefused('address', address)
+        socket.destroy()
+        return
+      }
+      evict(idle)
+    }
+    if (open.size >= limits.maxConnections) {
+      const idle = longestIdle(open)
+      if (idle === null) {
+        events.onRefused('total', address)
+        socket.destroy()
+        return
+      }
+      evict(idle)
+    }
+    const tracked: Tracked = { socket, address, lastActive: performance.now() }
+    ;(socket as Socket & { [TRACKED]?: Tracked })[TRACKED] = tracked
+    open.add(tracked)
+    const mine = byAddress.get(address)
+    if (mine === undefined) byAddress.set(address, new Set([tracked]))
+    else mine.add(tracked)
+    socket.once('close', () => forget(tracked))
+  })
+
+  server.on('request', (request: IncomingMessage) => {
+    const tracked = (request.socket as Socket & { [TRACKED]?: Tracked })[TRACKED]
+    if (tracked !== undefined) tracked.lastActive = performance.now()
+  })
+}
+
+/**
+ * The connection of `candidates` idle longest (the earliest last request, or connection when it
+ * has sent none), or null when every one has a request in flight. In flight: Node has an answer
+ * attached to the socket (`_httpMessage`, from the moment the request's headers are read to the
+ * end of its answer; the same internal that answered() reads).
+ */
+function longestIdle (candidates: Iterable<Tracked>): Tracked | null {
+  let oldest: Tracked | null = null
+  for (const tracked of candidates) {
+    const pending = (tracked.socket as Socket & { _httpMessage?: object | null })._httpMessage
+    if (pending !== undefined && pending !== null) continue
+    if (oldest === null || tracked.lastActive < oldest.lastActive) oldest = tracked
+  }
+  return oldest
+}
+
+/**
+ * The guard's refusals in the log: the first of each kind at once, then at most one line per
+ * 10 s with the count, so that a flood of connections cannot flood the log too.
+ */
+export function reportRefusals (log: { warn (fields: object, message: string): void }, limits: Pick<ServerLimits, 'maxConnections' | 'maxConnectionsPerAddress'>): ConnectionEvents {
+  const windows = {
+    total: refusalWindow((dropped) => log.warn({ dropped, maxConnections: limits.maxConnections }, 'connection cap reached: connections closed unanswered')),
+    address: refusalWindow((dropped, addresses) => log.warn({ dropped, maxConnectionsPerAddress: limits.maxConnectionsPerAddress, addresses }, 'per-address connection cap reached: connections closed unanswered'))
+  }
+  return { onRefused (reason, address) { windows[reason](address) } }
+}
+
+/** Counts refusals; reports the first at once and the rest once per 10 s, with up to 10 addresses. */
+function refusalWindow (report: (dropped: number, addresses: string[]) => void): (address: string) => void {
+  let dropped = 0
+  let addresses = new Set<string>()
+  let window: NodeJS.Timeout | null = null
+  const flush = (): void => {
+    report(dropped, [...addresses])
+    dropped = 0
+    addresses = new Set()
+  }
+  return (address) => {
+    dropped++
+    if (addresses.size < 10) addresses.add(address)
+    if (window !== null) return
+    flush()
+    window = setTimeout(() => {
+      window = null
+      if (dropped > 0) flush()
+    }, 10_000)
+    window.unref()
+  }
+}

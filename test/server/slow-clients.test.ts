@@ -80,27 +80,24 @@ test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS', { ti
   assert.ok(exchange.ms >= 250 && exchange.ms < 1500, `closed ${Math.round(exchange.ms)} ms after the answer began (keep-alive 300 ms)`)
 })
 
-test('past MAX_CONNECTIONS a new connection is closed at once; once the idle ones time out, clients are served again', { timeout: 10_000 }, async (t) => {
-  const logs: Array<Record<string, unknown>> = []
-  const { server, port } = await startTestServer(t, { ...LIMITS, MAX_CONNECTIONS: '4' }, logs)
-  const idle = await Promise.all([1, 2, 3, 4].map(() => idleConnection(port)))
+test('past MAX_CONNECTIONS the connection idle longest (one that never sent a request) is closed to make room; the others are cut at the header deadline', { timeout: 10_000 }, async (t) => {
+  // Refusing a newcomer while the cap is held by connections that do nothing is covered, with
+  // busy connections, in connection-fairness.test.ts.
+  const { port } = await startTestServer(t, { ...LIMITS, MAX_CONNECTIONS: '4', MAX_CONNECTIONS_PER_ADDRESS: '4' })
+  const idle: Awaited<ReturnType<typeof idleConnection>>[] = []
+  for (let i = 0; i < 4; i++) idle.push(await idleConnection(port))
 
-  const refused = await rawExchange(port, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
-  assert.equal(refused.text, '', 'the fifth connection gets no answer')
-  assert.ok(refused.ms < 250, `the fifth connection was closed after ${Math.round(refused.ms)} ms`)
-  // The operator hears of it: one warning (the next ones are counted for 10 s).
-  assert.equal((await rawExchange(port, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')).text, '')
-  assert.deepEqual(logs.map(({ level, msg, dropped, maxConnections }) => ({ level, msg, dropped, maxConnections })),
-    [{ level: 40, msg: 'connection cap reached: connections closed unanswered', dropped: 1, maxConnections: 4 }])
+  const fifth = await rawExchange(port, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n')
+  assert.equal(parseAnswer(fifth.text).status, 200)
+  assert.deepEqual(parseAnswer(fifth.text).body, { status: 'ok' })
+  // The oldest was closed without a word: it had no request to answer.
+  assert.equal((await idle[0]!.ended).text, '')
 
   // A connection that never sends a request is a slow client too: cut at the header deadline.
-  for (const socket of idle) {
+  for (const socket of idle.slice(1)) {
     const { text } = await socket.ended
     const answer = parseAnswer(text)
     assert.equal(answer.status, 408)
     assert.equal((answer.body as { code: string }).code, 'request_timeout')
   }
-  const served = await fetch(`${server.url}/healthz`)
-  assert.equal(served.status, 200)
-  assert.deepEqual(await served.json(), { status: 'ok' })
 })
