@@ -78,7 +78,16 @@ export function transaction<T> (db: Db, fn: () => T): T {
     db.exec('COMMIT')
     return result
   } catch (error) {
-    db.exec('ROLLBACK')
+    // SQLite may have ended the transaction itself (it rolls back on SQLITE_FULL, SQLITE_IOERR
+    // and the like): a ROLLBACK then fails with "no transaction is active", and that error
+    // would hide the real one. A ROLLBACK that fails otherwise must not hide it either.
+    if (db.isTransaction) {
+      try {
+        db.exec('ROLLBACK')
+      } catch {
+        // The error that matters is fn's or the commit's, thrown below.
+      }
+    }
     throw error
   }
 }
@@ -148,7 +157,8 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
   let queue: Pending[] = []
   let scheduled: NodeJS.Immediate | NodeJS.Timeout | null = null
   let retryDelay = 2
-  let idle: (() => void) | null = null
+  /** close()'s waiters, told when the queue is empty and no flush is scheduled. */
+  const idle: (() => void)[] = []
 
   // Group commit of fsyncs: `current` is the one in flight; `next` the one later commits wait for.
   let current: Promise<void> | null = null
@@ -175,24 +185,74 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
       begin.run()
       return true
     } catch (error) {
-      strict.run()
-      wait.run()
       if (isBusy(error)) return false
       throw error
     }
   }
 
+  /**
+   * Back to the settings every other statement on the connection expects. These pragmas fail
+   * only inside a transaction, which flush never leaves open unless even ROLLBACK failed; then
+   * the next BEGIN fails and rejects its writes, so nothing waits forever.
+   */
+  function restore (): void {
+    try { strict.run() } catch { /* see above */ }
+    try { wait.run() } catch { /* see above */ }
+  }
+
+  /** Ends the transaction if SQLite has not already; a failed ROLLBACK must not hide the cause. */
+  function abandon (): void {
+    if (!db.isTransaction) return
+    try { rollback.run() } catch { /* the writes are rejected with the error that caused this */ }
+  }
+
+  /**
+   * Undoes one failed write's savepoint. False when that is impossible: the write's error ended
+   * the whole transaction (SQLite rolls back on its own on SQLITE_FULL, SQLITE_IOERR and the
+   * like, and the savepoint is gone with it), or the undo failed.
+   */
+  function undoWrite (): boolean {
+    if (!db.isTransaction) return false
+    try {
+      undo.run()
+      release.run()
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  /**
+   * Every write settles, in every path: it is answered (after its fsync), rejected with its own
+   * error, rejected with the error that lost its work (the commit's, or another write's that
+   * ended the transaction), or put back at the head of the queue when it has not run yet. And
+   * whatever the path, when nothing is left to do, close() is told.
+   */
   function flush (): void {
     scheduled = null
-    if (queue.length === 0) return
+    try {
+      if (queue.length > 0) runBatch()
+    } finally {
+      if (queue.length > 0 && scheduled === null) schedule()
+      if (queue.length === 0 && scheduled === null) {
+        for (const resolve of idle.splice(0)) resolve()
+      }
+    }
+  }
+
+  function runBatch (): void {
     let began: boolean
     try {
       began = tryBegin()
     } catch (error) {
+      // BEGIN (or a pragma before it) failed for another reason than the lock: this turn's
+      // writes cannot run. A transaction already open on the connection is not ours to end.
+      restore()
       for (const p of queue.splice(0)) p.reject(error)
       return
     }
     if (!began) {
+      restore()
       // Locked by another process: the writes that waited long enough fail with 503, the others
       // try again a little later, without blocking the event loop meanwhile.
       const now = Date.now()
@@ -208,40 +268,44 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
     retryDelay = 2
     const batch = queue.length > MAX_BATCH ? queue.splice(0, MAX_BATCH) : queue.splice(0)
     const done: [Pending, unknown][] = []
+    // The error that lost the transaction, if one did; `ran` counts the writes of the batch run.
+    let lost: { error: unknown } | null = null
+    let ran = 0
     try {
-      for (const p of batch) {
-        savepoint.run()
+      while (ran < batch.length && lost === null) {
+        const p = batch[ran++]!
+        let result: unknown
         try {
-          const result = p.fn()
+          savepoint.run()
+          result = p.fn()
           release.run()
-          done.push([p, result])
         } catch (error) {
-          undo.run()
-          release.run()
           p.reject(error)
+          if (!undoWrite()) lost = { error }
+          continue
         }
+        done.push([p, result])
       }
-      commit.run()
+      if (lost === null) commit.run()
     } catch (error) {
-      // The commit (or a savepoint statement) failed: nothing of the batch is kept.
-      // SQLite may have rolled back already; then there is no transaction left to end.
-      if (db.isTransaction) rollback.run()
-      for (const [p] of done) p.reject(error)
-      done.length = 0
+      // The commit failed: nothing of the batch is kept.
+      lost = { error }
     } finally {
-      strict.run()
-      wait.run()
+      if (lost !== null) {
+        abandon()
+        for (const [p] of done) p.reject(lost.error)
+        done.length = 0
+        // The writes after the one that ended the transaction did not run: they go first in the
+        // next transaction, each still failing or succeeding on its own.
+        queue.unshift(...batch.slice(ran))
+      }
+      restore()
     }
-    if (queue.length > 0) schedule()
     if (done.length > 0) {
       durable().then(
         () => { for (const [p, result] of done) p.resolve(result) },
         (error: unknown) => { for (const [p] of done) p.reject(error) }
       )
-    }
-    if (queue.length === 0 && scheduled === null && idle !== null) {
-      idle()
-      idle = null
     }
   }
 
@@ -253,7 +317,7 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
       })
     },
     async close () {
-      if (queue.length > 0 || scheduled !== null) await new Promise<void>((resolve) => { idle = resolve })
+      if (queue.length > 0 || scheduled !== null) await new Promise<void>((resolve) => { idle.push(resolve) })
       await next?.catch(() => {})
       await current?.catch(() => {})
       wal?.close()
