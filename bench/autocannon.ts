@@ -61,39 +61,41 @@ async function main (): Promise<void> {
   const { load } = job
   const pick = (paths: string[]) => (request: { path: string }) => ({ ...request, path: paths[Math.floor(Math.random() * paths.length)]! })
   const options: AutocannonOptions = { url: job.base, connections: job.connections, duration: job.seconds, timeout: 10, headers: load.headers }
+  let ordering: AutocannonOptions | null = null
   if (load.kind === 'static') {
     Object.assign(options, { url: job.base + load.path, method: load.method })
     if (load.body !== undefined) Object.assign(options, { body: load.body, headers: { ...load.headers, 'content-type': 'application/json' } })
   } else if (load.kind === 'paths') {
     options.requests = [{ method: 'GET', setupRequest: pick(load.paths) }]
   } else {
-    // Each client loops over this sequence: every-1 reads, then the order.
-    options.requests = [
-      ...Array.from({ length: load.every - 1 }, (): AutocannonRequest => ({ method: 'GET', setupRequest: pick(load.paths) })),
-      { method: 'POST', path: load.order.path, body: load.order.body, headers: { ...load.headers, 'content-type': 'application/json' } }
-    ]
+    // Two runs side by side: the readers on most connections, the orderers on the rest.
+    const orderers = Math.min(job.connections - 1, Math.max(1, load.orderers))
+    options.connections = job.connections - orderers
+    options.requests = [{ method: 'GET', setupRequest: pick(load.paths) }]
+    ordering = {
+      url: job.base + load.order.path, connections: orderers, duration: job.seconds, timeout: 10, method: 'POST',
+      body: load.order.body, headers: { ...load.headers, 'content-type': 'application/json' }
+    }
   }
 
   const all = new Samples()
   const reads = new Samples()
   const orders = new Samples()
-  const sent = new WeakMap<object, number>()
-  const run = autocannon(options)
-  run.on('response', (client, status, _bytes, ms) => {
+  const listen = (run: AutocannonRun, samples: Samples | null): AutocannonRun => run.on('response', (_client, status, _bytes, ms) => {
     const us = ms * 1000
     all.add(us)
-    if (load.kind !== 'mixed') return
-    const n = sent.get(client) ?? 0
-    sent.set(client, n + 1)
-    const samples = n % load.every === load.every - 1 ? orders : reads
+    if (samples === null) return
     samples.add(us)
     if (status < 200 || status > 299) samples.bad++
   })
-  const result = await run
+  const runs = [listen(autocannon(options), load.kind === 'mixed' ? reads : null), ...(ordering === null ? [] : [listen(autocannon(ordering), orders)])]
+  const results = await Promise.all(runs)
+  const total = (f: (r: AutocannonResult) => number): number => results.reduce((n, r) => n + f(r), 0)
+  const timeouts = total((r) => r.timeouts)
   process.stdout.write(formatResult({
-    requests: result.requests.total,
-    durationUs: result.duration * 1e6,
-    errors: { connect: 0, read: Math.max(0, result.errors - result.timeouts), write: 0, status: result.non2xx, timeout: result.timeouts },
+    requests: total((r) => r.requests.total),
+    durationUs: Math.max(...results.map((r) => r.duration)) * 1e6,
+    errors: { connect: 0, read: Math.max(0, total((r) => r.errors) - timeouts), write: 0, status: total((r) => r.non2xx), timeout: timeouts },
     latencyUs: all.part().latencyUs,
     ...(load.kind === 'mixed' && { reads: reads.part(), orders: orders.part() })
   }))

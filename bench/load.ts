@@ -9,6 +9,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { hasCommand, runToEnd } from './processes.ts'
+import type { ProcessStats } from './server.ts'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const AUTOCANNON_SCRIPT = path.join(HERE, 'autocannon.ts')
@@ -18,8 +19,8 @@ export type Load =
   | { kind: 'static'; method: 'GET' | 'POST'; path: string; body?: string; headers: Record<string, string> }
   /** GET one of the paths per request, picked at random (so a cache sees the whole catalogue). */
   | { kind: 'paths'; paths: string[]; headers: Record<string, string> }
-  /** Like 'paths', but each connection's every `every`-th request is the order (a POST). */
-  | { kind: 'mixed'; paths: string[]; every: number; order: { path: string; body: string }; headers: Record<string, string> }
+  /** Orders (a POST) on `orderers` connections, while the others GET the paths as 'paths' does. */
+  | { kind: 'mixed'; paths: string[]; orderers: number; order: { path: string; body: string }; headers: Record<string, string> }
 
 /** Request count, failures and latency of one kind of request in a mixed slice. */
 export interface Part { count: number; bad: number; latencyUs: number[] }
@@ -33,6 +34,8 @@ export interface Slice {
   /** Mixed loads only: the reads and the orders apart. */
   reads?: Part
   orders?: Part
+  /** What the server process spent during the slice (CPU time, event-loop delay, GC). */
+  server?: ProcessStats
 }
 
 /**
@@ -195,7 +198,8 @@ end
   }
   // Mixed: one connection per wrk thread (-t = -c), so in each thread's Lua state a response
   // always belongs to the request just sent, and reads and orders can be timed apart (wrk's own
-  // histogram mixes them). The clock is CLOCK_MONOTONIC through LuaJIT's FFI.
+  // histogram mixes them). This per-reply callback costs the generator CPU: the reference stays
+  // the plain run (bench/run.ts). The clock is CLOCK_MONOTONIC through LuaJIT's FFI.
   return head + pathsPart + `
 local ffi = require('ffi')
 ffi.cdef[[
@@ -207,14 +211,14 @@ local function now_us ()
   ffi.C.clock_gettime(1, ts)
   return tonumber(ts.tv_sec) * 1000000 + tonumber(ts.tv_nsec) / 1000
 end
-local EVERY = ${Math.max(2, Math.round(load.every))}
+local ORDERERS = ${Math.max(1, Math.round(load.orderers))}
 local threads = {}
 function setup (thread)
   threads[#threads + 1] = thread
   thread:set('seed', #threads)
 end
 reads, orders, reads_bad, orders_bad = {}, {}, 0, 0
-local order_request, n, kind, started
+local order_request, ordering, kind, started
 function init (args)
   load_paths()
   math.randomseed(seed or 1)
@@ -223,13 +227,12 @@ function init (args)
   for name, value in pairs(wrk.headers) do headers[name] = value end
   headers['content-type'] = 'application/json'
   order_request = wrk.format('POST', ${lua(load.order.path)}, headers, ${lua(load.order.body)})
-  -- Stagger the connections, so their orders do not all leave together.
-  n = (seed or 0) % EVERY
+  -- The first ORDERERS connections order, the others read.
+  ordering = (seed or 1) <= ORDERERS
 end
 function request ()
-  n = n + 1
   started = now_us()
-  if n % EVERY == 0 then kind = 'order' return order_request end
+  if ordering then kind = 'order' return order_request end
   kind = 'read'
   return random_request()
 end
@@ -288,6 +291,29 @@ async function openWrk (cpus: string | null): Promise<Generator> {
   }
 }
 
+/** What plain wrk (no script) measured: the reference check's figure. */
+export interface PlainRun { requests: number; seconds: number; reqPerSec: number; p99Ms: number | null; command: string }
+
+/**
+ * `wrk -t1 -c<connections> -d<seconds>s --latency URL`, no Lua at all, pinned like every other
+ * run: what anyone would measure by hand. The bench's own reference must agree with it.
+ */
+export async function plainWrk (cpus: string | null, url: string, connections: number, seconds: number): Promise<PlainRun> {
+  const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url]
+  const { code, stdout, stderr } = await runToEnd(cpus, 'wrk', args, seconds * 1000 + 60_000)
+  if (code !== 0) throw new Error(`wrk exited with code ${code}: ${(stderr || stdout).trim().slice(-500)}`)
+  const counted = /(\d+) requests in ([\d.]+)(m?s|m)\b/.exec(stdout)
+  const rate = /Requests\/sec:\s+([\d.]+)/.exec(stdout)
+  if (counted === null || rate === null) throw new Error(`plain wrk printed no figures: ${stdout.slice(-300)}`)
+  const unit = counted[3]!
+  const duration = Number(counted[2]) * (unit === 'ms' ? 1e-3 : unit === 'm' ? 60 : 1)
+  const p99 = /^\s+99%\s+([\d.]+)(us|ms|s)\s*$/m.exec(stdout)
+  const p99Ms = p99 === null ? null : Number(p99[1]) * (p99[2] === 'us' ? 1e-3 : p99[2] === 's' ? 1000 : 1)
+  const errors = /Non-2xx or 3xx responses: (\d+)|Socket errors: (.*)/.exec(stdout)
+  if (errors !== null) throw new Error(`plain wrk saw errors: ${errors[0]}`)
+  return { requests: Number(counted[1]), seconds: duration, reqPerSec: Number(rate[1]), p99Ms, command: `${cpus === null ? '' : `taskset -c ${cpus} `}wrk ${args.slice(0, -1).join(' ')}` }
+}
+
 // autocannon ------------------------------------------------------------------------------------
 
 /** What bench/autocannon.ts takes, as JSON in argv[2]. */
@@ -307,6 +333,8 @@ export const formatResult = (slice: Omit<Slice, 'seconds'> & { durationUs: numbe
 
 export interface Measured {
   slices: Slice[]
+  /** The bare server's slices of the same rounds. */
+  bare: Slice[]
   /** Per round: this scenario's req/s over the bare server's in the same round. */
   ratios: number[]
 }
@@ -317,19 +345,32 @@ export interface Measured {
  * elsewhere changes from second to second; pairing each slice with a bare slice next to it in
  * time, and taking the median of the per-round ratios, keeps that noise out of the ratio.
  */
-export async function measure (generator: Generator, base: string, load: Load, bare: { base: string; load: Load; slices: Slice[] }, options: { connections: number; slice: number; rounds: number; warmup: number }): Promise<Measured> {
-  if (options.warmup > 0) await generator.run(base, load, options.connections, options.warmup)
+/** A server under load, and how to ask it what it spent. */
+export interface Target { base: string; stats?: () => Promise<ProcessStats> }
+
+/** One slice of load, with what the server spent during it. */
+async function slice (generator: Generator, target: Target, load: Load, connections: number, seconds: number): Promise<Slice> {
+  await target.stats?.()
+  const measured = await generator.run(target.base, load, connections, seconds)
+  const stats = await target.stats?.()
+  return stats === undefined ? measured : { ...measured, server: stats }
+}
+
+export async function measure (generator: Generator, target: Target, load: Load, bare: Target & { load: Load; slices: Slice[] }, options: { connections: number; slice: number; rounds: number; warmup: number }): Promise<Measured> {
+  if (options.warmup > 0) await generator.run(target.base, load, options.connections, options.warmup)
   const slices: Slice[] = []
+  const bareSlices: Slice[] = []
   const ratios: number[] = []
   for (let round = 0; round < options.rounds; round++) {
     const bareFirst = round % 4 === 0 || round % 4 === 3
     let bareSlice: Slice | null = null
-    if (bareFirst) bareSlice = await generator.run(bare.base, bare.load, options.connections, options.slice)
-    const mine = await generator.run(base, load, options.connections, options.slice)
-    if (!bareFirst) bareSlice = await generator.run(bare.base, bare.load, options.connections, options.slice)
+    if (bareFirst) bareSlice = await slice(generator, bare, bare.load, options.connections, options.slice)
+    const mine = await slice(generator, target, load, options.connections, options.slice)
+    if (!bareFirst) bareSlice = await slice(generator, bare, bare.load, options.connections, options.slice)
     slices.push(mine)
     bare.slices.push(bareSlice!)
+    bareSlices.push(bareSlice!)
     ratios.push((mine.requests / mine.seconds) / (bareSlice!.requests / bareSlice!.seconds))
   }
-  return { slices, ratios }
+  return { slices, bare: bareSlices, ratios }
 }

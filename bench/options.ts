@@ -2,9 +2,14 @@
 import { parseArgs } from 'node:util'
 
 export const USAGE = `usage: npm run bench -- [options]
-  --rounds N          measured rounds per scenario, each beside a round of bare node:http (default 8)
-  --slice S           seconds of load per round, whole seconds with wrk (default 1)
-  --warmup S          seconds of unmeasured load before each scenario (default 1; 0 for none)
+  --rounds N          measured rounds per scenario, each beside a round of bare node:http (default 3)
+  --slice S           seconds of load per round, whole seconds with wrk (default 5)
+  --warmup S          seconds of unmeasured load before each scenario (default 2; 0 for none)
+  --reference S       seconds of plain wrk (no script) against the bare server, at the start and
+                      at the end, to check the bench's own reference against (default 10; 0 for
+                      no check)
+  --tolerance PCT     how far, in percent, the bench's reference may be from plain wrk's before
+                      the run fails (default 15)
   --connections N     concurrent connections (default 50)
   --pets N            pets in the catalogue the reads pick from (default 10000)
   --only LIST         scenarios to run, comma-separated: get, id, list, rate_limit, orders, mixed
@@ -27,6 +32,10 @@ export interface Options {
   rounds: number
   slice: number
   warmup: number
+  /** Seconds of each plain-wrk reference run; 0: no check. */
+  reference: number
+  /** Percent. */
+  tolerance: number
   connections: number
   pets: number
   only: ReadonlySet<ScenarioId>
@@ -47,9 +56,11 @@ export function parseOptions (args: string[]): Options | null {
     args,
     strict: true,
     options: {
-      rounds: { type: 'string', default: '8' },
-      slice: { type: 'string', default: '1' },
-      warmup: { type: 'string', default: '1' },
+      rounds: { type: 'string', default: '3' },
+      slice: { type: 'string', default: '5' },
+      warmup: { type: 'string', default: '2' },
+      reference: { type: 'string', default: '10' },
+      tolerance: { type: 'string', default: '15' },
       connections: { type: 'string', default: '50' },
       pets: { type: 'string', default: '10000' },
       only: { type: 'string', default: SCENARIO_IDS.join(',') },
@@ -85,6 +96,8 @@ export function parseOptions (args: string[]): Options | null {
     // wrk takes whole seconds only.
     slice: integer('slice', values.slice, 1, 600),
     warmup: integer('warmup', values.warmup, 0, 60),
+    reference: integer('reference', values.reference, 0, 600),
+    tolerance: integer('tolerance', values.tolerance, 1, 1000),
     connections: integer('connections', values.connections, 1, 1000),
     pets: integer('pets', values.pets, 10, 1_000_000),
     only,

@@ -8,7 +8,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { ChildMessage, PetstoreChildSettings } from './server.ts'
+import type { ChildMessage, PetstoreChildSettings, ProcessStats } from './server.ts'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const SERVER_SCRIPT = path.join(HERE, 'server.ts')
@@ -36,7 +36,7 @@ export function placement (pin: boolean): Placement {
   const cpus = os.availableParallelism()
   if (cpus < 2) return { server: null, generator: null, describe: `not pinned: only ${cpus} CPU` }
   if (!hasCommand('taskset', ['--version'])) return { server: null, generator: null, describe: 'not pinned: taskset is missing (util-linux)' }
-  return { server: '0', generator: '1', describe: `taskset: servers on CPU 0, load generator on CPU 1 (${cpus} CPUs)` }
+  return { server: '1', generator: '0', describe: `taskset: servers on CPU 1, load generator on CPU 0 (${cpus} CPUs)` }
 }
 
 /** The command line, behind `taskset -c CPUS` when pinned. */
@@ -52,6 +52,8 @@ export interface ChildServer {
   pid: number
   /** The child's resident set size in bytes, as it reports it (process.memoryUsage().rss). */
   rss (): Promise<number>
+  /** What the process spent since the last call (CPU time, event-loop delay, GC pauses). */
+  stats (): Promise<ProcessStats>
   stop (): Promise<void>
 }
 
@@ -77,12 +79,14 @@ export async function startServer (label: string, cpus: string | null, mode: { b
   child.stderr?.on('data', (chunk: string) => { if (stderr.length < 10_000) stderr += chunk })
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => { children.delete(child); resolve(code) }))
   const rssWaiters: ((rss: number) => void)[] = []
+  const statsWaiters: ((stats: ProcessStats) => void)[] = []
 
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${label} server did not start within 60 s${stderr ? `: ${stderr.trim()}` : ''}`)), 60_000)
     child.on('message', (message: ChildMessage) => {
       if (message.type === 'ready') { clearTimeout(timer); resolve(message.port) }
       if (message.type === 'rss') rssWaiters.shift()?.(message.rss)
+      if (message.type === 'stats') statsWaiters.shift()?.(message.stats)
     })
     void exited.then((code) => { clearTimeout(timer); reject(new Error(`${label} server exited with code ${code}${stderr ? `: ${stderr.trim()}` : ''}`)) })
   }).catch(async (error: unknown) => { child.kill('SIGKILL'); await exited; throw error })
@@ -95,6 +99,13 @@ export async function startServer (label: string, cpus: string | null, mode: { b
         if (!child.connected) { reject(new Error(`${label} server is gone`)); return }
         rssWaiters.push(resolve)
         child.send('rss')
+      })
+    },
+    stats () {
+      return new Promise<ProcessStats>((resolve, reject) => {
+        if (!child.connected) { reject(new Error(`${label} server is gone`)); return }
+        statsWaiters.push(resolve)
+        child.send('stats')
       })
     },
     async stop () {

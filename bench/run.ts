@@ -25,13 +25,14 @@ import { createRedisRateLimiter, redisClientOptions } from '../src/ratelimit/red
 import { createPostgresStores } from '../src/storage/postgres/index.ts'
 import { createSqliteStores } from '../src/storage/sqlite/index.ts'
 import type { Stores } from '../src/storage/stores.ts'
-import { deleteRedisKeys, postgresUnavailableReason, redisUnavailableReason, safeUrl, withPostgres } from '../test/helpers/services.ts'
+import { deleteRedisKeys, postgresUnavailableReason, redisUnavailableReason, safeUrl, withPostgres } from '../scripts/services.ts'
 import { microBenchmark } from './limiter.ts'
-import { GeneratorMissing, measure, openGenerator, type Generator, type Slice } from './load.ts'
+import { GeneratorMissing, measure, openGenerator, plainWrk, type Generator, type PlainRun, type Slice } from './load.ts'
 import { parseOptions, USAGE, type Options } from './options.ts'
 import { killChildren, placement, startServer, type Placement } from './processes.ts'
-import { bareRow, failedRow, memoryRow, notesOf, renderText, save, scenarioRow, SETUP_TITLES, type Document, type Memory, type MicroResult, type Row, type SetupId } from './report.ts'
+import { bareRow, failedRow, memoryRow, notesOf, referenceCheck, renderText, save, scenarioRow, SETUP_TITLES, type Document, type Memory, type MicroResult, type ReferenceCheck, type Row, type SetupId } from './report.ts'
 import { BARE_LOAD, BARE_PROBE, probe, scenarios, seed, type Seeded } from './scenarios.ts'
+import type { ProcessStats } from './server.ts'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 
@@ -76,7 +77,7 @@ interface Run {
   opts: Options
   place: Placement
   generator: Generator
-  bare: { base: string; slices: Slice[] }
+  bare: { base: string; stats: () => Promise<ProcessStats>; slices: Slice[] }
   rows: Row[]
   memory: Memory[]
 }
@@ -84,10 +85,12 @@ interface Run {
 function report (run: Run, row: Row): void {
   run.rows.push(row)
   const where = row.setup === 'bare' ? '' : `${SETUP_TITLES[row.setup]}, `
+  const cpu = row.cpuUsPerReq === null || row.cpuUsPerReq === undefined ? '' : `, CPU ${row.cpuUsPerReq.toFixed(1)} µs/req (${row.cpuRatio?.toFixed(2) ?? '-'}x of bare's)`
   const figures = row.status === 'ok'
-    ? `${Math.round(row.reqPerSec ?? 0).toLocaleString('en-US')} req/s, p50 ${row.p50Ms?.toFixed(2)} ms, p99 ${row.p99Ms?.toFixed(2)} ms, ${row.ratio?.toFixed(2)}x of bare node:http`
+    ? `${Math.round(row.reqPerSec ?? 0).toLocaleString('en-US')} req/s, p50 ${row.p50Ms?.toFixed(2)} ms, p99 ${row.p99Ms?.toFixed(2)} ms, ${row.ratio?.toFixed(2)}x of bare node:http${cpu}`
     : `${row.status.toUpperCase()}: ${row.reason ?? ''}`
-  process.stdout.write(`  ${where}${row.title}: ${figures}\n`)
+  const target = row.target === null ? '' : `; target ${row.target}: ${row.met === true ? 'met' : 'MISSED'}`
+  process.stdout.write(`  ${where}${row.title}: ${figures}${target}\n`)
 }
 
 /** Starts the API on this setup, measures every scenario against it, and records its memory. */
@@ -97,14 +100,14 @@ async function runSetup (run: Run, setup: SetupId, env: Record<string, string>, 
   try {
     const rssStart = await server.rss()
     const headers = { 'x-api-key': seeded.apiKey }
-    for (const scenario of scenarios(seeded, run.opts.only)) {
+    for (const scenario of scenarios(seeded, run.opts.only, run.opts.connections)) {
       let row: Row
       const loadAverage = Math.round(os.loadavg()[0]! * 10) / 10
       const wrong = await probe(server.base, headers, scenario.probe).catch((error: unknown) => `the probe failed: ${describe(error)}`)
       if (wrong !== null) {
         row = failedRow(setup, scenario, wrong)
       } else {
-        row = await measure(run.generator, server.base, scenario.load, { base: run.bare.base, load: BARE_LOAD, slices: run.bare.slices }, run.opts)
+        row = await measure(run.generator, { base: server.base, stats: () => server.stats() }, scenario.load, { ...run.bare, load: BARE_LOAD }, run.opts)
           .then((measured) => scenarioRow(setup, scenario, measured), (error: unknown) => failedRow(setup, scenario, describe(error)))
       }
       row.loadAverage = loadAverage
@@ -170,12 +173,24 @@ async function main (): Promise<number> {
     loadAverageAtStart: os.loadavg().map((l) => Math.round(l * 100) / 100),
     loadAverageAtEnd: [] as number[]
   }
+  const plainRuns: PlainRun[] = []
+  let reference: ReferenceCheck | null = null
+  const checkReference = generator.name === 'wrk' && opts.reference > 0
+  const plainReference = async (base: string, when: string): Promise<void> => {
+    if (!checkReference) return
+    const plain = await plainWrk(place.generator, `${base}/`, opts.connections, opts.reference)
+    plainRuns.push(plain)
+    process.stdout.write(`  plain wrk against bare node:http (${when}): ${Math.round(plain.reqPerSec).toLocaleString('en-US')} req/s, p99 ${plain.p99Ms?.toFixed(2) ?? '-'} ms (${plain.command})\n`)
+  }
   const startedAt = new Date()
   const commit = gitCommit()
   process.stdout.write(`Petstore API benchmark, ${startedAt.toISOString()}, commit ${commit ?? 'unknown'}\n`)
   process.stdout.write(`node ${machine.node} on ${machine.platform}, ${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB, load average ${machine.loadAverageAtStart.join(' ')}\n`)
   process.stdout.write(`load generator: ${generator.describe}\n${place.describe}\n`)
-  process.stdout.write(`${opts.connections} connections on loopback; per scenario ${opts.warmup} s warm-up, then ${opts.rounds} rounds of ${opts.slice} s, each beside ${opts.slice} s of bare node:http; server LOG_LEVEL=${opts.logLevel}\n\n`)
+  process.stdout.write(`${opts.connections} connections on loopback; per scenario ${opts.warmup} s warm-up, then ${opts.rounds} rounds of ${opts.slice} s, each beside ${opts.slice} s of bare node:http; server LOG_LEVEL=${opts.logLevel}\n`)
+  process.stdout.write(checkReference
+    ? `reference check: plain wrk (no script) for ${opts.reference} s against bare node:http at the start and the end; the bench's bare figure must be within ${opts.tolerance}% of it\n\n`
+    : `reference check: not run (${generator.name === 'wrk' ? '--reference 0' : 'it needs wrk'})\n\n`)
 
   const rows: Row[] = []
   const memory: Memory[] = []
@@ -205,7 +220,8 @@ async function main (): Promise<number> {
     const bareWrong = await probe(bare.base, {}, BARE_PROBE)
     if (bareWrong !== null) throw new Error(`the bare node:http server: ${bareWrong}`)
     if (opts.warmup > 0) await generator.run(bare.base, BARE_LOAD, opts.connections, opts.warmup)
-    const run: Run = { opts, place, generator, bare: { base: bare.base, slices: bareSlices }, rows, memory }
+    await plainReference(bare.base, 'at the start')
+    const run: Run = { opts, place, generator, bare: { base: bare.base, stats: () => bare.stats(), slices: bareSlices }, rows, memory }
     await runSetup(run, 'sqlite', { DATABASE_URL: sqliteUrl }, sqliteSeed)
 
     // PostgreSQL, in a fresh schema dropped afterwards.
@@ -243,6 +259,7 @@ async function main (): Promise<number> {
       }
     }
 
+    await plainReference(bare.base, 'at the end')
     await bare.stop()
 
     if (opts.microSeconds > 0) {
@@ -272,8 +289,15 @@ async function main (): Promise<number> {
   }
   machine.loadAverageAtEnd = os.loadavg().map((l) => Math.round(l * 100) / 100)
 
-  if (bareSlices.length > 0) rows.unshift(bareRow(bareSlices))
+  if (bareSlices.length > 0) {
+    const bareFigures = bareRow(bareSlices)
+    rows.unshift(bareFigures)
+    if (plainRuns.length > 0 && bareFigures.reqPerSec !== null) reference = referenceCheck(plainRuns, bareFigures.reqPerSec, opts.tolerance)
+  }
   const failures = [
+    ...(reference !== null && !reference.ok
+      ? [`the reference: the bench's bare node:http figure (${Math.round(reference.benchReqPerSec)} req/s) is ${reference.differencePct.toFixed(1)}% from plain wrk's (${Math.round(reference.plainReqPerSec)} req/s), more than the ${reference.tolerancePct}% allowed`]
+      : []),
     ...rows.filter((r) => r.status === 'failed').map((r) => `${r.setup === 'bare' ? '' : SETUP_TITLES[r.setup] + ', '}${r.title}: ${r.reason ?? 'failed'}`),
     ...limiter.filter((m) => m.status === 'failed').map((m) => `limiter ${m.backend} x${m.inFlight}: ${m.reason ?? 'failed'}`)
   ]
@@ -285,12 +309,13 @@ async function main (): Promise<number> {
     generator: generator.describe,
     placement: place.describe,
     options: {
-      rounds: opts.rounds, slice: opts.slice, warmup: opts.warmup, connections: opts.connections, pets: opts.pets, only: [...opts.only],
+      rounds: opts.rounds, slice: opts.slice, warmup: opts.warmup, reference: opts.reference, tolerance: opts.tolerance, connections: opts.connections, pets: opts.pets, only: [...opts.only],
       logLevel: opts.logLevel, redis: opts.redisUrl === null ? 'off' : safeUrl(opts.redisUrl), postgres: opts.postgresUrl === null ? 'off' : safeUrl(opts.postgresUrl), micro: opts.microSeconds
     },
     rows,
     memory,
     limiter,
+    reference,
     notes: notesOf(rows, limiter),
     ok: failures.length === 0,
     failures

@@ -7,10 +7,15 @@
 //                                             startServer, as `petstore serve` starts it
 //
 // Either way it listens on 127.0.0.1, port 0, and tells the parent the port over IPC
-// ({ type: 'ready', port }). It answers 'rss' with its resident set size, and stops when the
-// parent sends 'stop' or goes away.
+// ({ type: 'ready', port }). It answers 'rss' with its resident set size, 'stats' with what the
+// process spent since the last 'stats' (CPU time, the event loop's delay, GC pauses), and stops
+// when the parent sends 'stop' or goes away.
+//
+// The stats are the bench's, not the server's: a 10 ms-resolution event-loop monitor and a GC
+// observer, whose cost is a timer tick and one entry per collection.
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { constants, monitorEventLoopDelay, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks'
 import { loadConfig } from '../src/config.ts'
 import { startServer } from '../src/server.ts'
 
@@ -26,6 +31,60 @@ export interface PetstoreChildSettings {
 export type ChildMessage =
   | { type: 'ready'; port: number }
   | { type: 'rss'; rss: number }
+  | { type: 'stats'; stats: ProcessStats }
+
+/** What the server process spent between two 'stats' messages. */
+export interface ProcessStats {
+  /** CPU time, user and system, in µs. */
+  cpuUs: number
+  /** The event loop's delay (monitorEventLoopDelay, 10 ms resolution), ms. */
+  loopP99Ms: number
+  loopMaxMs: number
+  /** GC pauses: how many, their total and the longest, by kind (minor, major, incremental, weak). */
+  gc: Record<string, { count: number; totalMs: number; maxMs: number }>
+  /** The heap in use and the RSS at the end of the span, MiB. */
+  heapUsedMiB: number
+  rssMiB: number
+}
+
+const GC_KINDS: Record<number, string> = {
+  [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weak'
+}
+
+function statsMonitor (): () => ProcessStats {
+  const loop = monitorEventLoopDelay({ resolution: 10 })
+  loop.enable()
+  let gc: ProcessStats['gc'] = {}
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const kind = GC_KINDS[((entry as PerformanceEntry & { detail?: { kind?: number } }).detail)?.kind ?? -1] ?? 'other'
+      const g = gc[kind] ??= { count: 0, totalMs: 0, maxMs: 0 }
+      g.count++
+      g.totalMs += entry.duration
+      g.maxMs = Math.max(g.maxMs, entry.duration)
+    }
+  })
+  observer.observe({ entryTypes: ['gc'] })
+  let cpu = process.cpuUsage()
+  return () => {
+    const spent = process.cpuUsage(cpu)
+    cpu = process.cpuUsage()
+    const stats: ProcessStats = {
+      cpuUs: spent.user + spent.system,
+      loopP99Ms: loop.percentile(99) / 1e6,
+      loopMaxMs: loop.max / 1e6,
+      gc,
+      heapUsedMiB: process.memoryUsage().heapUsed / 2 ** 20,
+      rssMiB: process.memoryUsage.rss() / 2 ** 20
+    }
+    loop.reset()
+    gc = {}
+    return stats
+  }
+}
 
 /** The baseline's whole answer: small and fixed, with the headers a JSON API sends anyway. */
 export const BARE_BODY = Buffer.from(JSON.stringify({ id: 1, name: 'Rex', categoryId: 1, status: 'available' }))
@@ -71,9 +130,11 @@ async function main (): Promise<void> {
       process.exitCode = 1
     }).finally(() => { if (process.connected) process.disconnect() })
   }
+  const stats = statsMonitor()
   process.on('message', (message) => {
     if (message === 'stop') shutdown()
     if (message === 'rss') send({ type: 'rss', rss: process.memoryUsage.rss() })
+    if (message === 'stats') send({ type: 'stats', stats: stats() })
   })
   // The parent died or closed the channel: never outlive it.
   process.on('disconnect', shutdown)

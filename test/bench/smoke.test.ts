@@ -20,7 +20,9 @@ import { serviceGate } from '../helpers/services.ts'
 const RUN = new URL('../../bench/run.ts', import.meta.url).pathname
 // A second of warm-up: a server just started (JIT, first queries) could otherwise answer nothing
 // within a one-second round on a loaded machine.
-const TINY = ['--rounds', '1', '--slice', '1', '--warmup', '1', '--pets', '50', '--redis', 'off', '--postgres', 'off', '--micro', '0']
+// The reference check runs (1 s of plain wrk at each end) with a tolerance no loaded machine can
+// miss: this test checks that it ran and was reported, not the machine's steadiness.
+const TINY = ['--rounds', '1', '--slice', '1', '--warmup', '1', '--reference', '1', '--tolerance', '1000', '--pets', '50', '--redis', 'off', '--postgres', 'off', '--micro', '0']
 
 async function bench (t: { after (fn: () => Promise<void>): void }, args: string[]): Promise<{ stdout: string; doc: Document; markdown: string }> {
   const out = await mkdtemp(path.join(os.tmpdir(), 'petstore-bench-smoke-'))
@@ -59,7 +61,18 @@ test('npm run bench, one second per slice: the reference, a random-pet read, ord
   for (const row of doc.rows.filter((r) => r.status === 'ok')) assertMeasured(row, row.title)
   const mixed = doc.rows.find((r) => r.scenario === 'mixed')!
   assert.ok(mixed.mixed !== undefined && mixed.mixed.ordersPerSec > 0 && mixed.mixed.readsPerSec > 0, JSON.stringify(mixed.mixed))
-  assert.deepEqual(doc.rows.map((r) => r.target), [null, '>= 0.6x, p99 < 5 ms', '>= 0.2x', 'reads p99 < 10 ms', null, null])
+  assert.deepEqual(doc.rows.map((r) => r.target), [null, '>= 0.6x, p99 < 5 ms', '>= 0.2x', 'reads p99 < 10 ms, every round', null, null])
+  // The server's CPU time per request, and the mixed run's rounds with the event loop and GC.
+  for (const row of doc.rows.filter((r) => r.status === 'ok')) assert.ok(typeof row.cpuUsPerReq === 'number' && row.cpuUsPerReq > 0, `${row.title}: no CPU time`)
+  assert.ok(mixed.roundStats?.length === 1 && typeof mixed.roundStats[0]!.loopMaxMs === 'number', JSON.stringify(mixed.roundStats))
+  // Each row's progress line names its target.
+  assert.match(stdout, /SQLite, GET \/v1\/pets\/\{id\}: .*; target >= 0\.6x, p99 < 5 ms: (met|MISSED)/)
+  // The reference check: plain wrk (no script) ran at both ends and was compared.
+  if (wrk.skip === false) {
+    assert.ok(doc.reference !== null && doc.reference.plain.length === 2 && doc.reference.plainReqPerSec > 0, JSON.stringify(doc.reference))
+    assert.match(doc.reference.plain[0]!.command, /wrk -t1 -c50 -d1s --latency$/)
+    assert.match(stdout, /Reference check: the bench's bare node:http figure, [\d,]+ req\/s, against plain wrk/)
+  }
   assert.equal(doc.memory.length, 1)
   assert.ok(doc.memory[0]!.startMiB! > 0 && doc.memory[0]!.afterMiB! > 0)
   // The table, on stdout and in latest.md.
@@ -91,7 +104,7 @@ test('the autocannon fallback: a static GET, a POST, random paths and the mixed 
     { kind: 'static', method: 'GET', path: '/x', headers },
     { kind: 'static', method: 'POST', path: order.path, body: order.body, headers },
     { kind: 'paths', paths: ['/a', '/b'], headers },
-    { kind: 'mixed', paths: ['/a', '/b'], every: 10, order, headers }
+    { kind: 'mixed', paths: ['/a', '/b'], orderers: 1, order, headers }
   ]
   // One after the other: they share this process's server.
   for (const load of loads) slices.push(await generator.run(base, load, 2, 1))
@@ -104,9 +117,8 @@ test('the autocannon fallback: a static GET, a POST, random paths and the mixed 
   const mixed = slices[3]!
   assert.ok(mixed.reads !== undefined && mixed.orders !== undefined)
   assert.equal(mixed.reads.count + mixed.orders.count, mixed.requests)
-  // Each of the 2 connections sends 9 reads, then an order, and again: however far they got.
-  const { reads, orders } = mixed
-  assert.ok(orders.count <= Math.ceil(reads.count / 9) && reads.count <= 9 * (orders.count + 2), `${reads.count} reads, ${orders.count} orders`)
+  // One connection orders, the other reads.
+  assert.ok(mixed.reads.count > 0 && mixed.orders.count > 0, `${mixed.reads.count} reads, ${mixed.orders.count} orders`)
   assert.equal(mixed.reads.bad + mixed.orders.bad, 0)
   assert.ok(seen.post > 0 && seen.get > 0)
 })
