@@ -157,20 +157,37 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
   })
 }
 
+export interface ServeOpenApiOptions {
+  /** Builds a served entity (compression in the thread pool); injectable so a test can make it fail. */
+  entity?: (content: string, contentType: string) => Promise<StaticEntity>
+}
+
+/**
+ * The result of build(), made on the first call and shared by the later ones; a failure is not
+ * kept: the next call builds again (one failure must not be served for the life of the
+ * process, issue 18). Like the docs page's own loader (http/docs.ts).
+ */
+function onceSucceeded<T> (build: () => Promise<T>): () => Promise<T> {
+  let promise: Promise<T> | undefined
+  return () => {
+    if (promise === undefined) {
+      const attempt = Promise.resolve().then(build)
+      promise = attempt
+      attempt.catch(() => { if (promise === attempt) promise = undefined })
+    }
+    return promise
+  }
+}
+
 /** The document, built once when the app is ready, and the routes that serve it. */
-export function serveOpenApi (app: FastifyInstance): void {
+export function serveOpenApi (app: FastifyInstance, options: ServeOpenApiOptions = {}): void {
+  const entity = options.entity ?? staticEntity
   // Built and compressed on the first request (http/static.ts), then revalidated by ETag.
-  let json: Promise<StaticEntity> | undefined
-  let yaml: Promise<StaticEntity> | undefined
   const document = () => app.swagger() as unknown as OpenApiDocument
-  app.get('/openapi.json', { schema: { hide: true } }, async (request, reply) => {
-    json ??= staticEntity(JSON.stringify(document()), 'application/json; charset=utf-8')
-    return sendStatic(request, reply, await json, 'no-cache')
-  })
-  app.get('/openapi.yaml', { schema: { hide: true } }, async (request, reply) => {
-    yaml ??= staticEntity(toYaml(document()), 'application/yaml; charset=utf-8')
-    return sendStatic(request, reply, await yaml, 'no-cache')
-  })
+  const json = onceSucceeded(() => entity(JSON.stringify(document()), 'application/json; charset=utf-8'))
+  const yaml = onceSucceeded(() => entity(toYaml(document()), 'application/yaml; charset=utf-8'))
+  app.get('/openapi.json', { schema: { hide: true } }, async (request, reply) => sendStatic(request, reply, await json(), 'no-cache'))
+  app.get('/openapi.yaml', { schema: { hide: true } }, async (request, reply) => sendStatic(request, reply, await yaml(), 'no-cache'))
 }
 
 export type OpenApiDocument = {
