@@ -1,14 +1,14 @@
 // The public contract of categories: the Category resource and our bounds (docs/product.md section 5).
 // Examples name the records `serve --sample-data` loads (category 1 is Dogs).
 import { Type, type Static } from 'typebox'
-import { IdParam, Int64, Name, PageQuery } from '../shared/schemas.ts'
+import { IdParam, Int64, MULTILINE_TEXT, Name, PageQuery } from '../shared/schemas.ts'
 
 const categoryIdParams = (example: number) => Type.Object({ categoryId: IdParam('The category id.', [example]) }, { additionalProperties: false })
 export const CategoryIdParams = categoryIdParams(1)
 /** deleteCategory's example deletes the one sample category without pets (6, Rabbits). */
 export const DeleteCategoryIdParams = categoryIdParams(6)
 
-const Description = Type.String({ maxLength: 500, description: 'Short description of the category, at most 500 characters.' })
+const Description = Type.String({ maxLength: 500, pattern: MULTILINE_TEXT, description: 'Short description of the category, at most 500 characters; tabs and line breaks are allowed, no other control character.' })
 
 export const NewCategorySchema = Type.Object({
   name: Name('Category name (for example a kind of animal), 1 to 100 characters.'),

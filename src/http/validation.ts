@@ -7,6 +7,7 @@ import { Ajv, type Options as AjvOptions } from 'ajv'
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats'
 import type { FastifyInstance, FastifyRequest, FastifySchema, FastifySchemaCompiler } from 'fastify'
 import { AppError, clipText } from '../errors.ts'
+import { HEADER_TEXT, MULTILINE_TEXT, NAME_PATTERN, NO_CONTROLS } from '../shared/schemas.ts'
 
 // ajv-formats is CommonJS with a default export; under Node's ESM loader it arrives wrapped.
 const addFormats = ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin
@@ -77,7 +78,12 @@ function describeParam (instancePath: string, params: Record<string, unknown>): 
 
 function describeError (keyword: string, message: string | undefined, params: Record<string, unknown>): string {
   if (keyword === 'additionalProperties') return `has an unknown field "${String(params.additionalProperty)}"`
-  if (keyword === 'pattern' && params.pattern === '\\S') return 'must not be blank'
+  if (keyword === 'pattern') {
+    if (params.pattern === NAME_PATTERN) return 'must not be blank, and must not contain control characters (U+0000 to U+001F)'
+    if (params.pattern === NO_CONTROLS) return 'must not contain control characters (U+0000 to U+001F)'
+    if (params.pattern === MULTILINE_TEXT) return 'must not contain control characters (U+0000 to U+001F) other than tab, line feed and carriage return'
+    if (params.pattern === HEADER_TEXT) return 'must not contain control characters (U+0000 to U+001F) other than tab'
+  }
   if (keyword === 'discriminator') return 'must be one of the documented values'
   return message ?? 'is invalid'
 }

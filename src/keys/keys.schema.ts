@@ -1,7 +1,7 @@
 // API keys, roles and plans (docs/product.md sections 3 and 4). Examples name the keys
 // `serve --sample-data` makes: 1 customer, 2 staff, 3 admin.
 import { Type, type Static } from 'typebox'
-import { IdParam, Int64, PageQuery, paramDescription, StringEnum } from '../shared/schemas.ts'
+import { IdParam, Int64, NO_CONTROLS, PageQuery, paramDescription, StringEnum } from '../shared/schemas.ts'
 
 export const ROLES = ['customer', 'staff', 'admin'] as const
 export const RoleSchema = StringEnum(ROLES, { title: 'Role', description: 'customer: browse and order; staff: also manage catalogue, stock and all orders; admin: also manage keys.', examples: ['customer'] })
@@ -29,7 +29,7 @@ export const RevokeKeyIdParams = keyIdParams(2)
 const Quota = (description: string, example: number) => Type.Integer({ minimum: 1, maximum: 1_000_000_000, description, examples: [example] })
 const PerMinute = Quota('Requests per UTC minute (enterprise only).', 2_000)
 const PerDay = Quota('Requests per UTC day (enterprise only).', 500_000)
-const KeyName = Type.String({ minLength: 1, maxLength: 100, description: 'A label for people, 1 to 100 characters.', examples: ['Partner shop'] })
+const KeyName = Type.String({ minLength: 1, maxLength: 100, pattern: NO_CONTROLS, description: 'A label for people, 1 to 100 characters, no control characters.', examples: ['Partner shop'] })
 
 export const BanSchema = Type.Object({
   until: Type.String({ format: 'date-time', description: 'When the ban ends.' }),

@@ -2,7 +2,7 @@
 // Examples name the records `serve --sample-data` loads (pet 1 is Rex, a dog; category 1 is
 // Dogs), so a test generated from the document works against such a server.
 import { Type, type Static } from 'typebox'
-import { IdParam, Int64, Name, PageQuery, paramDescription, StringEnum } from '../shared/schemas.ts'
+import { IdParam, Int64, Name, NO_CONTROLS, PageQuery, paramDescription, StringEnum } from '../shared/schemas.ts'
 
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const
 export const PetStatusSchema = StringEnum(PET_STATUSES, { title: 'PetStatus', description: 'Status of the pet.', examples: ['available'] })
@@ -46,7 +46,7 @@ export const PetListQuery = Type.Object({
   id: Type.Optional(Type.Array(Int64(), { minItems: 1, maxItems: 100, examples: [[1]], description: paramDescription('Only pets with these ids; repeat the parameter for several (`?id=1&id=2`), at most 100. `GET /pets?id={petId}` is the successor of the deprecated `GET /pets/{petId}`.') })),
   status: Type.Optional(PetStatusSchema),
   categoryId: Type.Optional(IdParam('Only pets of this category.', [1])),
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Case-insensitive substring of the name.', examples: ['re'] })),
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: NO_CONTROLS, description: 'Case-insensitive substring of the name; no control characters.', examples: ['re'] })),
   ...PageQuery
 }, { additionalProperties: false })
 export type PetListQuery = Static<typeof PetListQuery>

@@ -43,9 +43,27 @@ export function StringEnum<const T extends readonly string[]> (values: T, option
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options })
 }
 
-/** Names count characters (code points; JSON Schema's maxLength does), and must not be blank. */
+/**
+ * Control characters in text (docs/product.md 5.11). PostgreSQL refuses U+0000 in text (a 500
+ * before this rule) and SQLite stores it, so the schemas refuse it, with the other C0 controls,
+ * on both engines alike: 400 validation_failed. Each pattern scans the text once (no nested
+ * repetition, so no backtracking blow-up on a 64 KiB body); http/validation.ts words its error.
+ * - NO_CONTROLS: names, key names, filters, cursors: no U+0000 to U+001F at all;
+ * - MULTILINE_TEXT: descriptions: tab, line feed and carriage return allowed, no other C0 control;
+ * - HEADER_TEXT: request header values: tab allowed (HTTP's own white space), no other.
+ */
+export const NO_CONTROLS = '^[^\\u0000-\\u001F]*$'
+export const MULTILINE_TEXT = '^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F]*$'
+export const HEADER_TEXT = '^[^\\u0000-\\u0008\\u000A-\\u001F]*$'
+/** A visible character somewhere, and no control character (the lookahead scans once). */
+export const NAME_PATTERN = '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001F]*$'
+
+/**
+ * Names count characters (code points; JSON Schema's maxLength does), must not be blank and hold
+ * no control character.
+ */
 export const Name = (description: string) =>
-  Type.String({ minLength: 1, maxLength: 100, pattern: '\\S', description })
+  Type.String({ minLength: 1, maxLength: 100, pattern: NAME_PATTERN, description })
 
 export const ErrorSchema = Type.Object({
   code: StringEnum(Object.keys(ERROR_CATALOGUE) as ErrorCode[], { description: 'Machine-readable error code, from the catalogue in the API description.' }),
@@ -64,7 +82,7 @@ export const PageQuery = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: paramDescription('Page size, 1 to 100.'), examples: [20] })),
   // The example is the cursor of "after id 0", i.e. the first page: a real cursor, so a request
   // built from the examples succeeds.
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.', examples: ['djE6MA'] }))
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NO_CONTROLS, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.', examples: ['djE6MA'] }))
 }
 
 /** Response header declarations (@fastify/swagger turns them into OpenAPI response headers). */
@@ -84,7 +102,7 @@ export const NoContent = (description: string) => ({ type: 'null', 'x-response-d
 
 /** Request headers of an operation that honours If-Match (its 412 says when the version is stale). */
 export const IfMatchHeaders = Type.Object({
-  'if-match': Type.Optional(Type.String({ minLength: 1, maxLength: 1000, description: 'Apply the change only to this version: the `ETag` of a read (`"3"`), several of them (`"3", "4"`), or `*` (any version). A version that is no longer current is `412 precondition_failed`.', examples: ['*'] }))
+  'if-match': Type.Optional(Type.String({ minLength: 1, maxLength: 1000, pattern: HEADER_TEXT, description: 'Apply the change only to this version: the `ETag` of a read (`"3"`), several of them (`"3", "4"`), or `*` (any version). A version that is no longer current is `412 precondition_failed`.', examples: ['*'] }))
 })
 
 /**
