@@ -1,6 +1,7 @@
 // The one module that reads configuration. loadConfig is a pure function of an environment
 // object, so tests build a Config from a literal and the entry passes process.env.
 import { isIP } from 'node:net'
+import { PLAN_ORDER_LIMITS, PLANS, type OrderLimits, type Plan } from './keys/keys.schema.ts'
 
 export interface Config {
   host: string
@@ -21,7 +22,18 @@ export interface Config {
   limiterMaxSubjects: number
   /** Connection limits and the stop's grace period (http/connections.ts, server.ts). */
   server: ServerLimits
+  /** Open orders: how long one holds its stock, and the caps per plan (docs/product.md rules 9 and 10). */
+  orders: OrderSettings
 }
+
+export interface OrderSettings {
+  /** An open order expires this long after it was placed and its stock goes back (ORDER_HOLD_MINUTES, default 30). */
+  holdMs: number
+  /** Caps per plan; null: none (ORDER_LIMITS overrides the defaults of keys.schema.ts). */
+  limits: Record<Plan, OrderLimits | null>
+}
+
+export const DEFAULT_ORDER_HOLD_MINUTES = 30
 
 /**
  * Limits at the edge (docs/product.md section 9), all in milliseconds but the cap. The README's
@@ -132,8 +144,13 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
 
   const server = parseServerLimits(env, problems)
 
+  const orders: OrderSettings = {
+    holdMs: readInteger(env, 'ORDER_HOLD_MINUTES', DEFAULT_ORDER_HOLD_MINUTES, 1, 10_080, problems) * 60_000,
+    limits: parseOrderLimits(env.ORDER_LIMITS, problems)
+  }
+
   if (problems.length > 0) throw new ConfigError(problems)
-  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, trustProxy, limiterMaxSubjects, server }
+  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, trustProxy, limiterMaxSubjects, server, orders }
 }
 
 /** A whole number from `min` to `max`, or `fallback` when the variable is unset or empty. */
@@ -167,6 +184,26 @@ function parseServerLimits (env: Record<string, string | undefined>, problems: s
   // Node refuses a header deadline later than the whole request's.
   if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
     problems.push(`HEADERS_TIMEOUT_MS (${limits.headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${limits.requestTimeoutMs})`)
+  }
+  return limits
+}
+
+/**
+ * ORDER_LIMITS: the plans whose caps change, as `plan=ORDERS/UNITS` or `plan=none`, comma-separated
+ * (`free=3/5,enterprise=1000/100000`); the plans not named keep their defaults.
+ */
+function parseOrderLimits (raw: string | undefined, problems: string[]): Record<Plan, OrderLimits | null> {
+  const limits = { ...PLAN_ORDER_LIMITS }
+  const value = raw?.trim() ?? ''
+  if (value === '') return limits
+  for (const entry of value.split(',').map((e) => e.trim()).filter((e) => e !== '')) {
+    const match = /^([a-z]+)=(?:none|(\d{1,7})\/(\d{1,7}))$/.exec(entry)
+    const plan = match?.[1] as Plan | undefined
+    if (match === null || plan === undefined || !PLANS.includes(plan) || (match[2] !== undefined && (Number(match[2]) < 1 || Number(match[3]) < 1))) {
+      problems.push(`ORDER_LIMITS entries must be PLAN=ORDERS/UNITS or PLAN=none, with a plan of ${PLANS.join(', ')} and whole numbers from 1 (e.g. free=5/10,enterprise=none), got "${entry}"`)
+      continue
+    }
+    limits[plan] = match[2] === undefined ? null : { openOrders: Number(match[2]), unitsPerPet: Number(match[3]) }
   }
   return limits
 }

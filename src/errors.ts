@@ -14,6 +14,7 @@ export const ERROR_CATALOGUE = {
   order_already_complete: { status: 409, description: 'A complete order cannot be changed or cancelled.' },
   category_in_use: { status: 409, description: 'The category still has pets.' },
   pet_has_open_orders: { status: 409, description: 'The pet has open orders.' },
+  order_limit_reached: { status: 409, description: 'The customer\'s plan holds no more open orders, or no more units of this pet in open orders (docs/product.md rule 9); complete, cancel or let an open order expire first.' },
   idempotency_key_reused: { status: 409, description: 'The Idempotency-Key was already used with another request.' },
   api_key_not_rotatable: { status: 409, description: 'Only a live key can be rotated: this one is revoked, expired, or already replaced by an earlier rotation (rotate its successor instead).' },
   operation_sunset: { status: 410, description: 'The operation has passed its sunset date.' },
@@ -88,6 +89,8 @@ export const categoryInUse = (categoryId: number): AppError =>
   new AppError('category_in_use', `category ${categoryId} still has pets; move or delete them first`)
 export const petHasOpenOrders = (petId: number): AppError =>
   new AppError('pet_has_open_orders', `pet ${petId} has open orders; complete or cancel them first`)
+/** Rule 9: the caller's plan caps its open orders (`openOrders`) and its units of one pet in them (`unitsPerPet`). */
+export const orderLimitReached = (message: string): AppError => new AppError('order_limit_reached', message)
 export const idempotencyKeyReused = (): AppError =>
   new AppError('idempotency_key_reused', 'this Idempotency-Key was already used with a different request')
 

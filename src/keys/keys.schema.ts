@@ -18,6 +18,20 @@ export const PLAN_QUOTAS: Record<Exclude<Plan, 'enterprise'>, { perMinute: numbe
   business: { perMinute: 1_000, perDay: 100_000 }
 }
 
+/**
+ * What one customer may hold in open orders, per plan (docs/product.md rule 9): how many open
+ * orders at once, and how many units of one pet across them; null: no cap. Staff and admin are
+ * never capped. Enterprise is uncapped by default (its terms are set per key by an admin, and
+ * wholesale buyers order in bulk); ORDER_LIMITS overrides any plan (config.ts).
+ */
+export interface OrderLimits { openOrders: number; unitsPerPet: number }
+export const PLAN_ORDER_LIMITS: Record<Plan, OrderLimits | null> = {
+  free: { openOrders: 5, unitsPerPet: 10 },
+  pro: { openOrders: 25, unitsPerPet: 100 },
+  business: { openOrders: 100, unitsPerPet: 1_000 },
+  enterprise: null
+}
+
 /** Role rank: each role may do everything the roles below it may. */
 export const ROLE_RANK: Record<Role, number> = { customer: 0, staff: 1, admin: 2 }
 

@@ -21,16 +21,17 @@ export const OrderSchema = Type.Object({
   petId: Int64({ description: 'Identifier of the animal in the order.' }),
   quantity: Type.Integer({ description: 'Number of units ordered.' }),
   shipDate: Type.Optional(ShipDate('Expected or actual ship date (ISO 8601, UTC). Absent until one is given or the order completes.')),
-  complete: Type.Boolean({ description: 'Whether the order has been fulfilled.' })
+  complete: Type.Boolean({ description: 'Whether the order has been fulfilled.' }),
+  expiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When the open order lapses (ISO 8601, UTC): by default 30 minutes after it was placed (ORDER_HOLD_MINUTES). Unless completed by then, it counts as cancelled from that instant and its stock goes back. Null once complete: a complete order never expires.', example: '2026-11-21T12:30:00.000Z' })
 }, {
   title: 'Order',
   additionalProperties: false,
-  examples: [{ id: 1, petId: 10, quantity: 2, shipDate: '2026-12-01T10:00:00.000Z', complete: false }],
-  description: 'An order for a pet. `id`, `petId`, `quantity` and `complete` are always present in responses; `shipDate` is omitted until it is known.'
+  examples: [{ id: 1, petId: 10, quantity: 2, shipDate: '2026-12-01T10:00:00.000Z', complete: false, expiresAt: '2026-11-21T12:30:00.000Z' }],
+  description: 'An order for a pet. `id`, `petId`, `quantity`, `complete` and `expiresAt` are always present in responses; `shipDate` is omitted until it is known. An open order holds its stock until `expiresAt`, then lapses as if cancelled (docs/product.md rule 10).'
 })
 export type Order = Static<typeof OrderSchema>
 
-export const OrdersSchema = Type.Array(OrderSchema, { title: 'Orders', description: 'An array of Order objects.', examples: [[{ id: 1, petId: 10, quantity: 2, shipDate: '2026-12-01T10:00:00.000Z', complete: false }, { id: 2, petId: 11, quantity: 1, complete: false }]] })
+export const OrdersSchema = Type.Array(OrderSchema, { title: 'Orders', description: 'An array of Order objects.', examples: [[{ id: 1, petId: 10, quantity: 2, shipDate: '2026-12-01T10:00:00.000Z', complete: false, expiresAt: '2026-11-21T12:30:00.000Z' }, { id: 2, petId: 11, quantity: 1, complete: false, expiresAt: '2026-11-21T12:30:00.000Z' }]] })
 
 export const NewOrderSchema = Type.Object({
   petId: Int64({ description: 'Identifier of the animal to order; it must be `available` with enough stock.' }),

@@ -1,7 +1,7 @@
 // The order rules (docs/product.md section 5, rules 2 to 5). The stock arithmetic itself is atomic in
 // the store; here: who may see and touch which order, and what completing means.
 import { AppError, notFound, petNotFound } from '../errors.ts'
-import type { Role } from '../keys/keys.schema.ts'
+import type { OrderLimits, Plan, Role } from '../keys/keys.schema.ts'
 import type { Clock } from '../shared/clock.ts'
 import { isStorableId, pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { Created, IdempotencyClaim, IfMatch } from '../shared/store.ts'
@@ -9,7 +9,14 @@ import type { NewOrder, OrderListQuery, OrderPatch } from './orders.schema.ts'
 import type { OrderChanges, OrderOwner, OrderRecord, OrderStore } from './orders.store.ts'
 
 /** The API key making the request. */
-export interface Caller { keyId: number; role: Role }
+export interface Caller { keyId: number; role: Role; plan: Plan }
+
+export interface OrderSettings {
+  /** Rule 10: how long an open order holds its stock. */
+  holdMs: number
+  /** Rule 9: caps per plan (null: none). */
+  limits: Record<Plan, OrderLimits | null>
+}
 
 export interface OrderService {
   list (query: OrderListQuery, caller: Caller): Promise<Page<OrderRecord>>
@@ -17,7 +24,13 @@ export interface OrderService {
   place (input: NewOrder, caller: Caller, idempotency: IdempotencyClaim | null): Promise<Created<OrderRecord>>
   update (id: number, patch: OrderPatch, ifMatch: IfMatch): Promise<OrderRecord>
   cancel (id: number, caller: Caller, ifMatch: IfMatch): Promise<void>
+  /** Rule 10: one bounded batch of the periodic sweep of expired orders. */
+  sweep (): Promise<{ orders: number; pets: number }>
 }
+
+/** The periodic sweep runs this often per process, and takes this many pets' expired orders per run. */
+export const SWEEP_EVERY_MS = 10_000
+export const SWEEP_MAX_PETS = 200
 
 /** A customer works on its own orders only; staff and admin on all. Another's order is not_found, never forbidden. */
 const ownerOf = (caller: Caller): OrderOwner => caller.role === 'customer' ? { ownerKeyId: caller.keyId } : null
@@ -31,7 +44,11 @@ function epochOf (text: string, field: string): number {
   return ms
 }
 
-export function createOrderService (orders: OrderStore, clock: Clock): OrderService {
+/** Rule 9: customers are capped by their plan; staff and admin never are. */
+const limitsOf = (caller: Caller, settings: OrderSettings): OrderLimits | null =>
+  caller.role === 'customer' ? settings.limits[caller.plan] : null
+
+export function createOrderService (orders: OrderStore, clock: Clock, settings: OrderSettings): OrderService {
   return {
     async list (query, caller) {
       const page = pageRequest(query)
@@ -42,11 +59,11 @@ export function createOrderService (orders: OrderStore, clock: Clock): OrderServ
         ...(query.complete !== undefined && { complete: query.complete }),
         ...(owner !== null && { ownerKeyId: owner.ownerKeyId })
       }
-      return toPage(await orders.listOrders(filter, page), page)
+      return toPage(await orders.listOrders(filter, page, clock.now()), page)
     },
 
     async get (id, caller) {
-      const order = isStorableId(id) ? await orders.getOrder(id, ownerOf(caller)) : null
+      const order = isStorableId(id) ? await orders.getOrder(id, ownerOf(caller), clock.now()) : null
       if (order === null) throw notFound(`order ${id}`)
       return order
     },
@@ -57,7 +74,11 @@ export function createOrderService (orders: OrderStore, clock: Clock): OrderServ
         // An int64 we never assigned names no pet. The claim is not recorded: nothing was created.
         throw petNotFound(input.petId)
       }
-      return await orders.placeOrder({ petId: input.petId, quantity: input.quantity, shipDate, ownerKeyId: caller.keyId, now: clock.now() }, idempotency)
+      const now = clock.now()
+      return await orders.placeOrder({
+        petId: input.petId, quantity: input.quantity, shipDate, ownerKeyId: caller.keyId, now,
+        expiresAt: now + settings.holdMs, limits: limitsOf(caller, settings)
+      }, idempotency)
     },
 
     async update (id, patch, ifMatch) {
@@ -69,12 +90,16 @@ export function createOrderService (orders: OrderStore, clock: Clock): OrderServ
         changes.complete = true
         changes.shipDate ??= clock.now()
       }
-      return await orders.updateOrder(id, changes, ifMatch)
+      return await orders.updateOrder(id, changes, ifMatch, clock.now())
     },
 
     async cancel (id, caller, ifMatch) {
       if (!isStorableId(id)) throw notFound(`order ${id}`)
-      await orders.cancelOrder(id, ownerOf(caller), ifMatch)
+      await orders.cancelOrder(id, ownerOf(caller), ifMatch, clock.now())
+    },
+
+    async sweep () {
+      return await orders.sweepExpired(clock.now(), SWEEP_MAX_PETS)
     }
   }
 }

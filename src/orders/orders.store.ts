@@ -3,6 +3,7 @@
 // transaction. Engines must take stock with a conditional UPDATE
 // (`SET stock = stock - q ... WHERE id = ? AND status = 'available' AND stock >= q`), so that
 // orders accepted for a pet never add up to more than its stock under any concurrency.
+import type { OrderLimits } from '../keys/keys.schema.ts'
 import type { Created, IdempotencyClaim, IfMatch, PageRequest } from '../shared/store.ts'
 
 export interface OrderRecord {
@@ -15,8 +16,16 @@ export interface OrderRecord {
   /** The API key that placed the order: customers see and cancel only their own. */
   ownerKeyId: number
   createdAt: number // epoch ms
+  /**
+   * epoch ms when the open order lapses (rule 10): from then on it counts as cancelled, and the
+   * next sweep deletes it and returns its stock. Null once complete: a complete order never expires.
+   */
+  expiresAt: number | null
   version: number
 }
+
+/** Rule 10: the hold of an order placed without one (the default of ORDER_HOLD_MINUTES). */
+export const DEFAULT_ORDER_HOLD_MS = 30 * 60_000
 
 export interface OrderFilter {
   petId?: number
@@ -34,6 +43,10 @@ export interface NewOrderInput {
   shipDate: number | null
   ownerKeyId: number
   now: number
+  /** When the order lapses (rule 10); default `now` + DEFAULT_ORDER_HOLD_MS. */
+  expiresAt?: number
+  /** Rule 9: the owner's caps, checked against its live open orders; null or absent: none (staff, admin). */
+  limits?: OrderLimits | null
 }
 
 export interface OrderChanges {
@@ -44,15 +57,21 @@ export interface OrderChanges {
 }
 
 export interface OrderStore {
-  /** In id order. */
-  listOrders (filter: OrderFilter, page: PageRequest): Promise<OrderRecord[]>
-  /** Null when missing or not the owner's. */
-  getOrder (id: number, owner: OrderOwner): Promise<OrderRecord | null>
+  /**
+   * In id order. With `now`, an open order whose expiresAt has passed is left out (rule 10: it
+   * counts as cancelled even before a sweep deletes it); every method below takes `now` the same way.
+   */
+  listOrders (filter: OrderFilter, page: PageRequest, now?: number): Promise<OrderRecord[]>
+  /** Null when missing, not the owner's, or expired at `now`. */
+  getOrder (id: number, owner: OrderOwner, now?: number): Promise<OrderRecord | null>
   /**
    * Rules 2 and 3: takes the quantity off the pet's stock and inserts the order; the pet becomes
    * pending when its stock reaches 0. The Idempotency-Key claim is checked and recorded in the
    * same transaction (a replay returns the first record and changes nothing).
-   * Throws pet_not_found, pet_not_available, insufficient_stock, idempotency_key_reused.
+   * Rule 10 first: the pet's open orders expired at `now` are swept (deleted, stock returned) in
+   * the same transaction, so they never refuse an order. Rule 9: with `limits`, the owner's live
+   * open orders (their number, their units of this pet) must leave room for this one.
+   * Throws pet_not_found, pet_not_available, insufficient_stock, order_limit_reached, idempotency_key_reused.
    */
   placeOrder (input: NewOrderInput, idempotency: IdempotencyClaim | null): Promise<Created<OrderRecord>>
   /**
@@ -60,11 +79,17 @@ export interface OrderStore {
    * with stock 0 completes, the pet becomes sold).
    * Throws not_found, precondition_failed, order_already_complete.
    */
-  updateOrder (id: number, changes: OrderChanges, ifMatch: IfMatch): Promise<OrderRecord>
+  updateOrder (id: number, changes: OrderChanges, ifMatch: IfMatch, now?: number): Promise<OrderRecord>
   /**
    * Rule 5: deletes the open order and returns its quantity to the pet's stock; a pending pet
    * becomes available again.
    * Throws not_found (also another owner's order), precondition_failed, order_already_complete.
    */
-  cancelOrder (id: number, owner: OrderOwner, ifMatch: IfMatch): Promise<void>
+  cancelOrder (id: number, owner: OrderOwner, ifMatch: IfMatch, now?: number): Promise<void>
+  /**
+   * Rule 10, the periodic sweep: deletes the open orders expired at `now` and returns their stock
+   * (rule 5), for at most `maxPets` pets (all of each pet's expired orders). Returns how many
+   * orders it deleted; fewer pets than `maxPets` swept means none is left.
+   */
+  sweepExpired (now: number, maxPets: number): Promise<{ orders: number; pets: number }>
 }

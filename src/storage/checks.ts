@@ -1,7 +1,8 @@
 // The rules every storage engine applies the same way, written once. Each engine reads the rows
 // with its own SQL, inside its own transaction (and, on PostgreSQL, under its row locks), then
 // asks these functions what the rows mean; so an engine keeps only its SQL and its locking.
-import { idempotencyKeyReused, insufficientStock, notFound, orderAlreadyComplete, petHasOpenOrders, petNotAvailable, petNotFound, preconditionFailed, type AppError } from '../errors.ts'
+import { idempotencyKeyReused, insufficientStock, notFound, orderAlreadyComplete, orderLimitReached, petHasOpenOrders, petNotAvailable, petNotFound, preconditionFailed, type AppError } from '../errors.ts'
+import type { OrderLimits } from '../keys/keys.schema.ts'
 import type { OrderOwner } from '../orders/orders.store.ts'
 import type { PetStatus } from '../pets/pets.schema.ts'
 import { IDEMPOTENCY_TTL_MS, matchesVersion, type IdempotencyClaim, type IfMatch } from '../shared/store.ts'
@@ -30,6 +31,28 @@ export function openOrder (row: OrderRow | undefined, id: number, owner: OrderOw
   const order = currentRow(visibleOrder(row, owner), `order ${id}`, ifMatch)
   if (order.complete === true || order.complete === 1) throw orderAlreadyComplete(id)
   return order
+}
+
+/**
+ * Rule 10: an open order whose expiresAt has passed counts as cancelled (reads leave it out, a
+ * change finds no order) from that instant, before any sweep deletes it. `now` undefined: no clock given.
+ */
+export function lapsed (row: { complete: number | boolean; expires_at: number | null }, now: number | undefined): boolean {
+  return now !== undefined && row.complete !== true && row.complete !== 1 && row.expires_at !== null && row.expires_at <= now
+}
+
+/**
+ * Rule 9: whether the owner's live open orders (`orders` of them, `units` of this pet) leave room
+ * for `quantity` more units of the pet; the refusal when they do not.
+ */
+export function orderLimitRefusal (limits: OrderLimits, held: { orders: number; units: number }, petId: number, quantity: number): AppError | null {
+  if (held.orders >= limits.openOrders) {
+    return orderLimitReached(`your plan allows ${limits.openOrders} open orders at a time and you have ${held.orders}; complete, cancel or let one expire first`)
+  }
+  if (held.units + quantity > limits.unitsPerPet) {
+    return orderLimitReached(`your plan allows ${limits.unitsPerPet} units of one pet in open orders; you hold ${held.units} of pet ${petId} and asked ${quantity}`)
+  }
+  return null
 }
 
 /**

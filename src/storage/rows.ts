@@ -73,10 +73,11 @@ export interface OrderRow {
   ship_date: number | null
   complete: number | boolean
   created_at: number
+  expires_at: number | null
   version: number
 }
-export const ORDER_COLUMNS = 'id, pet_id, owner_key_id, quantity, ship_date, complete, created_at, version'
+export const ORDER_COLUMNS = 'id, pet_id, owner_key_id, quantity, ship_date, complete, created_at, expires_at, version'
 export const toOrder = (row: OrderRow): OrderRecord => ({
   id: row.id, petId: row.pet_id, quantity: row.quantity, shipDate: row.ship_date, complete: row.complete === true || row.complete === 1,
-  ownerKeyId: row.owner_key_id, createdAt: row.created_at, version: row.version
+  ownerKeyId: row.owner_key_id, createdAt: row.created_at, expiresAt: row.expires_at, version: row.version
 })

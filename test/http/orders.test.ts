@@ -50,7 +50,7 @@ test('POST /v1/store/orders answers 201 with the order, Location and ETag, and t
   const h = await shop(t, 5)
   const res = await place(h, { petId: h.petId, quantity: 2 })
   assert.equal(res.statusCode, 201)
-  assert.deepEqual(res.json(), { id: 1, petId: h.petId, quantity: 2, complete: false })
+  assert.deepEqual(res.json(), { id: 1, petId: h.petId, quantity: 2, complete: false, expiresAt: new Date(T0 + 30 * 60_000).toISOString() })
   assert.equal(res.headers.location, '/v1/store/orders/1')
   assert.equal(res.headers.etag, '"1"')
   assert.deepEqual(await inventoryOf(h, h.petId), { petId: h.petId, quantity: 3, status: 'available' })
@@ -60,7 +60,7 @@ test('POST /v1/store/orders answers 201 with shipDate as a UTC instant when one 
   const h = await shop(t)
   const res = await place(h, { petId: h.petId, quantity: 1, shipDate: '2026-12-01T10:00:00+01:00' })
   assert.equal(res.statusCode, 201)
-  assert.deepEqual(res.json(), { id: 1, petId: h.petId, quantity: 1, shipDate: '2026-12-01T09:00:00.000Z', complete: false })
+  assert.deepEqual(res.json(), { id: 1, petId: h.petId, quantity: 1, shipDate: '2026-12-01T09:00:00.000Z', complete: false, expiresAt: new Date(T0 + 30 * 60_000).toISOString() })
 })
 
 test('POST /v1/store/orders answers 201 and makes the pet pending when the order takes the stock to 0', async (t) => {
@@ -216,7 +216,7 @@ test('GET /v1/store/orders/{orderId} answers 200 with the order and its ETag for
   for (const role of ['customer', 'staff', 'admin'] as const) {
     const res = await h.call({ method: 'GET', url: `/v1/store/orders/${id}`, role })
     assert.equal(res.statusCode, 200)
-    assert.deepEqual(res.json(), { id, petId: h.petId, quantity: 1, complete: false })
+    assert.deepEqual(res.json(), { id, petId: h.petId, quantity: 1, complete: false, expiresAt: new Date(T0 + 30 * 60_000).toISOString() })
     assert.equal(res.headers.etag, '"1"')
   }
 })
@@ -308,7 +308,7 @@ test('PATCH /v1/store/orders/{orderId} with complete answers 200, ships now and 
 
   const first = await h.call({ method: 'PATCH', url: `/v1/store/orders/${o1}`, role: 'staff', payload: { complete: true } })
   assert.equal(first.statusCode, 200)
-  assert.deepEqual(first.json(), { id: o1, petId: h.petId, quantity: 1, shipDate: new Date(T0).toISOString(), complete: true })
+  assert.deepEqual(first.json(), { id: o1, petId: h.petId, quantity: 1, shipDate: new Date(T0).toISOString(), complete: true, expiresAt: null })
   assert.equal(first.headers.etag, '"2"')
   assert.equal((await inventoryOf(h, h.petId)).status, 'pending') // o2 is still open
 
@@ -331,7 +331,7 @@ test('PATCH /v1/store/orders/{orderId} with shipDate alone answers 200 and chang
   const id = await placed(h, { petId: h.petId, quantity: 1, shipDate: '2026-12-01T00:00:00Z' })
   const res = await h.call({ method: 'PATCH', url: `/v1/store/orders/${id}`, role: 'staff', payload: { shipDate: '2026-12-03T00:00:00Z' } })
   assert.equal(res.statusCode, 200)
-  assert.deepEqual(res.json(), { id, petId: h.petId, quantity: 1, shipDate: '2026-12-03T00:00:00.000Z', complete: false })
+  assert.deepEqual(res.json(), { id, petId: h.petId, quantity: 1, shipDate: '2026-12-03T00:00:00.000Z', complete: false, expiresAt: new Date(T0 + 30 * 60_000).toISOString() })
   assert.equal(res.headers.etag, '"2"')
   assert.equal((await inventoryOf(h, h.petId)).status, 'pending')
 })

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict'
 import { describe, test, type TestContext } from 'node:test'
 import { AppError, type ErrorCode } from '../../src/errors.ts'
+import { DEFAULT_ORDER_HOLD_MS } from '../../src/orders/orders.store.ts'
 import type { PetStatus } from '../../src/pets/pets.schema.ts'
 import { IDEMPOTENCY_TTL_MS, type IdempotencyClaim } from '../../src/shared/store.ts'
 import type { Stores } from '../../src/storage/stores.ts'
@@ -256,7 +257,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       await stores.inventory.setStock(pet.id, 3, null)
       const { record: order, replayed } = await place(2)
       assert.equal(replayed, false)
-      assert.deepEqual(order, { id: order.id, petId: pet.id, quantity: 2, shipDate: null, complete: false, ownerKeyId: owner.id, createdAt: NOW, version: 1 })
+      assert.deepEqual(order, { id: order.id, petId: pet.id, quantity: 2, shipDate: null, complete: false, ownerKeyId: owner.id, createdAt: NOW, expiresAt: NOW + DEFAULT_ORDER_HOLD_MS, version: 1 })
       assert.equal(typeof order.id, 'number')
       assert.equal(typeof order.createdAt, 'number')
       assert.deepEqual(await stores.orders.getOrder(order.id, null), order)
@@ -331,7 +332,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const dated = await stores.orders.updateOrder(order.id, { shipDate: NOW + 5000 }, [1])
       assert.deepEqual(dated, { ...order, shipDate: NOW + 5000, version: 2 })
       const done = await stores.orders.updateOrder(order.id, { complete: true }, null)
-      assert.deepEqual(done, { ...order, shipDate: NOW + 5000, complete: true, version: 3 }, 'completing keeps a known ship date')
+      assert.deepEqual(done, { ...order, shipDate: NOW + 5000, complete: true, expiresAt: null, version: 3 }, 'completing keeps a known ship date and ends the hold')
       await rejectsWith(stores.orders.updateOrder(order.id, { shipDate: NOW }, null), 'order_already_complete', `order ${order.id} is complete and can no longer change`)
       await rejectsWith(stores.orders.updateOrder(order.id, { complete: true }, null), 'order_already_complete', `order ${order.id} is complete and can no longer change`)
       assert.deepEqual(await stores.orders.getOrder(order.id, null), done)

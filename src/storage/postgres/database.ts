@@ -91,6 +91,13 @@ export interface Tx {
 
 export interface Db extends Tx {
   /**
+   * One statement outside any transaction, as a named prepared statement (parsed and planned
+   * once per connection, then only bound and run): for the hot statements that are a whole
+   * operation on their own, such as place_order. A deadlock or serialization failure runs it
+   * again, up to 3 times, like a transaction.
+   */
+  statement<R extends QueryResultRow = QueryResultRow> (name: string, sql: string, params: unknown[]): Promise<R[]>
+  /**
    * Runs fn between BEGIN and COMMIT on one connection of the pool (READ COMMITTED; methods
    * lock the rows they read then change with SELECT ... FOR UPDATE). A deadlock or
    * serialization failure runs the whole transaction again, up to 3 times.
@@ -148,6 +155,16 @@ export function createDb (pool: pg.Pool): Db {
   return {
     pool,
     query,
+    async statement<R extends QueryResultRow> (name: string, sql: string, params: unknown[]) {
+      for (let n = 1; ; n++) {
+        try {
+          return (await pool.query<R>({ name, text: sql, values: params })).rows
+        } catch (error) {
+          if (n < MAX_ATTEMPTS && isRetryable(error)) continue
+          throw toStoreError(error)
+        }
+      }
+    },
     async first<R extends QueryResultRow> (sql: string, params?: unknown[]) { return (await query<R>(sql, params))[0] },
     async transaction (fn) {
       for (let n = 1; ; n++) {

@@ -96,5 +96,128 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     banned  bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (key_id, day)
   );
+  `,
+  // Rule 10 (orders expire) and rule 9 (caps per customer), as in SQLite's version 3, plus the
+  // two functions that make an order one round trip (storage/postgres/orders.ts; the design is
+  // in docs/performance.md, "PostgreSQL orders"). An open order holds its stock until
+  // expires_at; NULL once complete. The open orders of older versions get one default hold (30
+  // minutes) from the upgrade.
+  `
+  ALTER TABLE orders ADD COLUMN expires_at bigint;
+  UPDATE orders SET expires_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 1800000 WHERE NOT complete;
+  CREATE INDEX orders_open_by_pet ON orders (pet_id, expires_at) WHERE NOT complete;
+  CREATE INDEX orders_open_by_owner ON orders (owner_key_id, expires_at) WHERE NOT complete;
+  CREATE INDEX orders_open_by_expiry ON orders (expires_at) WHERE NOT complete;
+
+  -- Rule 10: deletes the pet's open orders expired at p_now and returns their units (rule 5: a
+  -- pending pet with stock again is available). Rows another transaction holds (a cancel, another
+  -- sweep) are skipped: that one deals with them. Returns how many orders it deleted.
+  CREATE FUNCTION sweep_expired_orders (p_pet bigint, p_now bigint) RETURNS integer
+  LANGUAGE sql AS $fn$
+    WITH gone AS (
+      DELETE FROM orders WHERE id IN (
+        SELECT id FROM orders WHERE pet_id = p_pet AND NOT complete AND expires_at <= p_now
+        ORDER BY id FOR UPDATE SKIP LOCKED)
+      RETURNING quantity
+    ), back AS (
+      UPDATE pets SET stock = stock + g.units,
+        status = CASE WHEN status = 'pending' THEN 'available' ELSE status END, version = version + 1
+      FROM (SELECT sum(quantity) AS units FROM gone) g
+      WHERE id = p_pet AND g.units IS NOT NULL
+    )
+    SELECT count(*)::integer FROM gone
+  $fn$;
+
+  -- One order in one call (rules 2, 3, 9, 10 and the Idempotency-Key claim), so one round trip.
+  -- The outcome says what happened: placed (the order's columns follow), replayed (detail: the
+  -- first result as JSON), reused (the key came with another request), limit (detail: the
+  -- owner's live orders and units of the pet, as JSON), refused (detail: the pet's status and
+  -- stock as JSON, or NULL when there is no such pet). A refusal leaves no claim behind: nothing
+  -- was created. The order of the locks is the same as the transactions of orders.ts: the
+  -- owner's advisory lock (capped callers only), the claim, the pet's expired orders, the pet.
+  CREATE FUNCTION place_order (p_pet bigint, p_owner bigint, p_quantity integer, p_ship_date bigint,
+    p_now bigint, p_expires_at bigint, p_max_orders integer, p_max_units integer,
+    p_scope text, p_key text, p_fingerprint text, p_claim_ttl bigint)
+  RETURNS TABLE (outcome text, detail text, id bigint, pet_id bigint, owner_key_id bigint, quantity integer,
+    ship_date bigint, complete boolean, created_at bigint, expires_at bigint, version integer)
+  LANGUAGE plpgsql AS $fn$
+  #variable_conflict use_column
+  DECLARE
+    claimed boolean := false;
+    prior record;
+    held record;
+    pet record;
+    made record;
+  BEGIN
+    IF p_key IS NOT NULL THEN
+      -- A concurrent use of the same key waits on the primary key until the first commits
+      -- (then replays it) or rolls back (then claims it). Twice at most: the row we conflicted
+      -- with may be purged before we lock it.
+      FOR attempt IN 1..2 LOOP
+        INSERT INTO idempotency_keys (scope, key, fingerprint, response, created_at)
+          VALUES (p_scope, p_key, p_fingerprint, '', p_now) ON CONFLICT (scope, key) DO NOTHING;
+        IF FOUND THEN claimed := true; EXIT; END IF;
+        SELECT i.fingerprint, i.response, i.created_at INTO prior FROM idempotency_keys i
+          WHERE i.scope = p_scope AND i.key = p_key FOR UPDATE;
+        CONTINUE WHEN NOT FOUND;
+        IF prior.created_at <= p_now - p_claim_ttl THEN
+          -- Expired: as if absent; the row is locked, so this call takes it over.
+          UPDATE idempotency_keys SET fingerprint = p_fingerprint, response = '', created_at = p_now
+            WHERE scope = p_scope AND key = p_key;
+          claimed := true; EXIT;
+        END IF;
+        IF prior.fingerprint <> p_fingerprint THEN outcome := 'reused'; RETURN NEXT; RETURN; END IF;
+        outcome := 'replayed'; detail := prior.response; RETURN NEXT; RETURN;
+      END LOOP;
+      IF NOT claimed THEN RAISE EXCEPTION 'idempotency claim kept vanishing'; END IF;
+    END IF;
+
+    IF p_max_orders IS NOT NULL THEN
+      -- Rule 9: one customer's capped placements queue on this lock (0x6f726472, "ordr"), so two
+      -- at once cannot both pass the count. Uncapped callers never take it.
+      PERFORM pg_advisory_xact_lock(1869767794, (p_owner % 2147483647)::integer);
+      SELECT count(*)::integer AS orders, coalesce(sum(o.quantity) FILTER (WHERE o.pet_id = p_pet), 0)::integer AS units
+        INTO held FROM orders o WHERE o.owner_key_id = p_owner AND NOT o.complete AND o.expires_at > p_now;
+      IF held.orders >= p_max_orders OR held.units + p_quantity > p_max_units THEN
+        IF claimed THEN DELETE FROM idempotency_keys WHERE scope = p_scope AND key = p_key; END IF;
+        outcome := 'limit'; detail := json_build_object('orders', held.orders, 'units', held.units)::text;
+        RETURN NEXT; RETURN;
+      END IF;
+    END IF;
+
+    -- Rule 10: stock held by the pet's expired orders comes back before this order is judged.
+    PERFORM sweep_expired_orders(p_pet, p_now);
+
+    -- Rules 2 and 3 in one conditional UPDATE (in SET, stock is the value before it).
+    UPDATE pets SET stock = stock - p_quantity,
+      status = CASE WHEN stock = p_quantity THEN 'pending' ELSE status END, version = version + 1
+      WHERE id = p_pet AND status = 'available' AND stock >= p_quantity;
+    IF NOT FOUND THEN
+      -- Why not: read under the row lock, so the reason given is the current one.
+      SELECT p.status, p.stock INTO pet FROM pets p WHERE p.id = p_pet FOR UPDATE;
+      outcome := 'refused';
+      IF FOUND THEN detail := json_build_object('status', pet.status, 'stock', pet.stock)::text; END IF;
+      IF claimed THEN DELETE FROM idempotency_keys WHERE scope = p_scope AND key = p_key; END IF;
+      RETURN NEXT; RETURN;
+    END IF;
+
+    INSERT INTO orders (pet_id, owner_key_id, quantity, ship_date, complete, created_at, expires_at)
+      VALUES (p_pet, p_owner, p_quantity, p_ship_date, false, p_now, p_expires_at)
+      RETURNING orders.id, orders.pet_id, orders.owner_key_id, orders.quantity, orders.ship_date,
+        orders.complete, orders.created_at, orders.expires_at, orders.version INTO made;
+    IF claimed THEN
+      -- The first result, as the store's OrderRecord in JSON (what a replay returns).
+      UPDATE idempotency_keys SET response = json_build_object('id', made.id, 'petId', made.pet_id,
+        'quantity', made.quantity, 'shipDate', made.ship_date, 'complete', made.complete,
+        'ownerKeyId', made.owner_key_id, 'createdAt', made.created_at, 'expiresAt', made.expires_at,
+        'version', made.version)::text
+        WHERE scope = p_scope AND key = p_key;
+    END IF;
+    outcome := 'placed'; id := made.id; pet_id := made.pet_id; owner_key_id := made.owner_key_id;
+    quantity := made.quantity; ship_date := made.ship_date; complete := made.complete;
+    created_at := made.created_at; expires_at := made.expires_at; version := made.version;
+    RETURN NEXT;
+  END
+  $fn$;
   `
 ]

@@ -1,94 +1,128 @@
 // OrderStore on PostgreSQL. Placing, completing and cancelling are each one transaction that
 // changes the order and its pet's row together.
 //
+// Placing one is a single call of the function place_order (migration 3): the claim of the
+// Idempotency-Key, the caps, the sweep of the pet's expired orders, the stock and the insert in
+// one round trip and one transaction (docs/performance.md, "PostgreSQL orders").
+//
 // Locks, always in this order so no two transactions wait on each other in a cycle:
 // the order row (SELECT ... FOR UPDATE), then the pet row. Placing an order locks only the pet
 // row, through its conditional UPDATE: under READ COMMITTED a concurrent UPDATE of the same row
 // waits, then re-checks its WHERE against the committed row, so the stock taken never exceeds
-// the stock there was (the database enforces the rule, not this process's memory).
+// the stock there was (the database enforces the rule, not this process's memory). The sweep of
+// expired orders skips the order rows another transaction holds (FOR UPDATE SKIP LOCKED).
+import { idempotencyKeyReused, notFound } from '../../errors.ts'
 import type { PetStatus } from '../../pets/pets.schema.ts'
-import type { OrderFilter, OrderOwner, OrderRecord, OrderStore } from '../../orders/orders.store.ts'
-import type { IfMatch } from '../../shared/store.ts'
-import { openOrder, orderRefusal, visibleOrder } from '../checks.ts'
+import { DEFAULT_ORDER_HOLD_MS, type OrderFilter, type OrderOwner, type OrderRecord, type OrderStore } from '../../orders/orders.store.ts'
+import { IDEMPOTENCY_TTL_MS, type IfMatch } from '../../shared/store.ts'
+import { lapsed, openOrder, orderLimitRefusal, orderRefusal, visibleOrder } from '../checks.ts'
 import type { Db, Tx } from './database.ts'
 import type { PostgresIdempotency } from './idempotency.ts'
 import { ORDER_COLUMNS, toOrder, type OrderRow } from '../rows.ts'
 
-/** Locks the open order to change (the checks: openOrder in checks.ts). */
-async function lockOpenOrder (tx: Tx, id: number, owner: OrderOwner, ifMatch: IfMatch): Promise<OrderRow> {
-  return openOrder(await tx.first<OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1 FOR UPDATE`, [id]), id, owner, ifMatch)
+/** What place_order answers: an outcome, its detail, and the order's columns once placed. */
+type PlaceRow = { outcome: 'placed' | 'replayed' | 'reused' | 'limit' | 'refused'; detail: string | null } & OrderRow
+
+const PLACE_ORDER = `SELECT outcome, detail, ${ORDER_COLUMNS} FROM place_order($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+
+/**
+ * The open order to change at `now`, locked (the checks: openOrder in checks.ts). One that has
+ * lapsed (rule 10) is swept with its pet's other expired orders, and is then no order: null, so
+ * the caller answers 404 once the sweep is committed.
+ */
+async function lockOpenOrder (tx: Tx, id: number, owner: OrderOwner, ifMatch: IfMatch, now: number | undefined): Promise<OrderRow | null> {
+  const found = await tx.first<OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1 FOR UPDATE`, [id])
+  if (found !== undefined && visibleOrder(found, owner) !== undefined && lapsed(found, now)) {
+    await tx.query('SELECT sweep_expired_orders($1, $2)', [found.pet_id, now])
+    return null
+  }
+  return openOrder(found, id, owner, ifMatch)
 }
 
 export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempotency): OrderStore {
   return {
-    async listOrders (filter: OrderFilter, page) {
+    async listOrders (filter: OrderFilter, page, now) {
       const params: unknown[] = [page.afterId ?? 0, page.limit]
       const where = ['id > $1']
       if (filter.petId !== undefined) where.push(`pet_id = $${params.push(filter.petId)}`)
       if (filter.complete !== undefined) where.push(`complete = $${params.push(filter.complete)}`)
       if (filter.ownerKeyId !== undefined) where.push(`owner_key_id = $${params.push(filter.ownerKeyId)}`)
+      // Rule 10: an expired open order counts as cancelled before the sweep deletes it.
+      if (now !== undefined) where.push(`(expires_at IS NULL OR expires_at > $${params.push(now)})`)
       return (await db.query<OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE ${where.join(' AND ')} ORDER BY id LIMIT $2`, params)).map(toOrder)
     },
 
-    async getOrder (id, owner) {
+    async getOrder (id, owner, now) {
       const row = visibleOrder(await db.first<OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1`, [id]), owner)
-      return row === undefined ? null : toOrder(row)
+      return row === undefined || lapsed(row, now) ? null : toOrder(row)
     },
 
     async placeOrder (input, claim) {
-      const result = await db.transaction(async (tx) => {
-        if (claim !== null) {
-          const first = await idempotency.claim(tx, claim)
-          if (first !== null) return { record: JSON.parse(first) as OrderRecord, replayed: true }
-        }
-        // Rules 2 and 3 in one conditional UPDATE (in SET, `stock` is the value before it).
-        const taken = await tx.query(`UPDATE pets SET stock = stock - $2,
-          status = CASE WHEN stock = $2 THEN 'pending' ELSE status END, version = version + 1
-          WHERE id = $1 AND status = 'available' AND stock >= $2 RETURNING id`, [input.petId, input.quantity])
-        if (taken.length === 0) {
-          // Why not: read under the row lock, so the reason given is the current one.
-          const pet = await tx.first<{ status: PetStatus; stock: number }>('SELECT status, stock FROM pets WHERE id = $1 FOR UPDATE', [input.petId])
-          throw orderRefusal(input.petId, input.quantity, pet)
-        }
-        const row = await tx.first<OrderRow>(
-          `INSERT INTO orders (pet_id, owner_key_id, quantity, ship_date, complete, created_at) VALUES ($1, $2, $3, $4, false, $5) RETURNING ${ORDER_COLUMNS}`,
-          [input.petId, input.ownerKeyId, input.quantity, input.shipDate, input.now])
-        const record = toOrder(row!)
-        if (claim !== null) await idempotency.remember(tx, claim, record)
-        return { record, replayed: false }
-      })
-      if (claim !== null && !result.replayed) await idempotency.purge(claim.now)
-      return result
+      const limits = input.limits ?? null
+      const row = (await db.statement<PlaceRow>('place_order', PLACE_ORDER, [
+        input.petId, input.ownerKeyId, input.quantity, input.shipDate, input.now, input.expiresAt ?? input.now + DEFAULT_ORDER_HOLD_MS,
+        limits?.openOrders ?? null, limits?.unitsPerPet ?? null,
+        claim?.scope ?? null, claim?.key ?? null, claim?.fingerprint ?? null, IDEMPOTENCY_TTL_MS
+      ]))[0]!
+      switch (row.outcome) {
+        case 'replayed': return { record: JSON.parse(row.detail!) as OrderRecord, replayed: true }
+        case 'reused': throw idempotencyKeyReused()
+        case 'limit': throw orderLimitRefusal(limits!, JSON.parse(row.detail!) as { orders: number; units: number }, input.petId, input.quantity)!
+        case 'refused': throw orderRefusal(input.petId, input.quantity, row.detail === null ? undefined : JSON.parse(row.detail) as { status: PetStatus; stock: number })
+        case 'placed': break
+      }
+      if (claim !== null) await idempotency.purge(claim.now)
+      return { record: toOrder(row), replayed: false }
     },
 
-    async updateOrder (id, changes, ifMatch) {
-      return db.transaction(async (tx) => {
-        const row = await lockOpenOrder(tx, id, null, ifMatch)
+    async updateOrder (id, changes, ifMatch, now) {
+      const result = await db.transaction(async (tx) => {
+        const row = await lockOpenOrder(tx, id, null, ifMatch, now)
+        if (row === null) return null
         if (changes.complete !== true) {
           const updated = await tx.first<OrderRow>(`UPDATE orders SET ship_date = $1, version = version + 1 WHERE id = $2 RETURNING ${ORDER_COLUMNS}`, [changes.shipDate ?? row.ship_date, id])
           return toOrder(updated!)
         }
+        // Rule 4 asks whether open orders are left: the pet's lapsed ones are not (rule 10).
+        if (now !== undefined) await tx.query('SELECT sweep_expired_orders($1, $2)', [row.pet_id, now])
         // Lock the pet before deciding rule 4: two last orders completing at once then run one
         // after the other, and the second sees the first complete (each statement of a READ
         // COMMITTED transaction reads what was committed before it), so the pet is sold.
         await tx.query('SELECT 1 FROM pets WHERE id = $1 FOR UPDATE', [row.pet_id])
-        const updated = await tx.first<OrderRow>(`UPDATE orders SET complete = true, ship_date = $1, version = version + 1 WHERE id = $2 RETURNING ${ORDER_COLUMNS}`, [changes.shipDate ?? row.ship_date, id])
+        // A complete order never expires (rule 10).
+        const updated = await tx.first<OrderRow>(`UPDATE orders SET complete = true, ship_date = $1, expires_at = NULL, version = version + 1 WHERE id = $2 RETURNING ${ORDER_COLUMNS}`, [changes.shipDate ?? row.ship_date, id])
         // Rule 4: the pet is sold once its stock is 0 and no open order is left.
         await tx.query(`UPDATE pets SET status = 'sold', version = version + 1
           WHERE id = $1 AND stock = 0 AND status <> 'sold' AND NOT EXISTS (SELECT 1 FROM orders WHERE pet_id = $1 AND NOT complete)`, [row.pet_id])
         return toOrder(updated!)
       })
+      if (result === null) throw notFound(`order ${id}`)
+      return result
     },
 
-    async cancelOrder (id, owner, ifMatch) {
-      await db.transaction(async (tx) => {
-        const row = await lockOpenOrder(tx, id, owner, ifMatch)
+    async cancelOrder (id, owner, ifMatch, now) {
+      const cancelled = await db.transaction(async (tx) => {
+        const row = await lockOpenOrder(tx, id, owner, ifMatch, now)
+        if (row === null) return false
         await tx.query('DELETE FROM orders WHERE id = $1', [id])
         // Rule 5: the quantity goes back; a pending pet has stock again, so it is available.
         // An open order's pet cannot have been deleted (deletePet refuses), so this finds it.
         await tx.query(`UPDATE pets SET stock = stock + $1,
           status = CASE WHEN status = 'pending' THEN 'available' ELSE status END, version = version + 1 WHERE id = $2`, [row.quantity, row.pet_id])
+        return true
       })
+      if (!cancelled) throw notFound(`order ${id}`)
+    },
+
+    async sweepExpired (now, maxPets) {
+      // One statement per pet, each its own transaction: a sweep never holds two pets' rows, so
+      // it cannot deadlock with another instance's sweep or with an order.
+      const pets = await db.query<{ pet_id: number }>('SELECT DISTINCT pet_id FROM orders WHERE NOT complete AND expires_at <= $1 LIMIT $2', [now, maxPets])
+      let orders = 0
+      for (const { pet_id: petId } of pets) {
+        orders += (await db.first<{ n: number }>('SELECT sweep_expired_orders($1, $2) AS n', [petId, now]))?.n ?? 0
+      }
+      return { orders, pets: pets.length }
     }
   }
 }

@@ -94,5 +94,16 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
     banned  INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (key_id, day)
   );
+  `,
+  // Rule 10 (orders expire) and rule 9 (caps per customer). An open order holds its stock until
+  // expires_at; NULL once complete. The open orders of older versions get one default hold (30
+  // minutes) from the upgrade. The partial indexes cover only open orders: the lazy sweep of one
+  // pet, the caps of one owner, and the periodic sweep by age.
+  `
+  ALTER TABLE orders ADD COLUMN expires_at INTEGER;
+  UPDATE orders SET expires_at = CAST(unixepoch('subsec') * 1000 AS INTEGER) + 1800000 WHERE complete = 0;
+  CREATE INDEX orders_open_by_pet ON orders (pet_id, expires_at) WHERE complete = 0;
+  CREATE INDEX orders_open_by_owner ON orders (owner_key_id, expires_at) WHERE complete = 0;
+  CREATE INDEX orders_open_by_expiry ON orders (expires_at) WHERE complete = 0;
   `
 ]
