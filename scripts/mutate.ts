@@ -25,7 +25,7 @@ export const PARTS: Record<string, Part> = {
   },
   checks: {
     mutate: ['src/storage/checks.ts'],
-    tests: ['test/storage/sqlite.test.ts', 'test/http/pets.test.ts', 'test/http/categories.test.ts', 'test/http/orders.test.ts', 'test/http/inventory.test.ts', 'test/http/key-lifecycle.test.ts']
+    tests: ['test/storage/checks.test.ts', 'test/storage/sqlite.test.ts', 'test/http/pets.test.ts', 'test/http/categories.test.ts', 'test/http/orders.test.ts', 'test/http/inventory.test.ts', 'test/http/key-lifecycle.test.ts']
   },
   writer: {
     mutate: ['src/storage/sqlite/database.ts'],
