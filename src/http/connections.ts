@@ -8,7 +8,7 @@
 // for as long as it liked. Here every stage has a deadline, checked often enough to be one.
 import { randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
-import type { IncomingMessage, Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http'
 import type { FastifyHttpOptions, FastifyInstance } from 'fastify'
 import type { ServerLimits } from '../config.ts'
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
@@ -27,13 +27,29 @@ function checkingInterval (limits: ServerLimits): number {
 }
 
 /** The Fastify options that set the connection limits and answer Node's client errors. */
-export function connectionOptions (limits: ServerLimits): Pick<FastifyHttpOptions<Server>, 'http' | 'requestTimeout' | 'keepAliveTimeout' | 'return503OnClosing' | 'clientErrorHandler'> {
+export function connectionOptions (limits: ServerLimits): Pick<FastifyHttpOptions<Server>, 'http' | 'requestTimeout' | 'keepAliveTimeout' | 'return503OnClosing' | 'clientErrorHandler' | 'serverFactory'> {
+  const http: ServerOptions = {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    connectionsCheckingInterval: checkingInterval(limits),
+    maxHeaderSize: MAX_HEADER_BYTES,
+    // Node's own answer to an HTTP/1.1 request without Host is an empty chunked 400, with no
+    // error object and no nosniff: the server below answers it instead.
+    requireHostHeader: false
+  }
   return {
-    http: {
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      connectionsCheckingInterval: checkingInterval(limits),
-      maxHeaderSize: MAX_HEADER_BYTES
+    http,
+    // The server Fastify would make (its getServerInstance: the same options and settings), with
+    // one step in front of Fastify's handler: the missing Host.
+    serverFactory: (handler) => {
+      const server = createServer(http, (request, response) => {
+        if (request.headers.host === undefined && request.httpVersionMajor === 1 && request.httpVersionMinor === 1) answerMissingHost(response)
+        else handler(request, response)
+      })
+      server.keepAliveTimeout = limits.keepAliveTimeoutMs
+      server.requestTimeout = limits.requestTimeoutMs
+      server.setTimeout(0)
+      return server
     },
     // Fastify sets these two on the server itself, over the `http` values.
     requestTimeout: limits.requestTimeoutMs,
@@ -56,6 +72,23 @@ function classify (error: Error & { code?: string }, limits: ServerLimits): { co
   // Every other parser error: a malformed request line or header, conflicting framing
   // (Content-Length with Transfer-Encoding), a bad chunk. Node's reason stays in the log.
   return { code: 'validation_failed', message: 'the request is not well-formed HTTP/1.1' }
+}
+
+/**
+ * HTTP/1.1 makes Host mandatory (RFC 9112 3.2): 400 with the error object, like every other
+ * malformed request (and, like them, before any route or charge), and the connection closed.
+ */
+function answerMissingHost (response: ServerResponse): void {
+  const requestId = randomUUID()
+  const body = JSON.stringify({ code: 'validation_failed', message: 'an HTTP/1.1 request must carry a Host header', status: 400, requestId })
+  response.writeHead(400, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'request-id': requestId,
+    'x-content-type-options': 'nosniff',
+    connection: 'close'
+  })
+  response.end(body)
 }
 
 /**

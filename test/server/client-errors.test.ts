@@ -35,6 +35,26 @@ test('malformed HTTP gets 400 validation_failed with the error object, and the c
   }
 })
 
+test('an HTTP/1.1 request without Host gets 400 validation_failed with the error object and nosniff, not Node\'s empty chunked 400', { timeout: 10_000 }, async (t) => {
+  // Fault caught: Node answered it itself, with an empty chunked body and none of our headers.
+  const { port, keys } = await startTestServer(t, {})
+  for (const request of ['GET /healthz HTTP/1.1\r\n\r\n', `GET /v1/pets HTTP/1.1\r\nX-API-Key: ${keys.customer}\r\n\r\n`]) {
+    const { text } = await rawExchange(port, request)
+    assert.match(text, /^HTTP\/1\.1 400 Bad Request\r\n/)
+    const answer = parseAnswer(text)
+    assert.equal(answer.headers['content-type'], 'application/json; charset=utf-8')
+    assert.equal(answer.headers['x-content-type-options'], 'nosniff')
+    assert.equal(answer.headers.connection, 'close')
+    assert.equal(answer.headers['transfer-encoding'], undefined)
+    const requestId = answer.headers['request-id'] ?? ''
+    assert.match(requestId, UUID)
+    assert.deepEqual(answer.body, { code: 'validation_failed', message: 'an HTTP/1.1 request must carry a Host header', status: 400, requestId }, request)
+  }
+  // HTTP/1.0 has no Host requirement: served as usual.
+  const { text } = await rawExchange(port, 'GET /healthz HTTP/1.0\r\n\r\n')
+  assert.equal(parseAnswer(text).status, 200)
+})
+
 test('headers over 16 KiB get 431 headers_too_large with the error object', { timeout: 10_000 }, async (t) => {
   const { port } = await startTestServer(t, {})
   for (const request of [
