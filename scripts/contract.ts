@@ -10,7 +10,7 @@
 // Exit code: Portman's, non-zero when a check fails.
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openApiDocument } from '../src/cli/openapi.ts'
@@ -29,7 +29,9 @@ if (!existsSync(PORTMAN)) {
 const dir = await mkdtemp(join(tmpdir(), 'petstore-contract-'))
 // In-process rate limits and a fresh SQLite file, whatever the caller's environment says.
 const { REDIS_URL: _redis, ...env } = process.env
-const server = spawn(process.execPath, [CLI, 'serve', '--sample-data', '--host', '127.0.0.1', '--port', '0'], {
+// The sample keys go to a file (never stdout, the log stream).
+const keysFile = join(dir, 'keys.txt')
+const server = spawn(process.execPath, [CLI, 'serve', '--sample-data', '--keys-file', keysFile, '--host', '127.0.0.1', '--port', '0'], {
   env: { ...env, DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, LOG_LEVEL: 'silent' },
   stdio: ['ignore', 'pipe', 'inherit']
 })
@@ -48,21 +50,22 @@ try {
   await rm(dir, { recursive: true, force: true })
 }
 
-/** Waits for the server's banner: the sample admin key, then the URL it listens on. */
+/** Waits for the server's banner (the URL it listens on), then reads the sample admin key from its file (written before the banner). */
 function started (child: ReturnType<typeof spawn>): Promise<{ url: string; adminKey: string }> {
   return new Promise((resolve, reject) => {
     let output = ''
-    let adminKey: string | undefined
     const timer = setTimeout(() => { reject(new Error(`the server did not start in 30 s:\n${output}`)) }, 30_000)
     child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`the server exited (${String(code)}):\n${output}`)) })
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
       output += chunk
-      adminKey ??= /^\s*admin\s+(\S+)$/m.exec(output)?.[1]
       const url = /Petstore API on (http:\/\/\S+)\/v1/.exec(output)?.[1]
-      if (url !== undefined && adminKey !== undefined) {
-        clearTimeout(timer)
-        resolve({ url, adminKey })
-      }
+      if (url === undefined) return
+      clearTimeout(timer)
+      readFile(keysFile, 'utf8').then((keys) => {
+        const adminKey = /^\s*admin\s+(\S+)$/m.exec(keys)?.[1]
+        if (adminKey === undefined) reject(new Error(`no admin key in ${keysFile}`))
+        else resolve({ url, adminKey })
+      }, reject)
     })
   })
 }

@@ -15,9 +15,9 @@ import { deprecatedOperation } from './http/lifecycle.ts'
 import { installSunset, lifecycleHeaderStep } from './http/lifecycle-hooks.ts'
 import { healthRoutes, rateLimitRoutes, type Readiness } from './http/meta.ts'
 import { responseHeadersOf } from './http/response-headers.ts'
-import { createMetrics, installMetrics, metricsRoutes, type Metrics } from './http/metrics.ts'
+import { createMetrics, installMetrics, malformedUrlCounter, metricsRoutes, type Metrics } from './http/metrics.ts'
 import { registerOpenApi, serveOpenApi } from './http/openapi.ts'
-import { bindRequestLogger, lazyChildLogger, RequestLog } from './http/request-log.ts'
+import { acceptedRequestId, bindRequestLogger, lazyChildLogger, observeFrameworkAnswers, RequestLog } from './http/request-log.ts'
 import { installValidation, parseJsonBody } from './http/validation.ts'
 import { inventoryRoutes } from './inventory/inventory.routes.ts'
 import { createInventoryService } from './inventory/inventory.service.ts'
@@ -76,6 +76,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   // One "request completed" line per request, refusals aggregated, and no pino child per request
   // unless something is logged through it (http/request-log.ts).
   const requestLog = new RequestLog({ clock })
+  const countMalformedUrl = malformedUrlCounter(metrics)
   // Who may call what, and how much: decided by the access service, built before the app so
   // that Fastify's own error paths (malformed URLs) can charge through it too.
   const access = createAccessService({ keys: stores.keys, limiter, clock, ...events, ...(deps.keyCacheMs !== undefined && { keyCacheMs: deps.keyCacheMs }) })
@@ -96,12 +97,13 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 200 },
     // A malformed URL (bad percent-encoding) or an over-long path segment never reaches routing;
     // it still gets the error object, the request id and, under /v1, the rate-limit headers.
-    frameworkErrors: answerMalformedUrl(access, clock),
+    // Fastify answers these outside its hooks: each is logged and counted here.
+    frameworkErrors: observeFrameworkAnswers(answerMalformedUrl(access, clock), (request, reply, ms) => {
+      requestLog.completedOutsideRouting(request, reply, ms)
+      countMalformedUrl(request, reply, ms)
+    }),
     // Accept a caller's request id for tracing when it is harmless, else make one.
-    genReqId: (request) => {
-      const given = request.headers['request-id']
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
-    }
+    genReqId: (request) => acceptedRequestId(request.headers['request-id']) ?? randomUUID()
   })
   requestLog.attach(app.log)
   app.addHook('onClose', (_app, done) => { requestLog.flush(); done() })
@@ -179,8 +181,6 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   await app.register(docsRoutes, { specUrl: '/openapi.json' })
   return app
 }
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
 
 /** The hop at index i from the socket is trusted while i < hops; a list goes to proxy-addr as is. */
 function trustFunction (trust: Config['trustProxy']): false | string[] | ((address: string, hop: number) => boolean) {

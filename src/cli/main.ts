@@ -13,7 +13,9 @@ import { serve } from './serve.ts'
 const COMMANDS: Record<string, (args: string[], io: Io) => Promise<number>> = { serve, migrate, keys, openapi }
 
 const USAGE = `usage: petstore <command>
-  serve [--sample-data] [--host H] [--port P]   serve the API (configuration from the environment)
+  serve [--sample-data [--keys-file PATH]] [--host H] [--port P]
+                                                serve the API (configuration from the environment);
+                                                sample keys go to stderr, or to PATH (mode 0600)
   migrate                                       apply database migrations
   keys create|list|revoke|unban                 administer API keys
   openapi [--out FILE] [--server URL]           print or write the OpenAPI document`

@@ -1,4 +1,5 @@
-// petstore serve [--sample-data] [--host H] [--port P]
+// petstore serve [--sample-data [--keys-file PATH]] [--host H] [--port P]
+import { open } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
 import { loadSampleData, loadSampleKeysAndOrders } from '../sample-data.ts'
@@ -7,17 +8,37 @@ import { systemClock } from '../shared/clock.ts'
 import type { Io } from './io.ts'
 
 export async function serve (args: string[], io: Io): Promise<number> {
-  const { values } = parseArgs({ args, strict: true, options: { 'sample-data': { type: 'boolean', default: false }, host: { type: 'string' }, port: { type: 'string' } } })
+  const { values } = parseArgs({ args, strict: true, options: { 'sample-data': { type: 'boolean', default: false }, 'keys-file': { type: 'string' }, host: { type: 'string' }, port: { type: 'string' } } })
+  if (values['keys-file'] !== undefined && !values['sample-data']) {
+    io.err('serve: --keys-file goes with --sample-data')
+    return 2
+  }
   const config = loadConfig({ ...io.env, ...(values.host !== undefined && { HOST: values.host }), ...(values.port !== undefined && { PORT: values.port }) })
   const server = await startServer(config, {
     beforeListen: async (infra) => {
       if (!values['sample-data']) return
       if (!await loadSampleData(infra.stores)) return
       // A new database: make one key per role and show them once, so a newcomer can call the
-      // API in the first minute. They are stored as hashes and never shown again.
+      // API in the first minute. They are stored as hashes and never shown again. Never on
+      // stdout: that is the log stream, which a platform collects and keeps (issue 19 item 7).
       const keys = await loadSampleKeysAndOrders(infra.stores, systemClock)
-      io.out('Sample data loaded. API keys (shown once; store them now):')
-      for (const { role, key } of keys) io.out(`  ${role.padEnd(8)} ${key}`)
+      const lines = keys.map(({ role, key }) => `  ${role.padEnd(8)} ${key}`)
+      const file = values['keys-file']
+      if (file === undefined) {
+        io.err('Sample data loaded. API keys (shown once; store them now):')
+        for (const line of lines) io.err(line)
+        return
+      }
+      // Readable by this user only: a file that already existed with wider rights is narrowed
+      // before the keys are written into it.
+      const handle = await open(file, 'w', 0o600)
+      try {
+        await handle.chmod(0o600)
+        await handle.writeFile(lines.join('\n') + '\n')
+      } finally {
+        await handle.close()
+      }
+      io.err(`Sample data loaded. API keys (shown once) written to ${file}`)
     }
   })
   io.out(`Petstore API on ${server.url}/v1  (docs: ${server.url}/docs)`)

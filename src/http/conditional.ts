@@ -38,11 +38,18 @@ export function idempotencyClaimOf (request: FastifyRequest, now: number): Idemp
   return { scope: request.principal === null ? 'anonymous' : `key:${request.principal.identityKeyId}`, key, fingerprint, now }
 }
 
-/** Sets Link: rel="next" keeping the request's own query, with the new cursor. */
+/**
+ * Sets Link: rel="next" keeping the request's own query, with the new cursor. The link is a
+ * relative reference (RFC 8288 3.1: resolved against the URL the client used, so it stays right
+ * behind a proxy) whose path is the route's own (list routes have no path parameters), never the
+ * request's spelling of it: an absolute-form target (`GET http://evil.example/v1/pets`) or a
+ * path beginning `//` would otherwise make it a link to another host.
+ */
 export function setNextLink (request: FastifyRequest, reply: FastifyReply, nextCursor: string | null): void {
   if (nextCursor === null) return
-  const [path, search = ''] = request.url.split('?', 2) as [string, string?]
-  const params = new URLSearchParams(search)
+  const path = request.routeOptions.url ?? '/'
+  const query = request.url.indexOf('?')
+  const params = new URLSearchParams(query === -1 ? '' : request.url.slice(query + 1))
   params.set('cursor', nextCursor)
   reply.header('link', `<${path}?${params.toString()}>; rel="next"`)
 }

@@ -4,9 +4,9 @@
 // process, and prom-client's global registry would refuse the second app's metric names.
 //
 // Labels are bounded: `operation` is the route's operationId, `unknown` for unmatched paths,
-// `preflight` for OPTIONS, and the route pattern (never the raw URL) for routes outside /v1.
+// `malformed_url` for URLs that cannot be decoded, `preflight` for OPTIONS, and the route pattern (never the raw URL) for routes outside /v1.
 // Key ids (numbers) may appear as labels; keys never do.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client'
 import type { AccessEvents } from './access.ts'
 import type { LifecycleHookOptions } from './lifecycle-hooks.ts'
@@ -156,7 +156,7 @@ function createHttpSeries (): HttpSeries {
   const counts: CountCell[] = []
   const durations: DurationCell[] = []
   const requestsName = 'http_requests_total'
-  const requestsHelp = 'HTTP requests answered, by operation (operationId; unknown for unmatched paths, preflight for OPTIONS), method and status.'
+  const requestsHelp = 'HTTP requests answered, by operation (operationId; unknown for unmatched paths, malformed_url for URLs that cannot be decoded, preflight for OPTIONS), method and status.'
   const durationName = 'http_request_duration_seconds'
   const durationHelp = 'Time from receiving a request to the end of its response, by operation and method.'
   return {
@@ -236,29 +236,44 @@ export function installMetrics (app: FastifyInstance, metrics: Metrics): void {
   }
 
   app.addHook('onResponse', (request, reply, done) => {
-    const route = routeOf(request)
-    let method = route.byMethod.get(request.method)
-    if (method === undefined) {
-      method = { duration: http.histogram(Object.freeze({ operation: route.operation, method: request.method })), byStatus: new Map() }
-      route.byMethod.set(request.method, method)
-    }
-    let status = method.byStatus.get(reply.statusCode)
-    if (status === undefined) {
-      status = http.counter(Object.freeze({ ...method.duration.labels, status: String(reply.statusCode) }))
-      method.byStatus.set(reply.statusCode, status)
-    }
-    status.value++
     // elapsedTime: milliseconds since Fastify received the request.
-    const seconds = reply.elapsedTime / 1000
-    const duration = method.duration
-    let bucket = 0
-    while (bucket < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[bucket]!) bucket++
-    duration.counts[bucket]!++
-    duration.sum += seconds
-    duration.count++
+    record(http, routeOf(request), request.method, reply.statusCode, reply.elapsedTime / 1000)
     done()
   })
 }
+
+/** Counts and times one answer in the series of `route`, method and status (made on first use). */
+function record (http: HttpSeries, route: RouteSeries, requestMethod: string, statusCode: number, seconds: number): void {
+  let method = route.byMethod.get(requestMethod)
+  if (method === undefined) {
+    method = { duration: http.histogram(Object.freeze({ operation: route.operation, method: requestMethod })), byStatus: new Map() }
+    route.byMethod.set(requestMethod, method)
+  }
+  let status = method.byStatus.get(statusCode)
+  if (status === undefined) {
+    status = http.counter(Object.freeze({ ...method.duration.labels, status: String(statusCode) }))
+    method.byStatus.set(statusCode, status)
+  }
+  status.value++
+  const duration = method.duration
+  let bucket = 0
+  while (bucket < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[bucket]!) bucket++
+  duration.counts[bucket]!++
+  duration.sum += seconds
+  duration.count++
+}
+
+/**
+ * Counts the answers to malformed URLs (http/request-log.ts observeFrameworkAnswers: Fastify runs
+ * no response hook for them) under the operation `malformed_url`.
+ */
+export function malformedUrlCounter (metrics: Metrics): (request: FastifyRequest, reply: FastifyReply, ms: number) => void {
+  const route: RouteSeries = { operation: 'malformed_url', byMethod: new Map() }
+  // The method is the client's text: an unknown one is counted as OTHER, so labels stay bounded.
+  return (request, reply, ms) => { record(metrics.http, route, KNOWN_METHODS.has(request.method) ? request.method : 'OTHER', reply.statusCode, ms / 1000) }
+}
+
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
 
 /** GET /metrics: outside /v1 (no key, no quota) and hidden from the OpenAPI document. */
 export async function metricsRoutes (app: FastifyInstance, { metrics }: { metrics: Metrics }): Promise<void> {

@@ -92,7 +92,7 @@ const RATE_LIMIT_HEADERS = {
   'X-RateLimit-Reset': { description: 'Unix time (seconds) at which that window resets.', schema: { type: 'integer' } },
   RateLimit: { description: 'Both windows, IETF draft syntax: `"minute";r=42;t=18, "day";r=958;t=40213` (r: remaining, t: seconds until reset).', schema: { type: 'string' } },
   'RateLimit-Policy': { description: 'Both quotas, IETF draft syntax: `"minute";q=60;w=60, "day";q=1000;w=86400`.', schema: { type: 'string' } },
-  'Request-Id': { description: 'The request id, also in error bodies and the logs.', schema: { type: 'string' } }
+  'Request-Id': { description: 'The request id, also in error bodies and the logs: the request\'s own `Request-Id` header when it looks like an id (a UUID, or 1 to 64 of `A-Z a-z 0-9 . _ : -`) and not like an API key (nothing containing `psk_`), else a new UUID.', schema: { type: 'string' } }
 }
 
 const OTHER_HEADERS = {

@@ -10,8 +10,11 @@ export const KEY_PARAMETERS: ReadonlySet<string> = new Set([
 /** Parameters whose value is never logged: the key parameters and other usual secret names. */
 const SECRET_PARAMETER = /^(?:api[-_]?key|x-api-key|key|access[-_]?token|refresh[-_]?token|id[-_]?token|token|auth|authorization|bearer|password|passwd|pwd|secret|client[-_]?secret|signature|sig|session|sessionid)$/i
 
-/** Anything shaped like one of our keys, wherever it sits in a URL (a path segment too). */
-const KEY_TEXT = /psk_[A-Za-z0-9_-]+/g
+/** Anything shaped like one of our keys, wherever it sits in a URL (a path segment too), whatever its case. */
+const KEY_TEXT = /psk_[A-Za-z0-9_-]+/gi
+const KEY_PREFIX = /psk_/i
+/** A part of a URL between delimiters: a percent-encoded key hides in one of these. */
+const ENCODED_PART = /[^/?&=;]*%[^/?&=;]*/g
 
 export const REDACTED = '[redacted]'
 
@@ -51,7 +54,24 @@ export function redactUrl (url: string): string {
     }
     if (changed) out = `${url.slice(0, start)}?${pairs.join('&')}`
   }
-  return out.includes('psk_') ? out.replace(KEY_TEXT, REDACTED) : out
+  if (KEY_PREFIX.test(out)) out = out.replace(KEY_TEXT, REDACTED)
+  // A key spelt with escapes (`%70sk_…`, `psk%5F…`, or encoded twice) is a key too: a part of the
+  // URL that decodes to one is cut out whole.
+  return out.includes('%') ? out.replace(ENCODED_PART, (part) => KEY_PREFIX.test(percentDecoded(part)) ? REDACTED : part) : out
+}
+
+/**
+ * `text` with its percent escapes decoded, byte by byte (enough to find ASCII key text, and never
+ * an error on a malformed escape), repeated while anything is left to decode (up to 4 times).
+ */
+function percentDecoded (text: string): string {
+  let decoded = text
+  for (let i = 0; i < 4 && decoded.includes('%'); i++) {
+    const next = decoded.replace(/%([0-9A-Fa-f]{2})/g, (_escape, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
+    if (next === decoded) break
+    decoded = next
+  }
+  return decoded
 }
 
 function decodeName (raw: string): string {

@@ -89,6 +89,21 @@ export function lazyChildLogger (logger: FastifyBaseLogger, bindings: Bindings):
   return new LazyRequestLogger(logger, bindings) as unknown as FastifyBaseLogger
 }
 
+/** What a caller's own Request-Id may be: a UUID fits, and so does any short token of these characters. */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
+/** An API key (keys.service.ts: `psk_` and base64url), whatever its case: never a request id. */
+const KEY_LIKE = /psk_/i
+
+/**
+ * The caller's `Request-Id`, kept for tracing when it looks like an id (a UUID, or 1 to 64 of
+ * `A-Z a-z 0-9 . _ : -`) and nothing like a key, or null (a new id is made). The id is logged on
+ * every line of the request and echoed in the answer: a key sent there by mistake, or to get it
+ * into the logs, must not be (issue 19 item 7).
+ */
+export function acceptedRequestId (header: string | string[] | undefined): string | null {
+  return typeof header === 'string' && REQUEST_ID.test(header) && !KEY_LIKE.test(header) ? header : null
+}
+
 /** Links a request's lazy logger to the request, so its lines carry the key id once known. */
 export function bindRequestLogger (request: FastifyRequest): void {
   const log = request.log as unknown
@@ -125,6 +140,18 @@ export class RequestLog extends LogController {
   override incomingRequest (): void {}
 
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    this.#completed(error, request, reply, reply.elapsedTime)
+  }
+
+  /**
+   * The line of a request that Fastify answered outside routing (a malformed URL: see
+   * observeFrameworkAnswers), which Fastify neither times nor reports to the log controller.
+   */
+  completedOutsideRouting (request: FastifyRequest, reply: FastifyReply, responseTime: number): void {
+    this.#completed(null, request, reply, responseTime)
+  }
+
+  #completed (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply, responseTime: number): void {
     const root = this.#root
     if (root === null) return
     const statusCode = reply.statusCode
@@ -136,7 +163,7 @@ export class RequestLog extends LogController {
       method: request.method,
       url: redactUrl(request.url),
       statusCode,
-      responseTime: reply.elapsedTime
+      responseTime
     }
     const failure = request.failure
     if (failure !== null) {
@@ -172,5 +199,22 @@ export class RequestLog extends LogController {
     this.#root?.info({ refused: this.#refused, byCode: this.#refusedByCode, since }, 'requests refused')
     this.#refused = 0
     this.#refusedByCode = {}
+  }
+}
+
+type FrameworkErrorHandler = (error: Error, request: FastifyRequest, reply: FastifyReply) => void
+
+/**
+ * Fastify answers a malformed URL (bad percent-encoding, an over-long path segment) through its
+ * `frameworkErrors` handler without the response hooks and without telling the log controller:
+ * those requests were charged, yet appeared neither in the log nor in /metrics. This wraps the
+ * handler so that `onComplete` hears of each answer once it has ended (sent, or cut), with the
+ * milliseconds since the request reached the handler.
+ */
+export function observeFrameworkAnswers (handler: FrameworkErrorHandler, onComplete: (request: FastifyRequest, reply: FastifyReply, ms: number) => void): FrameworkErrorHandler {
+  return (error, request, reply) => {
+    const started = performance.now()
+    reply.raw.once('close', () => { onComplete(request, reply, performance.now() - started) })
+    handler(error, request, reply)
   }
 }

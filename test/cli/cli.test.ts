@@ -83,16 +83,18 @@ test('serve --sample-data loads the catalogue and prints three keys once; SIGTER
   const start = () => spawn(process.execPath, [CLI, 'serve', '--sample-data', '--port', '0'], { env: { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'p.db')}`, LOG_LEVEL: 'silent' } })
   const first = start()
   t.after(() => { first.kill('SIGKILL') })
+  // The keys go to stderr, never to stdout, the log stream (issue 19 item 7).
+  let errText = ''
   const out = await new Promise<string>((resolve, reject) => {
     let text = ''
-    first.stdout.on('data', (chunk: Buffer) => {
-      text += chunk.toString()
-      if (text.includes('Petstore API on')) resolve(text)
-    })
+    const check = () => { if (text.includes('Petstore API on') && /^\s+admin\s+psk_\S+$/m.test(errText)) resolve(text) }
+    first.stderr.on('data', (chunk: Buffer) => { errText += chunk.toString(); check() })
+    first.stdout.on('data', (chunk: Buffer) => { text += chunk.toString(); check() })
     first.on('exit', (code) => reject(new Error(`exited ${code}: ${text}`)))
     setTimeout(() => reject(new Error('no start within 20 s: ' + text)), 20_000).unref()
   })
-  const keys = [...out.matchAll(/^\s+(customer|staff|admin)\s+(psk_\S+)$/gm)].map((m) => [m[1], m[2]])
+  assert.doesNotMatch(out, /psk_/)
+  const keys = [...errText.matchAll(/^\s+(customer|staff|admin)\s+(psk_\S+)$/gm)].map((m) => [m[1], m[2]])
   assert.deepEqual(keys.map((k) => k[0]), ['customer', 'staff', 'admin'])
   const url = /Petstore API on (\S+)\/v1/.exec(out)![1]
   const res = await fetch(`${url}/v1/pets?limit=100`, { headers: { 'x-api-key': keys[0]![1]! } })
@@ -110,7 +112,9 @@ test('serve --sample-data loads the catalogue and prints three keys once; SIGTER
     second.stdout.on('data', (chunk: Buffer) => { text += chunk.toString(); if (text.includes('Petstore API on')) resolve(text) })
     setTimeout(() => reject(new Error('no start within 20 s: ' + text)), 20_000).unref()
   })
-  assert.doesNotMatch(again, /psk_/)
+  let againErr = ''
+  second.stderr.on('data', (chunk: Buffer) => { againErr += chunk.toString() })
+  assert.doesNotMatch(again + againErr, /psk_/)
   const exit2 = new Promise<number | null>((resolve) => second.on('exit', resolve))
   second.kill('SIGTERM')
   assert.equal(await exit2, 0)
