@@ -87,7 +87,7 @@ export async function startServer (config: Config, options: { logger?: Logger; b
   const loadedAt = clock.now()
   const restored = await restoreBans(infra.stores.keys, infra.limiter, loadedAt)
   if (restored > 0) logger.info({ bans: restored }, 'bans in force restored from the database')
-  const banSync = createBanSync(infra.stores.keys, infra.limiter, { startAt: loadedAt, onError: (error) => logger.warn({ err: error }, 'ban sync failed') })
+  const banSync = createBanSync(infra.stores.keys, infra.limiter, { now: clock.now, onError: (error) => logger.warn({ err: error }, 'ban sync failed') })
   banSync.start()
   await app.listen({ host: config.host, port: config.port })
   const address = app.server.address()

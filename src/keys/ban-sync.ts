@@ -1,41 +1,59 @@
 // Lifting a ban happens in the database (admin API on any instance, or `petstore keys unban`
 // with no server at all); each instance polls for lifts and drops them from its limiter, so a
 // lift reaches every instance within one poll interval (2 s), with or without Redis.
+//
+// The poll keeps no cursor on lift times: a lift time comes from the clock of whichever process
+// lifted the ban, and a lift may commit after a later one, so a cursor moved to the largest time
+// seen would skip a lift that commits late or comes from a slower clock. Each poll reads again
+// every lift whose ban would still be running (ends_at after now, lifted within the longest ban
+// plus a margin for clocks that disagree), and skips the ones it applied already (by id). The set
+// read is bounded by the bans lifted in the last 25 hours.
 import type { RateLimiter } from '../ratelimit/limiter.ts'
+import { BAN_MAX_MS } from '../ratelimit/limiter.ts'
 import type { KeyStore } from './keys.store.ts'
 
 export const BAN_SYNC_INTERVAL_MS = 2000
+/** How far back a poll looks at lift times: the longest ban, plus this margin for clocks that disagree. */
+export const LIFT_LOOKBACK_MS = BAN_MAX_MS + 60 * 60_000
 
 export interface BanSync {
-  /** One poll: applies the lifts recorded since the last one. */
+  /** One poll: applies the lifts not applied yet; resolves to how many bans it dropped from the limiter. */
   tick (): Promise<number>
   start (): void
   stop (): void
 }
 
-export function createBanSync (keys: KeyStore, limiter: RateLimiter, options: { onError?: (error: unknown) => void; startAt?: number } = {}): BanSync {
-  // Lifted-at times come from whichever instance lifted the ban, so the cursor is the largest
-  // lift time seen, not this instance's clock; ids already applied at that time are skipped.
-  let since = options.startAt ?? 0
-  let seenAtSince = new Set<number>()
+export interface BanSyncOptions {
+  onError?: (error: unknown) => void
+  /** Epoch ms (the limiter's clock); Date.now by default. */
+  now?: () => number
+  /** Ignored (the poll keeps no cursor, see above); accepted so callers need not change. */
+  startAt?: number
+}
+
+export function createBanSync (keys: KeyStore, limiter: RateLimiter, options: BanSyncOptions = {}): BanSync {
+  const now = options.now ?? Date.now
+  /** The lifts applied already, by ban id, with the ban's end (dropped once it has passed). */
+  const applied = new Map<number, number>()
   let timer: NodeJS.Timeout | null = null
   let running = false
 
   async function tick (): Promise<number> {
-    const lifted = await keys.bansLiftedSince(since - 1)
-    let applied = 0
+    const t = now()
+    for (const [id, endsAt] of applied) if (endsAt <= t) applied.delete(id)
+    const lifted = await keys.bansLiftedSince(t - LIFT_LOOKBACK_MS, t)
+    let dropped = 0
     for (const ban of lifted) {
-      if (ban.liftedAt === null || (ban.liftedAt === since && seenAtSince.has(ban.id))) continue
+      if (ban.liftedAt === null || ban.endsAt <= t || applied.has(ban.id)) continue
       const current = (await limiter.peek(ban.subject, { perMinute: 1, perDay: 1 })).ban
       // Only the ban that was lifted: a newer ban of the same subject stays.
       if (current !== null && current.startedAt <= ban.startedAt) {
         await limiter.unban(ban.subject)
-        applied++
+        dropped++
       }
-      if (ban.liftedAt > since) { since = ban.liftedAt; seenAtSince = new Set() }
-      seenAtSince.add(ban.id)
+      applied.set(ban.id, ban.endsAt)
     }
-    return applied
+    return dropped
   }
 
   return {

@@ -87,8 +87,12 @@ export interface KeyStore {
   liftBans (keyId: number, now: number): Promise<number>
   /** Every ban in force at `now` (keys and client addresses), at most `limit`, latest ending first: a starting instance loads them. */
   activeBans (now: number, limit: number): Promise<BanRecord[]>
-  /** Bans lifted after `since` (epoch ms): running instances poll this to drop them from the limiter. */
-  bansLiftedSince (since: number): Promise<BanRecord[]>
+  /**
+   * Bans lifted after `since` (epoch ms, the lifter's clock) that end after `endingAfter` (all
+   * when omitted), in lift order, at most 10,000: running instances poll this to drop them from
+   * the limiter (keys/ban-sync.ts).
+   */
+  bansLiftedSince (since: number, endingAfter?: number): Promise<BanRecord[]>
   /**
    * Adds a batch of usage in one transaction: counts are added to the (key, day) rows, and
    * lastUsedAt only ever moves forward (instances flush independently, in any order).

@@ -84,8 +84,8 @@ export function createPostgresKeyStore (db: Db): KeyStore {
       const lifted = await db.query(`UPDATE bans SET lifted_at = $1 WHERE key_id IN (${sameIdentity(2)}) AND lifted_at IS NULL AND ends_at > $1 RETURNING id`, [now, keyId])
       return lifted.length
     },
-    async bansLiftedSince (since) {
-      return (await db.query<BanRow>(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at > $1 ORDER BY lifted_at LIMIT 1000`, [since])).map(toBan)
+    async bansLiftedSince (since, endingAfter = Number.MIN_SAFE_INTEGER) {
+      return (await db.query<BanRow>(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at > $1 AND ends_at > $2 ORDER BY lifted_at, id LIMIT 10000`, [since, endingAfter])).map(toBan)
     },
     async recordUsage (batch) {
       if (batch.counts.length === 0 && batch.lastUsed.length === 0) return

@@ -22,7 +22,7 @@ export function createSqliteKeyStore (db: Db): KeyStore {
   const activeBan = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${SAME_IDENTITY}) AND lifted_at IS NULL AND ends_at > ? ORDER BY ends_at DESC LIMIT 1`)
   const lift = db.prepare(`UPDATE bans SET lifted_at = ? WHERE key_id IN (${SAME_IDENTITY}) AND lifted_at IS NULL AND ends_at > ?`)
   const inForce = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at IS NULL AND ends_at > ? ORDER BY ends_at DESC LIMIT ?`)
-  const liftedSince = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at > ? ORDER BY lifted_at LIMIT 1000`)
+  const liftedSince = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at > ? AND ends_at > ? ORDER BY lifted_at, id LIMIT 10000`)
   const addUsage = db.prepare(`INSERT INTO key_usage (key_id, day, allowed, limited, banned) VALUES (?, ?, ?, ?, ?)
     ON CONFLICT (key_id, day) DO UPDATE SET allowed = key_usage.allowed + excluded.allowed, limited = key_usage.limited + excluded.limited, banned = key_usage.banned + excluded.banned`)
   const touch = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)')
@@ -86,8 +86,8 @@ export function createSqliteKeyStore (db: Db): KeyStore {
     async liftBans (keyId, now) {
       return transaction(db, () => Number(lift.run(now, keyId, now).changes))
     },
-    async bansLiftedSince (since) {
-      return (liftedSince.all(since) as unknown as BanRow[]).map(toBan)
+    async bansLiftedSince (since, endingAfter = Number.MIN_SAFE_INTEGER) {
+      return (liftedSince.all(since, endingAfter) as unknown as BanRow[]).map(toBan)
     },
     async recordUsage (batch) {
       if (batch.counts.length === 0 && batch.lastUsed.length === 0) return
