@@ -66,47 +66,70 @@ export async function startServer (config: Config, options: { logger?: Logger; b
       else logger.info('rate limits: Redis is back, counters are shared again')
     }
   })
-  await options.beforeListen?.(infra)
-  const app = await buildApp({ config, stores: infra.stores, limiter: infra.limiter, clock, logger, readiness: infra.readiness, metrics, events: metrics.events, keyEvents: infra.keyEvents })
-  // While stopping, responses to the requests in flight close their connection. A keep-alive
-  // connection (a load balancer's) would otherwise stay open after its last answer, and the stop
-  // would have to cut it, racing the next request the client may already have sent.
+  // Everything opened so far is closed again when a later step fails (the port is in use, the
+  // sample data cannot be loaded, the bans cannot be read): a failed start leaves no database
+  // connection, WAL file, Redis client or timer behind (issue 18 item 7).
+  let app: FastifyInstance | undefined
+  let banSync: ReturnType<typeof createBanSync> | undefined
   let draining = false
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (draining) reply.header('connection', 'close')
-    done(null, payload)
-  })
-  // Past the caps (per process, and per client address) the connection idle longest is closed to
-  // make room, or the new one when none is idle: a flood of idle or slow connections costs at most
-  // this many descriptors and buffers, one address cannot hold them all, and the timeouts
-  // (http/connections.ts) free them.
-  guardConnections(app.server, config.server, reportRefusals(logger, config.server))
-  // With in-process counters a restart would pardon every banned caller: the bans in force are
-  // loaded from the database before the first request (before the lift poll starts, so a lift
-  // recorded meanwhile is applied by its first tick).
-  const loadedAt = clock.now()
-  const restored = await restoreBans(infra.stores.keys, infra.limiter, loadedAt)
-  if (restored > 0) logger.info({ bans: restored }, 'bans in force restored from the database')
-  const banSync = createBanSync(infra.stores.keys, infra.limiter, { now: clock.now, onError: (error) => logger.warn({ err: error }, 'ban sync failed') })
-  banSync.start()
-  await app.listen({ host: config.host, port: config.port })
-  const address = app.server.address()
-  const port = typeof address === 'object' && address !== null ? address.port : config.port
-  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`
-  logger.info({ url, database: describeDatabase(config.database), redis: config.redisUrl !== null }, 'listening')
+  let url: string
+  try {
+    await options.beforeListen?.(infra)
+    app = await buildApp({ config, stores: infra.stores, limiter: infra.limiter, clock, logger, readiness: infra.readiness, metrics, events: metrics.events, keyEvents: infra.keyEvents })
+    // While stopping, responses to the requests in flight close their connection. A keep-alive
+    // connection (a load balancer's) would otherwise stay open after its last answer, and the stop
+    // would have to cut it, racing the next request the client may already have sent.
+    app.addHook('onSend', (_request, reply, payload, done) => {
+      if (draining) reply.header('connection', 'close')
+      done(null, payload)
+    })
+    // Past the caps (per process, and per client address) the connection idle longest is closed to
+    // make room, or the new one when none is idle: a flood of idle or slow connections costs at most
+    // this many descriptors and buffers, one address cannot hold them all, and the timeouts
+    // (http/connections.ts) free them.
+    guardConnections(app.server, config.server, reportRefusals(logger, config.server))
+    // With in-process counters a restart would pardon every banned caller: the bans in force are
+    // loaded from the database before the first request (before the lift poll starts, so a lift
+    // recorded meanwhile is applied by its first tick).
+    const loadedAt = clock.now()
+    const restored = await restoreBans(infra.stores.keys, infra.limiter, loadedAt)
+    if (restored > 0) logger.info({ bans: restored }, 'bans in force restored from the database')
+    banSync = createBanSync(infra.stores.keys, infra.limiter, { now: clock.now, onError: (error) => logger.warn({ err: error }, 'ban sync failed') })
+    banSync.start()
+    await app.listen({ host: config.host, port: config.port })
+    const address = app.server.address()
+    const port = typeof address === 'object' && address !== null ? address.port : config.port
+    url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`
+    logger.info({ url, database: describeDatabase(config.database), redis: config.redisUrl !== null }, 'listening')
+  } catch (error) {
+    banSync?.stop()
+    try {
+      await app?.close()
+    } catch (closeError) {
+      logger.warn({ err: closeError }, 'closing the app after a failed start failed')
+    }
+    try {
+      await infra.close()
+    } catch (closeError) {
+      logger.warn({ err: closeError }, 'closing the stores after a failed start failed')
+    }
+    throw error
+  }
+  const running = app
+  const lifts = banSync
 
   let closing: Promise<void> | null = null
   return {
-    app,
+    app: running,
     infra,
     url,
     close () {
       // Stop accepting, let requests in flight finish (within the grace period), then close the
       // stores.
       closing ??= (async () => {
-        banSync.stop()
+        lifts.stop()
         draining = true
-        const { open, cut } = await drain(app.server, config.server.shutdownGraceMs, () => { logger.info('stopping: no new connections; finishing the requests in flight') })
+        const { open, cut } = await drain(running.server, config.server.shutdownGraceMs, () => { logger.info('stopping: no new connections; finishing the requests in flight') })
         if (cut > 0) logger.warn({ cut, graceMs: config.server.shutdownGraceMs }, 'grace period over: connections with requests still in flight were closed')
         else logger.info({ connections: open }, 'every request in flight was answered')
         // Closing the stores is bounded too: a database that stopped answering must not hold
@@ -116,7 +139,7 @@ export async function startServer (config: Config, options: { logger?: Logger; b
           timer = setTimeout(() => reject(new Error(`the stores did not close within ${STORES_CLOSE_MS} ms of the drain`)), STORES_CLOSE_MS)
         })
         try {
-          await Promise.race([(async () => { await app.close(); await infra.close() })(), bound])
+          await Promise.race([(async () => { await running.close(); await infra.close() })(), bound])
         } finally {
           clearTimeout(timer)
         }
