@@ -14,7 +14,7 @@ import { installErrorHandling } from './http/errors.ts'
 import { deprecatedOperation } from './http/lifecycle.ts'
 import { installSunset, lifecycleHeaderStep } from './http/lifecycle-hooks.ts'
 import { healthRoutes, rateLimitRoutes, type Readiness } from './http/meta.ts'
-import { responseHeadersOf } from './http/response-headers.ts'
+import { setResponseHeaders } from './http/response-headers.ts'
 import { createMetrics, installMetrics, malformedUrlCounter, metricsRoutes, type Metrics } from './http/metrics.ts'
 import { registerOpenApi, serveOpenApi } from './http/openapi.ts'
 import { acceptedRequestId, bindRequestLogger, lazyChildLogger, observeFrameworkAnswers, RequestLog } from './http/request-log.ts'
@@ -34,7 +34,7 @@ import { createPetService } from './pets/pets.service.ts'
 import type { RateLimiter } from './ratelimit/limiter.ts'
 import { systemClock, type Clock } from './shared/clock.ts'
 import type { Stores } from './storage/stores.ts'
-import './http/route-config.ts'
+import { routeConfigOf } from './http/route-config.ts'
 
 export interface AppDeps {
   config: Config
@@ -115,8 +115,8 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const setLifecycleHeaders = lifecycleHeaderStep(lifecycleOptions)
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('request-id', request.id)
-    reply.headers(responseHeadersOf(request))
-    setLifecycleHeaders(request, reply, request.routeOptions.config.lifecycle)
+    setResponseHeaders(request, reply)
+    setLifecycleHeaders(request, reply, routeConfigOf(request).lifecycle)
     bindRequestLogger(request)
     done()
   })

@@ -18,6 +18,7 @@ import { bindingWindow, DAY_MS, MINUTE_MS, type Decision, type Quota } from '../
 import type { Clock } from '../shared/clock.ts'
 import { sendError, toAppError } from './errors.ts'
 import { keyParameterOf } from './redact.ts'
+import { routeConfigOf } from './route-config.ts'
 
 export type { AccessEvents } from '../keys/access.service.ts'
 
@@ -47,14 +48,14 @@ export function installAccess (app: FastifyInstance, { access, clock }: AccessHo
   // Not async: when the key is cached and the limiter answers at once, the request goes on
   // without a promise.
   app.addHook('onRequest', (request, reply, done) => {
-    const config = request.routeOptions.config
-    const role = config?.role
+    const config = routeConfigOf(request)
+    const role = config.role
     if (role === undefined && !isApiPath(request.url)) { done(); return }
     const outcome = access.decide({
       key: presentedKey(request),
       address: request.ip,
       role,
-      free: config?.quota === 'free',
+      free: config.quota === 'free',
       preflight: request.method === 'OPTIONS' && role === undefined,
       keyInQuery: keyParameterOf(request.url)
     })

@@ -10,6 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client'
 import type { AccessEvents } from './access.ts'
 import type { LifecycleHookOptions } from './lifecycle-hooks.ts'
+import { routeContextOf } from './route-config.ts'
 
 /** Connection counts of a database pool (PostgreSQL; SQLite has one connection and no pool). */
 export interface PoolStats {
@@ -220,10 +221,12 @@ export function installMetrics (app: FastifyInstance, metrics: Metrics): void {
   // Keyed by the route's config object, which Fastify makes once per route.
   const routes = new WeakMap<object, RouteSeries>()
   const preflight: RouteSeries = { operation: 'preflight', byMethod: new Map() }
+  const NO_CONFIG = {}
 
   function routeOf (request: FastifyRequest): RouteSeries {
     if (request.method === 'OPTIONS') return preflight
-    const { config, schema, url } = request.routeOptions
+    const { config = NO_CONFIG, schema } = routeContextOf(request)
+    const url = (config as { url?: string }).url
     let route = routes.get(config)
     if (route === undefined) {
       const operationId = (schema as { operationId?: unknown } | undefined)?.operationId

@@ -12,6 +12,7 @@
 //   window are counted and written as one "requests refused" line when the next window begins
 //   (or the app closes), so 20,000 refused calls write a handful of lines, not 20,000.
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify'
+import { pino } from 'pino'
 import type { Clock } from '../shared/clock.ts'
 import { redactUrl } from './redact.ts'
 
@@ -135,7 +136,12 @@ export class RequestLog extends LogController {
   }
 
   /** The app's logger, which writes the aggregated lines. */
-  attach (logger: FastifyBaseLogger): void { this.#root = logger }
+  attach (logger: FastifyBaseLogger): void {
+    this.#root = logger
+    this.#fast = fastLineWriter(logger)
+  }
+
+  #fast: FastLineWriter | null = null
 
   override incomingRequest (): void {}
 
@@ -156,6 +162,14 @@ export class RequestLog extends LogController {
     if (root === null) return
     const statusCode = reply.statusCode
     if (statusCode === 429 && error == null && this.#aggregate(request)) return
+    const fast = this.#fast
+    if (fast !== null && error == null && request.failure === null) {
+      // The common line, built here as pino would build it (docs/performance.md).
+      if (!fast.enabled()) return
+      const keyId = request.principal?.keyId
+      fast.write(`${fast.head()},"reqId":${quoted(request.id)}${keyId === undefined ? '' : `,"keyId":${keyId}`},"method":${quoted(request.method)},"url":${quoted(redactUrl(request.url))},"statusCode":${statusCode},"responseTime":${reply.elapsedTime},"msg":"request completed"${fast.end}`)
+      return
+    }
     // Written by the app's logger with the ids spelled out: no per-request child is built for it.
     const line: Record<string, unknown> = {
       reqId: request.id,
@@ -217,4 +231,54 @@ export function observeFrameworkAnswers (handler: FrameworkErrorHandler, onCompl
     reply.raw.once('close', () => { onComplete(request, reply, performance.now() - started) })
     handler(error, request, reply)
   }
+}
+
+/** A pino logger's own parts, to write the common request line without its generic path. */
+interface FastLineWriter {
+  /** `{"level":30,"time":…,"pid":…,"hostname":…`: what pino puts before an info line's fields. */
+  head (): string
+  end: string
+  /** Whether info lines are written at the logger's level now. */
+  enabled (): boolean
+  write (line: string): void
+}
+
+const LINE_KEYS = ['reqId', 'keyId', 'method', 'url', 'statusCode', 'responseTime', 'msg']
+
+/**
+ * The parts of `logger` that make its info lines, when the line built from them is exactly the
+ * one pino would write: a pino logger whose message key is `msg`, without a mixin, a log
+ * formatter, a stream-write hook, a stream that wants metadata (multistream), or a serializer or
+ * redaction on the line's keys. Otherwise null, and the line goes through pino.
+ */
+function fastLineWriter (logger: FastifyBaseLogger): FastLineWriter | null {
+  const s = pino.symbols as unknown as Record<string, symbol>
+  const l = logger as unknown as Record<symbol, unknown>
+  const stream = l[s.streamSym!] as { write?: (line: string) => void; [k: symbol]: unknown } | undefined
+  const cache = l[s.lsCacheSym!] as Record<number, string> | undefined
+  const time = l[s.timeSym!] as (() => string) | undefined
+  const chindings = l[s.chindingsSym!]
+  const end = l[s.endSym!]
+  const serializers = (l[s.serializersSym!] ?? {}) as Record<string, unknown>
+  const stringifiers = (l[s.stringifiersSym!] ?? {}) as Record<string | symbol, unknown>
+  const formatters = (l[s.formattersSym!] ?? {}) as { log?: unknown }
+  const hooks = (l[s.hooksSym!] ?? {}) as { streamWrite?: unknown }
+  if (stream === undefined || typeof stream.write !== 'function' || stream[Symbol.for('pino.metadata')] === true) return null
+  if (typeof cache?.[30] !== 'string' || typeof time !== 'function' || typeof chindings !== 'string' || typeof end !== 'string') return null
+  if (l[s.messageKeySym!] !== 'msg' || l[s.mixinSym!] !== undefined || formatters.log !== undefined || hooks.streamWrite !== undefined) return null
+  if (LINE_KEYS.some((key) => serializers[key] !== undefined || stringifiers[key] !== undefined) || stringifiers[s.wildcardFirstSym!] !== undefined) return null
+  const head = cache[30]
+  return {
+    head: () => head + time.call(logger) + chindings,
+    end,
+    enabled: () => (logger as unknown as { isLevelEnabled (level: string): boolean }).isLevelEnabled('info'),
+    write: (line) => { stream.write!(line) }
+  }
+}
+
+const PLAIN = /^[\w .:/?=&%,;+@!$'()*~-]*$/
+
+/** A JSON string: as is when nothing in it needs escaping (the usual id, method and path). */
+function quoted (text: string): string {
+  return PLAIN.test(text) ? `"${text}"` : JSON.stringify(text)
 }

@@ -2,17 +2,26 @@
 // must be read only as the type it declares, and key administration (key records and new keys)
 // must never be stored by a cache. Set in the first hook, so that 401s and 429s carry them too.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { routeConfigOf } from './route-config.ts'
 
 export const NO_STORE_PREFIX = '/v1/admin'
 
-export function responseHeadersOf (request: FastifyRequest): Record<string, string> {
+const TYPED = { 'x-content-type-options': 'nosniff' } as const
+const TYPED_NO_STORE = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' } as const
+
+export function responseHeadersOf (request: FastifyRequest): Readonly<Record<string, string>> {
   // The route it matched, or the path for one that matched none (a 404 under /v1/admin).
-  const path = request.routeOptions.url ?? request.url.split('?', 1)[0] ?? ''
-  return path === NO_STORE_PREFIX || path.startsWith(`${NO_STORE_PREFIX}/`)
-    ? { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' }
-    : { 'x-content-type-options': 'nosniff' }
+  const path = routeConfigOf(request).url ?? request.url.split('?', 1)[0] ?? ''
+  return path === NO_STORE_PREFIX || path.startsWith(`${NO_STORE_PREFIX}/`) ? TYPED_NO_STORE : TYPED
+}
+
+/** Sets the headers of responseHeadersOf, one header call each (no object per request). */
+export function setResponseHeaders (request: FastifyRequest, reply: FastifyReply): void {
+  const headers = responseHeadersOf(request)
+  reply.header('x-content-type-options', 'nosniff')
+  if (headers !== TYPED) reply.header('cache-control', 'no-store')
 }
 
 export function installResponseHeaders (app: FastifyInstance): void {
-  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => { reply.headers(responseHeadersOf(request)) })
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => { setResponseHeaders(request, reply) })
 }

@@ -1,5 +1,6 @@
 // What a route declares about itself, next to its schema, and what the cross-cutting plugins
 // (auth, rate limits, lifecycle headers, the OpenAPI document) read from it.
+import type { FastifyContextConfig, FastifyRequest } from 'fastify'
 import type { ErrorCode } from '../errors.ts'
 import type { Principal } from '../keys/access.service.ts'
 import type { Role } from '../keys/keys.schema.ts'
@@ -23,3 +24,28 @@ declare module 'fastify' {
 }
 
 export type { Principal }
+
+/** What the hot path reads about the matched route: its config (with url and method) and schema. */
+type RouteConfig = FastifyContextConfig & { url?: string | undefined }
+interface RouteContext { config?: RouteConfig | undefined; schema?: unknown }
+
+let contextSymbol: symbol | null | undefined
+
+/**
+ * The matched route's context, read without `request.routeOptions`: that getter builds a new
+ * twelve-field object on every access, and the hooks of a request read it five or six times
+ * (docs/performance.md). Fastify keeps the context under a symbol of its own, found once by its
+ * description; should a release rename it, this falls back to the getter.
+ */
+export function routeContextOf (request: FastifyRequest): RouteContext {
+  if (contextSymbol === undefined) {
+    contextSymbol = Object.getOwnPropertySymbols(request).find((s) => s.description === 'fastify.context') ?? null
+  }
+  const context = contextSymbol === null ? undefined : (request as unknown as Record<symbol, RouteContext | undefined>)[contextSymbol]
+  return context ?? { config: request.routeOptions.config, schema: request.routeOptions.schema }
+}
+
+/** The matched route's config (role, quota, lifecycle…); Fastify gives every route one. */
+export function routeConfigOf (request: FastifyRequest): RouteConfig {
+  return routeContextOf(request).config ?? {}
+}

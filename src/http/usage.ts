@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { UsageOutcome, UsageRecorder } from '../keys/usage.ts'
 import type { Decision } from '../ratelimit/limiter.ts'
 import type { Clock } from '../shared/clock.ts'
+import { routeConfigOf } from './route-config.ts'
 
 export interface UsageHookOptions {
   recorder: UsageRecorder
@@ -42,6 +43,7 @@ export function installUsageRecording (app: FastifyInstance, options: UsageHookO
  * Preflights, and GET /rate_limit with a valid key, are answered from a peek: they left the
  * windows as they were (the same rule as keys/access.service.ts).
  */
-const charged = (request: FastifyRequest): boolean =>
-  !(request.method === 'OPTIONS' && request.routeOptions.config?.role === undefined)
-  && (request.routeOptions.config?.quota !== 'free' || request.principal === null)
+const charged = (request: FastifyRequest): boolean => {
+  const config = routeConfigOf(request)
+  return !(request.method === 'OPTIONS' && config.role === undefined) && (config.quota !== 'free' || request.principal === null)
+}
