@@ -23,11 +23,43 @@ export interface FuzzRequest {
   payload?: string
   /** Which key sends it: the fuzzer's admin key, a customer key, or none. */
   caller: 'admin' | 'customer' | 'none'
+  /**
+   * Set when the request breaks a documented rule on purpose (an integer not written in decimal
+   * digits, a control character where the field's pattern refuses it): the answer must be
+   * `400 validation_failed` naming that parameter or field (docs/product.md 5.10, 5.11).
+   */
+  expect?: { status: 400; path: string }
 }
 
+/**
+ * Numbers as a client may spell them, none of which the decimal rule (docs/product.md 5.10)
+ * accepts: what Number() or Ajv's coercion would take (±Infinity, NaN, exponents, hex, octal,
+ * binary, signs, a decimal point, leading zeros), other scripts' digits, and separators.
+ */
+export const BAD_NUMBERS = ['Infinity', '-Infinity', '+Infinity', 'infinity', 'NaN', '1e400', '-1e400', '1e308', '-0', '+0', '0x10', '0X1F', '0x', '0o17', '0O7', '0b101', '0B1',
+  '1e1', '1E3', '1e+2', '1e-0', '2e0', '+1', '-1', '+-1', '1.0', '1.', '.5', '1.5', '01', '00', '007', '0001',
+  '\u0661', '\u0662\u0663', '\u06f3', '\uff11', '\uff12\uff10', '\u0967', '\u09e7', '\u0e51', '\ud835\udfcf', '\u2460', '\u00b9', '1_000', '1,000', '1 000', '1\u00a0000', '12abc', '0x1p3', '1n', '[1]', 'true', 'null']
+
+/** Every kind of white space and invisible separator a client may pad a value with. */
+export const WHITESPACE = [' ', '\t', '\n', '\r', '\r\n', '\v', '\f', '\u0085', '\u00a0', '\u1680', '\u180e', '\u2000', '\u2001', '\u2002', '\u2003', '\u2004', '\u2005', '\u2006',
+  '\u2007', '\u2008', '\u2009', '\u200a', '\u200b', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff', '\u0000']
+
+/** C0 control characters (U+0000 to U+001F). */
+export const CONTROLS = Array.from({ length: 0x20 }, (_, i) => String.fromCharCode(i))
+
+/** A number the decimal rule refuses: one of BAD_NUMBERS, or good digits padded with white space. */
+export const badNumber: fc.Arbitrary<string> = fc.oneof(
+  { weight: 2, arbitrary: fc.constantFrom(...BAD_NUMBERS) },
+  { weight: 2, arbitrary: fc.tuple(fc.constantFrom(...WHITESPACE), fc.constantFrom('1', '7', '20', '90', '100'), fc.nat(2)).map(([w, n, where]) => where === 0 ? w + n : where === 1 ? n + w : w + n + w) },
+  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('+', '-', '0', '00'), fc.integer({ min: 1, max: 100 })).map(([sign, n]) => `${sign}${n}`) })
+
+/** Text with a C0 control somewhere: at the start, inside or at the end. */
+export const controlText: fc.Arbitrary<string> = fc.tuple(fc.constantFrom(...CONTROLS), fc.string({ maxLength: 8 }).map((t) => [...t].filter((ch) => ch >= ' ').join('') || 'x'), fc.nat(2))
+  .map(([c, text, where]) => where === 0 ? c + text : where === 1 ? text.slice(0, 1) + c + text.slice(1) : text + c)
+
 const INT64_EDGES = ['0', '-1', '1', '2', '3', '9007199254740991', '9007199254740992', '9007199254740993',
-  '9223372036854775807', '9223372036854775808', '-9223372036854775808', '1e3', ' 7', '07', '0x10', '1.5']
-const NASTY_STRINGS = ['', ' ', '\u0000', '😀'.repeat(3), '𝔘𝔫𝔦𝔠𝔬𝔡𝔢', 'a'.repeat(101), 'é'.repeat(100), '<script>', "'; DROP TABLE pets; --",
+  '9223372036854775807', '9223372036854775808', '-9223372036854775808', '1e3', ' 7', '07', '0x10', '1.5', ...BAD_NUMBERS]
+const NASTY_STRINGS = ['', ' ', '\u0000', 'a\u0000b', 'Rex\u0000', '\u0001', '\u0008', '\u001b[31m', '\u001f', '\t', 'a\tb', 'a\nb', 'a\r\nb', '\u007f', '\u0085', '😀'.repeat(3), '𝔘𝔫𝔦𝔠𝔬𝔡𝔢', 'a'.repeat(101), 'é'.repeat(100), '<script>', "'; DROP TABLE pets; --",
   '__proto__', 'constructor', '%00', '../../etc/passwd', '\uD800', 'null', 'true', '7']
 const EXTRA_NAMES = ['x', '__proto__', 'constructor', 'api_key', 'id', 'limit', '😀', 'a'.repeat(300)]
 
@@ -39,14 +71,17 @@ function resolve (doc: Doc, schema: Schema): Schema {
   return resolve(doc, target)
 }
 
-/** A value that fits the schema, most of the time; depth-bounded. */
-export function valueOf (doc: Doc, raw: Schema, depth = 0): fc.Arbitrary<unknown> {
+/**
+ * A value that fits the schema, most of the time; depth-bounded. `strict`: always a fitting
+ * value (no nasty strings), for requests that must fail on one chosen field only.
+ */
+export function valueOf (doc: Doc, raw: Schema, depth = 0, strict = false): fc.Arbitrary<unknown> {
   const schema = resolve(doc, raw)
   const choices = (schema.oneOf ?? schema.anyOf) as Schema[] | undefined
-  if (choices !== undefined) return fc.oneof(...choices.map((s) => valueOf(doc, s, depth + 1)))
+  if (choices !== undefined) return fc.oneof(...choices.map((s) => valueOf(doc, s, depth + 1, strict)))
   const allOf = schema.allOf as Schema[] | undefined
   if (allOf !== undefined) {
-    return fc.tuple(...allOf.map((s) => valueOf(doc, s, depth + 1))).map((parts) => Object.assign({}, ...parts.filter((p) => typeof p === 'object')))
+    return fc.tuple(...allOf.map((s) => valueOf(doc, s, depth + 1, strict))).map((parts) => Object.assign({}, ...parts.filter((p) => typeof p === 'object')))
   }
   const nullable = schema.nullable === true
   let base: fc.Arbitrary<unknown>
@@ -54,12 +89,12 @@ export function valueOf (doc: Doc, raw: Schema, depth = 0): fc.Arbitrary<unknown
   else if (schema.type === 'integer') base = integerOf(schema)
   else if (schema.type === 'number') base = fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e6, max: 1e6 })
   else if (schema.type === 'boolean') base = fc.boolean()
-  else if (schema.type === 'string') base = stringOf(schema)
+  else if (schema.type === 'string') base = stringOf(schema, strict)
   else if (schema.type === 'array') {
-    base = depth > 3 ? fc.constant([]) : fc.array(valueOf(doc, (schema.items ?? {}) as Schema, depth + 1), { maxLength: Math.min(Number(schema.maxItems ?? 3), 3) })
-  } else if (schema.type === 'object' || schema.properties !== undefined) base = depth > 3 ? fc.constant({}) : objectOf(doc, schema, depth)
+    base = depth > 3 ? fc.constant([]) : fc.array(valueOf(doc, (schema.items ?? {}) as Schema, depth + 1, strict), { maxLength: Math.min(Number(schema.maxItems ?? 3), 3) })
+  } else if (schema.type === 'object' || schema.properties !== undefined) base = depth > 3 ? fc.constant({}) : objectOf(doc, schema, depth, strict)
   else base = fc.jsonValue({ maxDepth: 2 })
-  return nullable ? fc.option(base, { nil: null, freq: 5 }) : base
+  return nullable && !strict ? fc.option(base, { nil: null, freq: 5 }) : base
 }
 
 function integerOf (schema: Schema): fc.Arbitrary<number> {
@@ -71,25 +106,32 @@ function integerOf (schema: Schema): fc.Arbitrary<number> {
     { weight: 1, arbitrary: fc.integer({ min: Math.max(min, -(2 ** 31)), max: Math.min(max, 2 ** 31) }) })
 }
 
-function stringOf (schema: Schema): fc.Arbitrary<string> {
+function stringOf (schema: Schema, strict = false): fc.Arbitrary<string> {
   const minLength = Number(schema.minLength ?? 0)
   const maxLength = Math.min(Number(schema.maxLength ?? 40), 120)
   if (schema.format === 'date-time') {
     return fc.date({ min: new Date('2020-01-01T00:00:00Z'), max: new Date('2035-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString())
   }
   if (schema.format === 'date') return fc.date({ min: new Date('2020-01-01T00:00:00Z'), max: new Date('2035-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10))
+  const plain = fc.string({ minLength: Math.max(minLength, 1), maxLength: Math.max(maxLength, 1) }).filter((s) => /\S/.test(s))
+  if (strict) {
+    const pattern = typeof schema.pattern === 'string' ? new RegExp(schema.pattern, 'u') : null
+    return pattern === null ? plain : plain.filter((s) => pattern.test(s))
+  }
   return fc.oneof(
-    { weight: 4, arbitrary: fc.string({ minLength: Math.max(minLength, 1), maxLength: Math.max(maxLength, 1) }).filter((s) => /\S/.test(s)) },
+    { weight: 4, arbitrary: plain },
     { weight: 1, arbitrary: fc.string({ unit: 'grapheme', minLength: Math.max(minLength, 1), maxLength: Math.max(maxLength, 1) }) },
     { weight: 1, arbitrary: fc.constantFrom(...NASTY_STRINGS) })
 }
 
-function objectOf (doc: Doc, schema: Schema, depth: number): fc.Arbitrary<Record<string, unknown>> {
+function objectOf (doc: Doc, schema: Schema, depth: number, strict = false): fc.Arbitrary<Record<string, unknown>> {
   const properties = (schema.properties ?? {}) as Record<string, Schema>
   const required = new Set((schema.required ?? []) as string[])
   const record: Record<string, fc.Arbitrary<unknown>> = {}
-  for (const [name, property] of Object.entries(properties)) record[name] = valueOf(doc, property, depth + 1)
-  return fc.record(record, { requiredKeys: Object.keys(properties).filter((k) => required.has(k)) }) as fc.Arbitrary<Record<string, unknown>>
+  for (const [name, property] of Object.entries(properties)) record[name] = valueOf(doc, property, depth + 1, strict)
+  const value = fc.record(record, { requiredKeys: Object.keys(properties).filter((k) => required.has(k)) }) as fc.Arbitrary<Record<string, unknown>>
+  const minProperties = Number(schema.minProperties ?? 0)
+  return strict && minProperties > 0 ? value.filter((v) => Object.keys(v).length >= minProperties) : value
 }
 
 /** A body as text: usually a fitting value, else a mutation of one, or something else entirely. */
@@ -133,6 +175,7 @@ function pathValueOf (doc: Doc, schema: Schema): fc.Arbitrary<string> {
   return fc.oneof(
     { weight: 5, arbitrary: valueOf(doc, schema).map(encode) },
     { weight: 2, arbitrary: fc.constantFrom(...INT64_EDGES).map(encode) },
+    { weight: 1, arbitrary: fc.oneof(badNumber, controlText).map(encode) },
     { weight: 1, arbitrary: fc.constantFrom(...NASTY_STRINGS.filter((s) => s !== '')).map(encode) },
     { weight: 1, arbitrary: fc.constantFrom('%', '%zz', 'a'.repeat(300), '%2F', '1;x', '1%00') })
 }
@@ -143,7 +186,8 @@ function queryOf (doc: Doc, operation: Operation): fc.Arbitrary<string> {
   for (const p of params) {
     record[p.name] = fc.oneof(
       { weight: 5, arbitrary: valueOf(doc, p.schema).map((v) => String(v)) },
-      { weight: 1, arbitrary: fc.constantFrom(...INT64_EDGES, ...NASTY_STRINGS) })
+      { weight: 1, arbitrary: fc.constantFrom(...INT64_EDGES, ...NASTY_STRINGS) },
+      { weight: 1, arbitrary: fc.oneof(badNumber, controlText) })
   }
   const known = fc.record(record, { requiredKeys: params.filter((p) => p.required === true).map((p) => p.name) })
   const extra = rarely(fc.tuple(fc.constantFrom(...EXTRA_NAMES), fc.constantFrom('1', '', 'psk_x')), 6)
@@ -176,8 +220,8 @@ export function requestOf (doc: Doc, path: string, method: string, operation: Op
     query: queryOf(doc, operation),
     body,
     contentType: fc.oneof({ weight: 8, arbitrary: fc.constant('application/json') }, { weight: 2, arbitrary: fc.constantFrom(...CONTENT_TYPES) }),
-    ifMatch: rarely(fc.constantFrom('"1"', '*', 'W/"x"', '"' + 'x'.repeat(200) + '"', ''), 4),
-    idempotencyKey: rarely(fc.oneof(fc.uuid(), fc.constantFrom('k1', 'k2', '', 'x'.repeat(300), '😀')), 3),
+    ifMatch: rarely(fc.oneof(fc.constantFrom('"1"', '*', 'W/"x"', '"' + 'x'.repeat(200) + '"', ''), badNumber, badNumber.map((n) => `"${n}"`), controlText), 4),
+    idempotencyKey: rarely(fc.oneof(fc.uuid(), fc.constantFrom('k1', 'k2', '', 'x'.repeat(300), '😀'), badNumber, controlText), 3),
     caller: fc.constantFrom('admin', 'admin', 'admin', 'admin', 'customer', 'customer', 'customer', 'none')
   }).map(({ segments: values, query, body: payload, contentType, ifMatch, idempotencyKey, caller }) => {
     const url = '/v1' + path.replace(/\{([^}]+)\}/g, (_, name: string) => values[name] ?? '1') + query
@@ -198,6 +242,101 @@ export function operationsOf (doc: Doc): { operationId: string; arbitrary: fc.Ar
     for (const [method, operation] of Object.entries(methods)) {
       if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue
       out.push({ operationId: operation.operationId, arbitrary: requestOf(doc, path, method, operation) })
+    }
+  }
+  return out
+}
+
+type Target = { in: 'path' | 'query' | 'header' | 'body'; name: string; value: fc.Arbitrary<string> }
+
+/** A string the pattern refuses because of a control character (the pattern decides, not us). */
+function controlTextFor (pattern: string): fc.Arbitrary<string> {
+  const regexp = new RegExp(pattern, 'u')
+  return controlText.filter((text) => !regexp.test(text))
+}
+
+function patternOf (doc: Doc, schema: Schema | undefined): string | null {
+  if (schema === undefined) return null
+  const resolved = resolve(doc, schema)
+  return resolved.type === 'string' && typeof resolved.pattern === 'string' && !new RegExp(resolved.pattern, 'u').test('\u0000') ? resolved.pattern : null
+}
+
+/** The string properties of a body schema (and of each of its oneOf branches) whose pattern refuses a NUL. */
+function bodyTargets (doc: Doc, schema: Schema): Map<string, string> {
+  const resolved = resolve(doc, schema)
+  const targets = new Map<string, string>()
+  for (const branch of [resolved, ...((resolved.oneOf ?? []) as Schema[]).map((b) => resolve(doc, b))]) {
+    for (const [name, property] of Object.entries((branch.properties ?? {}) as Record<string, Schema>)) {
+      const pattern = patternOf(doc, property)
+      if (pattern !== null) targets.set(name, pattern)
+    }
+  }
+  return targets
+}
+
+/**
+ * Requests that break one documented rule on purpose, by an admin with quota to spare and an
+ * otherwise fitting request: an integer parameter (path, query, header) spelled as anything
+ * but decimal digits (docs/product.md 5.10), or a control character in a string parameter or
+ * body field whose pattern refuses it (5.11). Each must be 400 validation_failed naming it.
+ * Null when the operation has no such parameter or field.
+ */
+export function ruleBreakerOf (doc: Doc, path: string, method: string, operation: Operation): fc.Arbitrary<FuzzRequest> | null {
+  const params = operation.parameters ?? []
+  const targets: Target[] = []
+  for (const p of params) {
+    const schema = resolve(doc, p.schema)
+    const item = schema.type === 'array' ? resolve(doc, (schema.items ?? {}) as Schema) : schema
+    const where = p.in as Target['in']
+    if (item.type === 'integer') targets.push({ in: where, name: p.name, value: badNumber })
+    const pattern = patternOf(doc, item)
+    if (pattern !== null) targets.push({ in: where, name: p.name, value: controlTextFor(pattern) })
+  }
+  const bodySchema = operation.requestBody?.content['application/json']?.schema
+  if (bodySchema !== undefined) {
+    for (const [name, pattern] of bodyTargets(doc, bodySchema)) targets.push({ in: 'body', name, value: controlTextFor(pattern) })
+  }
+  if (targets.length === 0) return null
+  const pathParams = params.filter((p) => p.in === 'path')
+  const segments: Record<string, fc.Arbitrary<string>> = {}
+  for (const p of pathParams) segments[p.name] = valueOf(doc, p.schema, 0, true).map(encode)
+  const required: Record<string, fc.Arbitrary<unknown>> = {}
+  for (const p of params.filter((p) => p.in === 'query' && p.required === true)) required[p.name] = valueOf(doc, p.schema, 0, true)
+  const body = bodySchema === undefined ? fc.constant(undefined) : valueOf(doc, bodySchema, 0, true)
+  return fc.constantFrom(...targets).chain((target) => fc.record({
+    target: fc.constant(target),
+    bad: target.value,
+    segments: fc.record(segments),
+    query: fc.record(required),
+    body
+  })).map(({ target, bad, segments: values, query, body: value }) => {
+    if (target.in === 'path') values[target.name] = encode(bad)
+    const search = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)] as [string, string]))
+    if (target.in === 'query') search.set(target.name, bad)
+    const text = search.toString()
+    const url = '/v1' + path.replace(/\{([^}]+)\}/g, (_, name: string) => values[name] ?? '1') + (text === '' ? '' : `?${text}`)
+    const headers: Record<string, string> = {}
+    if (target.in === 'header') headers[target.name] = bad
+    let payload: string | undefined
+    if (value !== undefined) {
+      const object = (value !== null && typeof value === 'object' && !Array.isArray(value) ? { ...(value as Record<string, unknown>) } : {})
+      if (target.in === 'body') object[target.name] = bad
+      payload = JSON.stringify(object)
+      headers['content-type'] = 'application/json'
+    }
+    const where = target.in === 'body' ? `/${target.name}` : target.name
+    return { operationId: operation.operationId, method: method.toUpperCase(), url, headers, caller: 'admin' as const, expect: { status: 400 as const, path: where }, ...(payload !== undefined && { payload }) }
+  })
+}
+
+/** Every operation that has a rule to break, with its generator (see ruleBreakerOf). */
+export function ruleBreakersOf (doc: Doc): { operationId: string; arbitrary: fc.Arbitrary<FuzzRequest> }[] {
+  const out: { operationId: string; arbitrary: fc.Arbitrary<FuzzRequest> }[] = []
+  for (const [path, methods] of Object.entries(doc.paths)) {
+    for (const [method, operation] of Object.entries(methods)) {
+      if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue
+      const arbitrary = ruleBreakerOf(doc, path, method, operation)
+      if (arbitrary !== null) out.push({ operationId: operation.operationId, arbitrary })
     }
   }
   return out

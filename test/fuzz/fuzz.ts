@@ -12,10 +12,23 @@ import type { TestContext } from 'node:test'
 import fc from 'fast-check'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, type TestApp } from '../helpers/app.ts'
-import { operationsOf, type Doc, type FuzzRequest } from './arbitraries.ts'
+import { openPostgresTestStores } from '../helpers/stores.ts'
+import { operationsOf, ruleBreakersOf, type Doc, type FuzzRequest } from './arbitraries.ts'
 
-export interface FuzzOptions { seed: number; runs: number }
-export interface FuzzReport { operations: number; requests: number; byStatus: Record<string, number>; serverErrors: number }
+export interface FuzzOptions {
+  seed: number
+  runs: number
+  /** The storage engine; absent: the one PETSTORE_TEST_ENGINE names (SQLite by default). */
+  engine?: 'sqlite' | 'postgres'
+}
+export interface FuzzReport {
+  operations: number
+  requests: number
+  byStatus: Record<string, number>
+  serverErrors: number
+  /** Requests that broke a documented rule on purpose (a non-decimal integer, a control character), each answered 400. */
+  ruleBreakers: number
+}
 
 /** Headers of the transport (and CORS) that the document does not describe per operation. */
 const TRANSPORT_HEADERS = new Set(['content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding', 'vary',
@@ -41,7 +54,7 @@ async function seed (test: TestApp): Promise<void> {
 }
 
 export async function runFuzz (t: TestContext, options: FuzzOptions): Promise<FuzzReport> {
-  const test = await buildTestApp(t)
+  const test = options.engine === 'postgres' ? await buildTestApp(t, { stores: await openPostgresTestStores(t) }) : await buildTestApp(t)
   await seed(test)
   // The fuzzer's own keys come last, so that the generated key ids (mostly 1 to 6) do not
   // revoke it or take away its role halfway through.
@@ -49,10 +62,15 @@ export async function runFuzz (t: TestContext, options: FuzzOptions): Promise<Fu
   const customer = await test.makeKey('customer')
   const doc = structuredClone(test.app.swagger()) as unknown as Doc
   const operations = operationsOf(doc)
-  const report: FuzzReport = { operations: operations.length, requests: 0, byStatus: {}, serverErrors: 0 }
+  const breakers = ruleBreakersOf(doc)
+  const report: FuzzReport = { operations: operations.length, requests: 0, byStatus: {}, serverErrors: 0, ruleBreakers: 0 }
   const documentedPaths = Object.keys(doc.paths).map((path) => ({ path, pattern: new RegExp('^/v1' + path.replace(/\{[^}]+\}/g, '[^/]+') + '$') }))
 
-  const property = fc.asyncProperty(fc.oneof(...operations.map((o) => o.arbitrary)), async (request: FuzzRequest) => {
+  // About one request in five breaks a documented rule on purpose (ruleBreakersOf).
+  const anyRequest = fc.oneof(
+    { weight: 4, arbitrary: fc.oneof(...operations.map((o) => o.arbitrary)) },
+    { weight: 1, arbitrary: fc.oneof(...breakers.map((o) => o.arbitrary)) })
+  const property = fc.asyncProperty(anyRequest, async (request: FuzzRequest) => {
     // Time passes (a second a request), so that windows reset and anonymous callers get served too.
     test.clock.advance(1000)
     const key = request.caller === 'admin' ? fuzzer.key : request.caller === 'customer' ? customer.key : null
@@ -73,6 +91,16 @@ export async function runFuzz (t: TestContext, options: FuzzOptions): Promise<Fu
       assert.equal(typeof body.code, 'string', `${where}: no error code`)
       assert.equal(typeof body.message, 'string', `${where}: no error message`)
       assert.equal(body.status, response.statusCode, `${where}: the error's status differs`)
+    }
+    if (request.expect !== undefined) {
+      report.ruleBreakers++
+      const body = response.json() as { code?: unknown; details?: { path: string }[] }
+      // A sunset operation answers 410 before it validates anything (docs/product.md section 6).
+      if (body.code !== 'operation_sunset') {
+        assert.equal(response.statusCode, request.expect.status, `${where}: ${request.expect.path} breaks a rule: ${response.body.slice(0, 300)}`)
+        assert.equal(body.code, 'validation_failed', where)
+        assert.ok(body.details?.some((d) => d.path === request.expect!.path), `${where}: the details do not name ${request.expect.path}: ${response.body.slice(0, 300)}`)
+      }
     }
     checkHeadersDocumented(doc, documentedPaths, request, response, where)
   })
