@@ -25,7 +25,8 @@ test('a lost response to the first POST /store/orders is retried with the same I
 
   const order = await customer.orders.place({ petId: pet!.id, quantity: 1 })
 
-  assert.deepEqual(order, { id: order.id, petId: pet!.id, quantity: 1, complete: false })
+  assert.deepEqual(order, { id: order.id, petId: pet!.id, quantity: 1, complete: false, expiresAt: order.expiresAt })
+  assert.equal(typeof order.expiresAt, 'string', 'an open order is held until a stated time')
   const posts = exchanges.filter((e) => e.method === 'POST')
   assert.equal(posts.length, 2)
   assert.ok(posts[0]!.idempotencyKey !== null && posts[0]!.idempotencyKey === posts[1]!.idempotencyKey, 'both attempts carry one key')
@@ -176,7 +177,8 @@ test('the resource methods reach their operations: categories, orders (place, ge
   const second = await customer.orders.place({ petId: pet.id, quantity: 1 })
   assert.deepEqual(await customer.orders.get(first.id), first)
   const completed = await staff.orders.complete(first.id, '2026-11-22T10:00:00.000Z')
-  assert.deepEqual(completed, { ...first, complete: true, shipDate: '2026-11-22T10:00:00.000Z' })
+  // A complete order is no longer held, so it has no expiry (issue 19 item 6).
+  assert.deepEqual(completed, { ...first, complete: true, expiresAt: null, shipDate: '2026-11-22T10:00:00.000Z' })
   assert.equal(await customer.orders.cancel(second.id), undefined)
   const all = []
   for await (const order of staff.orders.all()) all.push(order)
