@@ -20,6 +20,8 @@ export interface Config {
   trustProxy: false | number | string[]
   /** The most rate-limit subjects (keys and client addresses) one process holds in memory (RATE_LIMIT_MAX_SUBJECTS). */
   limiterMaxSubjects: number
+  /** Most PostgreSQL connections per process (DATABASE_POOL_MAX); null: sized to the machine (storage/postgres/database.ts). */
+  databasePoolMax: number | null
   /** Connection limits and the stop's grace period (http/connections.ts, server.ts). */
   server: ServerLimits
   /** Open orders: how long one holds its stock, and the caps per plan (docs/product.md rules 9 and 10). */
@@ -144,13 +146,16 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
 
   const server = parseServerLimits(env, problems)
 
+  const poolMax = readInteger(env, 'DATABASE_POOL_MAX', 0, 1, 1000, problems)
+  const databasePoolMax = poolMax === 0 ? null : poolMax
+
   const orders: OrderSettings = {
     holdMs: readInteger(env, 'ORDER_HOLD_MINUTES', DEFAULT_ORDER_HOLD_MINUTES, 1, 10_080, problems) * 60_000,
     limits: parseOrderLimits(env.ORDER_LIMITS, problems)
   }
 
   if (problems.length > 0) throw new ConfigError(problems)
-  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, trustProxy, limiterMaxSubjects, server, orders }
+  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, trustProxy, limiterMaxSubjects, databasePoolMax, server, orders }
 }
 
 /** A whole number from `min` to `max`, or `fallback` when the variable is unset or empty. */

@@ -1,4 +1,5 @@
 // The pg pool, the one way the stores talk to it (query / transaction), and the migrations.
+import { availableParallelism } from 'node:os'
 import pg from 'pg'
 import type { PoolClient, QueryResultRow } from 'pg'
 import { refuseNewerSchema } from '../checks.ts'
@@ -6,20 +7,26 @@ import { isRetryable, isUnavailable, toStoreError } from './errors.ts'
 import { POSTGRES_MIGRATIONS } from './migrations.ts'
 
 export interface PoolOptions {
-  /** Most connections this process opens (default 10). */
+  /** Most connections this process opens (default: defaultPoolMax()). */
   poolMax?: number
   /** Schema to work in (search_path); tests use one fresh schema each. Default: the server's. */
   schema?: string
 }
 
+/**
+ * The pool sized to the machine: 4 connections per CPU of this process, from 4 to 16 (8 on 2
+ * CPUs). A connection is busy for a round trip and, on a write, the commit's WAL flush; with
+ * PostgreSQL beside us on the same cores, more connections than that only queue inside the
+ * server (measured in docs/performance.md, "PostgreSQL orders"), and PostgreSQL's default
+ * max_connections (100) is shared by every instance, the CLI and admin sessions.
+ * DATABASE_POOL_MAX overrides it (a remote database with spare cores may want more).
+ */
+export function defaultPoolMax (cpus: number = availableParallelism()): number {
+  return Math.min(16, Math.max(4, cpus * 4))
+}
+
 /** Connection settings; each bound keeps a dead or stuck database from hanging a request. */
 export const POOL_DEFAULTS = {
-  /**
-   * Ten per instance: PostgreSQL's default max_connections is 100, and several instances share
-   * it beside the CLI and admin sessions. Each transaction here is a few short statements, so
-   * ten connections serve far more than ten requests at a time.
-   */
-  max: 10,
   /** A new connection (or a free one, when all are busy) within 2 s, else 503: bounded, never a hang. */
   connectionTimeoutMillis: 2000,
   /** Idle connections close after 30 s, so a quiet instance does not hold server slots. */
@@ -72,7 +79,7 @@ export function connectionConfig (url: string, options: PoolOptions = {}): pg.Cl
 export function createPool (url: string, options: PoolOptions = {}): pg.Pool {
   const pool = new pg.Pool({
     ...connectionConfig(url, options),
-    max: options.poolMax ?? POOL_DEFAULTS.max,
+    max: options.poolMax ?? defaultPoolMax(),
     idleTimeoutMillis: POOL_DEFAULTS.idleTimeoutMillis
   })
   // An idle connection that dies (server restart, network cut) is dropped from the pool, which
