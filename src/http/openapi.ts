@@ -46,6 +46,14 @@ const CROSS_CUTTING: ErrorCode[] = ['validation_failed', 'unauthenticated', 'api
  */
 const CONNECTION_LEVEL_STATUSES = new Set(['408', '431'])
 
+/**
+ * Node also answers malformed HTTP at the connection level, with a 400 that carries only these
+ * (http/connections.ts). Every other header of a 400 is therefore documented as not required:
+ * the 400s of a parsed request (validation_failed) do carry them, charged as any request.
+ */
+const MALFORMED_HTTP_STATUS = '400'
+const CONNECTION_LEVEL_HEADERS = new Set(['Request-Id', 'X-Content-Type-Options'])
+
 /** The error codes an operation can return: its own and the cross-cutting ones, derived from its declaration. */
 export function errorCodesOf (route: Pick<RouteOptions, 'schema' | 'config' | 'method'>): ErrorCode[] {
   const config = route.config as { role?: string; errors?: ErrorCode[]; lifecycle?: { sunsetAt?: Date } } | undefined
@@ -62,6 +70,8 @@ export function errorCodesOf (route: Pick<RouteOptions, 'schema' | 'config' | 'm
 /** Adds the error responses (one per status, listing its codes) to every /v1 route's schema. */
 function addErrorResponses (route: RouteOptions): void {
   if (!route.url.startsWith('/v1') || route.schema === undefined) return
+  // @fastify/swagger copies x- keys to the operation; finish() turns this one into requestBody.required.
+  if (route.config?.optionalBody === true) (route.schema as Record<string, unknown>)['x-optional-body'] = true
   const response = ((route.schema as FastifySchema).response ??= {}) as Record<string, unknown>
   const byStatus = new Map<number, ErrorCode[]>()
   for (const code of errorCodesOf(route)) {
@@ -71,7 +81,8 @@ function addErrorResponses (route: RouteOptions): void {
   for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     // The example is the first code's error object, so every response body has one.
     const first = codes[0]!
-    const example = { code: first, message: ERROR_CATALOGUE[first].description, status, requestId: '6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f' }
+    const own = route.config?.errorExamples?.find((e) => ERROR_CATALOGUE[e.code].status === status)
+    const example = { code: own?.code ?? first, message: own?.message ?? ERROR_CATALOGUE[first].description, status, requestId: '6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f', ...(own?.details !== undefined && { details: own.details }) }
     response[status] = Reply(codes.map((c) => `\`${c}\`: ${ERROR_CATALOGUE[c].description}`).join(' '), { ...ErrorSchema, examples: [example] })
   }
 }
@@ -208,6 +219,11 @@ function finish (doc: OpenApiDocument): OpenApiDocument {
     .map(([name, header]) => [name, { ...header, required: true }]))
   for (const [path, operations] of Object.entries(doc.paths)) {
     for (const operation of Object.values(operations)) {
+      if (operation['x-optional-body'] === true) {
+        delete operation['x-optional-body']
+        const body = operation.requestBody as { required?: boolean } | undefined
+        if (body !== undefined) body.required = false
+      }
       for (const [status, response] of Object.entries(operation.responses)) {
         const headers: Record<string, unknown> = {}
         if (CONNECTION_LEVEL_STATUSES.has(status)) {
@@ -229,6 +245,14 @@ function finish (doc: OpenApiDocument): OpenApiDocument {
           if (name !== 'Link' && name !== 'Retry-After') (header as { required?: boolean }).required = true
         }
         response.headers = { ...headers, ...response.headers }
+        if (status === MALFORMED_HTTP_STATUS) {
+          for (const [name, header] of Object.entries(response.headers)) {
+            if (CONNECTION_LEVEL_HEADERS.has(name)) continue
+            const ref = (header as { $ref?: string }).$ref
+            const shared = (ref === undefined ? header : components.headers[ref.split('/').pop()!]) as { description: string }
+            response.headers[name] = { ...shared, required: false, description: `${shared.description} Absent on a 400 for malformed HTTP, which Node answers before a request exists (like 408 and 431).` }
+          }
+        }
       }
     }
   }

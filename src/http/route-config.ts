@@ -16,6 +16,10 @@ declare module 'fastify' {
     lifecycle?: Lifecycle
     /** 'free' operations cost no quota (GET /rate_limit). */
     quota?: 'free'
+    /** The body may be omitted (the route reads none as `{}`): the document says it is not required. */
+    optionalBody?: true
+    /** The document's example of an error status, in place of the catalogue's generic one: a real refusal of the operation. */
+    errorExamples?: { code: ErrorCode; message: string; details?: { path: string; message: string }[] }[]
   }
   interface FastifyRequest {
     /** The caller's API key, once authenticated; null when the request has no valid key. */

@@ -32,7 +32,10 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       querystring: NoQuery, body: NewApiKeySchema,
       response: { 201: Reply('The key, shown once.', CreatedApiKeySchema, { ...LocationHeader, ...ETagHeader }) }
     },
-    config: { role: 'admin', errors: ['validation_failed'] }
+    config: {
+      role: 'admin', errors: ['validation_failed'],
+      errorExamples: [{ code: 'validation_failed', message: 'perMinute cannot exceed perDay', details: [{ path: '/perMinute', message: 'exceeds perDay' }] }]
+    }
   }, async (request, reply) => {
     const { key, ...state } = await admin.create(request.body)
     const { record } = state
@@ -110,7 +113,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       params: KeyIdParams, querystring: NoQuery, body: RotateApiKeySchema,
       response: { 201: Reply('The new key, shown once; its `replaces` names the old key.', CreatedApiKeySchema, { ...LocationHeader, ...ETagHeader }) }
     },
-    config: { role: 'admin', errors: ['validation_failed', 'not_found', 'api_key_not_rotatable'], lifecycle: { stability: 'beta', note: lifecycleBeta } },
+    config: { role: 'admin', errors: ['validation_failed', 'not_found', 'api_key_not_rotatable'], lifecycle: { stability: 'beta', note: lifecycleBeta }, optionalBody: true },
     // A rotation with the defaults needs no body at all; a JSON null is a body, and refused.
     preValidation: async (request) => { if (request.body === undefined) request.body = {} }
   }, async (request, reply) => {

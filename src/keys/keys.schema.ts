@@ -41,8 +41,8 @@ export const KeyIdParams = keyIdParams(1)
 export const RevokeKeyIdParams = keyIdParams(2)
 
 const Quota = (description: string, example: number) => Type.Integer({ minimum: 1, maximum: 1_000_000_000, description, examples: [example] })
-const PerMinute = Quota('Requests per UTC minute (enterprise only).', 2_000)
-const PerDay = Quota('Requests per UTC day (enterprise only).', 500_000)
+const PerMinute = Quota('Requests per UTC minute (enterprise only); at most perDay, or `400 validation_failed`.', 2_000)
+const PerDay = Quota('Requests per UTC day (enterprise only); at least perMinute, or `400 validation_failed`.', 500_000)
 const KeyName = Type.String({ minLength: 1, maxLength: 100, pattern: NO_CONTROLS, description: 'A label for people, 1 to 100 characters, no control characters.', examples: ['Partner shop'] })
 
 export const BanSchema = Type.Object({
@@ -101,7 +101,7 @@ const NewEnterpriseApiKeySchema = Type.Object({
   perMinute: PerMinute,
   perDay: PerDay,
   expiresAt: ExpiresAt
-}, { title: 'NewEnterpriseApiKey', additionalProperties: false, description: 'An enterprise key: both quotas are required.', examples: [{ name: 'Wholesale partner', role: 'customer', plan: 'enterprise', perMinute: 2_000, perDay: 500_000 }] })
+}, { title: 'NewEnterpriseApiKey', additionalProperties: false, description: 'An enterprise key: both quotas are required, and perMinute may not exceed perDay.', examples: [{ name: 'Wholesale partner', role: 'customer', plan: 'enterprise', perMinute: 2_000, perDay: 500_000 }] })
 
 /**
  * The enterprise rule in the schema: a `oneOf` keyed by `plan` (the document adds the
@@ -114,7 +114,7 @@ export const NewApiKeySchema = Type.Unsafe<{ name?: string; role: Role; plan: Pl
   type: 'object',
   oneOf: [NewPlanApiKeySchema, NewEnterpriseApiKeySchema],
   discriminator: { propertyName: 'plan' },
-  description: 'perMinute and perDay are required for the enterprise plan and refused for the others.',
+  description: 'perMinute and perDay are required for the enterprise plan and refused for the others; perMinute may not exceed perDay.',
   examples: [{ name: 'Partner shop', role: 'customer', plan: 'pro' }]
 })
 export type NewApiKey = Static<typeof NewApiKeySchema>
@@ -125,7 +125,7 @@ export const ApiKeyPatchSchema = Type.Object({
   plan: Type.Optional(PlanSchema),
   perMinute: Type.Optional(PerMinute),
   perDay: Type.Optional(PerDay)
-}, { title: 'ApiKeyPatch', additionalProperties: false, minProperties: 1, description: 'The fields to change; at least one. perMinute and perDay are for enterprise keys only; moving a key off enterprise drops them.', examples: [{ name: 'Partner shop (EU)' }] })
+}, { title: 'ApiKeyPatch', additionalProperties: false, minProperties: 1, description: 'The fields to change; at least one. perMinute and perDay are for enterprise keys only; moving a key off enterprise drops them. After the change perMinute may not exceed perDay.', examples: [{ name: 'Partner shop (EU)' }] })
 export type ApiKeyPatch = Static<typeof ApiKeyPatchSchema>
 
 export const CreatedApiKeySchema = Type.Object({
@@ -145,7 +145,7 @@ export const RotateApiKeySchema = Type.Object({
     description: 'How long the old key keeps working beside the new one, in seconds: 0 (it stops at once) to 604800 (a week). Default 86400 (a day).',
     example: 3600
   }))
-}, { title: 'ApiKeyRotation', additionalProperties: false, example: { gracePeriodSeconds: 3600 } })
+}, { title: 'ApiKeyRotation', additionalProperties: false, description: 'Optional: no body is the same as `{}` (the default grace period).', example: { gracePeriodSeconds: 3600 } })
 export type RotateApiKey = Static<typeof RotateApiKeySchema>
 
 /** Usage per key: the last 30 days by default, 90 at most. */

@@ -69,7 +69,7 @@ export const ErrorSchema = Type.Object({
   code: StringEnum(Object.keys(ERROR_CATALOGUE) as ErrorCode[], { description: 'Machine-readable error code, from the catalogue in the API description.' }),
   message: Type.String({ description: 'Human-readable description of the error.' }),
   status: Type.Integer({ description: 'The HTTP status code.' }),
-  requestId: Type.Optional(Type.String({ description: 'The request id, also sent as the Request-Id header; quote it when reporting a problem.' })),
+  requestId: Type.String({ description: 'The request id, also sent as the Request-Id header; quote it when reporting a problem.' }),
   details: Type.Optional(Type.Array(Type.Object({
     path: Type.String({ description: 'JSON Pointer to the offending field, or the parameter name.' }),
     message: Type.String()

@@ -311,7 +311,7 @@ export interface components {
             code: "validation_failed" | "unauthenticated" | "api_key_expired" | "forbidden" | "not_found" | "method_not_allowed" | "pet_not_available" | "insufficient_stock" | "order_already_complete" | "category_in_use" | "pet_has_open_orders" | "order_limit_reached" | "idempotency_key_reused" | "api_key_not_rotatable" | "operation_sunset" | "request_timeout" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "category_not_found" | "pet_not_found" | "headers_too_large" | "rate_limited" | "api_key_banned" | "internal_error" | "service_unavailable";
             message: string;
             status: number;
-            requestId?: string;
+            requestId: string;
             details?: {
                 path: string;
                 message: string;
@@ -497,11 +497,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -629,11 +629,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -835,17 +835,17 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    Deprecation: components["headers"]["Deprecation"];
-                    Sunset: components["headers"]["Sunset"];
-                    Warning: components["headers"]["Warning"];
-                    Link: components["headers"]["Link-Deprecation"];
+                    Deprecation?: string;
+                    Sunset?: string;
+                    Warning?: string;
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1026,11 +1026,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -1242,11 +1242,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -1435,11 +1435,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -1653,11 +1653,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -1783,11 +1783,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -1955,11 +1955,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -2103,11 +2103,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -2304,11 +2304,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -2494,11 +2494,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -2626,11 +2626,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -2813,11 +2813,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -2954,11 +2954,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -3132,11 +3132,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -3350,11 +3350,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -3477,11 +3477,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -3625,11 +3625,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
@@ -3829,14 +3829,14 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3981,14 +3981,14 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4162,14 +4162,14 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4326,14 +4326,14 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4513,14 +4513,14 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4723,14 +4723,14 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4867,7 +4867,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["ApiKeyRotation"];
             };
@@ -4893,14 +4893,14 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5107,14 +5107,14 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5269,11 +5269,11 @@ export interface operations {
             };
             400: {
                 headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;

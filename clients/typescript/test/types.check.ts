@@ -1,6 +1,6 @@
 // Type tests: `npm run typecheck` compiles this file; every @ts-expect-error must meet an error,
 // so misuse that starts compiling fails the check. Never run, only compiled.
-import { createPetstoreClient } from '../src/index.ts'
+import { createPetstoreClient, type components, type operations } from '../src/index.ts'
 
 const client = createPetstoreClient({ baseUrl: 'http://127.0.0.1:3000/v1', apiKey: 'psk_example' })
 
@@ -30,5 +30,12 @@ export async function use (): Promise<void> {
   const stock: number = (await client.inventory.get(pet.id)).quantity
   const minute: number = (await client.rateLimit()).windows.minute.remaining
   const old: string = (await client.request('get', '/pets/{petId}', { path: { petId: pet.id } })).name
-  void [name, pages, stock, minute, old]
+  // The document's fixes of issue 21 part 3, as generated types see them: rotateApiKey's body is
+  // optional, and every error body has its requestId.
+  const rotated: number = (await client.request('post', '/admin/keys/{keyId}/rotate', { path: { keyId: 1 } })).id
+  const requestId: string = ({} as components['schemas']['Error']).requestId
+  void [name, pages, stock, minute, old, rotated, requestId]
 }
+
+// @ts-expect-error a required body would make this assignment fail: rotateApiKey's body is optional
+export const rotateBodyRequired: undefined extends operations['rotateApiKey']['requestBody'] ? never : true = true
