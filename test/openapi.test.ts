@@ -98,7 +98,7 @@ test('the enterprise rule is a oneOf on plan with a discriminator mapping genera
       propertyName: 'plan',
       mapping: { free: '#/components/schemas/NewPlanApiKey', pro: '#/components/schemas/NewPlanApiKey', business: '#/components/schemas/NewPlanApiKey', enterprise: '#/components/schemas/NewEnterpriseApiKey' }
     },
-    description: 'perMinute and perDay are required for the enterprise plan and refused for the others.'
+    description: 'perMinute and perDay are required for the enterprise plan and refused for the others; perMinute may not exceed perDay.'
   })
 })
 
