@@ -5,7 +5,9 @@
 // Order matters: the key is resolved first (without failing), then the request is charged to the
 // key's quota subject, or to the client address when there is no valid key (so 401s are
 // throttled and carry the headers), and only then are a missing key (401) and the role (403)
-// enforced.
+// enforced. A key this instance has not resolved is read from the database only while the client
+// address may still call (a peek of the address first): a banned or exhausted address gets its
+// 429 without a database read, whatever key it sends. A preflight never reads its key.
 //
 // decide() answers synchronously when it can (the key is cached, refused recently or malformed,
 // and the limiter answers synchronously), so the common request costs no promise; otherwise it
@@ -200,9 +202,11 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
   let retrying: Promise<number> | null = null
   const refused = new BoundedCache<Refused>(options.refusedCacheMax ?? 10_000)
 
-  /** The key's principal, or why it has none (an expired key is told so: 401 api_key_expired). */
-  function lookup (key: string): Principal | Refused | Promise<Principal | Refused> {
-    const now = clock.now()
+  /**
+   * What the caches know of a key: its principal, why it has none (an expired key is told so:
+   * 401 api_key_expired), or undefined when it must be read.
+   */
+  function cached (key: string, now: number): Principal | Refused | undefined {
     const hit = resolved.get(key)
     if (hit !== undefined && hit.expires > now) return hit.principal
     if (!KEY_FORMAT.test(key)) return NOT_VALID
@@ -212,6 +216,13 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
       if (known.expires > now) return known
       refused.delete(hash)
     }
+    return undefined
+  }
+
+  /** Reads the key from the database (the caches could not answer), and caches the answer. */
+  function read (key: string, now: number): Promise<Principal | Refused> {
+    const hit = resolved.get(key)
+    const hash = hashKey(key)
     return keys.findKeyByHash(hash).then((record): Principal | Refused => {
       const principal = record === null ? null : principalOf(record, now)
       if (principal === null) {
@@ -233,6 +244,12 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
     })
   }
 
+  /** The key's principal, or why it has none. */
+  function lookup (key: string): Principal | Refused | Promise<Principal | Refused> {
+    const now = clock.now()
+    return cached(key, now) ?? read(key, now)
+  }
+
   function resolve (key: string): Principal | null | Promise<Principal | null> {
     const found = lookup(key)
     if (isPromise(found)) return found.then((f) => isRefused(f) ? null : f)
@@ -240,16 +257,43 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
   }
 
   function decide (request: AccessRequest): AccessOutcome | Promise<AccessOutcome> {
-    if (request.key === null) return charge(request, null, null)
-    let found: Principal | Refused | Promise<Principal | Refused>
+    // A preflight never reads its key: its headers describe the client address, so it cannot
+    // tell whether a guessed key is valid, nor cost a database read.
+    if (request.key === null || request.preflight) return charge(request, null, null)
+    const key = request.key
+    const now = clock.now()
+    let found: Principal | Refused | undefined
     try {
-      found = lookup(request.key)
+      found = cached(key, now)
     } catch (error) {
       return charge(request, null, error)
     }
     // A refused key (an expired one too) is charged to the client address, like no key: the
     // forgotten deployment of a rotated key must not eat its successor's quota.
-    if (!isPromise(found)) return isRefused(found) ? charge(request, null, null, found.expiredAt) : charge(request, found, null)
+    if (found !== undefined) return isRefused(found) ? charge(request, null, null, found.expiredAt) : charge(request, found, null)
+    // A key this instance has never resolved is read only while the client address may still
+    // call: a banned or exhausted address is answered from the limiter (charged, so its strikes
+    // count), whatever key it sends, and guessing from it costs no database read.
+    if (resolved.get(key) === undefined) {
+      let gate: Decision | Promise<Decision>
+      try {
+        gate = limiter.peek(subjectOfAddress(request.address), ANONYMOUS_QUOTA)
+      } catch {
+        return readThenCharge(request, key, now)
+      }
+      if (isPromise(gate)) return gate.then((g) => g.allowed ? readThenCharge(request, key, now) : charge(request, null, null), () => readThenCharge(request, key, now))
+      if (!gate.allowed) return charge(request, null, null)
+    }
+    return readThenCharge(request, key, now)
+  }
+
+  function readThenCharge (request: AccessRequest, key: string, now: number): Promise<AccessOutcome> {
+    let found: Promise<Principal | Refused>
+    try {
+      found = read(key, now)
+    } catch (error) {
+      return Promise.resolve(charge(request, null, error))
+    }
     // When the key cannot be read (the database is out), the request is still charged, to the
     // client address, so that the 503 carries the rate-limit headers.
     return found.then((f) => isRefused(f) ? charge(request, null, null, f.expiredAt) : charge(request, f, null), (error: unknown) => charge(request, null, error))

@@ -1,5 +1,6 @@
 // Keys are guessed nowhere for free and never travel in URLs (docs/product.md sections 3 and 4).
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
 import { test } from 'node:test'
 import { loadConfig } from '../../src/config.ts'
 import { keyParameterOf, redactUrl } from '../../src/http/redact.ts'
@@ -10,6 +11,7 @@ const wellFormed = (i: number) => 'psk_' + String(i).padStart(43, 'x')
 
 test('wrong keys are charged to the client address on free operations too: GET /v1/rate_limit answers 401 sixty times, then 429', async (t) => {
   const { call, keys } = await buildTestApp(t)
+  assert.equal((await call({ method: 'GET', url: '/v1/rate_limit', key: keys.customer })).statusCode, 200)
   for (let i = 0; i < 60; i++) {
     const res = await call({ method: 'GET', url: '/v1/rate_limit', key: wellFormed(i) })
     assert.equal(res.statusCode, 401, `guess ${i}`)
@@ -18,7 +20,7 @@ test('wrong keys are charged to the client address on free operations too: GET /
   const throttled = await call({ method: 'GET', url: '/v1/rate_limit', key: 'psk_not-even-well-formed' })
   assert.equal(throttled.statusCode, 429)
   assert.equal(throttled.json().code, 'rate_limited')
-  // A valid key still asks for free.
+  // A valid key this instance knows still asks for free.
   const own = await call({ method: 'GET', url: '/v1/rate_limit', key: keys.customer })
   assert.equal(own.statusCode, 200)
   assert.equal((await call({ method: 'GET', url: '/v1/rate_limit', key: keys.customer })).json().windows.minute.remaining, own.json().windows.minute.remaining)
@@ -36,6 +38,61 @@ test('a flood of wrong keys costs no database read after the first refusal of ea
   clock.advance(61_000) // the refusal is remembered for 60 s
   await call({ method: 'GET', url: '/v1/pets', key: wellFormed(1) })
   assert.equal(reads, 2)
+})
+
+// Fault caught: the key was looked up before the address was charged, so every random key from
+// a refused address cost a database read (34,597 PostgreSQL transactions in 8 s in the review).
+test('a banned or exhausted address gets its 429 from the limiter: a flood of random keys, GET or OPTIONS, costs no database read', async (t) => {
+  const { call, app, stores, clock, makeKey } = await buildTestApp(t)
+  const known = (await makeKey('customer', 'free')).key
+  const unseen = (await makeKey('customer', 'free')).key
+  assert.equal((await call({ method: 'GET', url: '/v1/pets', key: known })).statusCode, 200)
+  let reads = 0
+  const find = stores.keys.findKeyByHash.bind(stores.keys)
+  stores.keys.findKeyByHash = async (hash) => { reads++; return find(hash) }
+  const random = () => 'psk_' + randomBytes(32).toString('base64url').slice(0, 43)
+  // Exhausted: 60 wrong keys (60 reads, one each), then nothing reads the database.
+  for (let i = 0; i < 60; i++) assert.equal((await call({ method: 'GET', url: '/v1/pets', key: random() })).statusCode, 401)
+  assert.equal(reads, 60)
+  const limited = await call({ method: 'GET', url: '/v1/pets', key: random() })
+  assert.equal(limited.json().code, 'rate_limited')
+  assert.equal(limited.headers['x-ratelimit-limit'], '60', 'the address\'s quota')
+  assert.equal(reads, 60, 'no read once the address is exhausted')
+  // Banned: 20 more refusals end in a ban; then a flood of random keys, and of valid keys this
+  // instance never read, is answered api_key_banned without a read.
+  for (let i = 0; i < 20; i++) await call({ method: 'GET', url: '/v1/pets', key: random() })
+  assert.equal(reads, 60)
+  for (let i = 0; i < 300; i++) {
+    const res = await call({ method: 'GET', url: '/v1/pets', key: random() })
+    assert.equal(res.json().code, 'api_key_banned')
+  }
+  const valid = await call({ method: 'GET', url: '/v1/pets', key: unseen })
+  assert.equal(valid.json().code, 'api_key_banned', 'whatever key it sends')
+  // Preflights read no key either (app.inject: a preflight has no documented answer to check).
+  for (let i = 0; i < 100; i++) {
+    const res = await app.inject({ method: 'OPTIONS', url: '/v1/pets', headers: { 'x-api-key': i === 0 ? unseen : random(), origin: 'https://shop.example', 'access-control-request-method': 'GET' } })
+    assert.equal(res.headers['x-ratelimit-limit'], '60', 'a preflight describes the address')
+  }
+  assert.equal(reads, 60, 'zero reads during the flood')
+  // A key this instance already knew is still served on its own quota.
+  clock.advance(1000)
+  assert.equal((await call({ method: 'GET', url: '/v1/pets', key: known })).statusCode, 200)
+})
+
+// Fault caught: OPTIONS answered a key's own quota and remaining count, an uncharged way to test
+// whether a guessed key is valid.
+test('a preflight never reveals a key\'s quota: its rate-limit headers describe the client address, valid key or not', async (t) => {
+  const { app, stores, makeKey } = await buildTestApp(t)
+  const { key } = await makeKey('customer', 'pro')
+  let reads = 0
+  const find = stores.keys.findKeyByHash.bind(stores.keys)
+  stores.keys.findKeyByHash = async (hash) => { reads++; return find(hash) }
+  const preflight = (k: string) => app.inject({ method: 'OPTIONS', url: '/v1/pets', headers: { 'x-api-key': k, origin: 'https://shop.example', 'access-control-request-method': 'GET' } })
+  const withValid = await preflight(key)
+  const withWrong = await preflight(wellFormed(7))
+  for (const name of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'ratelimit-policy']) assert.equal(withValid.headers[name], withWrong.headers[name], name)
+  assert.equal(withValid.headers['x-ratelimit-limit'], '60')
+  assert.equal(reads, 0)
 })
 
 test('a key in the query string is 400 validation_failed saying to use the header, charged, on operations and unknown paths alike', async (t) => {
