@@ -8,6 +8,7 @@
 import { spawn } from 'node:child_process'
 import { realpathSync } from 'node:fs'
 import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { Agent, request } from 'node:http'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -216,4 +217,53 @@ export function lastLine (text: string): string {
 
 export function megabytes (bytes: number): string {
   return `${(bytes / 1e6).toFixed(0)} MB`
+}
+
+/**
+ * Builds the API image from the repository's unchanged Dockerfile on `base` (layers are cached:
+ * a rebuild with nothing changed takes seconds). `--format docker`: the OCI format has no
+ * HEALTHCHECK (podman drops it with a warning).
+ */
+export async function buildApiImage (image: string, base: string): Promise<Result & { took: string }> {
+  const started = Date.now()
+  console.log(`building ${image} from ./Dockerfile with NODE_IMAGE=${base}`)
+  const result = await run('podman', ['build', '--isolation', 'chroot', '--format', 'docker', '--build-arg', `NODE_IMAGE=${base}`, '-t', image, '-f', join(ROOT, 'Dockerfile'), ROOT])
+  return { ...result, took: seconds(started) }
+}
+
+/**
+ * `concurrency` loops of GET `path` on keep-alive connections, each outcome counted: answered
+ * (by status), refused at connect, reset (after the request was sent), other errors. A loop ends
+ * at its first failure, or when stop() is called.
+ */
+export function startStream (port: number, key: string, concurrency: number, path: string) {
+  const counts = { answered: 0, answeredWhileStopping: 0, refused: 0, reset: 0, other: 0, statuses: {} as Record<number, number> }
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency })
+  let stopping = false
+  let ended = false
+  const once = async (): Promise<'answered' | 'refused' | 'reset' | 'other'> => await new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path, agent, headers: { 'x-api-key': key } }, (res) => {
+      res.resume()
+      res.on('end', () => {
+        counts.statuses[res.statusCode ?? 0] = (counts.statuses[res.statusCode ?? 0] ?? 0) + 1
+        resolve('answered')
+      })
+      res.on('error', () => resolve('reset'))
+    })
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      resolve(error.code === 'ECONNREFUSED' ? 'refused' : error.code === 'ECONNRESET' || error.code === 'EPIPE' || error.message === 'socket hang up' ? 'reset' : 'other')
+    })
+    req.end()
+  })
+  const loop = async (): Promise<void> => {
+    while (!ended) {
+      const outcome = await once()
+      counts[outcome]++
+      if (outcome === 'answered' && stopping) counts.answeredWhileStopping++
+      // Refused at connect: the listener is closed; a client (or nginx) goes elsewhere.
+      if (outcome !== 'answered') return
+    }
+  }
+  const done = Promise.all(Array.from({ length: concurrency }, loop)).then(() => agent.destroy())
+  return { counts, done, mark: () => { stopping = true }, stop: () => { ended = true } }
 }

@@ -9,10 +9,9 @@
 // localhost/petstore-api:test). Prints PASS or FAIL per check; exits 1 on any failure. Removes
 // its containers and volume; keeps the images (layer cache for the next run).
 import { readFile } from 'node:fs/promises'
-import { request, Agent } from 'node:http'
 import { connect } from 'node:net'
 import { join } from 'node:path'
-import { createReport, ensureNodeImage, ensurePackages, freePort, lastLine, megabytes, must, podman, ROOT, RUN_OPTIONS, run, seconds, waitUntil } from './test-image-podman.ts'
+import { buildApiImage, createReport, ensureNodeImage, ensurePackages, freePort, lastLine, megabytes, must, podman, RUN_OPTIONS, run, seconds, startStream, waitUntil } from './test-image-podman.ts'
 
 const IMAGE = process.env.PETSTORE_IMAGE ?? 'localhost/petstore-api:test'
 const tag = `${process.pid}-${Date.now().toString(36)}`
@@ -28,11 +27,8 @@ try {
   console.log(`podman: ${lastLine(await must('podman', ['--version']))}`)
 
   const base = await ensureNodeImage()
-  const building = Date.now()
-  console.log(`building ${IMAGE} from ./Dockerfile with NODE_IMAGE=${base}`)
-  // --format docker: the OCI image format has no HEALTHCHECK (podman drops it with a warning).
-  const build = await run('podman', ['build', '--isolation', 'chroot', '--format', 'docker', '--build-arg', `NODE_IMAGE=${base}`, '-t', IMAGE, '-f', 'Dockerfile', ROOT])
-  if (!report.check('the image builds from the unchanged Dockerfile', build.code === 0, build.code === 0 ? `in ${seconds(building)}` : (build.stderr + build.stdout).trim().split('\n').slice(-15).join('\n'))) throw new Error('no image')
+  const build = await buildApiImage(IMAGE, base)
+  if (!report.check('the image builds from the unchanged Dockerfile', build.code === 0, build.code === 0 ? `in ${build.took}` : (build.stderr + build.stdout).trim().split('\n').slice(-15).join('\n'))) throw new Error('no image')
   report.check('the build keeps the HEALTHCHECK', !/HEALTHCHECK is not supported/.test(build.stderr + build.stdout))
   const size = Number((await must('podman', ['image', 'inspect', '--format', '{{.Size}}', IMAGE])).trim())
   console.log(`image size: ${megabytes(size)} (${IMAGE})`)
@@ -78,7 +74,7 @@ try {
   // 5. podman stop while requests flow: every request sent is answered or, once the server has
   // stopped accepting, refused before it is sent; none reset. One request is half sent when the
   // stop begins (its body is finished once the server says it is draining): it must get its 201.
-  const stream = startStream(port, key.key, 6)
+  const stream = startStream(port, key.key, 6, '/v1/pets?limit=5')
   await waitUntil('requests flowing', async () => stream.counts.answered >= 30)
   const slow = slowPost(port, key.key, { name: 'Draining', categoryId: (JSON.parse(category.body) as { id: number }).id })
   await slow.headersSent
@@ -144,39 +140,6 @@ async function send (method: string, url: string, key?: string, body?: unknown):
   if (body !== undefined) headers['content-type'] = 'application/json'
   const response = await fetch(url, { method, headers, ...(body !== undefined && { body: JSON.stringify(body) }) })
   return { status: response.status, body: await response.text() }
-}
-
-/** `concurrency` loops of GET /v1/pets on keep-alive connections, each outcome counted. */
-function startStream (port: number, key: string, concurrency: number) {
-  const counts = { answered: 0, answeredWhileStopping: 0, refused: 0, reset: 0, other: 0, statuses: {} as Record<number, number> }
-  const agent = new Agent({ keepAlive: true, maxSockets: concurrency })
-  let stopping = false
-  let ended = false
-  const once = async (): Promise<'answered' | 'refused' | 'reset' | 'other'> => await new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/v1/pets?limit=5', agent, headers: { 'x-api-key': key } }, (res) => {
-      res.resume()
-      res.on('end', () => {
-        counts.statuses[res.statusCode ?? 0] = (counts.statuses[res.statusCode ?? 0] ?? 0) + 1
-        resolve('answered')
-      })
-      res.on('error', () => resolve('reset'))
-    })
-    req.on('error', (error: NodeJS.ErrnoException) => {
-      resolve(error.code === 'ECONNREFUSED' ? 'refused' : error.code === 'ECONNRESET' || error.code === 'EPIPE' || error.message === 'socket hang up' ? 'reset' : 'other')
-    })
-    req.end()
-  })
-  const loop = async (): Promise<void> => {
-    while (!ended) {
-      const outcome = await once()
-      counts[outcome]++
-      if (outcome === 'answered' && stopping) counts.answeredWhileStopping++
-      // Refused at connect: the listener is closed; a client (or nginx) goes elsewhere.
-      if (outcome !== 'answered') return
-    }
-  }
-  const done = Promise.all(Array.from({ length: concurrency }, loop)).then(() => agent.destroy())
-  return { counts, done, mark: () => { stopping = true }, stop: () => { ended = true } }
 }
 
 /** A POST whose headers and half its body are sent now, the rest on finish(). */
