@@ -126,3 +126,33 @@ test('an If-Match with a control character other than tab is 400; the Idempotenc
   assert.equal(key.statusCode, 400)
   assert.equal(key.json().code, 'validation_failed')
 })
+
+test('the document: every string a request can carry (parameter or body field) refuses U+0000 by its pattern, or is a format or an enumeration', async (t) => {
+  const h = await buildTestApp(t)
+  type S = Record<string, unknown>
+  const doc = h.app.swagger() as unknown as { paths: Record<string, Record<string, { parameters?: { in: string; name: string; schema: S }[]; requestBody?: { content: Record<string, { schema: S }> } }>>; components: { schemas: Record<string, S> } }
+  const resolve = (s: S): S => typeof s.$ref === 'string' ? resolve(doc.components.schemas[s.$ref.split('/').pop()!]!) : s
+  const loose: string[] = []
+  let strings = 0
+  const walk = (raw: S, where: string, depth: number): void => {
+    const s = resolve(raw)
+    if (depth > 6) return
+    for (const k of ['oneOf', 'anyOf', 'allOf']) for (const b of (s[k] ?? []) as S[]) walk(b, where, depth + 1)
+    if (s.type === 'string') {
+      strings++
+      const safe = s.enum !== undefined || s.format !== undefined || (typeof s.pattern === 'string' && !new RegExp(s.pattern, 'u').test('\u0000') && !new RegExp(s.pattern, 'u').test('a\u0000b'))
+      if (!safe) loose.push(where)
+    }
+    for (const [n, p] of Object.entries((s.properties ?? {}) as Record<string, S>)) walk(p, `${where}/${n}`, depth + 1)
+    if (s.items !== undefined) walk(s.items as S, `${where}/*`, depth + 1)
+  }
+  for (const [path, methods] of Object.entries(doc.paths)) {
+    for (const [method, operation] of Object.entries(methods)) {
+      for (const p of operation.parameters ?? []) walk(p.schema, `${method} ${path} ${p.in} ${p.name}`, 0)
+      const body = operation.requestBody?.content['application/json']?.schema
+      if (body !== undefined) walk(body, `${method} ${path} body`, 0)
+    }
+  }
+  assert.deepEqual(loose, [], 'strings a request can carry that a NUL would pass')
+  assert.ok(strings >= 10, `only ${strings} strings seen`)
+})
