@@ -1,31 +1,19 @@
 // The petstore command, run as a real process on Node 24 and in-process through main().
 import assert from 'node:assert/strict'
 import { execFile, spawn } from 'node:child_process'
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readFile, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
 import { main } from '../../src/cli/main.ts'
-import type { Io } from '../../src/cli/io.ts'
+import { memoryIo } from '../helpers/io.ts'
+import { tempDir } from '../helpers/temp.ts'
 
 const run = promisify(execFile)
 const CLI = new URL('../../src/cli/main.ts', import.meta.url).pathname
 
-async function tempDir (t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'petstore-cli-'))
-  t.after(() => rm(dir, { recursive: true, force: true }))
-  return dir
-}
-
-function memoryIo (env: Record<string, string>): Io & { lines: string[]; errors: string[] } {
-  const lines: string[] = []
-  const errors: string[] = []
-  return { lines, errors, env, out: (l) => { lines.push(l) }, err: (l) => { errors.push(l) } }
-}
-
 test('keys create --json prints one object with id and key, and the key is stored only as a hash', async (t) => {
-  const dir = await tempDir(t)
+  const dir = tempDir(t, 'petstore-cli-')
   const env = { DATABASE_URL: `sqlite:${join(dir, 'p.db')}` }
   const io = memoryIo(env)
   assert.equal(await main(['keys', 'create', '--role', 'staff', '--plan', 'pro', '--name', 'till', '--json'], io), 0)
@@ -56,7 +44,7 @@ test('keys create --json prints one object with id and key, and the key is store
 })
 
 test('keys create refuses custom quotas off enterprise and requires them on it', async (t) => {
-  const dir = await tempDir(t)
+  const dir = tempDir(t, 'petstore-cli-')
   const env = { DATABASE_URL: `sqlite:${join(dir, 'p.db')}` }
   const refused = memoryIo(env)
   assert.equal(await main(['keys', 'create', '--role', 'customer', '--plan', 'free', '--per-minute', '5', '--per-day', '50'], refused), 1)
@@ -79,7 +67,7 @@ test('bad configuration stops the process with one clear line and a non-zero exi
 })
 
 test('serve --sample-data loads the catalogue and prints three keys once; SIGTERM stops it with exit 0', async (t) => {
-  const dir = await tempDir(t)
+  const dir = tempDir(t, 'petstore-cli-')
   const start = () => spawn(process.execPath, [CLI, 'serve', '--sample-data', '--port', '0'], { env: { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'p.db')}`, LOG_LEVEL: 'silent' } })
   const first = start()
   t.after(() => { first.kill('SIGKILL') })
@@ -121,7 +109,7 @@ test('serve --sample-data loads the catalogue and prints three keys once; SIGTER
 })
 
 test('migrate applies the schema and is idempotent', async (t) => {
-  const dir = await tempDir(t)
+  const dir = tempDir(t, 'petstore-cli-')
   const env = { DATABASE_URL: `sqlite:${join(dir, 'p.db')}` }
   for (let i = 0; i < 2; i++) {
     const io = memoryIo(env)

@@ -1,28 +1,22 @@
 // petstore keys create --expires-in/--expires-at, keys rotate, keys usage: in-process through
 // main(), on a SQLite file, as an operator would run them beside a server.
 import assert from 'node:assert/strict'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { main } from '../../src/cli/main.ts'
-import type { Io } from '../../src/cli/io.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
+import { memoryIo } from '../helpers/io.ts'
+import { tempDir } from '../helpers/temp.ts'
 
 async function database (t: TestContext): Promise<{ env: Record<string, string>; path: string }> {
-  const dir = await mkdtemp(join(tmpdir(), 'petstore-cli-keys-'))
-  t.after(() => rm(dir, { recursive: true, force: true }))
-  const path = join(dir, 'p.db')
+  const path = join(tempDir(t, 'petstore-cli-keys-'), 'p.db')
   return { env: { DATABASE_URL: `sqlite:${path}` }, path }
 }
 
 async function run (env: Record<string, string>, ...args: string[]): Promise<{ code: number; lines: string[]; errors: string[] }> {
-  const lines: string[] = []
-  const errors: string[] = []
-  // One line an entry, however the command groups what it writes.
-  const io: Io = { env, out: (l) => { lines.push(...l.split('\n')) }, err: (l) => { errors.push(...l.split('\n')) } }
+  const io = memoryIo(env)
   const code = await main(['keys', ...args], io)
-  return { code, lines, errors }
+  return { code, lines: io.lines, errors: io.errors }
 }
 
 const HOUR = 3_600_000
