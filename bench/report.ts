@@ -6,6 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { mergedQuantileMs, type Measured, type Part, type Slice } from './load.ts'
 import type { ScenarioId } from './options.ts'
+import type { Stall } from './server.ts'
 
 export type SetupId = 'sqlite' | 'postgres' | 'redis'
 
@@ -61,6 +62,19 @@ export interface RoundStats {
   /** GC pauses of the round, all kinds, in ms. */
   gcTotalMs: number | null
   heapUsedMiB: number | null
+  /** Event-loop stalls past 20 ms: how many, and the longest with where its time went. */
+  stalls: number | null
+  longestStall: Stall | null
+}
+
+/** What most of a stall's time was: the largest of its parts. */
+export function stallCause (stall: Stall): string {
+  const parts: [string, number][] = [
+    [stall.gcMs > stall.runningMs / 2 ? 'GC on the loop' : 'running on the loop', stall.runningMs],
+    ['waiting for a CPU (machine load)', stall.waitingForCpuMs],
+    ['blocked in a system call (disk, lock)', stall.blockedMs]
+  ]
+  return parts.filter(([, ms]) => Number.isFinite(ms)).sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'unknown'
 }
 
 export interface Memory {
@@ -196,7 +210,9 @@ function roundStats (s: Slice): RoundStats {
     gcMaxMs: gcMax?.[1] ?? null,
     gcMaxKind: gcMax?.[0] ?? null,
     gcTotalMs: s.server === undefined ? null : sum(Object.values(s.server.gc).map((g) => g.totalMs)),
-    heapUsedMiB: s.server?.heapUsedMiB ?? null
+    heapUsedMiB: s.server?.heapUsedMiB ?? null,
+    stalls: s.server?.stalls ?? null,
+    longestStall: s.server?.longestStall ?? null
   }
 }
 
@@ -282,14 +298,16 @@ const HEADER = ['setup', 'scenario', 'req/s', 'p50 ms', 'p99 ms', 'ratio to bare
 const RIGHT = [false, false, true, true, true, true, false, true, true, false, false, true]
 
 /** The rounds of the mixed runs: the reads' p99 beside the event loop's delay and the GC's pauses. */
-const ROUND_HEADER = ['setup', 'round', 'req/s', 'reads p99 ms', 'loop p99 ms', 'loop max ms', 'longest GC ms', 'GC ms in round', 'heap MiB']
+const ROUND_HEADER = ['setup', 'round', 'req/s', 'reads p99 ms', 'loop p99 ms', 'loop max ms', 'longest GC ms', 'GC ms in round', 'heap MiB', 'stalls > 20 ms', 'longest stall ms: running / waiting for CPU / blocked / of it GC', 'its cause']
+const fmtStall = (s: Stall | null): string => s === null ? '-' : `${fmtMs(s.wallMs)}: ${fmtMs(s.runningMs)} / ${fmtMs(s.waitingForCpuMs)} / ${fmtMs(s.blockedMs)} / ${fmtMs(s.gcMs)}`
 function roundCells (rows: Row[]): string[][] {
   const out: string[][] = []
   for (const row of rows) {
     if (row.mixed === undefined || row.status !== 'ok') continue
     row.roundStats?.forEach((r, i) => out.push([
       SETUP_TITLES[row.setup as SetupId] ?? '', String(i + 1), fmtInt(r.reqPerSec), fmtMs(r.p99Ms), fmtMs(r.loopP99Ms), fmtMs(r.loopMaxMs),
-      r.gcMaxMs === null ? '-' : `${fmtMs(r.gcMaxMs)} (${r.gcMaxKind ?? ''})`, fmtMs(r.gcTotalMs), r.heapUsedMiB === null ? '-' : r.heapUsedMiB.toFixed(0)
+      r.gcMaxMs === null ? '-' : `${fmtMs(r.gcMaxMs)} (${r.gcMaxKind ?? ''})`, fmtMs(r.gcTotalMs), r.heapUsedMiB === null ? '-' : r.heapUsedMiB.toFixed(0),
+      r.stalls === null ? '-' : String(r.stalls), fmtStall(r.longestStall), r.longestStall === null ? '' : stallCause(r.longestStall)
     ]))
   }
   return out
@@ -369,7 +387,7 @@ export function renderText (doc: Document): string {
   const parts = [
     textTable(HEADER, doc.rows.map(cells), RIGHT),
     referenceText(doc),
-    ...(rounds.length > 0 ? [textTable(ROUND_HEADER, rounds, [false, true, true, true, true, true, true, true, true])] : []),
+    ...(rounds.length > 0 ? [textTable(ROUND_HEADER, rounds, [false, true, true, true, true, true, true, true, true, true, false, false])] : []),
     textTable(MEMORY_HEADER, doc.memory.map(memoryCells), [false, true, true, false, false])
   ]
   const micro = doc.limiter.filter((m) => m.status === 'ok')
@@ -390,7 +408,8 @@ function footer (doc: Document): string {
     'busy machine). Compare ratios across machines and runs, not req/s. Targets (issues 10 and 20) are reported,',
     'not asserted. "load avg" is the machine\'s 1-minute load average as the scenario started. The rounds table:',
     'the event loop\'s delay (monitorEventLoopDelay, 10 ms resolution) and GC pauses in the server during each',
-    'round of the mixed run.',
+    'round of the mixed run, and its longest stall (a 5 ms timer more than 20 ms late) split by the main thread\'s',
+    '/proc schedstat into running, waiting for a CPU (other processes) and blocked in a system call.',
     `Load generator: ${doc.generator}. ${doc.placement}.`,
     `Load average at start ${doc.machine.loadAverageAtStart.join(' ')}, at end ${doc.machine.loadAverageAtEnd.join(' ')} (${doc.machine.cpus} CPUs).`
   ].join('\n')
@@ -402,7 +421,7 @@ export function renderMarkdown (doc: Document): string {
     `Benchmark of commit \`${doc.commit ?? 'unknown'}\`, ${doc.startedAt}: Node ${doc.machine.node}, ${doc.machine.cpus} x ${doc.machine.cpuModel}, ${doc.machine.platform}.`,
     markdownTable(HEADER, doc.rows.map(cells), RIGHT),
     referenceText(doc),
-    ...(roundCells(doc.rows).length > 0 ? [markdownTable(ROUND_HEADER, roundCells(doc.rows), [false, true, true, true, true, true, true, true, true])] : []),
+    ...(roundCells(doc.rows).length > 0 ? [markdownTable(ROUND_HEADER, roundCells(doc.rows), [false, true, true, true, true, true, true, true, true, true, false, false])] : []),
     markdownTable(MEMORY_HEADER, doc.memory.map(memoryCells), [false, true, true, false, false]),
     ...(micro.length > 0
       ? [markdownTable(['limiter `consume()`, no HTTP', 'in flight', 'calls/s', 'mean µs/call'], micro.map((m) => [m.backend, String(m.inFlight), fmtInt(m.callsPerSec), m.meanUs!.toFixed(1)]), [false, true, true, true])]

@@ -13,6 +13,7 @@
 //
 // The stats are the bench's, not the server's: a 10 ms-resolution event-loop monitor and a GC
 // observer, whose cost is a timer tick and one entry per collection.
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { constants, monitorEventLoopDelay, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks'
@@ -45,7 +46,24 @@ export interface ProcessStats {
   /** The heap in use and the RSS at the end of the span, MiB. */
   heapUsedMiB: number
   rssMiB: number
+  /** The longest stall of the span (see stallWatch), or null when none passed STALL_MS. */
+  longestStall: Stall | null
+  /** Stalls past STALL_MS, and their total, ms. */
+  stalls: number
+  stalledMs: number
 }
+
+/**
+ * Where the time of an event-loop stall went, from the main thread's /proc schedstat: running
+ * (JS, GC, native work on the loop), waiting for a CPU (another process had the core: the
+ * machine's load, not the server), or neither (blocked in a system call: a disk write or fsync,
+ * a lock).
+ */
+export interface Stall { wallMs: number; runningMs: number; waitingForCpuMs: number; blockedMs: number; gcMs: number }
+
+/** A tick of the stall watch later than this is a stall. */
+const STALL_MS = 20
+const TICK_MS = 5
 
 const GC_KINDS: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
@@ -54,12 +72,63 @@ const GC_KINDS: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weak'
 }
 
+/** The main thread's [running, waiting for a CPU] in ns, or null where /proc has no schedstat. */
+function schedstat (): [number, number] | null {
+  try {
+    const [running, waiting] = readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')
+    return [Number(running), Number(waiting)]
+  } catch {
+    return null
+  }
+}
+
+/**
+ * A timer every TICK_MS; a tick that comes more than STALL_MS late marks a stall, and the
+ * schedstat difference since the previous tick says where its time went. The GC pauses that
+ * ended in the stall are counted into it.
+ */
+function stallWatch (gcSince: (from: number) => number): () => { longest: Stall | null; count: number; totalMs: number } {
+  let longest: Stall | null = null
+  let count = 0
+  let totalMs = 0
+  let last = performance.now()
+  let lastSched = schedstat()
+  const timer = setInterval(() => {
+    const now = performance.now()
+    const sched = schedstat()
+    const wallMs = now - last
+    if (wallMs > TICK_MS + STALL_MS) {
+      const runningMs = sched !== null && lastSched !== null ? (sched[0] - lastSched[0]) / 1e6 : NaN
+      const waitingForCpuMs = sched !== null && lastSched !== null ? (sched[1] - lastSched[1]) / 1e6 : NaN
+      const stall = { wallMs, runningMs, waitingForCpuMs, blockedMs: Math.max(0, wallMs - runningMs - waitingForCpuMs), gcMs: gcSince(last) }
+      count++
+      totalMs += wallMs
+      if (longest === null || wallMs > longest.wallMs) longest = stall
+    }
+    last = now
+    lastSched = sched
+  }, TICK_MS)
+  timer.unref()
+  return () => {
+    const out = { longest, count, totalMs }
+    longest = null
+    count = 0
+    totalMs = 0
+    return out
+  }
+}
+
 function statsMonitor (): () => ProcessStats {
   const loop = monitorEventLoopDelay({ resolution: 10 })
   loop.enable()
   let gc: ProcessStats['gc'] = {}
+  // The last second of GC pauses, [end time, duration], for the stall watch.
+  const recentGc: [number, number][] = []
+  const stalls = stallWatch((from) => recentGc.filter(([end]) => end >= from).reduce((ms, [, d]) => ms + d, 0))
   const observer = new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
+      recentGc.push([entry.startTime + entry.duration, entry.duration])
+      if (recentGc.length > 200) recentGc.splice(0, 100)
       const kind = GC_KINDS[((entry as PerformanceEntry & { detail?: { kind?: number } }).detail)?.kind ?? -1] ?? 'other'
       const g = gc[kind] ??= { count: 0, totalMs: 0, maxMs: 0 }
       g.count++
@@ -72,7 +141,11 @@ function statsMonitor (): () => ProcessStats {
   return () => {
     const spent = process.cpuUsage(cpu)
     cpu = process.cpuUsage()
+    const stalled = stalls()
     const stats: ProcessStats = {
+      longestStall: stalled.longest,
+      stalls: stalled.count,
+      stalledMs: stalled.totalMs,
       cpuUs: spent.user + spent.system,
       loopP99Ms: loop.percentile(99) / 1e6,
       loopMaxMs: loop.max / 1e6,
