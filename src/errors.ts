@@ -14,7 +14,7 @@ export const ERROR_CATALOGUE = {
   order_already_complete: { status: 409, description: 'A complete order cannot be changed or cancelled.' },
   category_in_use: { status: 409, description: 'The category still has pets.' },
   pet_has_open_orders: { status: 409, description: 'The pet has open orders.' },
-  order_limit_reached: { status: 409, description: 'The customer\'s plan holds no more open orders, or no more units of this pet in open orders (docs/product.md rule 9); complete, cancel or let an open order expire first.' },
+  order_limit_reached: { status: 409, description: 'The customer key already holds as many open orders, or as many units of this pet in open orders, as its plan allows (free: 5 orders, 10 units of a pet); complete, cancel or let an open order expire first.' },
   idempotency_key_reused: { status: 409, description: 'The Idempotency-Key was already used with another request.' },
   api_key_not_rotatable: { status: 409, description: 'Only a live key can be rotated: this one is revoked, expired, or already replaced by an earlier rotation (rotate its successor instead).' },
   operation_sunset: { status: 410, description: 'The operation has passed its sunset date.' },
