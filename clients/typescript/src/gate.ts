@@ -4,7 +4,9 @@
 // - the requests in flight count against the last known `remaining`: when nothing is left, new
 //   requests wait for the window to reset instead of being sent, so a burst of queued calls
 //   never reaches the server as a burst of 429s (which would get the key banned);
-// - after a 429 every request of the client is held until `Retry-After` has passed.
+// - after a 429 every request of the client is held until `Retry-After` has passed;
+// - a wait longer than `maxWaitMs` is not waited: every queued request rejects at once with the
+//   error `tooLong` makes (a spent day quota would otherwise hold them until the next UTC day).
 // Only one waiter sleeps at a time (the pump), so an injected sleep that moves a test clock
 // moves it once per wait, not once per queued request.
 
@@ -13,6 +15,10 @@ export interface GateOptions {
   now: () => number
   sleep: (ms: number) => Promise<void>
   random: () => number
+  /** The longest wait (reset or hold, before jitter) the gate sleeps through. */
+  maxWaitMs: number
+  /** The error of each request refused because the wait is longer than maxWaitMs. */
+  tooLong: (waitMs: number) => Error
 }
 
 /** Spread of the extra wait after a reset or Retry-After, so many clients do not return at once. */
@@ -23,28 +29,29 @@ export const JITTER_MS = 1000
 const SAME_WINDOW_MS = 2000
 
 export interface Gate {
-  /** Resolves when the caller may send one request; call release() when its response is read. */
+  /** Resolves when the caller may send one request (call release() when its response is read); rejects when the wait would exceed maxWaitMs. */
   acquire (): Promise<void>
   release (): void
   /** What a response said about the binding window: requests left, and when it resets (client clock, ms). */
   observe (remaining: number, resetAt: number): void
   /** A response without rate-limit headers: nothing to count against. */
   unmetered (): void
-  /** Holds every request until `until` (client clock, ms). */
+  /** Holds every request until `until` (client clock, ms), plus jitter. */
   hold (until: number): void
 }
 
 export function createGate (options: GateOptions): Gate {
-  const { maxConcurrency, now, sleep, random } = options
+  const { maxConcurrency, now, sleep, random, maxWaitMs, tooLong } = options
   let inFlight = 0
   let holdUntil = 0
   // The binding window as last seen; null when unknown. While `probing`, the window is expected
   // to exist but its count is unknown (at start, after a reset): one request at a time finds out.
   let window: { remaining: number; resetAt: number } | null = null
   let probing = true
-  const waiting: (() => void)[] = []
+  const waiting: { resolve: () => void; reject: (error: Error) => void }[] = []
   let pumping = false
 
+  /** waitMs: how long until a request may go (before jitter); null when a release() will tell. */
   type Decision = { go: true } | { go: false; waitMs: number | null }
 
   function decide (): Decision {
@@ -59,7 +66,7 @@ export function createGate (options: GateOptions): Gate {
     if (window.remaining - inFlight > 0) return { go: true }
     // Nothing left. Responses still in flight will say more; with none, wait for the reset.
     if (inFlight > 0) return { go: false, waitMs: null }
-    return { go: false, waitMs: window.resetAt - t + Math.floor(random() * JITTER_MS) }
+    return { go: false, waitMs: window.resetAt - t }
   }
 
   async function pump (): Promise<void> {
@@ -70,11 +77,16 @@ export function createGate (options: GateOptions): Gate {
         const decision = decide()
         if (!decision.go) {
           if (decision.waitMs === null) return // a release() pumps again
-          await sleep(decision.waitMs)
+          if (decision.waitMs > maxWaitMs) {
+            for (const waiter of waiting.splice(0)) waiter.reject(tooLong(decision.waitMs))
+            return
+          }
+          // Jitter, so that many clients do not all come back at the same instant.
+          await sleep(decision.waitMs + Math.floor(random() * JITTER_MS))
           continue
         }
         inFlight++
-        waiting.shift()!()
+        waiting.shift()!.resolve()
       }
     } finally {
       pumping = false
@@ -83,8 +95,8 @@ export function createGate (options: GateOptions): Gate {
 
   return {
     acquire () {
-      return new Promise<void>((resolve) => {
-        waiting.push(resolve)
+      return new Promise<void>((resolve, reject) => {
+        waiting.push({ resolve, reject })
         void pump()
       })
     },

@@ -45,6 +45,13 @@ export interface PetstoreClientOptions {
   maxRetries?: number
   /** Requests in flight at once (default 8). */
   maxConcurrency?: number
+  /**
+   * The longest rate-limit wait (a window's reset, a Retry-After) a call sits through, in ms
+   * (default 60000). A longer one rejects the call at once with a PetstoreError `rate_limited`
+   * whose retryAfter says when to come back, instead of holding its promise (a spent day quota
+   * would hold it until the next UTC day).
+   */
+  maxWaitMs?: number
   /** Every request goes through it (default: the global fetch). */
   fetch?: typeof globalThis.fetch
   /** Called whenever a response leaves less than 10% of the window. What it throws is ignored. */
@@ -89,6 +96,7 @@ export interface OperationInit<O> {
 
 const DEFAULT_MAX_RETRIES = 4
 const DEFAULT_MAX_CONCURRENCY = 8
+const DEFAULT_MAX_WAIT_MS = 60_000
 /** Exponential backoff of 503s and network errors: full jitter, between 0 and min(cap, base * 2^n). */
 const BACKOFF_BASE_MS = 500
 const BACKOFF_CAP_MS = 20_000
@@ -104,7 +112,15 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
   const now = options.now ?? (() => Date.now())
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)))
   const random = options.random ?? Math.random
-  const gate = createGate({ maxConcurrency: options.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY, now, sleep, random })
+  const maxWaitMs = options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS
+  const tooLong = (waitMs: number) => new PetstoreError({
+    status: 429,
+    code: 'rate_limited',
+    message: `the rate limit allows the next request in ${Math.ceil(waitMs / 1000)} s, longer than maxWaitMs (${maxWaitMs} ms)`,
+    requestId: null,
+    retryAfter: Math.ceil(waitMs / 1000)
+  })
+  const gate = createGate({ maxConcurrency: options.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY, now, sleep, random, maxWaitMs, tooLong })
   const deprecationsSeen = new Set<string>()
   let lastRateLimit: RateLimitState | null = null
 
@@ -156,7 +172,7 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     for (let retry = 0; ; retry++) {
       if (retry > maxRetries) throw lastError ?? lastNetworkError
       await gate.acquire()
-      let received: { response: Response; text: string; error: PetstoreError | null } | { failure: unknown }
+      let received: { response: Response; text: string; error: PetstoreError | null; tooLong: boolean } | { failure: unknown }
       try {
         const response = await fetchImpl(url, init)
         const text = await response.text()
@@ -164,11 +180,14 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
         const error = response.ok ? null : errorOf(response, text)
         // Over quota: nobody of this client sends until Retry-After has passed (sending now
         // would only count towards a ban), held before this slot frees so no queued request
-        // slips out. A 429 was not processed, so any method may retry.
+        // slips out. A 429 was not processed, so any method may retry, unless the wait is
+        // longer than maxWaitMs: then this call rejects with the 429 (queued ones too, in the gate).
+        let waitMs = 0
         if (response.status === 429 && error !== null && error.code !== 'api_key_banned') {
-          gate.hold(now() + (error.retryAfter !== null ? error.retryAfter * 1000 + Math.floor(random() * JITTER_MS) : backoffMs(retry + 1)))
+          waitMs = error.retryAfter !== null ? error.retryAfter * 1000 : backoffMs(retry + 1)
+          gate.hold(now() + waitMs)
         }
-        received = { response, text, error }
+        received = { response, text, error, tooLong: waitMs > maxWaitMs }
       } catch (failure) {
         received = { failure }
       } finally {
@@ -182,10 +201,10 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
         if (retry < maxRetries) await sleep(backoffMs(retry + 1))
         continue
       }
-      const { response, text, error } = received
+      const { response, text, error, tooLong: waitTooLong } = received
       if (error === null) return { data: text === '' ? undefined : JSON.parse(text), response }
       lastError = error
-      if (response.status === 429 && error.code !== 'api_key_banned') continue
+      if (response.status === 429 && error.code !== 'api_key_banned' && !waitTooLong) continue
       if (response.status === 503 && retryable) {
         if (retry < maxRetries) await sleep(error.retryAfter !== null ? error.retryAfter * 1000 + Math.floor(random() * JITTER_MS) : backoffMs(retry + 1))
         continue

@@ -88,3 +88,53 @@ test('maxConcurrency caps the requests in flight: 30 concurrent calls with maxCo
   assert.equal(exchanges.length, 30)
   assert.equal(maxInFlight(), 3)
 })
+
+const nextUtcDay = (ms: number) => Math.floor(ms / 86_400_000) * 86_400_000 + 86_400_000
+
+test('maxWaitMs: once the day quota is spent, the next calls reject at once with 429 rate_limited and retryAfter to the next UTC day, sending nothing; onRateLimit reported the spent window', async (t) => {
+  // Catches: a spent day quota held every later promise until the next UTC day.
+  const server = await startTestServer(t)
+  const { key } = await server.makeKey('customer', 'enterprise', { perMinute: 3, perDay: 5 })
+  const { fetch, exchanges } = recordingFetch()
+  const seen: { limit: number; remaining: number; reset: number }[] = []
+  const client = server.client({ apiKey: key, fetch, onRateLimit: (state) => seen.push(state) })
+
+  // 3 in this minute, a wait (under a minute) for the next, 2 more: the day is spent.
+  for (let i = 0; i < 5; i++) assert.deepEqual(await client.pets.list(), [])
+  const spentAt = server.clock.now()
+  assert.ok(spentAt > T0 + 29_000 && spentAt < T0 + 31_000, 'the minute wait (30 s and jitter) was waited')
+  const results = await Promise.allSettled([client.pets.list(), client.pets.list(), client.rateLimit()])
+
+  const retryAfter = Math.ceil((nextUtcDay(spentAt) - spentAt) / 1000)
+  for (const result of results) {
+    assert.equal(result.status, 'rejected')
+    const error: unknown = result.reason
+    assert.ok(error instanceof PetstoreError, String(error))
+    assert.deepEqual({ status: error.status, code: error.code, retryAfter: error.retryAfter }, { status: 429, code: 'rate_limited', retryAfter })
+  }
+  assert.equal(exchanges.length, 5, 'nothing was sent for the refused calls')
+  assert.equal(server.clock.now(), spentAt, 'and nothing was waited')
+  assert.deepEqual(seen.at(-1), { limit: 5, remaining: 0, reset: nextUtcDay(spentAt) / 1000 })
+  assert.equal((await server.call({ method: 'GET', url: '/v1/rate_limit', key })).json<{ windows: { day: { remaining: number } } }>().windows.day.remaining, 0)
+})
+
+test('maxWaitMs: a 429 whose Retry-After is longer rejects at once with that 429 (its requestId); a larger maxWaitMs waits it out and succeeds the next day', async (t) => {
+  const server = await startTestServer(t)
+  const { key } = await server.makeKey('customer', 'enterprise', { perMinute: 5, perDay: 5 })
+  // Another process with the same key spent the day.
+  for (let i = 0; i < 5; i++) assert.equal((await server.call({ method: 'GET', url: '/v1/pets', key })).statusCode, 200)
+  const { fetch, exchanges } = recordingFetch()
+
+  const error = await server.client({ apiKey: key, fetch }).pets.list().then(() => null, (e: unknown) => e)
+
+  assert.ok(error instanceof PetstoreError)
+  const retryAfter = Math.ceil((nextUtcDay(T0) - T0) / 1000)
+  assert.deepEqual({ status: error.status, code: error.code, retryAfter: error.retryAfter, requestId: error.requestId }, { status: 429, code: 'rate_limited', retryAfter, requestId: exchanges[0]!.requestId })
+  assert.deepEqual(exchanges.map((e) => e.status), [429])
+  assert.equal(server.clock.now(), T0, 'nothing was waited')
+
+  const patient = server.client({ apiKey: key, fetch, maxWaitMs: 86_400_000 })
+  assert.deepEqual(await patient.pets.list(), [])
+  assert.deepEqual(exchanges.map((e) => e.status), [429, 429, 200])
+  assert.ok(server.clock.now() >= nextUtcDay(T0), 'served on the next UTC day')
+})
