@@ -226,8 +226,13 @@ export function megabytes (bytes: number): string {
  */
 export async function buildApiImage (image: string, base: string): Promise<Result & { took: string }> {
   const started = Date.now()
+  const previous = (await run('podman', ['image', 'inspect', '--format', '{{.Id}}', image])).stdout.trim()
   console.log(`building ${image} from ./Dockerfile with NODE_IMAGE=${base}`)
   const result = await run('podman', ['build', '--isolation', 'chroot', '--format', 'docker', '--build-arg', `NODE_IMAGE=${base}`, '-t', image, '-f', join(ROOT, 'Dockerfile'), ROOT])
+  // The image this build replaced, now untagged, is removed so that runs do not pile them up
+  // (only that one: other images on the machine are not this script's to prune).
+  const current = (await run('podman', ['image', 'inspect', '--format', '{{.Id}}', image])).stdout.trim()
+  if (previous !== '' && previous !== current) await run('podman', ['rmi', previous])
   return { ...result, took: seconds(started) }
 }
 
