@@ -163,7 +163,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const categories = createCategoryService(stores.categories)
   const orders = createOrderService(stores.orders, clock, config.orders)
   const inventory = createInventoryService(stores.inventory)
-  const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (_keyId, subject) => { await limiter.unban(subject) }, onKeyChanged: (record) => { access.forgetKey(record.id); keyEvents.publish(record.id) }, usage })
+  const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (_keyId, subject) => { await limiter.unban(subject) }, onKeyChanged: (record) => { access.forgetKey(record.quotaKeyId); keyEvents.publish(record.quotaKeyId) }, usage })
   const getPetLifecycle = deprecatedOperation(GET_PET_DEPRECATED_AT, config.getPetSunset, { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' })
 
   await app.register(async (v1) => {

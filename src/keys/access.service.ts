@@ -113,7 +113,10 @@ export interface AccessService {
   decide (request: AccessRequest): AccessOutcome | Promise<AccessOutcome>
   /** The principal of a key (cached), null for an unknown, revoked or malformed key. */
   resolve (key: string): Principal | null | Promise<Principal | null>
-  /** Forgets what is cached about a key: its revocation, role, plan or ban changed. */
+  /**
+   * Forgets what is cached about a key, and about every key whose quota identity it is (pass the
+   * identity, `quotaKeyId`, to forget a whole rotation chain): a revocation, role, plan or ban changed.
+   */
   forgetKey (keyId: number): void
   /** Forgets every cached key. */
   forgetAll (): void
@@ -381,7 +384,7 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
     resolve,
     retryPendingBans,
     forgetKey (keyId) {
-      for (const [key, entry] of resolved.map) if (entry.principal.keyId === keyId) resolved.delete(key)
+      for (const [key, entry] of resolved.map) if (entry.principal.keyId === keyId || entry.principal.identityKeyId === keyId) resolved.delete(key)
     },
     forgetAll () {
       resolved.clear()

@@ -144,3 +144,44 @@ test('the successor of a rotated customer key is the same customer: it reads and
   assert.equal((await app.call({ method: 'DELETE', url: `/v1/store/orders/${order.id}`, key: successor.key })).statusCode, 204)
   assert.equal((await app.call({ method: 'GET', url: `/v1/store/inventory/${pet}` })).json().quantity, 10, 'one order placed, then cancelled')
 })
+
+// Fault caught: the keys of a rotated pair are one caller for quotas, bans and orders, but a
+// revocation or a role change reached only the key it named, so a leaked successor's revocation
+// left the old key an admin for the rest of its grace period.
+test('one caller, one fate: revoking either key of a rotated pair revokes both, and a role change on one applies to both', async (t) => {
+  const app = await buildTestApp(t)
+  const pair = async () => {
+    const k1 = await create(app, { role: 'admin', plan: 'pro' })
+    const k2 = (await app.call({ method: 'POST', url: `/v1/admin/keys/${k1.id}/rotate`, payload: { gracePeriodSeconds: 3600 } })).json() as { id: number; key: string }
+    // Both in this instance's key cache before the change.
+    for (const k of [k1, k2]) assert.equal((await app.call({ method: 'GET', url: '/v1/admin/keys?limit=1', key: k.key })).statusCode, 200)
+    return { k1, k2 }
+  }
+  const stored = async (id: number) => (await app.stores.keys.getKey(id))!
+
+  const a = await pair()
+  assert.equal((await app.call({ method: 'DELETE', url: `/v1/admin/keys/${a.k2.id}` })).statusCode, 204)
+  for (const k of [a.k1, a.k2]) {
+    const res = await app.call({ method: 'GET', url: '/v1/pets', key: k.key })
+    assert.equal(res.statusCode, 401, 'revoking K2 refuses K1 too')
+    assert.notEqual((await stored(k.id)).revokedAt, null)
+  }
+
+  const b = await pair()
+  assert.equal((await app.call({ method: 'DELETE', url: `/v1/admin/keys/${b.k1.id}` })).statusCode, 204)
+  assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key: b.k2.key })).statusCode, 401, 'revoking K1 refuses K2 too')
+  assert.notEqual((await stored(b.k2.id)).revokedAt, null)
+
+  const c = await pair()
+  const patched = await app.call({ method: 'PATCH', url: `/v1/admin/keys/${c.k2.id}`, payload: { role: 'customer', plan: 'business' } })
+  assert.equal(patched.statusCode, 200, patched.body)
+  const demoted = await app.call({ method: 'GET', url: '/v1/admin/keys?limit=1', key: c.k1.key })
+  assert.equal(demoted.statusCode, 403, 'a role change on K2 demotes K1')
+  assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key: c.k1.key })).headers['x-ratelimit-limit'], '1000', 'and gives it the plan')
+  const view = (await app.call({ method: 'GET', url: `/v1/admin/keys/${c.k1.id}` })).json()
+  assert.equal(view.role, 'customer')
+  assert.equal(view.plan, 'business')
+
+  // A key outside the chain is untouched.
+  assert.equal((await app.call({ method: 'GET', url: '/v1/admin/keys?limit=1' })).statusCode, 200)
+})

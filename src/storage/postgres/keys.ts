@@ -36,17 +36,26 @@ export function createPostgresKeyStore (db: Db): KeyStore {
     async updateKey (id, changes, ifMatch) {
       return db.transaction(async (tx) => {
         const row = await lockCurrent(tx, id, ifMatch)
-        const updated = await tx.first<KeyRow>(
+        const updated = toKey((await tx.first<KeyRow>(
           `UPDATE api_keys SET name = $1, role = $2, plan = $3, per_minute = $4, per_day = $5, version = version + 1 WHERE id = $6 RETURNING ${KEY_COLUMNS}`,
           [changes.name ?? row.name, changes.role ?? row.role, changes.plan ?? row.plan,
             changes.perMinute === undefined ? row.per_minute : changes.perMinute,
-            changes.perDay === undefined ? row.per_day : changes.perDay, id])
-        return toKey(updated!)
+            changes.perDay === undefined ? row.per_day : changes.perDay, id]))!)
+        // One caller, one fate: the other keys of the rotation chain take the role, plan and quotas.
+        await tx.query(
+          `UPDATE api_keys SET role = $2, plan = $3, per_minute = $4, per_day = $5, version = version + 1 WHERE id IN (${sameIdentity(1)}) AND id <> $1
+             AND (role <> $2 OR plan <> $3 OR per_minute IS DISTINCT FROM $4 OR per_day IS DISTINCT FROM $5)`,
+          [id, updated.role, updated.plan, updated.perMinute, updated.perDay])
+        return updated
       })
     },
     async revokeKey (id, now, ifMatch) {
       return db.transaction(async (tx) => {
         const row = await lockCurrent(tx, id, ifMatch)
+        // One caller, one fate: the other keys of the rotation chain that still work are revoked too.
+        await tx.query(
+          `UPDATE api_keys SET revoked_at = $2, version = version + 1 WHERE id IN (${sameIdentity(1)}) AND id <> $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)`,
+          [id, now])
         if (row.revoked_at !== null) return toKey(row)
         const revoked = await tx.first<KeyRow>(`UPDATE api_keys SET revoked_at = $1, version = version + 1 WHERE id = $2 RETURNING ${KEY_COLUMNS}`, [now, id])
         return toKey(revoked!)

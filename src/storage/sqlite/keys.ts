@@ -18,6 +18,10 @@ export function createSqliteKeyStore (db: Db): KeyStore {
   const list = db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id > ? ORDER BY id LIMIT ?`)
   const update = db.prepare(`UPDATE api_keys SET name = ?, role = ?, plan = ?, per_minute = ?, per_day = ?, version = version + 1 WHERE id = ? RETURNING ${KEY_COLUMNS}`)
   const revoke = db.prepare(`UPDATE api_keys SET revoked_at = ?, version = version + 1 WHERE id = ? RETURNING ${KEY_COLUMNS}`)
+  // One caller, one fate (docs/product.md 9.x): the other keys of the rotation chain that still
+  // work are revoked with the key, and take its role, plan and quotas.
+  const revokeSiblings = db.prepare(`UPDATE api_keys SET revoked_at = ?, version = version + 1 WHERE id IN (${SAME_IDENTITY}) AND id <> ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`)
+  const updateSiblings = db.prepare(`UPDATE api_keys SET role = ?, plan = ?, per_minute = ?, per_day = ?, version = version + 1 WHERE id IN (${SAME_IDENTITY}) AND id <> ? AND (role <> ? OR plan <> ? OR per_minute IS NOT ? OR per_day IS NOT ?)`)
   const insertBan = db.prepare(`INSERT INTO bans (key_id, subject, started_at, ends_at, reason) VALUES (?, ?, ?, ?, ?) RETURNING ${BAN_COLUMNS}`)
   const activeBan = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${SAME_IDENTITY}) AND lifted_at IS NULL AND ends_at > ? ORDER BY ends_at DESC LIMIT 1`)
   const lift = db.prepare(`UPDATE bans SET lifted_at = ? WHERE key_id IN (${SAME_IDENTITY}) AND lifted_at IS NULL AND ends_at > ?`)
@@ -49,15 +53,19 @@ export function createSqliteKeyStore (db: Db): KeyStore {
     async updateKey (id, changes, ifMatch) {
       return transaction(db, () => {
         const row = current(id, ifMatch)
-        return toKey(update.get(
+        const updated = toKey(update.get(
           changes.name ?? row.name, changes.role ?? row.role, changes.plan ?? row.plan,
           changes.perMinute === undefined ? row.per_minute : changes.perMinute,
           changes.perDay === undefined ? row.per_day : changes.perDay, id) as unknown as KeyRow)
+        const { role, plan, perMinute, perDay } = updated
+        updateSiblings.run(role, plan, perMinute, perDay, id, id, role, plan, perMinute, perDay)
+        return updated
       })
     },
     async revokeKey (id, now, ifMatch) {
       return transaction(db, () => {
         const row = current(id, ifMatch)
+        revokeSiblings.run(now, id, id, now)
         if (row.revoked_at !== null) return toKey(row)
         return toKey(revoke.get(now, id) as unknown as KeyRow)
       })
