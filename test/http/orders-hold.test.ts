@@ -206,3 +206,20 @@ test('an order that expired while no instance ran gives its stock back when the 
   assert.equal((await again.call({ method: 'GET', url: `/v1/store/orders/${id}`, role: 'staff' })).statusCode, 404)
   assert.deepEqual(await openOrdersOf(again, h.petId), [])
 })
+
+test('two instances sweeping the same expired orders at once return each order\'s stock exactly once', async (t) => {
+  // Fault caught: a sweep that adds back stock for rows another instance already deleted (stock created from nothing).
+  const open = await durableStores(t)
+  const a = await open()
+  t.after(() => a.close())
+  const h = await buildTestApp(t, { stores: a })
+  const pets = [await addPet(h, 50), await addPet(h, 50), await addPet(h, 50)]
+  for (const petId of pets) for (let i = 0; i < 10; i++) assert.equal((await place(h, h.keys.customer, petId, 2)).statusCode, 201)
+  const b = await open()
+  t.after(() => b.close())
+
+  const later = T0 + HOLD
+  const [x, y] = await Promise.all([a.orders.sweepExpired(later, 100), b.orders.sweepExpired(later, 100)])
+  assert.equal(x.orders + y.orders, 30, 'every expired order deleted by one of them')
+  for (const petId of pets) assert.deepEqual(await inventoryOf(h, petId), { quantity: 50, status: 'available' })
+})
