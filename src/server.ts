@@ -66,6 +66,9 @@ export async function startServer (config: Config, options: { logger?: Logger; b
       else logger.info('rate limits: Redis is back, counters are shared again')
     }
   })
+  // The WAL's size at each scrape (SQLite), beside Node's nodejs_eventloop_lag_p99_seconds.
+  const walSize = infra.stores.walBytes?.bind(infra.stores)
+  if (walSize !== undefined) metrics.trackWal(walSize)
   // Everything opened so far is closed again when a later step fails (the port is in use, the
   // sample data cannot be loaded, the bans cannot be read): a failed start leaves no database
   // connection, WAL file, Redis client or timer behind (issue 18 item 7).

@@ -32,6 +32,8 @@ export interface Metrics {
   onNearLimit (window: 'minute' | 'day'): void
   /** Reports db_pool_connections from this function at each scrape (once per Metrics). */
   trackPool (stats: () => PoolStats): void
+  /** Reports sqlite_wal_bytes from this function at each scrape (once per Metrics). */
+  trackWal (bytes: () => number): void
   /** The Prometheus text and its content type. */
   scrape (): Promise<{ contentType: string; body: string }>
   /** http_requests_total and http_request_duration_seconds (see createHttpSeries). */
@@ -98,6 +100,7 @@ export function createMetrics (): Metrics {
   degraded.set(0)
 
   let poolTracked = false
+  let walTracked = false
 
   return {
     registry,
@@ -123,6 +126,18 @@ export function createMetrics (): Metrics {
           this.set({ state: 'idle' }, s.idle)
           this.set({ state: 'waiting' }, s.waiting)
         }
+      })
+    },
+    trackWal (bytes) {
+      if (walTracked) return
+      walTracked = true
+      // Read at scrape time (one stat of the file); the event loop's lag is Node's default
+      // nodejs_eventloop_lag_p99_seconds: together they show a checkpoint that stalls requests.
+      new Gauge({
+        name: 'sqlite_wal_bytes',
+        help: 'Size of the SQLite write-ahead log in bytes; kept near 4 MiB by the checkpoint worker.',
+        registers,
+        collect () { this.set(bytes()) }
       })
     },
     async scrape () { return { contentType: registry.contentType, body: await registry.metrics() } },

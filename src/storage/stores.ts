@@ -14,6 +14,8 @@ export interface Stores {
   readonly keys: KeyStore
   /** Connections of the engine's pool (metrics); absent where there is no pool (SQLite). */
   poolStats? (): { total: number; idle: number; waiting: number }
+  /** Size in bytes of the write-ahead log (metrics); absent where there is none (PostgreSQL). */
+  walBytes? (): number
   /** Resolves when the database answers; rejects otherwise (readiness). */
   ping (): Promise<void>
   close (): Promise<void>

@@ -1,7 +1,8 @@
 // Opening SQLite through node:sqlite, its pragmas, its migrations, and its write paths.
 import { DatabaseSync } from 'node:sqlite'
-import { closeSync, fsync, mkdirSync, openSync } from 'node:fs'
+import { closeSync, fsync, mkdirSync, openSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { Worker } from 'node:worker_threads'
 import { ServiceUnavailableError } from '../../errors.ts'
 import { refuseNewerSchema } from '../checks.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
@@ -110,7 +111,23 @@ export interface WriterOptions {
   /** Makes the commits so far durable (fsync of the WAL); injectable for tests. */
   sync?: () => Promise<void>
   lockBoundMs?: number
+  /** How often the WAL is checkpointed, off the event loop (see createCheckpointer); 0: never (tests). */
+  checkpointIntervalMs?: number
 }
+
+/**
+ * How often the WAL is checkpointed. SQLite's own automatic checkpoint (every 1000 pages, about
+ * 4 MiB) ran inside the committing call, on the event loop, with its fsyncs: a stall of its own
+ * while orders flow (issue 20). A checkpoint every 100 ms on another thread (createCheckpointer)
+ * keeps the WAL near WAL_SIZE_LIMIT_BYTES at any write rate this process reaches.
+ */
+export const CHECKPOINT_INTERVAL_MS = 100
+
+/**
+ * The WAL's size after SQLite restarts it (once a checkpoint has copied every frame): it is
+ * truncated to this, so a burst of writes does not leave a large file behind.
+ */
+export const WAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024
 
 /** The most writes one group commit takes; more wait for the next one. */
 const MAX_BATCH = 256
@@ -138,6 +155,7 @@ interface Pending {
  */
 export function createWriter (db: Db, path: string, options: WriterOptions = {}): Writer {
   const wal = options.sync !== undefined || path === ':memory:' ? null : walFile(path)
+  const checkpointer = path === ':memory:' ? null : createCheckpointer(db, path, options.checkpointIntervalMs ?? CHECKPOINT_INTERVAL_MS)
   const sync = options.sync ?? wal?.sync ?? (async () => {})
   const lockBoundMs = options.lockBoundMs ?? WRITE_LOCK_BOUND_MS
   db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
@@ -320,6 +338,7 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
       if (queue.length > 0 || scheduled !== null) await new Promise<void>((resolve) => { idle.push(resolve) })
       await next?.catch(() => {})
       await current?.catch(() => {})
+      await checkpointer?.close()
       wal?.close()
     }
   }
@@ -342,6 +361,94 @@ function walFile (path: string): { sync (): Promise<void>; close (): void } {
     close () {
       if (fd !== null) closeSync(fd)
       fd = null
+    }
+  }
+}
+
+/** Size in bytes of the database's WAL file (0 when there is none). */
+export function walBytes (path: string): number {
+  if (path === ':memory:') return 0
+  try {
+    return statSync(`${path}-wal`).size
+  } catch {
+    return 0
+  }
+}
+
+/** How long the checkpointing connection waits for the write lock for a RESTART checkpoint (in its own thread). */
+const RESTART_WAIT_MS = 1000
+
+// The checkpointing connection, in a worker thread: a plain script (eval'd, so CommonJS) that
+// opens the file and runs a passive checkpoint on each message. With synchronous=FULL the
+// checkpoint fsyncs the WAL before it copies pages and the database file before it lets SQLite
+// reuse the WAL: an acknowledged write is in one of the two, durably, at every instant, as with
+// SQLite's automatic checkpoint.
+const CHECKPOINT_WORKER = `
+const { parentPort, workerData } = require('node:worker_threads')
+const { DatabaseSync } = require('node:sqlite')
+const db = new DatabaseSync(workerData.path)
+db.exec('PRAGMA synchronous = FULL')
+db.exec('PRAGMA busy_timeout = ${RESTART_WAIT_MS}')
+const passive = db.prepare('PRAGMA wal_checkpoint(PASSIVE)')
+const restart = db.prepare('PRAGMA wal_checkpoint(RESTART)')
+parentPort.on('message', (message) => {
+  if (message === 'close') {
+    db.close()
+    parentPort.close()
+    return
+  }
+  try {
+    const { busy, log, checkpointed } = (message === 'restart' ? restart : passive).get()
+    parentPort.postMessage({ busy, log, checkpointed })
+  } catch (error) {
+    parentPort.postMessage({ error: String(error && error.message) })
+  }
+})
+`
+
+/**
+ * Takes the WAL checkpoint off the event loop: SQLite's automatic one is turned off on the serving
+ * connection (wal_autocheckpoint=0), and a second connection, on a worker thread, checkpoints
+ * every intervalMs:
+ * - PASSIVE while the WAL is under WAL_SIZE_LIMIT_BYTES: it copies what no reader still needs and
+ *   never waits for a lock, so it blocks neither the writer nor a read. Once every frame is
+ *   copied, the writer starts the WAL over at its next commit and truncates it to the limit.
+ * - RESTART past the limit: under a continuous stream of writes a passive checkpoint never
+ *   catches up with the end of the WAL, so it would grow without bound. RESTART takes the write
+ *   lock while it copies the rest (tens of milliseconds for a few MiB): the writer meanwhile
+ *   retries without blocking the event loop (createWriter), and reads go on.
+ * The worker starts at the first tick (a short CLI command never pays for it), one checkpoint runs
+ * at a time, and the timer does not keep the process alive.
+ */
+function createCheckpointer (db: Db, path: string, intervalMs: number): { close (): Promise<void> } {
+  db.exec('PRAGMA wal_autocheckpoint = 0')
+  db.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`)
+  if (intervalMs <= 0) return { async close () {} }
+  let worker: Worker | null = null
+  let running = false
+  let exited: Promise<void> = Promise.resolve()
+  const tick = (): void => {
+    if (running) return
+    if (worker === null) {
+      const started = new Worker(CHECKPOINT_WORKER, { eval: true, workerData: { path } })
+      worker = started
+      exited = new Promise<void>((resolve) => started.once('exit', () => resolve()))
+      started.on('message', () => { running = false })
+      // A worker that fails (the file vanished) is started again at the next tick.
+      started.on('error', () => { running = false; if (worker === started) worker = null })
+      started.unref()
+    }
+    running = true
+    worker.postMessage(walBytes(path) > WAL_SIZE_LIMIT_BYTES ? 'restart' : 'passive')
+  }
+  const timer = setInterval(tick, intervalMs)
+  timer.unref()
+  return {
+    async close () {
+      clearInterval(timer)
+      worker?.postMessage('close')
+      worker = null
+      await exited
     }
   }
 }

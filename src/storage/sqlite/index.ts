@@ -1,7 +1,7 @@
 // The SQLite engine: every port on one node:sqlite connection.
 import type { Stores } from '../stores.ts'
 import { createSqliteCategoryStore } from './categories.ts'
-import { createWriter, migrateSqlite, openSqlite, type WriterOptions } from './database.ts'
+import { createWriter, migrateSqlite, openSqlite, walBytes, type WriterOptions } from './database.ts'
 import { createSqliteIdempotency } from './idempotency.ts'
 import { createSqliteInventoryStore } from './inventory.ts'
 import { createSqliteKeyStore } from './keys.ts'
@@ -29,6 +29,7 @@ export function createSqliteStores (path: string, options: { migrate?: boolean; 
     inventory: createSqliteInventoryStore(db, writer, pets),
     keys: createSqliteKeyStore(db),
     async ping () { ping.get() },
+    walBytes: () => walBytes(path),
     async close () {
       await writer.close()
       if (db.isOpen) db.close()

@@ -1,0 +1,81 @@
+// The WAL checkpoint runs off the event loop (issue 20 item 3): the serving connection never
+// checkpoints (wal_autocheckpoint=0: SQLite's automatic checkpoint ran inside the committing call,
+// on the event loop, with its fsyncs), and a second connection on a worker thread runs passive
+// checkpoints that keep the WAL bounded under a write loop, every acknowledged write kept.
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import { test, type TestContext } from 'node:test'
+import { loadConfig } from '../../src/config.ts'
+import { createLogger, startServer } from '../../src/server.ts'
+import { createWriter, openSqlite, WAL_SIZE_LIMIT_BYTES, walBytes } from '../../src/storage/sqlite/database.ts'
+import { tempDir } from '../helpers/temp.ts'
+
+const ROW_BYTES = 8192
+const ROWS = 2000 // 16 MiB of rows: four times the WAL's bound
+
+/** Writes ROWS rows of ROW_BYTES through a writer, 10 at a time; the largest WAL seen meanwhile. */
+async function writeLoop (t: TestContext, checkpointIntervalMs: number): Promise<{ path: string; largestWal: number; db: DatabaseSync; close (): Promise<void> }> {
+  const path = join(tempDir(t, 'petstore-checkpoint-'), 'petstore.db')
+  const db = openSqlite(path)
+  db.exec('CREATE TABLE t (x BLOB)')
+  const writer = createWriter(db, path, { checkpointIntervalMs })
+  const insert = db.prepare('INSERT INTO t (x) VALUES (?)')
+  const row = new Uint8Array(ROW_BYTES).fill(7)
+  let largestWal = 0
+  for (let i = 0; i < ROWS; i += 10) {
+    await Promise.all(Array.from({ length: 10 }, () => writer.run(() => insert.run(row))))
+    largestWal = Math.max(largestWal, walBytes(path))
+  }
+  let closed = false
+  const close = async () => {
+    if (closed) return
+    closed = true
+    await writer.close()
+    db.close()
+  }
+  t.after(close)
+  return { path, largestWal, db, close }
+}
+
+const count = (path: string): number => {
+  const other = new DatabaseSync(path)
+  try {
+    return Number(other.prepare('SELECT count(*) AS n FROM t').get()?.n)
+  } finally {
+    other.close()
+  }
+}
+
+test('the serving connection never checkpoints: with the checkpoint worker off, the WAL holds all 16 MiB written', async (t) => {
+  // Fault caught: SQLite's automatic checkpoint (every 1000 pages) running in the committing call,
+  // on the event loop; it kept the WAL near 4 MiB by stalling the writes that crossed it.
+  const { path, largestWal, db } = await writeLoop(t, 0)
+  assert.equal(db.prepare('PRAGMA wal_autocheckpoint').get()?.wal_autocheckpoint, 0)
+  assert.ok(largestWal >= ROWS * ROW_BYTES, `the WAL reached ${largestWal} bytes`)
+  assert.equal(count(path), ROWS)
+})
+
+test('the checkpoint worker keeps the WAL bounded under a write loop, and every acknowledged write is in the file', async (t) => {
+  // Fault caught: a WAL that grows without bound once the automatic checkpoint is off.
+  const { path, largestWal, close } = await writeLoop(t, 20)
+  t.diagnostic(`largest WAL: ${largestWal} bytes`)
+  assert.ok(largestWal <= 2 * WAL_SIZE_LIMIT_BYTES, `the WAL reached ${largestWal} bytes (bound ${2 * WAL_SIZE_LIMIT_BYTES})`)
+  assert.equal(count(path), ROWS, 'read by another connection while the process runs')
+  await close()
+  assert.equal(walBytes(path), 0, 'closed cleanly: the last connection checkpointed and removed the WAL')
+  assert.equal(count(path), ROWS, 'every row is in the database file')
+})
+
+test('GET /metrics reports the WAL size (sqlite_wal_bytes) and the event loop lag (nodejs_eventloop_lag_p99_seconds)', async (t) => {
+  // Fault caught: an operator cannot see a WAL that grows or a loop that stalls.
+  const path = join(tempDir(t, 'petstore-checkpoint-'), 'petstore.db')
+  const config = loadConfig({ DATABASE_URL: `sqlite:${path}`, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'silent' })
+  const server = await startServer(config, { logger: createLogger(config) })
+  t.after(() => server.close())
+  const text = await (await fetch(`${server.url}/metrics`)).text()
+  const wal = /^sqlite_wal_bytes (\d+)$/m.exec(text)
+  assert.ok(wal !== null, 'sqlite_wal_bytes is exported')
+  assert.ok(Number(wal[1]) > 0 && Number(wal[1]) === walBytes(path), `sqlite_wal_bytes ${wal[1]}, the file ${walBytes(path)}`)
+  assert.match(text, /^nodejs_eventloop_lag_p99_seconds \d/m)
+})
