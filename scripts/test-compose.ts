@@ -11,7 +11,7 @@
 // minute once the images exist. Prints PASS or FAIL per check and the figures; exits 1 on any
 // failure. Removes its containers, volume and network.
 import { join } from 'node:path'
-import { buildApiImage, createReport, ensureDebianImage, ensureNodeImage, ensurePackages, freePort, imageExists, lastLine, must, podman, ROOT, run, seconds, startStream, waitUntil } from './test-image-podman.ts'
+import { buildApiImage, createReport, drainLine, ensureDebianImage, ensureNodeImage, ensurePackages, freePort, imageExists, lastLine, must, podman, ROOT, run, seconds, startStream, waitUntil } from './test-image-podman.ts'
 
 const PROJECT = `petstore-compose-test-${process.pid}`
 const report = createReport()
@@ -115,9 +115,10 @@ try {
   stream.stop()
   await stream.done
   const exitCode = (await must('podman', ['inspect', '--format', '{{.State.ExitCode}}', container('api-2')])).trim()
+  const drained = drainLine((await podman('logs', container('api-2'))).stdout)
   const { counts } = stream
   const lost = counts.reset + counts.refused + counts.other + Object.entries(counts.statuses).filter(([status]) => status !== '200').reduce((sum, [, n]) => sum + n, 0)
-  const stopDetail = `${counts.answered} requests answered (${counts.answeredWhileStopping} after the stop began), statuses ${JSON.stringify(counts.statuses)}, ${counts.reset} reset, ${counts.refused} refused, ${counts.other} other errors; api-2 exit code ${exitCode}, stop took ${stopTook}`
+  const stopDetail = `${counts.answered} requests answered (${counts.answeredWhileStopping} after the stop began), statuses ${JSON.stringify(counts.statuses)}, ${counts.reset} reset, ${counts.refused} refused, ${counts.other} other errors; api-2 exit code ${exitCode}, stop took ${stopTook}, its log: "${drained}"`
   figures.push(`one instance stopped: ${stopDetail}`)
   report.check('api-2 stopped while requests flow through nginx: none lost, exit 0', stopped.code === 0 && exitCode === '0' && lost === 0 && counts.answeredWhileStopping > 0, stopDetail)
   await must('podman', ['start', container('api-2')])

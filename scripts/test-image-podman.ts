@@ -272,3 +272,15 @@ export function startStream (port: number, key: string, concurrency: number, pat
   const done = Promise.all(Array.from({ length: concurrency }, loop)).then(() => agent.destroy())
   return { counts, done, mark: () => { stopping = true }, stop: () => { ended = true } }
 }
+
+/** The server's last line about its drain (how many connections it closed after their answer). */
+export function drainLine (log: string): string {
+  const line = log.split('\n').findLast((l) => l.includes('every request in flight was answered') || l.includes('grace period over'))
+  if (line === undefined) return 'no drain line'
+  try {
+    const { msg, connections, cut } = JSON.parse(line) as { msg: string; connections?: number; cut?: number }
+    return `${msg}${connections === undefined ? '' : ` (connections: ${connections})`}${cut === undefined ? '' : ` (cut: ${cut})`}`
+  } catch {
+    return line
+  }
+}

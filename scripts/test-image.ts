@@ -11,7 +11,7 @@
 import { readFile } from 'node:fs/promises'
 import { connect } from 'node:net'
 import { join } from 'node:path'
-import { buildApiImage, createReport, ensureNodeImage, ensurePackages, freePort, lastLine, megabytes, must, podman, RUN_OPTIONS, run, seconds, startStream, waitUntil } from './test-image-podman.ts'
+import { buildApiImage, createReport, drainLine, ensureNodeImage, ensurePackages, freePort, lastLine, megabytes, must, podman, RUN_OPTIONS, run, seconds, startStream, waitUntil } from './test-image-podman.ts'
 
 const IMAGE = process.env.PETSTORE_IMAGE ?? 'localhost/petstore-api:test'
 const tag = `${process.pid}-${Date.now().toString(36)}`
@@ -88,8 +88,9 @@ try {
   await stream.done
   const slowAnswer = await slow.answer
   const exitCode = (await must('podman', ['inspect', '--format', '{{.State.ExitCode}}', first])).trim()
+  const drained = drainLine((await podman('logs', first)).stdout)
   const { counts } = stream
-  report.check('podman stop: the server exits 0', stopped.code === 0 && exitCode === '0', `exit code ${exitCode}, stop took ${seconds(stopStarted)}`)
+  report.check('podman stop: the server exits 0', stopped.code === 0 && exitCode === '0', `exit code ${exitCode}, stop took ${seconds(stopStarted)}, its log: "${drained}"`)
   report.check('podman stop: a request half sent when the stop began is answered', /^HTTP\/1\.1 201 /.test(slowAnswer) && /\r\nconnection: close\r\n/i.test(slowAnswer), lastLine(slowAnswer.split('\r\n\r\n')[0]?.split('\r\n')[0] ?? '') || slowAnswer.slice(0, 80))
   report.check('podman stop: no request reset while stopping', counts.reset === 0 && counts.other === 0 && counts.answeredWhileStopping > 0,
     `${counts.answered} answered (${counts.answeredWhileStopping} after the stop began, statuses ${JSON.stringify(counts.statuses)}), ${counts.refused} refused at connect after the listener closed, ${counts.reset} reset, ${counts.other} other errors`)
