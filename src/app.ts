@@ -12,7 +12,7 @@ import { connectionOptions } from './http/connections.ts'
 import { docsRoutes } from './http/docs.ts'
 import { installErrorHandling } from './http/errors.ts'
 import { deprecatedOperation } from './http/lifecycle.ts'
-import { installSunset, lifecycleHeaderStep } from './http/lifecycle-hooks.ts'
+import { collectDeprecatedOperations, installSunset, lifecycleHeaderStep } from './http/lifecycle-hooks.ts'
 import { healthRoutes, rateLimitRoutes, type Readiness } from './http/meta.ts'
 import { setResponseHeaders } from './http/response-headers.ts'
 import { createMetrics, installMetrics, malformedUrlCounter, metricsRoutes, type Metrics } from './http/metrics.ts'
@@ -111,7 +111,14 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   // The first step of every request, synchronous: the request id and the lifecycle headers go on
   // every response, errors included, so they are set before anything can fail (the access step
   // comes next); and the request's logger learns where to find the key id once it is known.
-  const lifecycleOptions = { clock, docsUrl: '/docs', ...(events.onDeprecatedCall !== undefined && { onDeprecatedCall: events.onDeprecatedCall }) }
+  // A deprecated operation's call is counted in the metrics and, per key, in the usage flush
+  // (the console's deprecation view); `usage` is made below, before any request arrives.
+  const onDeprecatedCall = (operationId: string, keyId: number | null): void => {
+    events.onDeprecatedCall?.(operationId, keyId)
+    if (keyId !== null) usage.recordDeprecated(operationId, keyId, clock.now())
+  }
+  const deprecatedOperations = collectDeprecatedOperations(app)
+  const lifecycleOptions = { clock, docsUrl: '/docs', onDeprecatedCall }
   const setLifecycleHeaders = lifecycleHeaderStep(lifecycleOptions)
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('request-id', request.id)
@@ -163,7 +170,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const categories = createCategoryService(stores.categories)
   const orders = createOrderService(stores.orders, clock, config.orders)
   const inventory = createInventoryService(stores.inventory)
-  const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (_keyId, subject) => { await limiter.unban(subject) }, onKeyChanged: (record) => { access.forgetKey(record.quotaKeyId); keyEvents.publish(record.quotaKeyId) }, usage })
+  const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (_keyId, subject) => { await limiter.unban(subject) }, onKeyChanged: (record) => { access.forgetKey(record.quotaKeyId); keyEvents.publish(record.quotaKeyId) }, usage, peek: (subject, quota) => limiter.peek(subject, quota), deprecatedOperations: () => deprecatedOperations })
   const getPetLifecycle = deprecatedOperation(GET_PET_DEPRECATED_AT, config.getPetSunset, { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' })
 
   await app.register(async (v1) => {

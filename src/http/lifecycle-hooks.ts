@@ -3,6 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { AppError } from '../errors.ts'
 import type { Clock } from '../shared/clock.ts'
+import type { DeprecatedOperation } from '../keys/keys.service.ts'
 import { lifecycleHeaders, type Lifecycle } from './lifecycle.ts'
 
 export interface LifecycleHookOptions {
@@ -69,4 +70,29 @@ export function installSunset (app: FastifyInstance, options: LifecycleHookOptio
     const existing = route.onRequest
     route.onRequest = existing === undefined ? [sunset] : [...(Array.isArray(existing) ? existing : [existing]), sunset]
   })
+}
+
+/**
+ * The deprecated operations, as routes are declared (GET /admin/deprecations lists them): the
+ * array fills while the app registers its routes and is complete once it is ready. HEAD routes
+ * Fastify adds for GET are the same operation and are skipped.
+ */
+export function collectDeprecatedOperations (app: FastifyInstance): DeprecatedOperation[] {
+  const operations: DeprecatedOperation[] = []
+  app.addHook('onRoute', (route) => {
+    const lifecycle = route.config?.lifecycle
+    if (lifecycle?.deprecatedAt === undefined) return
+    for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
+      if (method === 'HEAD') continue
+      operations.push({
+        operationId: (route.schema as { operationId?: string } | undefined)?.operationId ?? route.url,
+        method,
+        path: route.url.replace(/:(\w+)/g, '{$1}'),
+        deprecatedAt: lifecycle.deprecatedAt,
+        ...(lifecycle.sunsetAt !== undefined && { sunsetAt: lifecycle.sunsetAt }),
+        ...(lifecycle.successor !== undefined && { successor: lifecycle.successor })
+      })
+    }
+  })
+  return operations
 }

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { etagOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
 import { ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, Reply } from '../shared/schemas.ts'
-import { ApiKeyPatchSchema, ApiKeySchema, ApiKeysSchema, CreatedApiKeySchema, KeyIdParams, KeyListQuery, KeyUsageQuery, KeyUsageSchema, NewApiKeySchema, RevokeKeyIdParams, RotateApiKeySchema } from './keys.schema.ts'
+import { ApiKeyPatchSchema, ApiKeySchema, ApiKeysSchema, CreatedApiKeySchema, DeprecationsSchema, KeyBansSchema, KeyIdParams, KeyRateLimitSchema, KeyListQuery, KeyUsageQuery, KeyUsageSchema, NewApiKeySchema, RevokeKeyIdParams, RotateApiKeySchema } from './keys.schema.ts'
 import type { KeyAdmin } from './keys.service.ts'
 import { toApiKey } from './keys.view.ts'
 
@@ -14,7 +14,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
   app.get('/admin/keys', {
     schema: {
       operationId: 'listApiKeys', tags, summary: 'List API keys',
-      description: 'Keys in id order, revoked ones included, each with its ban in force. The next page, if any, is in the `Link` header.',
+      description: 'Keys in id order, revoked ones included, each with its ban in force. The next page, if any, is in the `Link` header, which keeps the filters. Filter by `status`, `role` and `plan`, and search by name or prefix with `q`; every filter given must hold.',
       querystring: KeyListQuery,
       response: { 200: Reply('A page of keys (never the keys themselves).', ApiKeysSchema, LinkHeader) }
     },
@@ -131,4 +131,37 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
     },
     config: { role: 'admin', errors: ['validation_failed', 'not_found'], lifecycle: { stability: 'beta', note: lifecycleBeta } }
   }, async (request) => admin.usage(request.params.keyId, request.query))
+
+  // The operator console's reads (docs/product.md section 10).
+  const consoleBeta = 'New with the operator console: the response shape may still change, with a deprecation period.'
+
+  app.get('/admin/keys/:keyId/rate_limit', {
+    schema: {
+      operationId: 'getApiKeyRateLimit', tags, summary: 'A key\'s current windows and ban',
+      description: 'The minute and day windows of the key\'s quota identity (shared by its rotation chain) as this instance\'s limiter holds them: used, remaining, limit and reset, and the ban in force. Reading them charges the key nothing (the limiter is peeked); the request is charged to the admin key that makes it.',
+      params: KeyIdParams, querystring: NoQuery,
+      response: { 200: Reply('The key\'s windows and ban.', KeyRateLimitSchema) }
+    },
+    config: { role: 'admin', errors: ['validation_failed', 'not_found'], lifecycle: { stability: 'beta', note: consoleBeta } }
+  }, async (request) => admin.rateLimit(request.params.keyId))
+
+  app.get('/admin/keys/:keyId/bans', {
+    schema: {
+      operationId: 'listApiKeyBans', tags, summary: 'A key\'s ban history',
+      description: 'The bans of the key\'s rotation chain (they share one quota and ban), latest first, at most 50: when each started, when it ends or ended, and whether an admin lifted it.',
+      params: KeyIdParams, querystring: NoQuery,
+      response: { 200: Reply('The key\'s bans.', KeyBansSchema) }
+    },
+    config: { role: 'admin', errors: ['validation_failed', 'not_found'], lifecycle: { stability: 'beta', note: consoleBeta } }
+  }, async (request) => admin.bans(request.params.keyId))
+
+  app.get('/admin/deprecations', {
+    schema: {
+      operationId: 'listDeprecations', tags, summary: 'Who still calls deprecated operations',
+      description: 'Each deprecated operation with its sunset and successor, and the keys that called it over the last 30 UTC days (today included): calls per day and the last call. Counts reach the database in the usage flush (within 5 seconds); this instance\'s are written before the answer.',
+      querystring: NoQuery,
+      response: { 200: Reply('The deprecated operations and their callers.', DeprecationsSchema) }
+    },
+    config: { role: 'admin', errors: ['validation_failed'], lifecycle: { stability: 'beta', note: consoleBeta } }
+  }, async () => admin.deprecations())
 }

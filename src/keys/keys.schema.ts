@@ -2,6 +2,7 @@
 // `serve --sample-data` makes: 1 customer, 2 staff, 3 admin.
 import { Type, type Static } from 'typebox'
 import { IdParam, Int64, NO_CONTROLS, PageQuery, paramDescription, StringEnum } from '../shared/schemas.ts'
+import { KEY_STATUSES } from './keys.status.ts'
 
 export const ROLES = ['customer', 'staff', 'admin'] as const
 export const RoleSchema = StringEnum(ROLES, { title: 'Role', description: 'customer: browse and order; staff: also manage catalogue, stock and all orders; admin: also manage keys.', examples: ['customer'] })
@@ -133,7 +134,16 @@ export const CreatedApiKeySchema = Type.Object({
   key: Type.String({ description: 'The API key. Shown once: only its hash is stored.' })
 }, { title: 'CreatedApiKey', additionalProperties: false, examples: [{ ...API_KEY_EXAMPLE, id: 4, name: 'Partner shop', prefix: 'psk_7Hq2xV9m', key: 'psk_7Hq2xV9mT4bN8cR1sW6yK3fJ5dL0gA2eZ8uP1oQ3iY5' }] })
 
-export const KeyListQuery = Type.Object({ ...PageQuery }, { additionalProperties: false })
+export const KeyListQuery = Type.Object({
+  ...PageQuery,
+  status: Type.Optional(StringEnum(KEY_STATUSES, {
+    description: 'Only keys with this status, one per key, the first that applies: `revoked`; `rotated` (a successor replaces it); `expired`; `banned` (a ban in force on its rotation chain); `expiring` (it expires within 7 days); `active`.',
+    examples: ['banned']
+  })),
+  role: Type.Optional(StringEnum(ROLES, { description: 'Only keys with this role.', examples: ['customer'] })),
+  plan: Type.Optional(StringEnum(PLANS, { description: 'Only keys on this plan.', examples: ['pro'] })),
+  q: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: NO_CONTROLS, description: 'Search: keys whose name contains this text (case-insensitive), or whose prefix starts with it (`psk_Zc4L`).', examples: ['partner'] }))
+}, { additionalProperties: false })
 
 /** Rotation's grace period: a day by default, a week at most (docs/product.md section 9). */
 export const GRACE_PERIOD_DEFAULT_S = 86_400
@@ -172,3 +182,81 @@ export const KeyUsageSchema = Type.Object({
   example: { keyId: 3, days: [{ date: '2026-11-20', allowed: 980, limited: 0, banned: 0 }, { date: '2026-11-21', allowed: 1250, limited: 3, banned: 0 }] }
 })
 export type KeyUsage = Static<typeof KeyUsageSchema>
+
+const KeyWindowSchema = Type.Object({
+  limit: Type.Integer({ minimum: 0, description: 'The quota of the window.' }),
+  used: Type.Integer({ minimum: 0, description: 'Requests charged to it so far.' }),
+  remaining: Type.Integer({ minimum: 0, description: 'Requests left in it.' }),
+  reset: Type.Integer({ description: 'Unix time (seconds) at which it resets.' })
+}, { title: 'KeyRateLimitWindow', additionalProperties: false })
+
+export const KeyRateLimitSchema = Type.Object({
+  keyId: Int64(),
+  subject: Type.String({ description: 'The quota identity the windows belong to: `key:ID` of the first key of its rotation chain, shared by the chain.' }),
+  windows: Type.Object({ minute: KeyWindowSchema, day: KeyWindowSchema }, { additionalProperties: false }),
+  ban: Type.Union([BanSchema, Type.Null()], { description: 'The ban in force on this instance\'s limiter, if any.' })
+}, {
+  title: 'KeyRateLimit',
+  additionalProperties: false,
+  examples: [{ keyId: 1, subject: 'key:1', windows: { minute: { limit: 60, used: 3, remaining: 57, reset: 1795435260 }, day: { limit: 1000, used: 12, remaining: 988, reset: 1795478400 } }, ban: null }]
+})
+export type KeyRateLimit = Static<typeof KeyRateLimitSchema>
+
+/** Ban history: the latest 50 bans of a key's rotation chain. */
+export const BAN_HISTORY_MAX = 50
+
+export const KeyBanSchema = Type.Object({
+  keyId: Type.Union([Int64(), Type.Null()], { description: 'The key whose request started the ban (any key of the chain).' }),
+  startedAt: Type.String({ format: 'date-time' }),
+  until: Type.String({ format: 'date-time', description: 'When the ban ends, or ended.' }),
+  liftedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When an admin lifted it; null: not lifted.' }),
+  reason: Type.String()
+}, { title: 'KeyBan', additionalProperties: false })
+
+export const KeyBansSchema = Type.Object({
+  keyId: Int64(),
+  bans: Type.Array(KeyBanSchema, { description: `The bans of the key's rotation chain, latest first, at most ${BAN_HISTORY_MAX}.` })
+}, {
+  title: 'KeyBans',
+  additionalProperties: false,
+  examples: [{ keyId: 1, bans: [{ keyId: 1, startedAt: '2026-11-23T12:00:00.000Z', until: '2026-11-23T12:15:00.000Z', liftedAt: '2026-11-23T12:05:00.000Z', reason: 'kept calling while rate limited: 21 requests before Retry-After had passed' }] }]
+})
+export type KeyBans = Static<typeof KeyBansSchema>
+
+/** The deprecation view covers the last 30 UTC days, today included. */
+export const DEPRECATION_DAYS = 30
+
+export const DeprecationsSchema = Type.Object({
+  from: Type.String({ format: 'date', description: `The first UTC day covered: ${DEPRECATION_DAYS} days, today included.` }),
+  operations: Type.Array(Type.Object({
+    operationId: Type.String(),
+    method: Type.String(),
+    path: Type.String({ description: 'The path template, as in this document.' }),
+    deprecatedAt: Type.String({ format: 'date-time' }),
+    sunsetAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'From this instant the operation answers `410 operation_sunset`.' }),
+    successor: Type.Union([Type.Object({ method: Type.String(), path: Type.String(), operationId: Type.String() }, { additionalProperties: false }), Type.Null()]),
+    keys: Type.Array(Type.Object({
+      keyId: Int64(),
+      name: Type.Union([Type.String(), Type.Null()], { description: 'Null: the key has no name, or no longer exists.' }),
+      prefix: Type.Union([Type.String(), Type.Null()]),
+      calls: Type.Integer({ minimum: 0, description: 'Calls over the period.' }),
+      lastCallAt: Type.String({ format: 'date-time' }),
+      days: Type.Array(Type.Object({
+        date: Type.String({ format: 'date' }),
+        calls: Type.Integer({ minimum: 0 })
+      }, { additionalProperties: false }), { description: 'Days with calls, oldest first.' })
+    }, { additionalProperties: false }), { description: 'The keys that called it in the period, latest call first. Calls without a valid key are not counted here (they are in the metrics as `anonymous`).' })
+  }, { additionalProperties: false }))
+}, {
+  title: 'Deprecations',
+  additionalProperties: false,
+  examples: [{
+    from: '2026-10-25',
+    operations: [{
+      operationId: 'getPet', method: 'GET', path: '/v1/pets/{petId}', deprecatedAt: '2026-11-21T00:00:00.000Z', sunsetAt: '2027-05-21T00:00:00.000Z',
+      successor: { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' },
+      keys: [{ keyId: 1, name: 'sample customer', prefix: 'psk_Zc4Lq8Vn', calls: 14, lastCallAt: '2026-11-23T09:12:41.087Z', days: [{ date: '2026-11-22', calls: 9 }, { date: '2026-11-23', calls: 5 }] }]
+    }]
+  }]
+})
+export type Deprecations = Static<typeof DeprecationsSchema>

@@ -4,9 +4,10 @@ import { AppError, notFound } from '../errors.ts'
 import type { Clock } from '../shared/clock.ts'
 import { isStorableId, pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { IfMatch } from '../shared/store.ts'
-import { DAY_MS } from '../ratelimit/limiter.ts'
+import { DAY_MS, type Decision, type Quota } from '../ratelimit/limiter.ts'
 import { subjectOf } from './keys.rules.ts'
-import { GRACE_PERIOD_DEFAULT_S, GRACE_PERIOD_MAX_S, PLAN_QUOTAS, USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, type ApiKeyPatch, type KeyUsage, type NewApiKey, type Plan, type RotateApiKey } from './keys.schema.ts'
+import { BAN_HISTORY_MAX, DEPRECATION_DAYS, GRACE_PERIOD_DEFAULT_S, GRACE_PERIOD_MAX_S, PLAN_QUOTAS, USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, type ApiKeyPatch, type Deprecations, type KeyBans, type KeyRateLimit, type KeyUsage, type NewApiKey, type Plan, type Role, type RotateApiKey } from './keys.schema.ts'
+import type { KeyStatus } from './keys.status.ts'
 import type { BanRecord, KeyRecord, KeyStore } from './keys.store.ts'
 import { utcDay } from './usage.ts'
 
@@ -85,7 +86,14 @@ export interface KeyAdmin {
   rotate (id: number, input: RotateApiKey): Promise<KeyState & { key: string; old: KeyRecord }>
   /** Requests per UTC day over the last `days` days (today included), days with traffic only. */
   usage (id: number, query: { days?: number }): Promise<KeyUsage>
-  list (query: { limit?: number; cursor?: string }): Promise<Page<KeyState>>
+  /** Filters: docs/product.md section 10 (keys/keys.status.ts for the statuses). */
+  list (query: { limit?: number; cursor?: string; status?: KeyStatus; role?: Role; plan?: Plan; q?: string }): Promise<Page<KeyState>>
+  /** The key's minute and day windows and ban, read from the limiter without charging anything. */
+  rateLimit (id: number): Promise<KeyRateLimit>
+  /** The bans of the key's rotation chain, latest first. */
+  bans (id: number): Promise<KeyBans>
+  /** Each deprecated operation, and the keys that called it over the last 30 UTC days. */
+  deprecations (): Promise<Deprecations>
   get (id: number): Promise<KeyState>
   update (id: number, patch: ApiKeyPatch, ifMatch: IfMatch): Promise<KeyState>
   revoke (id: number, ifMatch: IfMatch): Promise<void>
@@ -100,7 +108,23 @@ export interface KeyAdminHooks {
   onKeyChanged?: (record: KeyRecord) => void
   /** This instance's usage not yet flushed (keys/usage.ts): written before usage is read. */
   usage?: { flush (): Promise<void>; lastUsedAt (keyId: number): number | null }
+  /** The limiter's answer for a subject, changing nothing (RateLimiter.peek); rateLimit needs it. */
+  peek?: (subject: string, quota: Quota) => Decision | Promise<Decision>
+  /** The deprecated operations the app serves (known once its routes are declared). */
+  deprecatedOperations?: () => readonly DeprecatedOperation[]
 }
+
+export interface DeprecatedOperation {
+  operationId: string
+  method: string
+  /** The path template as the document writes it: /v1/pets/{petId}. */
+  path: string
+  deprecatedAt: Date
+  sunsetAt?: Date
+  successor?: { method: string; path: string; operationId: string }
+}
+
+const isoOf = (ms: number): string => new Date(ms).toISOString()
 
 export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHooks = {}): KeyAdmin {
   async function find (id: number): Promise<KeyRecord> {
@@ -149,11 +173,71 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
     },
     async list (query) {
       const page = pageRequest(query)
-      const result = toPage(await keys.listKeys(page), page)
+      const { status, role, plan, q } = query
+      const filtered = status !== undefined || role !== undefined || plan !== undefined || q !== undefined
+      const rows = filtered
+        ? await keys.listKeys(page, { now: clock.now(), ...(status !== undefined && { status }), ...(role !== undefined && { role }), ...(plan !== undefined && { plan }), ...(q !== undefined && { q }) })
+        : await keys.listKeys(page)
+      const result = toPage(rows, page)
       return { items: await Promise.all(result.items.map(stateOf)), nextCursor: result.nextCursor }
     },
     async get (id) {
       return stateOf(await find(id))
+    },
+    async rateLimit (id) {
+      const record = await find(id)
+      const subject = subjectOf(record)
+      if (hooks.peek === undefined) throw new Error('rateLimit needs the limiter (hooks.peek)')
+      const decision = await hooks.peek(subject, quotaOf(record))
+      const window = (w: Decision['minute']) => ({ limit: w.limit, used: w.limit - w.remaining, remaining: w.remaining, reset: Math.ceil(w.resetAt / 1000) })
+      return {
+        keyId: record.id,
+        subject,
+        windows: { minute: window(decision.minute), day: window(decision.day) },
+        ban: decision.ban === null ? null : { until: isoOf(decision.ban.until), reason: decision.ban.reason }
+      }
+    },
+    async bans (id) {
+      await find(id)
+      const rows = await keys.banHistory(id, BAN_HISTORY_MAX)
+      return {
+        keyId: id,
+        bans: rows.map((b) => ({ keyId: b.keyId, startedAt: isoOf(b.startedAt), until: isoOf(b.endsAt), liftedAt: b.liftedAt === null ? null : isoOf(b.liftedAt), reason: b.reason }))
+      }
+    },
+    async deprecations () {
+      // This instance's calls first, as for usage.
+      await hooks.usage?.flush()
+      const from = utcDay(clock.now() - (DEPRECATION_DAYS - 1) * DAY_MS)
+      const rows = await keys.deprecatedCalls(from)
+      const names = new Map<number, KeyRecord | null>()
+      for (const row of rows) if (!names.has(row.keyId)) names.set(row.keyId, await keys.getKey(row.keyId))
+      const operations = (hooks.deprecatedOperations?.() ?? []).map((op) => {
+        const byKey = new Map<number, Deprecations['operations'][number]['keys'][number] & { last: number }>()
+        for (const row of rows) {
+          if (row.operation !== op.operationId) continue
+          let entry = byKey.get(row.keyId)
+          if (entry === undefined) {
+            const record = names.get(row.keyId) ?? null
+            entry = { keyId: row.keyId, name: record?.name ?? null, prefix: record?.prefix ?? null, calls: 0, lastCallAt: '', days: [], last: 0 }
+            byKey.set(row.keyId, entry)
+          }
+          entry.calls += row.calls
+          entry.days.push({ date: row.day, calls: row.calls })
+          if (row.lastCallAt > entry.last) entry.last = row.lastCallAt
+        }
+        const lifecycle = op
+        return {
+          operationId: op.operationId,
+          method: op.method,
+          path: op.path,
+          deprecatedAt: isoOf(lifecycle.deprecatedAt.getTime()),
+          sunsetAt: lifecycle.sunsetAt === undefined ? null : isoOf(lifecycle.sunsetAt.getTime()),
+          successor: lifecycle.successor === undefined ? null : { ...lifecycle.successor },
+          keys: [...byKey.values()].sort((a, b) => b.last - a.last || a.keyId - b.keyId).map(({ last, ...entry }) => ({ ...entry, lastCallAt: isoOf(last) }))
+        }
+      })
+      return { from, operations }
     },
     async update (id, patch, ifMatch) {
       const current = await find(id)

@@ -2,6 +2,7 @@
 // per key and UTC day.
 import type { IfMatch, PageRequest } from '../shared/store.ts'
 import type { Plan, Role } from './keys.schema.ts'
+import type { KeyStatus } from './keys.status.ts'
 
 export interface KeyRecord {
   id: number
@@ -53,10 +54,36 @@ export interface UsageRow extends UsageCounts {
   day: string
 }
 
-/** What one flush adds: counts to add per key and day, and the latest use per key. */
+/** Calls of one deprecated operation by one key on one UTC day (keys/usage.ts). */
+export interface DeprecatedCallRow {
+  operation: string
+  keyId: number
+  /** UTC day, YYYY-MM-DD. */
+  day: string
+  calls: number
+  /** The latest call counted in this row, epoch ms. */
+  lastCallAt: number
+}
+
+/**
+ * What one flush adds: counts to add per key and day, the latest use per key, and calls of
+ * deprecated operations per operation, key and day (added, the last call only moving forward).
+ */
 export interface UsageBatch {
   counts: UsageRow[]
   lastUsed: { keyId: number; at: number }[]
+  deprecated?: DeprecatedCallRow[]
+}
+
+/** The key list's filters (GET /admin/keys); every one given must hold. */
+export interface KeyFilter {
+  /** keys/keys.status.ts: one status per key, computed at `now`. */
+  status?: KeyStatus
+  role?: Role
+  plan?: Plan
+  /** Case-insensitive part of the name, or the start of the prefix (case-sensitive). */
+  q?: string
+  now: number
 }
 
 export interface KeyStore {
@@ -64,7 +91,8 @@ export interface KeyStore {
   /** Includes revoked keys; the caller decides. */
   findKeyByHash (hash: string): Promise<KeyRecord | null>
   getKey (id: number): Promise<KeyRecord | null>
-  listKeys (page: PageRequest): Promise<KeyRecord[]>
+  /** In id order; with a filter, only the keys it matches (the console's table). */
+  listKeys (page: PageRequest, filter?: KeyFilter): Promise<KeyRecord[]>
   /** Throws not_found, precondition_failed. */
   updateKey (id: number, changes: { name?: string; role?: Role; plan?: Plan; perMinute?: number | null; perDay?: number | null }, ifMatch: IfMatch): Promise<KeyRecord>
   /** Idempotent; throws not_found. */
@@ -100,4 +128,8 @@ export interface KeyStore {
   recordUsage (batch: UsageBatch): Promise<void>
   /** The key's usage rows from `fromDay` (YYYY-MM-DD, inclusive) on, oldest first. */
   usage (keyId: number, fromDay: string): Promise<UsageRow[]>
+  /** Calls of deprecated operations from `fromDay` (inclusive) on, by operation, key and day. */
+  deprecatedCalls (fromDay: string): Promise<DeprecatedCallRow[]>
+  /** The bans of the key's quota identity (its rotation chain), latest start first, at most `limit`. */
+  banHistory (keyId: number, limit: number): Promise<BanRecord[]>
 }

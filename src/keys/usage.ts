@@ -4,11 +4,14 @@
 // whatever the traffic). Counts are added, never set, so instances flush independently and the
 // database holds the sum of them all.
 //
+// Calls of deprecated operations (the console's deprecation view) ride the same flush: counted
+// per operation, key and UTC day in memory, written in the same transaction as the usage.
+//
 // What may be lost: a graceful stop flushes (the app's onClose), so nothing is lost then. A
 // crash (SIGKILL, power loss) loses what this instance counted since its last flush: at most one
 // interval's worth. A flush the database refuses keeps its counts for the next attempt.
 import { DAY_MS } from '../ratelimit/limiter.ts'
-import type { KeyStore, UsageRow } from './keys.store.ts'
+import type { DeprecatedCallRow, KeyStore, UsageRow } from './keys.store.ts'
 
 /** Well within the 5 seconds the product allows before counts and lastUsedAt reach the database. */
 export const USAGE_FLUSH_INTERVAL_MS = 2000
@@ -25,6 +28,8 @@ export interface UsageRecorder {
    * used when the outcome is null (a 5xx is none of the three). Memory only; never awaits.
    */
   record (keyId: number, outcome: UsageOutcome | null, now: number): void
+  /** One call of a deprecated operation (its operationId) with the key at `now`. Memory only. */
+  recordDeprecated (operation: string, keyId: number, now: number): void
   /** The key's latest use counted here and not yet in the database, if any. */
   lastUsedAt (keyId: number): number | null
   /** Writes what is pending now (one store call); flushes never overlap. */
@@ -40,6 +45,8 @@ export function createUsageRecorder (keys: KeyStore, options: { intervalMs?: num
   // Pending counts by UTC day, then key id: a request costs two map lookups, no string built.
   let counts = new Map<string, Map<number, UsageRow>>()
   let lastUsed = new Map<number, number>()
+  // Deprecated calls by `operation key day`: few operations are deprecated, so a string key is fine.
+  let deprecated = new Map<string, DeprecatedCallRow>()
   // Taken by the flush in progress: still reported by lastUsedAt until it is written.
   let writing = new Map<number, number>()
   let queue: Promise<void> = Promise.resolve()
@@ -57,17 +64,29 @@ export function createUsageRecorder (keys: KeyStore, options: { intervalMs?: num
     return row
   }
 
+  function addDeprecated (operation: string, keyId: number, day: string, calls: number, at: number): void {
+    const id = `${operation} ${keyId} ${day}`
+    const row = deprecated.get(id)
+    if (row === undefined) deprecated.set(id, { operation, keyId, day, calls, lastCallAt: at })
+    else {
+      row.calls += calls
+      if (row.lastCallAt < at) row.lastCallAt = at
+    }
+  }
+
   async function write (): Promise<void> {
-    if (counts.size === 0 && lastUsed.size === 0) return
+    if (counts.size === 0 && lastUsed.size === 0 && deprecated.size === 0) return
     const batch = counts
+    const calls = [...deprecated.values()]
     writing = lastUsed
     counts = new Map()
     lastUsed = new Map()
+    deprecated = new Map()
     today = null
     dayIndex = -1
     const rows = [...batch.values()].flatMap((byKey) => [...byKey.values()])
     try {
-      await keys.recordUsage({ counts: rows, lastUsed: [...writing].map(([keyId, at]) => ({ keyId, at })) })
+      await keys.recordUsage({ counts: rows, lastUsed: [...writing].map(([keyId, at]) => ({ keyId, at })), ...(calls.length > 0 && { deprecated: calls }) })
     } catch (error) {
       // Nothing of the batch was written (one transaction): keep it for the next flush.
       for (const r of rows) {
@@ -75,6 +94,7 @@ export function createUsageRecorder (keys: KeyStore, options: { intervalMs?: num
         row.allowed += r.allowed; row.limited += r.limited; row.banned += r.banned
       }
       for (const [keyId, at] of writing) if ((lastUsed.get(keyId) ?? -Infinity) < at) lastUsed.set(keyId, at)
+      for (const c of calls) addDeprecated(c.operation, c.keyId, c.day, c.calls, c.lastCallAt)
       throw error
     } finally {
       writing = new Map()
@@ -104,6 +124,9 @@ export function createUsageRecorder (keys: KeyStore, options: { intervalMs?: num
         today.set(keyId, row)
       }
       row[outcome]++
+    },
+    recordDeprecated (operation, keyId, now) {
+      addDeprecated(operation, keyId, utcDay(now), 1, now)
     },
     lastUsedAt (keyId) {
       const pending = lastUsed.get(keyId)

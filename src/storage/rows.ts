@@ -4,7 +4,7 @@
 import type { CategoryRecord } from '../categories/categories.store.ts'
 import type { InventoryRecord } from '../inventory/inventory.store.ts'
 import type { Plan, Role } from '../keys/keys.schema.ts'
-import type { BanRecord, KeyRecord, UsageRow } from '../keys/keys.store.ts'
+import type { BanRecord, DeprecatedCallRow, KeyRecord, UsageRow } from '../keys/keys.store.ts'
 import type { OrderRecord } from '../orders/orders.store.ts'
 import type { PetStatus } from '../pets/pets.schema.ts'
 import type { PetRecord } from '../pets/pets.store.ts'
@@ -81,3 +81,7 @@ export const toOrder = (row: OrderRow): OrderRecord => ({
   id: row.id, petId: row.pet_id, quantity: row.quantity, shipDate: row.ship_date, complete: row.complete === true || row.complete === 1,
   ownerKeyId: row.owner_key_id, createdAt: row.created_at, expiresAt: row.expires_at, version: row.version
 })
+
+export interface DeprecatedCallSql { operation: string; key_id: number; day: string; calls: number; last_call_at: number }
+export const toDeprecatedCall = (r: DeprecatedCallSql): DeprecatedCallRow =>
+  ({ operation: r.operation, keyId: r.key_id, day: r.day, calls: r.calls, lastCallAt: r.last_call_at })

@@ -4,7 +4,8 @@ import type { KeyStore } from '../../keys/keys.store.ts'
 import type { IfMatch } from '../../shared/store.ts'
 import { currentRow } from '../checks.ts'
 import type { Db, Tx } from './database.ts'
-import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, toUsage, USAGE_COLUMNS, type BanRow, type KeyRow, type UsageRowSql } from '../rows.ts'
+import { keyFilterSql } from '../key-filters.ts'
+import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, toUsage, USAGE_COLUMNS, type BanRow, type KeyRow, type UsageRowSql, toDeprecatedCall, type DeprecatedCallSql } from '../rows.ts'
 
 /** The ids of every key sharing the quota identity of key $n (its rotation chain). */
 const sameIdentity = (n: number): string =>
@@ -30,8 +31,10 @@ export function createPostgresKeyStore (db: Db): KeyStore {
       const row = await db.first<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1`, [id])
       return row === undefined ? null : toKey(row)
     },
-    async listKeys (page) {
-      return (await db.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2`, [page.afterId ?? 0, page.limit])).map(toKey)
+    async listKeys (page, filter) {
+      const values: unknown[] = [page.afterId ?? 0, page.limit]
+      const where = keyFilterSql(filter, (value) => { values.push(value); return `$${values.length}` })
+      return (await db.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys k WHERE k.id > $1 AND ${where} ORDER BY k.id LIMIT $2`, values)).map(toKey)
     },
     async updateKey (id, changes, ifMatch) {
       return db.transaction(async (tx) => {
@@ -97,7 +100,8 @@ export function createPostgresKeyStore (db: Db): KeyStore {
       return (await db.query<BanRow>(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at > $1 AND ends_at > $2 ORDER BY lifted_at, id LIMIT 10000`, [since, endingAfter])).map(toBan)
     },
     async recordUsage (batch) {
-      if (batch.counts.length === 0 && batch.lastUsed.length === 0) return
+      const deprecated = [...batch.deprecated ?? []].sort((a, b) => a.keyId - b.keyId)
+      if (batch.counts.length === 0 && batch.lastUsed.length === 0 && deprecated.length === 0) return
       // Two statements whatever the batch size (arrays, unnest). Rows are taken in key order so
       // that two instances flushing at once lock them in the same order; a deadlock would still
       // only retry the whole transaction (database.ts), never count twice.
@@ -117,10 +121,23 @@ export function createPostgresKeyStore (db: Db): KeyStore {
              WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
             [lastUsed.map((u) => u.keyId), lastUsed.map((u) => u.at)])
         }
+        if (deprecated.length > 0) {
+          await tx.query(
+            `INSERT INTO deprecated_calls (operation, key_id, day, calls, last_call_at)
+             SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[])
+             ON CONFLICT (operation, key_id, day) DO UPDATE SET calls = deprecated_calls.calls + excluded.calls, last_call_at = greatest(deprecated_calls.last_call_at, excluded.last_call_at)`,
+            [deprecated.map((d) => d.operation), deprecated.map((d) => d.keyId), deprecated.map((d) => d.day), deprecated.map((d) => d.calls), deprecated.map((d) => d.lastCallAt)])
+        }
       })
     },
     async usage (keyId, fromDay) {
       return (await db.query<UsageRowSql>(`SELECT ${USAGE_COLUMNS} FROM key_usage WHERE key_id = $1 AND day >= $2 ORDER BY day`, [keyId, fromDay])).map(toUsage)
+    },
+    async deprecatedCalls (fromDay) {
+      return (await db.query<DeprecatedCallSql>('SELECT operation, key_id, day, calls, last_call_at FROM deprecated_calls WHERE day >= $1 ORDER BY operation, key_id, day', [fromDay])).map(toDeprecatedCall)
+    },
+    async banHistory (keyId, limit) {
+      return (await db.query<BanRow>(`SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${sameIdentity(1)}) ORDER BY started_at DESC, id DESC LIMIT $2`, [keyId, limit])).map(toBan)
     }
   }
 }

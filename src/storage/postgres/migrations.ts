@@ -246,5 +246,18 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     RETURN gone;
   END
   $fn$;
+  `,
+  // The operator console (docs/product.md section 10), as SQLite's version 4 (here version 5): calls of
+  // deprecated operations per operation, key and UTC day, added in the usage flush.
+  `
+  CREATE TABLE deprecated_calls (
+    operation    text   NOT NULL,
+    key_id       bigint NOT NULL CONSTRAINT deprecated_calls_key_id_fkey REFERENCES api_keys (id),
+    day          text   NOT NULL,
+    calls        bigint NOT NULL DEFAULT 0,
+    last_call_at bigint NOT NULL,
+    PRIMARY KEY (operation, key_id, day)
+  );
+  CREATE INDEX deprecated_calls_by_day ON deprecated_calls (day);
   `
 ]

@@ -4,7 +4,8 @@ import type { KeyStore } from '../../keys/keys.store.ts'
 import type { IfMatch } from '../../shared/store.ts'
 import { currentRow } from '../checks.ts'
 import { transaction, type Db } from './database.ts'
-import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, toUsage, USAGE_COLUMNS, type BanRow, type KeyRow, type UsageRowSql } from '../rows.ts'
+import { keyFilterSql } from '../key-filters.ts'
+import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, toUsage, USAGE_COLUMNS, type BanRow, type KeyRow, type UsageRowSql, toDeprecatedCall, type DeprecatedCallSql } from '../rows.ts'
 
 /** The ids of every key sharing the quota identity of key `?` (its rotation chain). */
 const SAME_IDENTITY = `SELECT k.id FROM api_keys k, (SELECT coalesce(quota_key_id, id) AS q FROM api_keys WHERE id = ?) i WHERE k.id = i.q OR k.quota_key_id = i.q`
@@ -31,6 +32,10 @@ export function createSqliteKeyStore (db: Db): KeyStore {
     ON CONFLICT (key_id, day) DO UPDATE SET allowed = key_usage.allowed + excluded.allowed, limited = key_usage.limited + excluded.limited, banned = key_usage.banned + excluded.banned`)
   const touch = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)')
   const usage = db.prepare(`SELECT ${USAGE_COLUMNS} FROM key_usage WHERE key_id = ? AND day >= ? ORDER BY day`)
+  const addDeprecated = db.prepare(`INSERT INTO deprecated_calls (operation, key_id, day, calls, last_call_at) VALUES (?, ?, ?, ?, ?)
+    ON CONFLICT (operation, key_id, day) DO UPDATE SET calls = deprecated_calls.calls + excluded.calls, last_call_at = max(deprecated_calls.last_call_at, excluded.last_call_at)`)
+  const deprecatedSince = db.prepare('SELECT operation, key_id, day, calls, last_call_at FROM deprecated_calls WHERE day >= ? ORDER BY operation, key_id, day')
+  const banHistory = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${SAME_IDENTITY}) ORDER BY started_at DESC, id DESC LIMIT ?`)
 
   const current = (id: number, ifMatch: IfMatch): KeyRow => currentRow(byId.get(id) as KeyRow | undefined, `key ${id}`, ifMatch)
 
@@ -47,8 +52,12 @@ export function createSqliteKeyStore (db: Db): KeyStore {
       const row = byId.get(id) as KeyRow | undefined
       return row === undefined ? null : toKey(row)
     },
-    async listKeys (page) {
-      return (list.all(page.afterId ?? 0, page.limit) as unknown as KeyRow[]).map(toKey)
+    async listKeys (page, filter) {
+      if (filter === undefined) return (list.all(page.afterId ?? 0, page.limit) as unknown as KeyRow[]).map(toKey)
+      const values: unknown[] = []
+      const where = keyFilterSql(filter, (value) => { values.push(value); return '?' })
+      const filtered = db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys k WHERE k.id > ? AND ${where} ORDER BY k.id LIMIT ?`)
+      return (filtered.all(page.afterId ?? 0, ...values as (string | number)[], page.limit) as unknown as KeyRow[]).map(toKey)
     },
     async updateKey (id, changes, ifMatch) {
       return transaction(db, () => {
@@ -98,14 +107,21 @@ export function createSqliteKeyStore (db: Db): KeyStore {
       return (liftedSince.all(since, endingAfter) as unknown as BanRow[]).map(toBan)
     },
     async recordUsage (batch) {
-      if (batch.counts.length === 0 && batch.lastUsed.length === 0) return
+      if (batch.counts.length === 0 && batch.lastUsed.length === 0 && (batch.deprecated ?? []).length === 0) return
       transaction(db, () => {
         for (const c of batch.counts) addUsage.run(c.keyId, c.day, c.allowed, c.limited, c.banned)
         for (const u of batch.lastUsed) touch.run(u.at, u.keyId, u.at)
+        for (const d of batch.deprecated ?? []) addDeprecated.run(d.operation, d.keyId, d.day, d.calls, d.lastCallAt)
       })
     },
     async usage (keyId, fromDay) {
       return (usage.all(keyId, fromDay) as unknown as UsageRowSql[]).map(toUsage)
+    },
+    async deprecatedCalls (fromDay) {
+      return (deprecatedSince.all(fromDay) as unknown as DeprecatedCallSql[]).map(toDeprecatedCall)
+    },
+    async banHistory (keyId, limit) {
+      return (banHistory.all(keyId, limit) as unknown as BanRow[]).map(toBan)
     }
   }
 }

@@ -105,5 +105,18 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   CREATE INDEX orders_open_by_pet ON orders (pet_id, expires_at) WHERE complete = 0;
   CREATE INDEX orders_open_by_owner ON orders (owner_key_id, expires_at) WHERE complete = 0;
   CREATE INDEX orders_open_by_expiry ON orders (expires_at) WHERE complete = 0;
+  `,
+  // The operator console (docs/product.md section 10): calls of deprecated operations per
+  // operation, key and UTC day, added in the usage flush (keys/usage.ts), never per request.
+  `
+  CREATE TABLE deprecated_calls (
+    operation    TEXT    NOT NULL, -- the operationId
+    key_id       INTEGER NOT NULL REFERENCES api_keys (id),
+    day          TEXT    NOT NULL, -- UTC day, YYYY-MM-DD
+    calls        INTEGER NOT NULL DEFAULT 0,
+    last_call_at INTEGER NOT NULL,
+    PRIMARY KEY (operation, key_id, day)
+  );
+  CREATE INDEX deprecated_calls_by_day ON deprecated_calls (day);
   `
 ]
