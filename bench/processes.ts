@@ -5,6 +5,7 @@
 // and the figure is as much the scheduler's as the server's. One core each makes the server's
 // core the only thing measured, the way the issue that asked for this measured it.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -12,6 +13,25 @@ import type { ChildMessage, PetstoreChildSettings, ProcessStats } from './server
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const SERVER_SCRIPT = path.join(HERE, 'server.ts')
+const CLI = path.join(HERE, '..', 'src', 'cli', 'main.ts')
+
+/**
+ * The environment and Node flags `petstore` starts with, read from its shebang
+ * (`#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4`), so the API child runs
+ * with what `petstore serve` runs with (docs/performance.md, "Memory").
+ */
+export function startCommand (file = CLI): { env: Record<string, string>; flags: string[] } {
+  const first = readFileSync(file, 'utf8').split('\n', 1)[0] ?? ''
+  const words = first.startsWith('#!') ? first.slice(2).trim().split(/\s+/) : []
+  const node = words.findIndex((w) => w === 'node' || w.endsWith('/node'))
+  if (node === -1) return { env: {}, flags: [] }
+  const env: Record<string, string> = {}
+  for (const word of words.slice(0, node)) {
+    const eq = word.indexOf('=')
+    if (eq > 0) env[word.slice(0, eq)] = word.slice(eq + 1)
+  }
+  return { env, flags: words.slice(node + 1) }
+}
 
 /** Where each side runs: a CPU list for taskset, or null for wherever the scheduler likes. */
 export interface Placement {
@@ -66,9 +86,11 @@ export function killChildren (signal: NodeJS.Signals): void {
 
 /** `node bench/server.ts bare` or `… petstore <settings>`, pinned to the server's core. */
 export async function startServer (label: string, cpus: string | null, mode: { bare: true } | { petstore: PetstoreChildSettings }): Promise<ChildServer> {
-  const args = 'bare' in mode ? [SERVER_SCRIPT, 'bare'] : [SERVER_SCRIPT, 'petstore', JSON.stringify(mode.petstore)]
+  const start = 'bare' in mode ? { env: {}, flags: [] } : startCommand()
+  const args = 'bare' in mode ? [SERVER_SCRIPT, 'bare'] : [...start.flags, SERVER_SCRIPT, 'petstore', JSON.stringify(mode.petstore)]
   const [command, argv] = pinned(cpus, process.execPath, args)
   const child = spawn(command, argv, {
+    env: { ...process.env, ...start.env },
     // stdout carries the pino logs: to /dev/null, so logging costs what it costs in production
     // (serialising and writing) without this process reading it during the measurement.
     stdio: ['ignore', 'ignore', 'pipe', 'ipc']
