@@ -7,6 +7,7 @@ import { openApiDocument } from '../src/cli/openapi.ts'
 import { CONTACT, TAGS, TAG_GROUPS } from '../src/http/openapi.ts'
 import { checkResponse, gateStats } from './helpers/contract.ts'
 import { buildTestApp } from './helpers/app.ts'
+import { memoryIo } from './helpers/io.ts'
 
 type Operation = { operationId?: string; tags?: string[]; responses: Record<string, { description: string }>; deprecated?: boolean; description?: string; [k: string]: unknown }
 type Doc = { openapi: string; info: { version: string }; paths: Record<string, Record<string, Operation>>; tags: { name: string }[]; 'x-tagGroups': { name: string; tags: string[] }[] }
@@ -119,9 +120,8 @@ test('every id parameter is an int64 from 1 to 2^53-1', async () => {
 })
 
 test('petstore openapi --server URL prints the document with that absolute server; a relative URL is refused', async () => {
-  const lines: string[] = []
-  const errors: string[] = []
-  const io = { env: {}, out: (l: string) => { lines.push(l) }, err: (l: string) => { errors.push(l) } }
+  const io = memoryIo({})
+  const { lines, errors } = io
   assert.equal(await main(['openapi', '--server', 'http://127.0.0.1:3000'], io), 0)
   assert.deepEqual(JSON.parse(lines.join('\n')).servers, [{ url: 'http://127.0.0.1:3000/v1', description: 'The API' }])
   lines.length = 0

@@ -5,8 +5,7 @@
 // by `npm run bench`, not tested.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
-import os from 'node:os'
+import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
@@ -16,6 +15,7 @@ import { LATENCY_GRID, openGenerator, type Load, type Slice } from '../../bench/
 import { hasCommand } from '../../bench/processes.ts'
 import type { Document, Row } from '../../bench/report.ts'
 import { serviceGate } from '../helpers/services.ts'
+import { tempDir } from '../helpers/temp.ts'
 
 const RUN = new URL('../../bench/run.ts', import.meta.url).pathname
 // A second of warm-up: a server just started (JIT, first queries) could otherwise answer nothing
@@ -25,8 +25,7 @@ const RUN = new URL('../../bench/run.ts', import.meta.url).pathname
 const TINY = ['--rounds', '1', '--slice', '1', '--warmup', '1', '--reference', '1', '--tolerance', '1000', '--pets', '50', '--redis', 'off', '--postgres', 'off', '--micro', '0']
 
 async function bench (t: { after (fn: () => Promise<void>): void }, args: string[]): Promise<{ stdout: string; doc: Document; markdown: string }> {
-  const out = await mkdtemp(path.join(os.tmpdir(), 'petstore-bench-smoke-'))
-  t.after(() => rm(out, { recursive: true, force: true }))
+  const out = tempDir(t, 'petstore-bench-smoke-')
   const { stdout } = await promisify(execFile)(process.execPath, [RUN, ...TINY, '--out', out, ...args], { timeout: 90_000 })
   const doc = JSON.parse(await readFile(path.join(out, 'latest.json'), 'utf8')) as Document
   return { stdout, doc, markdown: await readFile(path.join(out, 'latest.md'), 'utf8') }

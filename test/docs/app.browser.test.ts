@@ -2,13 +2,11 @@
 // deprecated operation with its sunset date, a beta and an experimental badge, a try-it request
 // that reaches the running server, and no try-it control on GET /store/orders.
 import { existsSync } from 'node:fs'
-import { mkdtemp } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { test } from 'node:test'
 import { chromium } from 'playwright-core'
 import { buildTestApp } from '../helpers/app.ts'
 import { serviceGate } from '../helpers/services.ts'
+import { keptDir } from '../helpers/temp.ts'
 import { checkDocsPage } from './docs-page-checks.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -28,7 +26,7 @@ test('/docs of the real app: groups, deprecation with its sunset, badges, a work
     timeout: 30_000
   })
   t.after(() => browser.close())
-  const screenshotDir = await mkdtemp(join(tmpdir(), 'petstore-app-docs-'))
+  const screenshotDir = keptDir('petstore-app-docs-')
   t.diagnostic(`screenshots in ${screenshotDir}`)
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } })
   page.setDefaultTimeout(15_000)

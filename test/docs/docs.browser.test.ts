@@ -2,12 +2,11 @@
 // document. The main suite runs the same checkDocsPage against the app's own document.
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
-import { mkdtemp } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { chromium } from 'playwright-core'
 import { serviceGate } from '../helpers/services.ts'
+import { keptDir } from '../helpers/temp.ts'
 import { checkDocsPage, operationSection } from './docs-page-checks.ts'
 import { buildFixtureApp, FIXTURE_API_KEY } from './fixture-app.ts'
 import { SUNSET_DATE } from './fixture-openapi.ts'
@@ -28,7 +27,7 @@ void test('/docs renders the fixture document with Scalar in Chromium', { skip: 
 
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 })
   t.after(() => browser.close())
-  const screenshotDir = await mkdtemp(join(tmpdir(), 'petstore-docs-'))
+  const screenshotDir = keptDir('petstore-docs-')
   t.diagnostic(`screenshots in ${screenshotDir}`)
 
   await t.test('shows tag groups, the deprecation, badges, a working try-it panel, and none on GET /store/orders', async () => {

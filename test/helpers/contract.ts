@@ -4,10 +4,8 @@
 // drift apart without a test failing.
 import assert from 'node:assert/strict'
 import { Ajv, type ValidateFunction } from 'ajv'
-import addFormatsModule, { type FormatsPlugin } from 'ajv-formats'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-
-const addFormats = ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin
+import { addFormats } from './ajv.ts'
 
 type Doc = {
   paths: Record<string, Record<string, { responses: Record<string, Response> }>>

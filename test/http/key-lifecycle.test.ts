@@ -3,8 +3,6 @@
 // Runs on SQLite and PostgreSQL (PETSTORE_TEST_ENGINE) and on the memory and Redis limiters
 // (PETSTORE_TEST_LIMITER), like the rest of test/http.
 import assert from 'node:assert/strict'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { loadConfig } from '../../src/config.ts'
@@ -15,6 +13,7 @@ import { systemClock } from '../../src/shared/clock.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
 import type { KeyStore } from '../../src/keys/keys.store.ts'
 import { buildTestApp, T0, type TestApp } from '../helpers/app.ts'
+import { tempDir } from '../helpers/temp.ts'
 
 const iso = (ms: number): string => new Date(ms).toISOString()
 const DAY = 86_400_000
@@ -273,8 +272,7 @@ test('closing the app (a graceful stop) flushes the usage counted since the last
 })
 
 test('a server stopped gracefully (startServer\'s close, as on SIGTERM) writes the usage it counted before it exits', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'petstore-usage-'))
-  t.after(() => rm(dir, { recursive: true, force: true }))
+  const dir = tempDir(t, 'petstore-usage-')
   const path = join(dir, 'p.db')
   const server = await startServer(loadConfig({ DATABASE_URL: `sqlite:${path}`, PORT: '0', LOG_LEVEL: 'silent' }))
   const { record, key } = await createKeyAdmin(server.infra.stores.keys, systemClock).create({ role: 'customer', plan: 'free' })

@@ -1,8 +1,6 @@
 // With in-process limits (no REDIS_URL), a restart forgets counters but never bans: a starting
 // instance loads the bans in force from the database (docs/product.md section 4).
 import assert from 'node:assert/strict'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { loadConfig } from '../../src/config.ts'
@@ -15,10 +13,10 @@ import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
 import type { Stores } from '../../src/storage/stores.ts'
 import { requireService } from '../helpers/services.ts'
 import { openPostgresTestStores, testPostgresReason } from '../helpers/stores.ts'
+import { tempDir } from '../helpers/temp.ts'
 
 test('a key banned before a restart is still banned after it (429 api_key_banned, same end), and a lifted ban is not restored', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'petstore-bans-'))
-  t.after(() => rm(dir, { recursive: true, force: true }))
+  const dir = tempDir(t, 'petstore-bans-')
   const config = loadConfig({ DATABASE_URL: `sqlite:${join(dir, 'p.db')}`, PORT: '0' })
   const start = () => startServer(config, { logger: createLogger({ logLevel: 'silent' }) })
 

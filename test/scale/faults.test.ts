@@ -2,14 +2,13 @@
 // Each service sits behind a TCP proxy of the test's, which stands in for the network: cut, every
 // connection through it is destroyed and new ones are closed at once; restored, it forwards again.
 import assert from 'node:assert/strict'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { loadConfig } from '../../src/config.ts'
 import { openInfra } from '../../src/infra.ts'
 import { systemClock } from '../../src/shared/clock.ts'
 import { TEST_DATABASE_URL } from '../helpers/stores.ts'
+import { tempDir } from '../helpers/temp.ts'
 import { call, cleanupStack, createKey, isolatedRedis, pollUntil, requireServices, schemaDatabaseUrl, startServerProcess, tcpProxy, TEST_REDIS_URL } from './helpers.ts'
 
 /** The `day` remaining count of the IETF RateLimit header (`"minute";r=..;t=.., "day";r=..;t=..`). */
@@ -30,8 +29,7 @@ async function degradedGauge (url: string): Promise<number> {
 test('Redis unreachable: the instance keeps serving on its own counters, says so, and returns to Redis by itself', { timeout: 30_000 }, async (t) => {
   if (!await requireServices(t, ['redis'])) return
   const cleanup = cleanupStack(t)
-  const dir = await mkdtemp(join(tmpdir(), 'petstore-faults-'))
-  cleanup(() => rm(dir, { recursive: true, force: true }))
+  const dir = tempDir(t, 'petstore-faults-')
   const proxy = await tcpProxy(cleanup, TEST_REDIS_URL)
   const redis = isolatedRedis(cleanup)
   const env = { DATABASE_URL: `sqlite:${join(dir, 'p.db')}`, REDIS_URL: redis.url(proxy.via(TEST_REDIS_URL)) }

@@ -8,7 +8,7 @@ import { connect, createServer, type Socket } from 'node:net'
 import type { TestContext } from 'node:test'
 import { Redis } from 'ioredis'
 import { main } from '../../src/cli/main.ts'
-import type { Io } from '../../src/cli/io.ts'
+import { memoryIo } from '../helpers/io.ts'
 import { testRedisReason, TEST_REDIS_URL } from '../helpers/limiter.ts'
 import { deleteRedisKeys, requireService } from '../helpers/services.ts'
 import { createTestSchema, testPostgresReason, TEST_DATABASE_URL } from '../helpers/stores.ts'
@@ -94,12 +94,10 @@ export function isolatedRedis (cleanup: ReturnType<typeof cleanupStack>, base: s
 
 /** Runs `petstore ARGS` through main() with this environment; rejects on a non-zero exit. */
 export async function cli (env: Record<string, string>, args: string[]): Promise<string[]> {
-  const lines: string[] = []
-  const errors: string[] = []
-  const io: Io = { env, out: (l) => { lines.push(l) }, err: (l) => { errors.push(l) } }
+  const io = memoryIo(env)
   const code = await main(args, io)
-  if (code !== 0) throw new Error(`petstore ${args.join(' ')} exited ${code}: ${errors.join(' | ')}`)
-  return lines
+  if (code !== 0) throw new Error(`petstore ${args.join(' ')} exited ${code}: ${io.errors.join(' | ')}`)
+  return io.lines
 }
 
 /** `keys create ... --json`: the new key's id and secret. */

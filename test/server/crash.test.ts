@@ -4,10 +4,9 @@
 // PostgreSQL when it is reachable.
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
+import { tempDir } from '../helpers/temp.ts'
 import { call, cleanupStack, createKey, requireServices, schemaDatabaseUrl, startServerProcess } from '../scale/helpers.ts'
 
 const STOCK = 100_000
@@ -72,8 +71,7 @@ async function crashAndRecover (t: TestContext, cleanup: ReturnType<typeof clean
 
 test('SIGKILL during a burst of orders on SQLite: after a restart every acknowledged order is there and the stock adds up', { timeout: 60_000 }, async (t) => {
   const cleanup = cleanupStack(t)
-  const dir = await mkdtemp(join(tmpdir(), 'petstore-crash-'))
-  cleanup(() => rm(dir, { recursive: true, force: true }))
+  const dir = tempDir(t, 'petstore-crash-')
   await crashAndRecover(t, cleanup, { DATABASE_URL: `sqlite:${join(dir, 'p.db')}` })
 })
 

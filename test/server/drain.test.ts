@@ -3,12 +3,11 @@
 // connections, and exits 0 within the grace period; past it, connections still busy are cut.
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
-import { mkdtemp, rm } from 'node:fs/promises'
 import { Agent, request } from 'node:http'
 import { connect } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
+import { tempDir } from '../helpers/temp.ts'
 import { call, cleanupStack, createKey, startServerProcess, type ServerProcess } from '../scale/helpers.ts'
 
 interface Outcome { status: number; connection: string | undefined; afterSigterm: boolean }
@@ -33,8 +32,7 @@ function postOrder (url: string, agent: Agent, key: string, petId: number): Prom
 
 async function sampleServer (t: Parameters<typeof cleanupStack>[0], env: Record<string, string> = {}): Promise<{ server: ServerProcess; customer: string; petId: number; env: Record<string, string> }> {
   const cleanup = cleanupStack(t)
-  const dir = await mkdtemp(join(tmpdir(), 'petstore-drain-'))
-  cleanup(() => rm(dir, { recursive: true, force: true }))
+  const dir = tempDir(t, 'petstore-drain-')
   const dbEnv = { DATABASE_URL: `sqlite:${join(dir, 'p.db')}` }
   const quotas = { perMinute: 1_000_000, perDay: 1_000_000 }
   const staff = await createKey(dbEnv, 'staff', 'enterprise', quotas)

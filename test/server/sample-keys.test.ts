@@ -2,17 +2,16 @@
 // platform collects (issue 19 item 7): on stderr, or in the file named by --keys-file, mode 0600.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readFile, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { test } from 'node:test'
+import { tempDir } from '../helpers/temp.ts'
 
 const CLI = new URL('../../src/cli/main.ts', import.meta.url).pathname
 
 test('serve --sample-data --keys-file writes the three keys to a file only its owner can read, and neither stdout (the log, at info) nor stderr carries one', { timeout: 30_000 }, async (t) => {
   // Fault caught: the keys were printed on stdout, among the log lines.
-  const dir = await mkdtemp(join(tmpdir(), 'petstore-keys-'))
-  t.after(() => rm(dir, { recursive: true, force: true }))
+  const dir = tempDir(t, 'petstore-keys-')
   const file = join(dir, 'keys.txt')
   // A file left from before, readable by all: narrowed before the keys go in.
   await writeFile(file, 'old\n', { mode: 0o644 })

@@ -2,14 +2,14 @@
 // the choice of coding, and a process that stays small until someone reads the docs (the docs
 // assets themselves are tested in test/docs/docs.test.ts).
 import assert from 'node:assert/strict'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { openApiDocument } from '../../src/cli/openapi.ts'
 import { chooseCoding } from '../../src/http/static.ts'
 import { buildTestApp } from '../helpers/app.ts'
+import { tempDir } from '../helpers/temp.ts'
 import { cleanupStack, startServerProcess } from '../scale/helpers.ts'
 
 test('GET /openapi.json and /openapi.yaml answer brotli or gzip as accepted, no-cache with an ETag, and 304 to it', async (t) => {
@@ -85,8 +85,7 @@ async function rss (pid: number): Promise<number> {
 // (100 MiB) is not met today for reasons outside the docs (see the README, Reliability).
 test('resident memory of a started server, and after it served the docs bundle', { timeout: 30_000, skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {
   const cleanup = cleanupStack(t)
-  const dir = await mkdtemp(join(tmpdir(), 'petstore-rss-'))
-  cleanup(() => rm(dir, { recursive: true, force: true }))
+  const dir = tempDir(t, 'petstore-rss-')
   const server = await startServerProcess(cleanup, { DATABASE_URL: `sqlite:${join(dir, 'p.db')}` })
   const pid = server.child.pid!
   const atStart = await rss(pid)
