@@ -24,7 +24,8 @@ const RUN_ARGS = '--runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1
 process.on('SIGINT', () => { void cleanup().then(() => process.exit(130)) })
 
 try {
-  await ensurePackages({ podman: 'podman', runc: 'runc', debootstrap: 'debootstrap', iptables: 'iptables', 'podman-compose': 'podman-compose' })
+  // aardvark-dns (a recommendation of netavark) resolves the service names on the compose network.
+  await ensurePackages({ podman: 'podman', runc: 'runc', debootstrap: 'debootstrap', iptables: 'iptables', 'podman-compose': 'podman-compose', '/usr/lib/podman/aardvark-dns': 'aardvark-dns' })
   console.log(`${lastLine(await must('podman', ['--version']))}, ${lastLine(await must('podman-compose', ['version']))}`)
 
   const env: NodeJS.ProcessEnv = { ...process.env }
