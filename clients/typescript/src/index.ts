@@ -1,6 +1,8 @@
 // petstore-client: a typed client of the Petstore API that keeps the rate-limit contract for its
-// users (docs/product.md sections 4 and 9). It uses only `fetch`, so it runs on Node 24 as it is
-// (erasable TypeScript) and in browsers; its types are generated from docs/openapi.json.
+// users (docs/product.md sections 4 and 9). It uses only `fetch`, so it runs on Node 18+, in
+// browsers and bundlers, from the JavaScript that scripts/build.ts compiles into dist/ (and on
+// Node 24 from this erasable TypeScript, in this repository); its types are generated from
+// docs/openapi.json.
 import type { components, operations, paths } from './openapi.ts'
 import { PetstoreError, errorOf } from './errors.ts'
 import { createGate, JITTER_MS } from './gate.ts'
@@ -249,7 +251,7 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     }
   }
 
-  const idempotency = (options?: CreateOptions): Record<string, string> => ({ 'idempotency-key': options?.idempotencyKey ?? globalThis.crypto.randomUUID() })
+  const idempotency = (options?: CreateOptions): Record<string, string> => ({ 'idempotency-key': options?.idempotencyKey ?? randomKey() })
   const ifMatch = (options?: WriteOptions): Record<string, string> => options?.ifMatch !== undefined ? { 'if-match': options.ifMatch } : {}
 
   const pets = {
@@ -323,6 +325,23 @@ function notify<T> (callback: ((value: T) => unknown) | undefined, value: T): vo
   } catch {
     // ignored, as documented in the README (Options)
   }
+}
+
+/**
+ * A random UUID (v4) for an Idempotency-Key. Node 18 has no global `crypto` without a flag, so
+ * the Web Crypto API is used where it is, and Math.random only where it is not: a key only has
+ * to differ from the caller's other keys of the same day.
+ */
+function randomKey (): string {
+  const webCrypto = (globalThis as { crypto?: { randomUUID?: () => string; getRandomValues?: (bytes: Uint8Array) => Uint8Array } }).crypto
+  if (typeof webCrypto?.randomUUID === 'function') return webCrypto.randomUUID()
+  const bytes = new Uint8Array(16)
+  if (typeof webCrypto?.getRandomValues === 'function') webCrypto.getRandomValues(bytes)
+  else for (let i = 0; i < 16; i++) bytes[i] = Math.floor(Math.random() * 256)
+  bytes[6] = (bytes[6]! & 0x0f) | 0x40
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80
+  const hex = [...bytes].map((b) => b.toString(16).padStart(2, '0')).join('')
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
 }
 
 function lowerCase (headers: Record<string, string> | undefined): Record<string, string> {

@@ -1,6 +1,8 @@
 // The quick starts of the main README and of this package's README work as written: their first
 // TypeScript block runs in a child Node (type stripping, from the repository root, where the
-// workspace makes `petstore-client` importable) against the real server. Only the port changes.
+// workspace makes `petstore-client` importable, from its sources through the `petstore-source`
+// export condition, so no build is needed) against the real server. Only the port changes.
+// test/package.test.ts runs the built package.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
@@ -23,7 +25,7 @@ for (const readme of ['README.md', 'clients/typescript/README.md']) {
     const pets = await seedPets(server, 2)
     const source = await quickStart(readme)
     assert.equal(source.trim().split('\n').length, 3)
-    const run = promisify(execFile)(process.execPath, ['--input-type=module-typescript', '--eval', source.replace('http://127.0.0.1:3000/v1', server.baseUrl)], {
+    const run = promisify(execFile)(process.execPath, ['--conditions=petstore-source', '--input-type=module-typescript', '--eval', source.replace('http://127.0.0.1:3000/v1', server.baseUrl)], {
       cwd: ROOT, env: { ...process.env, PETSTORE_API_KEY: server.keys.customer }
     })
     const { stdout } = await run
