@@ -40,6 +40,12 @@ export function createBanSync (keys: KeyStore, limiter: RateLimiter, options: Ba
 
   async function tick (): Promise<number> {
     const t = now()
+    // Bans in force wherever the limiter is: after Redis lost its state, or a fall-back to
+    // in-process counters, the bans in the database are put back (and every lift is checked again).
+    if (limiter.needsBans !== undefined && await limiter.needsBans()) {
+      await loadBans(keys, limiter, t)
+      applied.clear()
+    }
     for (const [id, endsAt] of applied) if (endsAt <= t) applied.delete(id)
     const lifted = await keys.bansLiftedSince(t - LIFT_LOOKBACK_MS, t)
     let dropped = 0
@@ -78,13 +84,19 @@ export function createBanSync (keys: KeyStore, limiter: RateLimiter, options: Ba
 export const RESTORED_BANS_MAX = 100_000
 
 /**
- * Loads the bans in force from the database into a limiter whose state lives in the process, so
- * a restart pardons no one. Returns how many were loaded; 0 for back ends that keep their own.
+ * Loads the bans in force from the database into the limiter (memory, and Redis too), so a
+ * restart pardons no one. Returns how many were loaded; 0 for a limiter that cannot take them.
  */
 export async function restoreBans (keys: KeyStore, limiter: RateLimiter, now: number): Promise<number> {
+  // Claims the load (the Redis sentinel), so that the first poll does not load them again.
+  await limiter.needsBans?.().catch(() => false)
+  return loadBans(keys, limiter, now)
+}
+
+async function loadBans (keys: KeyStore, limiter: RateLimiter, now: number): Promise<number> {
   const restore = limiter.restoreBan?.bind(limiter)
   if (restore === undefined) return 0
   const bans = await keys.activeBans(now, RESTORED_BANS_MAX)
-  for (const ban of bans) restore(ban.subject, { startedAt: ban.startedAt, until: ban.endsAt })
+  for (const ban of bans) await restore(ban.subject, { startedAt: ban.startedAt, until: ban.endsAt })
   return bans.length
 }

@@ -63,6 +63,10 @@ export function createFallbackRateLimiter (options: FallbackRateLimiterOptions):
   let status: FallbackStatus = 'ok'
   let reason: string | undefined
   let nextProbeAt = 0
+  // Whether the fallback holds the bans in force since the last fall-back (needsBans), and
+  // whether a ban failed to reach the primary during a reload (the next needsBans reloads).
+  let fallbackLoaded = false
+  let primaryMissesBans = false
 
   // A failing observer (a logger, a metric) must not turn a rate limit answer into an error.
   function notify (state: FallbackStatus, why?: string): void {
@@ -79,6 +83,7 @@ export function createFallbackRateLimiter (options: FallbackRateLimiterOptions):
     reason = why
     if (status === 'ok') {
       status = 'degraded'
+      fallbackLoaded = false
       notify('degraded', why)
     }
   }
@@ -114,9 +119,62 @@ export function createFallbackRateLimiter (options: FallbackRateLimiterOptions):
     return decision
   }
 
+  // Bans in force wherever the limiter is: every ban the primary reports is kept in the fallback
+  // too (so a fall-back keeps it at once), and a ban the fallback holds but the primary no longer
+  // does (Redis lost its state) is still answered, until the ban sync puts it back in the primary.
+  async function routeSubject (subject: string, quota: Quota, call: (limiter: RateLimiter) => Decision | Promise<Decision>): Promise<Decision> {
+    const decision = await route(call)
+    if (status !== 'ok') return decision
+    if (decision.ban !== null) {
+      await fallback.restoreBan?.(subject, { startedAt: decision.ban.startedAt, until: decision.ban.until })
+      return decision
+    }
+    if (decision.code === 'api_key_banned') return decision
+    const held = await fallback.peek(subject, quota)
+    return held.ban !== null ? held : decision
+  }
+
   return {
-    consume: (subject: string, quota: Quota) => route((l) => l.consume(subject, quota)),
-    peek: (subject: string, quota: Quota) => route((l) => l.peek(subject, quota)),
+    consume: (subject: string, quota: Quota) => routeSubject(subject, quota, (l) => l.consume(subject, quota)),
+    peek: (subject: string, quota: Quota) => routeSubject(subject, quota, (l) => l.peek(subject, quota)),
+
+    // Into both: the fallback always holds the bans loaded, and the primary when it answers (a
+    // failure makes the next needsBans reload).
+    async restoreBan (subject: string, ban: { startedAt: number; until: number }): Promise<void> {
+      await fallback.restoreBan?.(subject, ban)
+      if (primary.restoreBan === undefined) return
+      if (status !== 'ok') {
+        primaryMissesBans = true
+        return
+      }
+      try {
+        await primary.restoreBan(subject, ban)
+      } catch (err) {
+        primaryMissesBans = true
+        primaryFailed(err)
+      }
+    },
+
+    async needsBans (): Promise<boolean> {
+      if (status === 'ok') {
+        try {
+          const lost = await (primary.needsBans?.() ?? Promise.resolve(false))
+          primaryAnswered()
+          if (lost || primaryMissesBans) {
+            primaryMissesBans = false
+            fallbackLoaded = true
+            return true
+          }
+        } catch (err) {
+          primaryFailed(err)
+        }
+      }
+      if (status === 'degraded' && !fallbackLoaded) {
+        fallbackLoaded = true
+        return true
+      }
+      return false
+    },
 
     // A ban may live in either store (the fallback makes its own while degraded), so both are
     // lifted. The primary is tried even while degraded, and its failure is rethrown: a lift that

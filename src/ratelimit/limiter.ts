@@ -96,7 +96,15 @@ export interface RateLimiter {
    * Puts a ban recorded in the database back in force (an instance with in-process counters, at
    * start: docs/product.md section 4). Back ends whose state outlives the process (Redis) omit it.
    */
-  restoreBan?(subject: string, ban: { startedAt: number; until: number }): void
+  restoreBan?(subject: string, ban: { startedAt: number; until: number }): void | Promise<void>
+  /**
+   * True when the store has lost the bans put in it (Redis flushed or restarted without
+   * persistence, or the fall-back to in-process counters) or never had them: the caller then
+   * puts the bans in force in the database back (keys/ban-sync.ts). Claims the reload: the next
+   * call answers false until the state is lost again. Back ends whose state cannot be lost
+   * without the process omit it.
+   */
+  needsBans?(): Promise<boolean>
   close(): Promise<void>
 }
 
@@ -122,6 +130,13 @@ export function dayResetAt (now: number): number {
 
 export function banDurationMs (level: number): number {
   return Math.min(BAN_BASE_MS * 2 ** (level - 1), BAN_MAX_MS)
+}
+
+/** The level whose duration a ban had (a restored one), so that a new ban within 24 h escalates from it. */
+export function banLevelOf (startedAt: number, until: number): number {
+  let level = 1
+  while (level < BAN_MAX_LEVEL && banDurationMs(level) < until - startedAt) level++
+  return level
 }
 
 /** lastStartedAt is 0 when the subject has no ban history. */

@@ -3,11 +3,11 @@
 // runs against both so they cannot drift apart unnoticed.
 import {
   BAN_ESCALATION_MS,
-  BAN_MAX_LEVEL,
   BAN_STRIKES,
   DAY_MS,
   MINUTE_MS,
   banDurationMs,
+  banLevelOf,
   buildDecision,
   checkQuota,
   nextBanLevel,
@@ -201,10 +201,7 @@ export function createMemoryRateLimiter (options: MemoryRateLimiterOptions = {})
       if (state.banUntil >= ban.until) return
       state.banStartedAt = ban.startedAt
       state.banUntil = ban.until
-      // The level whose duration this ban had, so that a new ban within 24 h escalates from it.
-      let level = 1
-      while (level < BAN_MAX_LEVEL && banDurationMs(level) < ban.until - ban.startedAt) level++
-      state.banLevel = level
+      state.banLevel = banLevelOf(ban.startedAt, ban.until)
     },
 
     async close (): Promise<void> {

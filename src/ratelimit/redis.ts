@@ -7,6 +7,8 @@
 //   <prefix>{<subject>}:d:<day index>     counter of that UTC day window (string)
 //   <prefix>{<subject>}:s                 hash: pu/pn (wait period retry instant, requests
 //                                         counted in it), bs/bu/bl (last ban start, until, level)
+//   <prefix>bans-loaded                   set once the bans in force in the database are loaded
+//                                         (needsBans): gone when Redis lost its state
 // Window counters carry the window index in their name, so a new window starts at 0 without a
 // reset step, and the old key just expires.
 //
@@ -26,6 +28,7 @@ import {
   DAY_MS,
   MINUTE_MS,
   OUTCOMES,
+  banLevelOf,
   buildDecision,
   checkQuota,
   dayResetAt,
@@ -99,6 +102,16 @@ if op == 'unban' then
   if bu > now then
     redis.call('HSET', KEYS[3], 'bu', now)
     redis.call('PEXPIRE', KEYS[3], HISTORY + MARGIN)
+  end
+  return {0, 0, 0, 0, 0, 0}
+end
+
+if op == 'restore' then
+  local rs = tonumber(ARGV[4])
+  local ru = tonumber(ARGV[5])
+  if ru > now and ru > bu then
+    redis.call('HSET', KEYS[3], 'bs', rs, 'bu', ru, 'bl', tonumber(ARGV[2]))
+    redis.call('PEXPIRE', KEYS[3], ru + HISTORY - now + MARGIN)
   end
   return {0, 0, 0, 0, 0, 0}
 end
@@ -217,6 +230,20 @@ export function createRedisRateLimiter (options: RedisRateLimiterOptions): RateL
       const t = now()
       // Quota arguments are unused by 'unban' but keep ARGV positions fixed.
       await run(keysOf(subject, t), [t, 0, 0, 0, 0, 'unban'])
+    },
+
+    // A ban from the database (restoreBans): set unless the subject holds one that ends later.
+    async restoreBan (subject: string, ban: { startedAt: number; until: number }): Promise<void> {
+      const t = now()
+      if (ban.until <= t) return
+      await run(keysOf(subject, t), [t, banLevelOf(ban.startedAt, ban.until), 0, ban.startedAt, ban.until, 'restore'])
+    },
+
+    // The sentinel is set once the bans are (being) loaded; its absence means Redis lost its
+    // state (FLUSHDB, a restart without persistence, eviction) or never had it. Set before the
+    // reload, so a loss during the reload is seen by the next check.
+    async needsBans (): Promise<boolean> {
+      return await redis.set(`${prefix}bans-loaded`, '1', 'NX') === 'OK'
     },
 
     // The client belongs to the caller, who may share it; nothing of ours to release.
