@@ -45,8 +45,12 @@ export function createUsageRecorder (keys: KeyStore, options: { intervalMs?: num
   // Pending counts by UTC day, then key id: a request costs two map lookups, no string built.
   let counts = new Map<string, Map<number, UsageRow>>()
   let lastUsed = new Map<number, number>()
-  // Deprecated calls by `operation key day`: few operations are deprecated, so a string key is fine.
-  let deprecated = new Map<string, DeprecatedCallRow>()
+  // Deprecated calls by operation, key and day: three lookups, no string built per call (a
+  // deprecated operation is called on every request of its clients: docs/performance.md).
+  let deprecated = new Map<string, Map<number, Map<string, DeprecatedCallRow>>>()
+  // The day of the last deprecated call: one Date per UTC day, not per call.
+  let deprecatedDayIndex = -1
+  let deprecatedDayText = ''
   // Taken by the flush in progress: still reported by lastUsedAt until it is written.
   let writing = new Map<number, number>()
   let queue: Promise<void> = Promise.resolve()
@@ -65,9 +69,12 @@ export function createUsageRecorder (keys: KeyStore, options: { intervalMs?: num
   }
 
   function addDeprecated (operation: string, keyId: number, day: string, calls: number, at: number): void {
-    const id = `${operation} ${keyId} ${day}`
-    const row = deprecated.get(id)
-    if (row === undefined) deprecated.set(id, { operation, keyId, day, calls, lastCallAt: at })
+    let byKey = deprecated.get(operation)
+    if (byKey === undefined) deprecated.set(operation, byKey = new Map())
+    let byDay = byKey.get(keyId)
+    if (byDay === undefined) byKey.set(keyId, byDay = new Map())
+    const row = byDay.get(day)
+    if (row === undefined) byDay.set(day, { operation, keyId, day, calls, lastCallAt: at })
     else {
       row.calls += calls
       if (row.lastCallAt < at) row.lastCallAt = at
@@ -77,7 +84,7 @@ export function createUsageRecorder (keys: KeyStore, options: { intervalMs?: num
   async function write (): Promise<void> {
     if (counts.size === 0 && lastUsed.size === 0 && deprecated.size === 0) return
     const batch = counts
-    const calls = [...deprecated.values()]
+    const calls = [...deprecated.values()].flatMap((byKey) => [...byKey.values()].flatMap((byDay) => [...byDay.values()]))
     writing = lastUsed
     counts = new Map()
     lastUsed = new Map()
@@ -126,7 +133,12 @@ export function createUsageRecorder (keys: KeyStore, options: { intervalMs?: num
       row[outcome]++
     },
     recordDeprecated (operation, keyId, now) {
-      addDeprecated(operation, keyId, utcDay(now), 1, now)
+      const index = Math.floor(now / DAY_MS)
+      if (index !== deprecatedDayIndex) {
+        deprecatedDayIndex = index
+        deprecatedDayText = utcDay(now)
+      }
+      addDeprecated(operation, keyId, deprecatedDayText, 1, now)
     },
     lastUsedAt (keyId) {
       const pending = lastUsed.get(keyId)

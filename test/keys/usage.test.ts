@@ -105,3 +105,28 @@ test('stop() stops the timer and flushes what is left', async () => {
   await recorder.stop()
   assert.equal(batches.length, 1)
 })
+
+// Fault caught: the per-day cache of deprecated calls (docs/performance.md) counting a call made
+// after midnight under the day before, or two keys or operations under one row.
+test('deprecated calls are counted per operation, key and UTC day, across midnight, and a failed flush keeps them', async () => {
+  const { store, batches, failNext } = fakeStore()
+  const recorder = createUsageRecorder(store)
+  recorder.recordDeprecated('getPet', 1, T)
+  recorder.recordDeprecated('getPet', 1, T + 100)
+  recorder.recordDeprecated('getPet', 2, T + 200)
+  recorder.recordDeprecated('listOld', 1, T + 300)
+  recorder.recordDeprecated('getPet', 1, T + 600) // the next UTC day
+  failNext(true)
+  await assert.rejects(recorder.flush(), /database down/)
+  failNext(false)
+  recorder.recordDeprecated('getPet', 1, T + 700)
+  await recorder.flush()
+  const rows = (batches[0]?.deprecated ?? []).map((r) => [r.operation, r.keyId, r.day, r.calls, r.lastCallAt - T])
+  rows.sort((a, b) => String(a).localeCompare(String(b)))
+  assert.deepEqual(rows, [
+    ['getPet', 1, '2026-11-21', 2, 100],
+    ['getPet', 1, '2026-11-22', 2, 700],
+    ['getPet', 2, '2026-11-21', 1, 200],
+    ['listOld', 1, '2026-11-21', 1, 300]
+  ])
+})
