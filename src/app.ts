@@ -9,6 +9,7 @@ import { createCategoryService } from './categories/categories.service.ts'
 import type { Config } from './config.ts'
 import { answerMalformedUrl, installAccess } from './http/access.ts'
 import { connectionOptions } from './http/connections.ts'
+import { consoleRoutes } from './console/console.routes.ts'
 import { docsRoutes } from './http/docs.ts'
 import { installErrorHandling } from './http/errors.ts'
 import { deprecatedOperation } from './http/lifecycle.ts'
@@ -186,6 +187,8 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   await app.register(metricsRoutes, { metrics })
   serveOpenApi(app)
   await app.register(docsRoutes, { specUrl: '/openapi.json' })
+  // The operator console (docs/product.md section 10): static files; it works through /v1 only.
+  await app.register(consoleRoutes)
   return app
 }
 

@@ -1,0 +1,287 @@
+// /console in a real browser (issue 23 item 4): Debian's Chromium driven by playwright-core, as
+// test/docs does, against the real app on a real socket, with the sample data and a few more
+// keys in every status. Each step asserts what changed through the API or the database too,
+// not only what the page says.
+import assert from 'node:assert/strict'
+import { existsSync } from 'node:fs'
+import { mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { chromium, type ConsoleMessage, type Page } from 'playwright-core'
+import { buildApp } from '../../src/app.ts'
+import { loadConfig } from '../../src/config.ts'
+import { createKeyAdmin } from '../../src/keys/keys.service.ts'
+import { utcDay } from '../../src/keys/usage.ts'
+import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
+import { loadSampleData, loadSampleKeysAndOrders } from '../../src/sample-data.ts'
+import { systemClock } from '../../src/shared/clock.ts'
+import { serviceGate } from '../helpers/services.ts'
+import { openTestStores } from '../helpers/stores.ts'
+
+const CHROMIUM = '/usr/bin/chromium'
+const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--no-first-run']
+const TIMEOUT_MS = 15_000
+const XSS_NAME = '<img src=x onerror=alert(1)>'
+/**
+ * The screenshot of the key page: in a temporary folder, or the README's docs/console.png with
+ * PETSTORE_UPDATE_SCREENSHOT=1 (so that a test run leaves the checkout as it was).
+ */
+const SCREENSHOT = process.env.PETSTORE_UPDATE_SCREENSHOT === '1'
+  ? new URL('../../docs/console.png', import.meta.url).pathname
+  : join(await mkdtemp(join(tmpdir(), 'petstore-console-')), 'console.png')
+
+const chromiumGate = serviceGate(existsSync(CHROMIUM) ? null : `${CHROMIUM} is missing; install it with apt-get install -y chromium`)
+
+const HOUR = 3_600_000
+
+void test('the operator console in Chromium: sign-in, keys, actions, usage chart, deprecations, and the key kept to the tab', { skip: chromiumGate.skip, timeout: 180_000 }, async (t) => {
+  chromiumGate.check()
+
+  // ---- a server with the sample data and keys in every status ----
+  const stores = await openTestStores(t)
+  await loadSampleData(stores)
+  const sample = await loadSampleKeysAndOrders(stores, systemClock)
+  const admin = createKeyAdmin(stores.keys, systemClock)
+  const make = async (name: string, extra: Record<string, unknown> = {}) => {
+    const { record, key } = await admin.create({ role: 'customer', plan: 'pro', name, ...extra })
+    return { id: record.id, key, prefix: record.prefix }
+  }
+  // The operator's own key: enterprise, so the test's page loads never meet the free plan's 60/min.
+  const operator = await make('operator', { role: 'admin', plan: 'enterprise', perMinute: 10_000, perDay: 100_000 })
+  const expiring = await make('Expiring partner', { expiresAt: new Date(Date.now() + 2 * 24 * HOUR).toISOString() })
+  const gone = await make('Gone partner')
+  await admin.revoke(gone.id, null)
+  const chainOld = await admin.create({ role: 'customer', plan: 'pro', name: 'Rotated partner' })
+  const chainNew = await admin.rotate(chainOld.record.id, { gracePeriodSeconds: 3600 })
+  const noisy = await make('Noisy partner')
+  await stores.keys.recordBan({ keyId: noisy.id, subject: `key:${noisy.id}`, startedAt: Date.now(), endsAt: Date.now() + HOUR, reason: 'kept calling while rate limited' })
+  const xss = await make(XSS_NAME)
+  const toRotate = await make('Rotate me')
+  const toRevoke = await make('Revoke me')
+  // A customer key with quota left (the sample customer uses up its minute below).
+  const shopper = await make('Shop front', { plan: 'free' })
+
+  const limiter = createMemoryRateLimiter({ now: () => Date.now() })
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: 'sqlite::memory:' }), stores, limiter, clock: systemClock })
+  t.after(async () => { await app.close(); await limiter.close() })
+  const base = await app.listen({ host: '127.0.0.1', port: 0 })
+  const api = (path: string, key: string, init: RequestInit = {}) => fetch(base + path, { ...init, headers: { 'x-api-key': key, ...(init.headers as Record<string, string> | undefined) } })
+
+  // Traffic: the sample customer (free, 60/min) makes 63 requests: 60 allowed, 3 limited; the
+  // sample staff key calls the deprecated GET /v1/pets/{petId} twice.
+  const customer = sample.find((k) => k.role === 'customer')!
+  const staff = sample.find((k) => k.role === 'staff')!
+  for (let i = 0; i < 63; i++) await api('/v1/pets?limit=1', customer.key)
+  for (let i = 0; i < 2; i++) assert.equal((await api('/v1/pets/1', staff.key)).status, 200)
+
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 })
+  t.after(() => browser.close())
+
+  // ---- the admin's session ----
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } })
+  const page = await context.newPage()
+  page.setDefaultTimeout(TIMEOUT_MS)
+  const errors: string[] = []
+  const urls: string[] = []
+  page.on('console', (message: ConsoleMessage) => { if (message.type() === 'error') errors.push(message.text()) })
+  page.on('pageerror', (error) => { errors.push(String(error)) })
+  page.on('dialog', (dialog) => { errors.push(`dialog: ${dialog.message()}`); void dialog.dismiss() })
+  page.on('request', (request) => { urls.push(request.url()) })
+  const external: string[] = []
+  page.on('request', (request) => { if (!request.url().startsWith(base) && !request.url().startsWith('data:')) external.push(request.url()) })
+
+  const response = await page.goto(`${base}/console`)
+  assert.ok(response !== null)
+  const csp = response.headers()['content-security-policy']
+  assert.ok(csp !== undefined, 'the page carries a Content-Security-Policy')
+  assert.match(csp, /script-src 'self'/)
+  assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/)
+
+  await signIn(page, operator.key)
+  await page.locator('#keys-table tbody tr').first().waitFor()
+
+  await t.test('the keys table shows every key with its status', async () => {
+    const expected: [number, string][] = [
+      ...sample.map((k) => [k.id, 'active'] as [number, string]),
+      [operator.id, 'active'], [expiring.id, 'expiring'], [gone.id, 'revoked'], [chainOld.record.id, 'rotated'],
+      [chainNew.record.id, 'active'], [noisy.id, 'banned'], [xss.id, 'active'], [toRotate.id, 'active'], [toRevoke.id, 'active'], [shopper.id, 'active']
+    ]
+    for (const [id, status] of expected) {
+      const row = page.locator(`#keys-table tbody tr[data-key-id="${id}"]`)
+      assert.equal(await row.locator('[data-status]').getAttribute('data-status'), status, `key ${id}`)
+    }
+    assert.equal(await page.locator('#keys-table tbody tr').count(), expected.length)
+    // The rotated key links to its successor; the banned one says until when.
+    const rotatedRow = page.locator(`#keys-table tbody tr[data-key-id="${chainOld.record.id}"]`)
+    assert.equal(await rotatedRow.getByRole('link', { name: `key ${chainNew.record.id}` }).getAttribute('href'), `#/keys/${chainNew.record.id}`)
+    assert.match(await page.locator(`#keys-table tbody tr[data-key-id="${noisy.id}"]`).innerText(), /until \d{4}-\d\d-\d\d/)
+    assert.match(await page.locator(`#keys-table tbody tr[data-key-id="${expiring.id}"]`).innerText(), /expires in 1 d 2\d h|expires in 2 d 0 h/)
+    // Table semantics: a caption and column headers with scope.
+    assert.equal(await page.locator('#keys-table caption').count(), 1)
+    assert.equal(await page.locator('#keys-table thead th[scope="col"]').count(), 7)
+  })
+
+  await t.test('a key named like markup renders as text', async () => {
+    const row = page.locator(`#keys-table tbody tr[data-key-id="${xss.id}"]`)
+    assert.equal(await row.getByRole('link').first().textContent(), XSS_NAME)
+    assert.equal(await page.locator('main img').count(), 0, 'no element was made from the name')
+  })
+
+  await t.test('the filters and the search ask the API and show what it answers', async () => {
+    await page.selectOption('#filter-status', 'banned')
+    await page.getByRole('button', { name: 'Apply' }).click()
+    await page.locator(`#keys-table tbody tr[data-key-id="${noisy.id}"]`).waitFor()
+    assert.equal(await page.locator('#keys-table tbody tr').count(), 1)
+    await page.selectOption('#filter-status', '')
+    await page.fill('#filter-q', 'partner')
+    await page.getByRole('button', { name: 'Apply' }).click()
+    await page.locator(`#keys-table tbody tr[data-key-id="${expiring.id}"]`).waitFor()
+    assert.equal(await page.locator('#keys-table tbody tr').count(), 5)
+    await page.fill('#filter-q', '')
+    await page.getByRole('button', { name: 'Apply' }).click()
+    await page.locator(`#keys-table tbody tr[data-key-id="${customer.id}"]`).waitFor()
+  })
+
+  let createdKey = ''
+  await t.test('create a key: shown once, and it works', async () => {
+    await page.locator('#create summary').click()
+    await page.fill('#create-name', 'Made in the console')
+    await page.selectOption('#create-plan', 'pro')
+    await page.locator('#create-form').getByRole('button', { name: 'Create' }).click()
+    await page.locator('#new-key:not([hidden])').waitFor()
+    createdKey = (await page.locator('#new-key-value').textContent()) ?? ''
+    assert.match(createdKey, /^psk_[A-Za-z0-9_-]{43}$/)
+    assert.equal((await api('/v1/pets?limit=1', createdKey)).status, 200, 'the key shown is a working key')
+    await page.getByRole('button', { name: 'I have stored it' }).click()
+    assert.equal(await page.locator('#new-key-value').textContent(), '')
+    assert.equal((await page.content()).includes(createdKey), false, 'gone from the page')
+    const list = await (await api('/v1/admin/keys?q=Made%20in', operator.key)).json() as { id: number }[]
+    assert.equal(list.length, 1)
+    await page.locator(`#keys-table tbody tr[data-key-id="${list[0]!.id}"]`).waitFor()
+  })
+
+  await t.test('rotate a key: both shown, linked', async () => {
+    await page.goto(`${base}/console#/keys/${toRotate.id}`)
+    await page.locator('#key-title', { hasText: 'Rotate me' }).waitFor()
+    await page.fill('#grace-hours', '2')
+    await page.getByRole('button', { name: 'Rotate', exact: true }).click()
+    await page.locator('#new-key:not([hidden])').waitFor()
+    const view = await (await api(`/v1/admin/keys/${toRotate.id}`, operator.key)).json() as { replacedBy: number; expiresAt: string }
+    assert.notEqual(view.replacedBy, null, 'the API shows the rotation')
+    await page.locator('#key-details [data-status="rotated"]').waitFor()
+    assert.equal(await page.locator('#key-details').getByRole('link', { name: `key ${view.replacedBy}` }).getAttribute('href'), `#/keys/${view.replacedBy}`)
+    const chain = page.locator('#chain li')
+    assert.equal(await chain.count(), 2)
+    assert.equal(await chain.nth(1).getByRole('link').getAttribute('href'), `#/keys/${view.replacedBy}`)
+    assert.equal(await page.locator('#new-key-value').textContent() !== '', true)
+    const successorKey = (await page.locator('#new-key-value').textContent())!
+    assert.equal((await api('/v1/pets?limit=1', successorKey)).status, 200)
+    await page.getByRole('button', { name: 'I have stored it' }).click()
+  })
+
+  await t.test('revoke a key after a confirmation naming it; the API refuses it from then on', async () => {
+    assert.equal((await api('/v1/pets?limit=1', toRevoke.key)).status, 200)
+    await page.goto(`${base}/console#/keys/${toRevoke.id}`)
+    await page.locator('#key-title', { hasText: 'Revoke me' }).waitFor()
+    await page.getByRole('button', { name: 'Revoke…' }).click()
+    assert.match((await page.locator('#confirm-revoke-text').textContent())!, /Revoke me/)
+    await page.getByRole('button', { name: 'Revoke Revoke me' }).click()
+    await page.locator('#key-details [data-status="revoked"]').waitFor()
+    const refused = await api('/v1/pets?limit=1', toRevoke.key)
+    assert.equal(refused.status, 401)
+    assert.equal((await refused.json() as { code: string }).code, 'unauthenticated')
+  })
+
+  await t.test('the usage chart shows the day\'s counts the API reports', async () => {
+    await page.goto(`${base}/console#/keys/${customer.id}`)
+    await page.locator('#key-title', { hasText: 'sample customer' }).waitFor()
+    const today = utcDay(Date.now())
+    const bar = page.locator(`#usage-chart g[data-date="${today}"]`)
+    await bar.waitFor({ state: 'attached' })
+    const usage = await (await api(`/v1/admin/keys/${customer.id}/usage?days=30`, operator.key)).json() as { days: { date: string; allowed: number; limited: number; banned: number }[] }
+    const day = usage.days.find((d) => d.date === today)!
+    assert.deepEqual({ allowed: day.allowed, limited: day.limited }, { allowed: 63 - 3, limited: 3 })
+    assert.equal(Number(await bar.getAttribute('data-allowed')), day.allowed)
+    assert.equal(Number(await bar.getAttribute('data-limited')), day.limited)
+    assert.equal(await bar.locator('rect.allowed').count(), 1)
+    assert.equal(await bar.locator('rect.limited').count(), 1)
+    assert.match((await bar.locator('title').textContent())!, new RegExp(`${day.allowed} allowed, ${day.limited} limited`))
+    const row = page.locator(`#usage-table tr[data-date="${today}"]`)
+    assert.equal(await row.innerText(), `${today}\t${day.allowed}\t${day.limited}\t${day.banned}`)
+    // The windows (the day's: the minute may have turned since the traffic), read without
+    // charging the customer: still the 60 allowed requests.
+    const dayRow = page.locator('#windows-table tbody tr', { hasText: 'day' })
+    assert.equal(Number(await dayRow.locator('td').first().textContent()), 60)
+    await page.locator('#usage-range input[value="7"]').check()
+    await page.locator('#usage-chart svg g').nth(6).waitFor({ state: 'attached' })
+    assert.equal(await page.locator('#usage-chart svg g').count(), 7)
+    await page.locator('#usage-range input[value="30"]').check()
+    await page.locator('#usage-chart svg g').nth(29).waitFor({ state: 'attached' })
+    await page.mouse.wheel(0, -10_000)
+    await page.locator('#key-title').waitFor()
+    await page.screenshot({ path: SCREENSHOT, fullPage: true })
+    t.diagnostic(`screenshot: ${SCREENSHOT}`)
+  })
+
+  await t.test('the deprecation view lists the key that called the deprecated operation', async () => {
+    await page.goto(`${base}/console#/deprecations`)
+    const row = page.locator(`section[data-operation="getPet"] tr[data-key-id="${staff.id}"]`)
+    await row.waitFor()
+    assert.match(await row.innerText(), /sample staff/)
+    assert.match(await row.innerText(), /\t2\t/)
+    assert.match(await page.locator('section[data-operation="getPet"]').innerText(), /Sunset \d{4}-\d\d-\d\d.*\(in \d+ d/)
+  })
+
+  await t.test('the admin key is in no URL, no localStorage and no cookie; signing out forgets it', async () => {
+    assert.deepEqual(urls.filter((u) => u.includes(operator.key)), [])
+    assert.equal(await page.evaluate(() => localStorage.length), 0)
+    assert.deepEqual(await context.cookies(), [])
+    assert.equal(await page.evaluate(() => Object.values(sessionStorage).length), 1)
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.locator('#sign-in:not([hidden])').waitFor()
+    assert.equal(await page.evaluate(() => sessionStorage.length), 0)
+    assert.equal((await page.content()).includes(operator.key), false)
+    assert.deepEqual(external, [], 'nothing from another host')
+    assert.deepEqual(errors, [], 'no console error, page error or dialog')
+  })
+
+  await t.test('a customer key is refused with a clear message', async () => {
+    const other = await browser.newPage()
+    other.setDefaultTimeout(TIMEOUT_MS)
+    const otherErrors: string[] = []
+    other.on('console', (message) => { if (message.type() === 'error') otherErrors.push(message.text()) })
+    other.on('pageerror', (error) => { otherErrors.push(String(error)) })
+    await other.goto(`${base}/console`)
+    await signIn(other, shopper.key, false)
+    await other.getByText('not an admin key').waitFor()
+    assert.equal(await other.evaluate(() => sessionStorage.length), 0, 'a refused key is not kept')
+    assert.equal(await other.locator('#keys-view').isHidden(), true)
+    // The browser reports the refused request itself; nothing else.
+    assert.deepEqual(otherErrors.filter((e) => !/status of 403/.test(e)), [])
+    await other.close()
+  })
+
+  await t.test('someone else\'s change first: 412 is explained and the key shown as it is now', async () => {
+    const other = await browser.newPage()
+    other.setDefaultTimeout(TIMEOUT_MS)
+    await other.goto(`${base}/console#/keys/${expiring.id}`)
+    await signIn(other, operator.key)
+    await other.locator('#key-title', { hasText: 'Expiring partner' }).waitFor()
+    assert.equal((await api(`/v1/admin/keys/${expiring.id}`, operator.key, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ plan: 'business' }) })).status, 200)
+    await other.selectOption('#plan-plan', 'free')
+    await other.getByRole('button', { name: 'Save plan and quotas' }).click()
+    await other.getByText('Someone else changed this key').waitFor()
+    const now = await (await api(`/v1/admin/keys/${expiring.id}`, operator.key)).json() as { plan: string }
+    assert.equal(now.plan, 'business', 'the stale change was not applied')
+    await other.locator('#key-details dd', { hasText: 'business' }).waitFor()
+    await other.close()
+  })
+})
+
+async function signIn (page: Page, key: string, expectSuccess = true): Promise<void> {
+  await page.getByLabel('Admin API key').fill(key)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  if (expectSuccess) await page.locator('#nav:not([hidden])').waitFor()
+}
