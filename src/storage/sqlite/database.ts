@@ -248,6 +248,12 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
    */
   function flush (): void {
     scheduled = null
+    if (queue.length > 0 && checkpointer?.restarting() === true) {
+      // The checkpoint worker is copying the WAL back under the write lock: wait for it, without
+      // blocking the event loop (a few milliseconds, RESTART_PAUSE_MS at most).
+      scheduled = setTimeout(flush, 2)
+      return
+    }
     try {
       if (queue.length > 0) runBatch()
     } finally {
@@ -375,8 +381,14 @@ export function walBytes (path: string): number {
   }
 }
 
+/** The WAL size at which the checkpoint worker starts (see createCheckpointer). */
+export const WORKER_START_BYTES = 1024 * 1024
+
+/** The longest the writer holds its batches for a RESTART checkpoint (then it races it for the lock). */
+const RESTART_PAUSE_MS = 250
+
 /** How long the checkpointing connection waits for the write lock for a RESTART checkpoint (in its own thread). */
-const RESTART_WAIT_MS = 1000
+const RESTART_WAIT_MS = 200
 
 // The checkpointing connection, in a worker thread: a plain script (eval'd, so CommonJS) that
 // opens the file and runs a passive checkpoint on each message. With synchronous=FULL the
@@ -417,35 +429,58 @@ parentPort.on('message', (message) => {
  *   catches up with the end of the WAL, so it would grow without bound. RESTART takes the write
  *   lock while it copies the rest (tens of milliseconds for a few MiB): the writer meanwhile
  *   retries without blocking the event loop (createWriter), and reads go on.
- * The worker starts at the first tick (a short CLI command never pays for it), one checkpoint runs
- * at a time, and the timer does not keep the process alive.
+ * The worker starts once the WAL passes WORKER_START_BYTES (a short CLI command or a read-mostly
+ * instance never pays for the thread), one checkpoint runs at a time, and the timer does not keep
+ * the process alive. Until then, or without a worker, the WAL holds the commits durably; the last
+ * connection to close checkpoints it.
  */
-function createCheckpointer (db: Db, path: string, intervalMs: number): { close (): Promise<void> } {
+interface Checkpointer {
+  /**
+   * True while a RESTART checkpoint runs (for at most RESTART_PAUSE_MS): the writer holds its
+   * batches meanwhile, so that the checkpoint gets the write lock at once instead of racing the
+   * writer for it turn after turn (it would lose, and the WAL would keep growing).
+   */
+  restarting (): boolean
+  close (): Promise<void>
+}
+
+function createCheckpointer (db: Db, path: string, intervalMs: number): Checkpointer {
   db.exec('PRAGMA wal_autocheckpoint = 0')
   db.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`)
-  if (intervalMs <= 0) return { async close () {} }
+  if (intervalMs <= 0) return { restarting: () => false, async close () {} }
   let worker: Worker | null = null
   let running = false
+  let restartSince: number | null = null
   let exited: Promise<void> = Promise.resolve()
+  const done = (): void => { running = false; restartSince = null }
   const tick = (): void => {
     if (running) return
     if (worker === null) {
+      // A thread costs about 18 MiB of resident memory: a process that hardly writes (a CLI
+      // command, a read-mostly instance) does without until its WAL passes WORKER_START_BYTES.
+      if (walBytes(path) < WORKER_START_BYTES) return
       const started = new Worker(CHECKPOINT_WORKER, { eval: true, workerData: { path } })
       worker = started
       exited = new Promise<void>((resolve) => started.once('exit', () => resolve()))
-      started.on('message', () => { running = false })
+      started.on('message', done)
       // A worker that fails (the file vanished) is started again at the next tick.
-      started.on('error', () => { running = false; if (worker === started) worker = null })
+      started.on('error', () => { done(); if (worker === started) worker = null })
       started.unref()
     }
     running = true
-    worker.postMessage(walBytes(path) > WAL_SIZE_LIMIT_BYTES ? 'restart' : 'passive')
+    const restart = walBytes(path) > WAL_SIZE_LIMIT_BYTES
+    if (restart) restartSince = Date.now()
+    worker.postMessage(restart ? 'restart' : 'passive')
   }
   const timer = setInterval(tick, intervalMs)
   timer.unref()
   return {
+    restarting: () => restartSince !== null && Date.now() - restartSince < RESTART_PAUSE_MS,
     async close () {
+      restartSince = null
       clearInterval(timer)
+      // Referenced again, so that the process waits for the thread to close its connection.
+      worker?.ref()
       worker?.postMessage('close')
       worker = null
       await exited
