@@ -15,8 +15,9 @@
 // Expiry is PEXPIRE with a TTL computed from the caller's clock (target - now + margin), not
 // PEXPIREAT: the clock is the caller's (decision 11 in limiter.ts), and an absolute instant from
 // one clock read by another (Redis's) would expire keys early or late by their skew. The margin
-// covers instances whose clocks lag. Window counters live until their window ends; the state hash
-// lives until its wait period ends and 24 h after its last ban ends (the escalation horizon).
+// covers instances whose clocks lag. Window counters live until their window ends (a client
+// address's day counter less, see shortDay); the state hash lives until its wait period ends and
+// 24 h after its last ban ends (the escalation horizon).
 import { createHash } from 'node:crypto'
 import type { Redis, RedisOptions } from 'ioredis'
 import {
@@ -43,7 +44,24 @@ export interface RedisRateLimiterOptions {
   prefix: string
   /** Epoch ms; injectable so tests never sleep and every instance uses the same arithmetic. */
   now?: () => number
+  /**
+   * Subjects whose day counter lives only as long as it can matter (see SHORT_DAY below): by
+   * default the client addresses (`ip:`, `ip6:`), which anyone can multiply; keys keep theirs
+   * until the day ends.
+   */
+  shortDay?: (subject: string) => boolean
 }
+
+// Memory per subject (docs in SECURITY.md). A client address that calls n times in a day holds a
+// minute counter (until its minute ends, plus the margin) and a day counter that lives
+// n * (1 day / perDay) after its last call, plus the margin (86.4 s per request at the free
+// plan's 1,000 a day), instead of until the end of the UTC day: a one-off address costs its
+// ~100 bytes a few minutes, not a day. The day quota still holds as a rate: a counter only
+// expires after the subject stayed idle as long as its requests would take at the daily rate, so
+// an address can make at most about twice its daily quota in one UTC day (a full day's quota in
+// the second half after pausing through the first), and one that reaches its quota stays refused
+// until the day ends (its counter then lives a whole day).
+const defaultShortDay = (subject: string): boolean => subject.startsWith('ip:') || subject.startsWith('ip6:')
 
 const KEY_MARGIN_MS = 60_000
 
@@ -89,6 +107,7 @@ local MAX = ${BAN_MAX_MS}
 local MAX_LEVEL = ${BAN_MAX_LEVEL}
 local HISTORY = ${BAN_ESCALATION_MS}
 local MARGIN = ${KEY_MARGIN_MS}
+local DAY = ${DAY_MS}
 
 local st = redis.call('HMGET', KEYS[3], 'pu', 'pn', 'bs', 'bu', 'bl')
 local pu = tonumber(st[1]) or 0
@@ -139,7 +158,12 @@ if m < perMinute and d < perDay then
   m = redis.call('INCR', KEYS[1])
   redis.call('PEXPIRE', KEYS[1], minuteReset - now + MARGIN)
   d = redis.call('INCR', KEYS[2])
-  redis.call('PEXPIRE', KEYS[2], dayReset - now + MARGIN)
+  local dayTtl = dayReset - now
+  if ARGV[7] == '1' and perDay > 0 then
+    local need = math.ceil(d * DAY / perDay)
+    if need < dayTtl then dayTtl = need end
+  end
+  redis.call('PEXPIRE', KEYS[2], dayTtl + MARGIN)
   if inPeriod then redis.call('HINCRBY', KEYS[3], 'pn', 1) end
   return {0, m, d, 0, 0, 0}
 end
@@ -192,6 +216,7 @@ function toRaw (reply: unknown): RawDecision {
 export function createRedisRateLimiter (options: RedisRateLimiterOptions): RateLimiter {
   const { redis, prefix } = options
   const now = options.now ?? Date.now
+  const shortDay = options.shortDay ?? defaultShortDay
   // The script is sent in full once (EVAL caches it on the server), then by its SHA. A server
   // that lost its script cache (restart, failover, SCRIPT FLUSH) answers NOSCRIPT, and that one
   // call is retried with EVAL: still one command per request in the steady state.
@@ -218,7 +243,7 @@ export function createRedisRateLimiter (options: RedisRateLimiterOptions): RateL
   async function decide (subject: string, quota: Quota, op: 'consume' | 'peek'): Promise<Decision> {
     checkQuota(quota)
     const t = now()
-    const reply = await run(keysOf(subject, t), [t, quota.perMinute, quota.perDay, minuteResetAt(t), dayResetAt(t), op])
+    const reply = await run(keysOf(subject, t), [t, quota.perMinute, quota.perDay, minuteResetAt(t), dayResetAt(t), op, shortDay(subject) ? '1' : '0'])
     return buildDecision(toRaw(reply), quota, t)
   }
 
