@@ -1,5 +1,5 @@
 // A key's status, one word the console shows and the key list filters by (docs/product.md
-// section 10, rule 10.2). One status per key, the first that applies in this order:
+// rule 10.2). One status per key, the first that applies in this order:
 //   revoked   revokedAt is set;
 //   rotated   a successor replaces it (replacedBy is set), whether or not its grace period is over;
 //   expired   expiresAt has passed;
