@@ -8,7 +8,8 @@ import { loadSampleData, loadSampleKeysAndOrders } from '../src/sample-data.ts'
 import { buildTestApp, T0, type TestApp } from './helpers/app.ts'
 import { openTestStores } from './helpers/stores.ts'
 import { exampleRequest, loadDoc, operations, type Doc, type Operation } from './openapi-requests.ts'
-import { parseAnswer, rawExchange, startTestServer } from './server/raw.ts'
+import { parseAnswer, rawExchange } from './server/raw.ts'
+import { startTestServer } from './helpers/server.ts'
 
 type Body = { required?: boolean; content: Record<string, unknown> }
 type HeaderObject = { required?: boolean; $ref?: string }

@@ -72,3 +72,10 @@ export async function buildTestApp (t: TestContext, options: TestAppOptions = {}
 
   return { app, stores, limiter, clock, config, keys, call, makeKey }
 }
+
+/** The test app listening on 127.0.0.1 and a free port, for a test that needs real HTTP (fetch, a client); closed with the app after the test. */
+export async function listenTestApp (t: TestContext, options: TestAppOptions = {}): Promise<TestApp & { baseUrl: string }> {
+  const testApp = await buildTestApp(t, options)
+  const address = await testApp.app.listen({ host: '127.0.0.1', port: 0 })
+  return { ...testApp, baseUrl: `${address}/v1` }
+}

@@ -1,8 +1,7 @@
 // What the scale tests share: real server processes (`petstore serve --port 0` on the Node 24
-// running the tests), the CLI in-process, a TCP proxy that stands in for the network to
+// running the tests; test/helpers/server.ts), the CLI in-process, a TCP proxy that stands in for the network to
 // PostgreSQL or Redis, and isolation on the shared local services (a fresh PostgreSQL schema
 // through DATABASE_URL, a unique Redis key prefix through REDIS_URL).
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { connect, createServer, type Socket } from 'node:net'
 import type { TestContext } from 'node:test'
@@ -11,25 +10,14 @@ import { main } from '../../src/cli/main.ts'
 import { memoryIo } from '../helpers/io.ts'
 import { testRedisReason, TEST_REDIS_URL } from '../helpers/limiter.ts'
 import { deleteRedisKeys, requireService } from '../helpers/services.ts'
+import { pollUntil, type cleanupStack } from '../helpers/server.ts'
 import { createTestSchema, testPostgresReason, TEST_DATABASE_URL } from '../helpers/stores.ts'
-
-const CLI = new URL('../../src/cli/main.ts', import.meta.url).pathname
 
 /** The Redis the tests use: PETSTORE_TEST_REDIS_URL, else the local server (as test/helpers/limiter.ts). */
 export { TEST_REDIS_URL }
 
-/**
- * Cleanups run last registered, first run (node:test runs t.after hooks in registration order,
- * which would drop a schema before stopping the servers that use it). Call before anything that
- * registers its own t.after, such as createTestSchema, so that these run first.
- */
-export function cleanupStack (t: TestContext): (fn: () => Promise<unknown> | unknown) => void {
-  const fns: Array<() => Promise<unknown> | unknown> = []
-  t.after(async () => {
-    for (const fn of fns.reverse()) await fn()
-  })
-  return (fn) => { fns.push(fn) }
-}
+/** The server process and the cleanup order live in test/helpers/server.ts; re-exported for the scale tests' imports. */
+export { cleanupStack, pollUntil, startServerProcess, type ServerProcess } from '../helpers/server.ts'
 
 // ---------------------------------------------------------------------------------------------
 // Services: the rule of test/helpers/services.ts (skip with the reason, fail under CI).
@@ -110,75 +98,6 @@ export async function createKey (env: Record<string, string>, role: string, plan
 }
 
 // ---------------------------------------------------------------------------------------------
-// Server processes.
-
-export interface ServerProcess {
-  url: string
-  child: ChildProcessWithoutNullStreams
-  /** Everything the process printed on stdout so far (pino's JSON lines and the banner). */
-  output (): string
-  /** The JSON log lines printed so far. */
-  logs (): Array<Record<string, unknown>>
-  /**
-   * The first log line that matches, waiting up to 2 s for it: the pipe from the process may
-   * deliver a line after the HTTP answer that followed it.
-   */
-  logLine (match: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>
-  /** SIGTERM, then the exit code (SIGKILL after 5 s, and null). Idempotent. */
-  stop (): Promise<number | null>
-}
-
-/**
- * Starts `petstore serve --port 0` on the Node running the tests (process.execPath: signals reach
- * the server itself, not a wrapper), with this environment on top of the test's. Resolves once it
- * prints its address; rejects when it exits first or does not start within 20 s.
- */
-export async function startServerProcess (cleanup: ReturnType<typeof cleanupStack>, env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0'], { env: { ...process.env, LOG_LEVEL: 'info', ...env } })
-  let out = ''
-  let err = ''
-  child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { err += chunk.toString() })
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-  let stopping: Promise<number | null> | null = null
-  const stop = (): Promise<number | null> => {
-    stopping ??= (async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode
-      child.kill('SIGTERM')
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000)
-      try { return await exited } finally { clearTimeout(timer) }
-    })()
-    return stopping
-  }
-  cleanup(stop)
-
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not start within 20 s:\n${out}${err}`)), 20_000)
-    const onData = () => {
-      const match = /Petstore API on (\S+)\/v1/.exec(out)
-      if (match !== null) {
-        clearTimeout(timer)
-        child.stdout.off('data', onData)
-        resolve(match[1]!)
-      }
-    }
-    child.stdout.on('data', onData)
-    void exited.then((code) => { clearTimeout(timer); reject(new Error(`the server exited (${code}) before listening:\n${out}${err}`)) })
-  })
-  const logs = () => out.split('\n').filter((l) => l.startsWith('{')).flatMap((l) => {
-    try { return [JSON.parse(l) as Record<string, unknown>] } catch { return [] }
-  })
-  return {
-    url,
-    child,
-    output: () => out,
-    logs,
-    logLine: async (match) => (await pollUntil(async () => logs().find(match), { timeoutMs: 2000, intervalMs: 20, message: `no such log line in:\n${out}` })).value,
-    stop
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
 // HTTP and time.
 
 export interface Answer {
@@ -203,28 +122,6 @@ export async function call (base: string, path: string, options: { method?: stri
   })
   const text = await res.text()
   return { status: res.status, headers: res.headers, body: text === '' ? {} as Answer['body'] : JSON.parse(text) as Answer['body'], ms: performance.now() - started }
-}
-
-/**
- * Calls fn until it returns a value other than undefined (a throw counts as not yet), every
- * intervalMs, for at most timeoutMs; then rejects with the message (and the last error, if the
- * last call threw).
- */
-export async function pollUntil<T> (fn: () => Promise<T | undefined>, options: { timeoutMs: number; intervalMs?: number; message: string }): Promise<{ value: T; ms: number }> {
-  const started = Date.now()
-  for (;;) {
-    let lastError: unknown = null
-    try {
-      const value = await fn()
-      if (value !== undefined) return { value, ms: Date.now() - started }
-    } catch (error) {
-      lastError = error
-    }
-    if (Date.now() - started >= options.timeoutMs) {
-      throw new Error(`${options.message} (gave up after ${options.timeoutMs} ms${lastError !== null ? `; last error: ${(lastError as Error).message}` : ''})`)
-    }
-    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 100))
-  }
 }
 
 /**

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ERROR_CATALOGUE } from '../../src/errors.ts'
-import { parseAnswer, rawExchange, startTestServer } from './raw.ts'
+import { parseAnswer, rawExchange } from './raw.ts'
+import { startTestServer } from '../helpers/server.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 

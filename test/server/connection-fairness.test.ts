@@ -8,7 +8,8 @@
 import assert from 'node:assert/strict'
 import { connect, type Socket } from 'node:net'
 import { test } from 'node:test'
-import { parseAnswer, rawExchange, startTestServer } from './raw.ts'
+import { parseAnswer, rawExchange } from './raw.ts'
+import { startTestServer } from '../helpers/server.ts'
 
 const ATTACKER = '127.0.0.1'
 const PROBE_FROM = '127.0.0.2'

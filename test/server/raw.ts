@@ -1,38 +1,7 @@
-// What the server tests share: a server started as `petstore serve` starts it (startServer) with
-// the limits a test chooses, and a client on a bare TCP socket, which can misbehave in ways no
-// HTTP client allows (trickling bytes, never finishing, malformed framing).
+// What the server tests share: a client on a bare TCP socket, which can misbehave in ways no HTTP
+// client allows (trickling bytes, never finishing, malformed framing). The server it talks to is
+// startTestServer of test/helpers/server.ts (startServer in process, with the limits a test chooses).
 import { connect, type Socket } from 'node:net'
-import type { TestContext } from 'node:test'
-import { loadConfig } from '../../src/config.ts'
-import { createKeyAdmin } from '../../src/keys/keys.service.ts'
-import { loadSampleData } from '../../src/sample-data.ts'
-import { createLogger, startServer, type RunningServer } from '../../src/server.ts'
-import { systemClock } from '../../src/shared/clock.ts'
-
-export interface TestServer {
-  server: RunningServer
-  port: number
-  /** A customer key and a staff key on the server's database, which holds the sample catalogue (pet 1 is available, stock 1). */
-  keys: { customer: string; staff: string }
-}
-
-/** startServer on an in-memory database and port 0, with these variables (limits) on top; closed after the test. Warnings go to `logLines` when given. */
-export async function startTestServer (t: TestContext, env: Record<string, string>, logLines?: Array<Record<string, unknown>>): Promise<TestServer> {
-  const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', PORT: '0', LOG_LEVEL: logLines === undefined ? 'silent' : 'warn', ...env })
-  const keys = { customer: '', staff: '' }
-  const server = await startServer(config, {
-    logger: createLogger(config, logLines === undefined ? undefined : { write: (line: string) => { logLines.push(JSON.parse(line) as Record<string, unknown>) } }),
-    beforeListen: async (infra) => {
-      await loadSampleData(infra.stores)
-      const admin = createKeyAdmin(infra.stores.keys, systemClock)
-      const quotas = { perMinute: 1_000_000, perDay: 1_000_000 }
-      keys.customer = (await admin.create({ role: 'customer', plan: 'enterprise', ...quotas })).key
-      keys.staff = (await admin.create({ role: 'staff', plan: 'enterprise', ...quotas })).key
-    }
-  })
-  t.after(() => server.close())
-  return { server, port: Number(new URL(server.url).port), keys }
-}
 
 export interface RawAnswer {
   /** Everything the server sent before it closed the connection. */

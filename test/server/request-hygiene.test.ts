@@ -3,7 +3,8 @@
 // with percent escapes never reach the log, and Link never names the host the request named.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { parseAnswer, rawExchange, startTestServer } from './raw.ts'
+import { parseAnswer, rawExchange } from './raw.ts'
+import { startTestServer } from '../helpers/server.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 

@@ -3,7 +3,8 @@
 // hundred ms) so the suite stays fast; the production defaults are in the README.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { idleConnection, parseAnswer, rawExchange, startTestServer } from './raw.ts'
+import { idleConnection, parseAnswer, rawExchange } from './raw.ts'
+import { startTestServer } from '../helpers/server.ts'
 
 const LIMITS = { HEADERS_TIMEOUT_MS: '300', REQUEST_TIMEOUT_MS: '600', KEEP_ALIVE_TIMEOUT_MS: '300' }
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/

@@ -4,10 +4,10 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ServiceUnavailableError } from '../../../src/errors.ts'
 import { PetstoreError, type DeprecationNotice } from '../src/index.ts'
-import { recordingFetch, seedPets, startTestServer } from './helpers.ts'
+import { recordingFetch, seedPets, serveForClient } from './helpers.ts'
 
 test('a lost response to the first POST /store/orders is retried with the same Idempotency-Key: one order, one stock decrement', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const staff = server.client()
   const [pet] = await seedPets(server, 1)
   await staff.inventory.set(pet!.id, 5)
@@ -35,7 +35,7 @@ test('a lost response to the first POST /store/orders is retried with the same I
 })
 
 test('a 503 to POST /store/orders is retried after Retry-After with the same Idempotency-Key; a 503 to PATCH is not retried', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const [pet] = await seedPets(server, 1)
   const place = server.stores.orders.placeOrder.bind(server.stores.orders)
   let unavailable = 1
@@ -57,7 +57,7 @@ test('a 503 to POST /store/orders is retried after Retry-After with the same Ide
 })
 
 test('pets.all() visits every pet once, in id order, following Link rel="next" page after page', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const pets = await seedPets(server, 7)
   const { fetch, exchanges } = recordingFetch()
   const client = server.client({ fetch })
@@ -71,7 +71,7 @@ test('pets.all() visits every pet once, in id order, following Link rel="next" p
 })
 
 test('pets.get of a missing id rejects with 404 not_found and the Request-Id of the answer', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { fetch, exchanges } = recordingFetch()
   const client = server.client({ fetch })
 
@@ -84,7 +84,7 @@ test('pets.get of a missing id rejects with 404 not_found and the Request-Id of 
 })
 
 test('pets.get of an existing id resolves to the pet; a validation_failed carries its details', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const [pet] = await seedPets(server, 1)
   const client = server.client()
   assert.deepEqual(await client.pets.get(pet!.id), pet)
@@ -97,7 +97,7 @@ test('pets.get of an existing id resolves to the pet; a validation_failed carrie
 })
 
 test('503s that never stop: a GET is retried maxRetries times honouring Retry-After, then rejects with the last 503', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   server.stores.pets.listPets = async () => { throw new ServiceUnavailableError('the database is unavailable; retry shortly') }
   const { fetch, exchanges } = recordingFetch()
   const waits: number[] = []
@@ -113,7 +113,7 @@ test('503s that never stop: a GET is retried maxRetries times honouring Retry-Af
 })
 
 test('network errors that never stop: a GET rejects with the last network error after maxRetries retries with backoff', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   let n = 0
   const { fetch, exchanges } = recordingFetch(async () => { throw new TypeError(`fetch failed ${++n}`) })
   const waits: number[] = []
@@ -125,7 +125,7 @@ test('network errors that never stop: a GET rejects with the last network error 
 })
 
 test('a PUT, and a POST without Idempotency-Key, are never retried: a network error rejects at once', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const [pet] = await seedPets(server, 1)
   const { fetch, exchanges } = recordingFetch(async () => { throw new TypeError('fetch failed') })
   const client = server.client({ fetch })
@@ -136,7 +136,7 @@ test('a PUT, and a POST without Idempotency-Key, are never retried: a network er
 })
 
 test('onDeprecation fires once per operation, with the Deprecation, Sunset and successor of its answers', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const [pet] = await seedPets(server, 1)
   // A second deprecated operation: this wrapper marks GET /categories as a server would.
   const { fetch } = recordingFetch(async (input, init) => {
@@ -162,7 +162,7 @@ test('onDeprecation fires once per operation, with the Deprecation, Sunset and s
 })
 
 test('the resource methods reach their operations: categories, orders (place, get, complete, cancel), inventory', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const staff = server.client()
   const customer = server.client({ apiKey: server.keys.customer })
   const category = await staff.categories.create({ name: 'Birds' })
@@ -193,7 +193,7 @@ test('callbacks that throw or reject never fail or stall a call: after maxConcur
   // Catches: the client called onRateLimit / onDeprecation before it released the request's
   // concurrency slot, so each throw rejected the call and leaked a slot, and after
   // maxConcurrency throws every later call waited forever.
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const [pet] = await seedPets(server, 1)
   const { key } = await server.makeKey('customer', 'enterprise', { perMinute: 20, perDay: 1000 })
   let rateLimitCalls = 0

@@ -1,23 +1,23 @@
-// The real server, in process, for the client's tests: the app the server's own tests build
-// (test/helpers/app.ts: real storage, the memory or Redis limiter, a manual clock), listening on
-// a free port, so the client talks HTTP to it through fetch exactly as it would in production.
-import type { AddressInfo } from 'node:net'
+// The real server, in process, for the client's tests: the app the server's own tests build,
+// listening on a free port (listenTestApp of test/helpers/app.ts: real storage, the memory or
+// Redis limiter, a manual clock), so the client talks HTTP to it through fetch exactly as it
+// would in production. What this file adds is the client's side: a client whose waits move the
+// server's clock, a fetch that records the exchanges, seeded pets.
 import type { TestContext } from 'node:test'
-import { buildTestApp, type TestApp, type TestAppOptions } from '../../../test/helpers/app.ts'
+import { listenTestApp, type TestApp, type TestAppOptions } from '../../../test/helpers/app.ts'
 import { createPetstoreClient, type PetstoreClientOptions } from '../src/index.ts'
 
-export interface TestServer extends TestApp {
+export interface ClientTestServer extends TestApp {
   baseUrl: string
   /** A client on this server: a manual-clock timer, so waits take no real time. */
   client (options?: Partial<PetstoreClientOptions>): ReturnType<typeof createPetstoreClient>
 }
 
-export async function startTestServer (t: TestContext, options: TestAppOptions = {}): Promise<TestServer> {
-  const testApp = await buildTestApp(t, options)
-  await testApp.app.listen({ host: '127.0.0.1', port: 0 })
-  const { port } = testApp.app.server.address() as AddressInfo
-  const baseUrl = `http://127.0.0.1:${port}/v1`
-  const client: TestServer['client'] = (overrides = {}) => createPetstoreClient({
+/** The test app listening, with a client factory on it. */
+export async function serveForClient (t: TestContext, options: TestAppOptions = {}): Promise<ClientTestServer> {
+  const testApp = await listenTestApp(t, options)
+  const { baseUrl } = testApp
+  const client: ClientTestServer['client'] = (overrides = {}) => createPetstoreClient({
     baseUrl,
     apiKey: testApp.keys.staff,
     now: testApp.clock.now,
@@ -25,7 +25,7 @@ export async function startTestServer (t: TestContext, options: TestAppOptions =
     sleep: async (ms) => { testApp.clock.advance(ms) },
     ...overrides
   })
-  return { ...testApp, baseUrl, client }
+  return { ...testApp, client }
 }
 
 export interface Exchange { method: string; url: string; status: number | null; code: string | null; requestId: string | null; idempotencyKey: string | null }
@@ -60,7 +60,7 @@ export function recordingFetch (inner: typeof fetch = (...args) => fetch(...args
 }
 
 /** Makes a category and `count` pets (staff), returning the pets in id order. */
-export async function seedPets (server: TestServer, count: number): Promise<{ id: number; name: string }[]> {
+export async function seedPets (server: ClientTestServer, count: number): Promise<{ id: number; name: string }[]> {
   const staff = server.client()
   const category = await staff.categories.create({ name: 'Dogs' })
   const pets = []

@@ -5,12 +5,12 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { T0 } from '../../../test/helpers/app.ts'
 import { PetstoreError } from '../src/index.ts'
-import { recordingFetch, startTestServer } from './helpers.ts'
+import { recordingFetch, serveForClient } from './helpers.ts'
 
 const MINUTE = 60_000
 
 test('150 concurrent pets.list() on a free key (60 a minute) all succeed across three minute windows: never banned, at most maxConcurrency 429s', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { key } = await server.makeKey('customer', 'free')
   const { fetch, exchanges, maxInFlight } = recordingFetch()
   const client = server.client({ apiKey: key, fetch, maxConcurrency: 8 })
@@ -33,7 +33,7 @@ test('150 concurrent pets.list() on a free key (60 a minute) all succeed across 
 })
 
 test('a 429 rate_limited holds every request of the client until Retry-After, then all succeed; one 429 only', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { key } = await server.makeKey('customer', 'free')
   // Someone else (another process with the same key) used the whole minute.
   for (let i = 0; i < 60; i++) assert.equal((await server.call({ method: 'GET', url: '/v1/pets', key })).statusCode, 200)
@@ -48,7 +48,7 @@ test('a 429 rate_limited holds every request of the client until Retry-After, th
 })
 
 test('a banned key rejects after one request with 429 api_key_banned and its Retry-After', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { key } = await server.makeKey('customer', 'free')
   // A naive integration: it keeps calling after its first 429 until the 21st call starts a ban.
   let last = ''
@@ -65,7 +65,7 @@ test('a banned key rejects after one request with 429 api_key_banned and its Ret
 })
 
 test('lastRateLimit holds the last response\'s X-RateLimit-* as numbers, and onRateLimit fires below 10% of the window', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { key } = await server.makeKey('customer', 'enterprise', { perMinute: 20, perDay: 1000 })
   const seen: unknown[] = []
   const client = server.client({ apiKey: key, onRateLimit: (state) => seen.push(state) })
@@ -79,7 +79,7 @@ test('lastRateLimit holds the last response\'s X-RateLimit-* as numbers, and onR
 })
 
 test('maxConcurrency caps the requests in flight: 30 concurrent calls with maxConcurrency 3 never have more than 3 at once', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { fetch, exchanges, maxInFlight } = recordingFetch()
   const client = server.client({ fetch, maxConcurrency: 3 })
 
@@ -93,7 +93,7 @@ const nextUtcDay = (ms: number) => Math.floor(ms / 86_400_000) * 86_400_000 + 86
 
 test('maxWaitMs: once the day quota is spent, the next calls reject at once with 429 rate_limited and retryAfter to the next UTC day, sending nothing; onRateLimit reported the spent window', async (t) => {
   // Catches: a spent day quota held every later promise until the next UTC day.
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { key } = await server.makeKey('customer', 'enterprise', { perMinute: 3, perDay: 5 })
   const { fetch, exchanges } = recordingFetch()
   const seen: { limit: number; remaining: number; reset: number }[] = []
@@ -119,7 +119,7 @@ test('maxWaitMs: once the day quota is spent, the next calls reject at once with
 })
 
 test('maxWaitMs: a 429 whose Retry-After is longer rejects at once with that 429 (its requestId); a larger maxWaitMs waits it out and succeeds the next day', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { key } = await server.makeKey('customer', 'enterprise', { perMinute: 5, perDay: 5 })
   // Another process with the same key spent the day.
   for (let i = 0; i < 5; i++) assert.equal((await server.call({ method: 'GET', url: '/v1/pets', key })).statusCode, 200)

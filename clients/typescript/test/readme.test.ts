@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
-import { seedPets, startTestServer } from './helpers.ts'
+import { seedPets, serveForClient } from './helpers.ts'
 
 const ROOT = new URL('../../../', import.meta.url)
 
@@ -21,7 +21,7 @@ async function quickStart (readme: string): Promise<string> {
 
 for (const readme of ['README.md', 'clients/typescript/README.md']) {
   test(`the quick start of ${readme} lists the pets as written, in three lines`, async (t) => {
-    const server = await startTestServer(t)
+    const server = await serveForClient(t)
     const pets = await seedPets(server, 2)
     const source = await quickStart(readme)
     assert.equal(source.trim().split('\n').length, 3)
