@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { startTestServer } from './helpers.ts'
+import { serveForClient } from './helpers.ts'
 
 const run = promisify(execFile)
 const PACKAGE_DIR = fileURLToPath(new URL('../', import.meta.url))
@@ -87,7 +87,7 @@ test('the packed client installs in a fresh project, type-checks under strict (N
     await run(process.execPath, [TSC, '-p', project], { cwd: app }).catch((error: { stdout?: string }) => assert.fail(`tsc -p ${project}:\n${error.stdout ?? String(error)}`))
   }
 
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const staff = server.client()
   const category = await staff.categories.create({ name: 'Packed' })
   // Plain Node: the compiled JavaScript, with type stripping off to be sure none is needed.
