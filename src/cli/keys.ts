@@ -12,7 +12,7 @@ import { toApiKey } from '../keys/keys.view.ts'
 import { systemClock } from '../shared/clock.ts'
 import type { Io } from './io.ts'
 
-const USAGE = `usage:
+export const KEYS_USAGE = `usage:
   petstore keys create --role customer|staff|admin --plan free|pro|business|enterprise [--name TEXT] [--per-minute N --per-day N] [--expires-in DURATION | --expires-at ISO] [--json]
   petstore keys list [--json]
   petstore keys revoke ID
@@ -21,10 +21,13 @@ const USAGE = `usage:
   petstore keys usage ID [--days N] [--json]
 DURATION is a whole number and a unit: 90s, 15m, 12h, 30d.`
 
+/** The subcommands this module runs; main.ts's command table lists the same (test/cli/usage.test.ts). */
+export const KEY_SUBCOMMANDS = ['create', 'list', 'revoke', 'unban', 'rotate', 'usage'] as const
+
 export async function keys (args: string[], io: Io): Promise<number> {
   const [sub, ...rest] = args
-  if (sub === undefined || !['create', 'list', 'revoke', 'unban', 'rotate', 'usage'].includes(sub)) {
-    io.err(USAGE)
+  if (sub === undefined || !(KEY_SUBCOMMANDS as readonly string[]).includes(sub)) {
+    io.err(KEYS_USAGE)
     return 2
   }
   const config = loadConfig(io.env)
@@ -130,7 +133,7 @@ function durationMs (text: string, name: string, io: Io, zero = false): number |
 
 function oneId (positionals: string[], io: Io): number | false {
   if (positionals.length !== 1) {
-    io.err(USAGE)
+    io.err(KEYS_USAGE)
     return false
   }
   const id = positiveInt(positionals[0], 'ID', io)
@@ -155,7 +158,7 @@ async function byId (admin: KeyAdmin, sub: 'revoke' | 'unban', args: string[], i
   const { positionals } = parseArgs({ args, strict: true, allowPositionals: true, options: {} })
   const id = positionals.length === 1 ? positiveInt(positionals[0], 'ID', io) : false
   if (id === false || id === undefined) {
-    if (positionals.length !== 1) io.err(USAGE)
+    if (positionals.length !== 1) io.err(KEYS_USAGE)
     return 2
   }
   if (sub === 'revoke') {

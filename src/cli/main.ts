@@ -5,30 +5,59 @@ import { ConfigError } from '../config.ts'
 import { AppError } from '../errors.ts'
 import { InfraError } from '../infra.ts'
 import { processIo, type Io } from './io.ts'
-import { keys } from './keys.ts'
-import { migrate } from './migrate.ts'
-import { openapi } from './openapi.ts'
-import { serve } from './serve.ts'
 
-const COMMANDS: Record<string, (args: string[], io: Io) => Promise<number>> = { serve, migrate, keys, openapi }
+type Run = (args: string[], io: Io) => Promise<number>
 
-const USAGE = `usage: petstore <command>
-  serve [--sample-data [--keys-file PATH]] [--host H] [--port P]
-                                                serve the API (configuration from the environment);
-                                                sample keys go to stderr, or to PATH (mode 0600)
-  migrate                                       apply database migrations
-  keys create|list|revoke|unban                 administer API keys
-  openapi [--out FILE] [--server URL]           print or write the OpenAPI document`
+interface Command {
+  /** The arguments, as the usage text shows them. */
+  synopsis: string
+  /** What it does, in a line or two. */
+  summary: string
+  /** Subcommands, where the command has them: the usage text lists each (test/cli/usage.test.ts). */
+  subcommands?: readonly string[]
+  /** Imported when the command runs, so `keys list` never loads Fastify and `serve` never the CLI's key code. */
+  load: () => Promise<Run>
+}
+
+export const COMMANDS: Record<string, Command> = {
+  serve: {
+    synopsis: '[--sample-data [--keys-file PATH]] [--host H] [--port P]',
+    summary: 'serve the API (configuration from the environment); sample keys go to stderr, or to PATH (mode 0600)',
+    load: async () => (await import('./serve.ts')).serve
+  },
+  migrate: {
+    synopsis: '',
+    summary: 'apply database migrations',
+    load: async () => (await import('./migrate.ts')).migrate
+  },
+  keys: {
+    synopsis: 'create|list|revoke|unban|rotate|usage …',
+    summary: 'administer API keys (`petstore keys` alone shows each subcommand\'s arguments)',
+    subcommands: ['create', 'list', 'revoke', 'unban', 'rotate', 'usage'],
+    load: async () => (await import('./keys.ts')).keys
+  },
+  openapi: {
+    synopsis: '[--out FILE] [--server URL]',
+    summary: 'print or write the OpenAPI document',
+    load: async () => (await import('./openapi.ts')).openapi
+  }
+}
+
+export const USAGE = ['usage: petstore <command>', ...Object.entries(COMMANDS).flatMap(([name, c]) => [
+  `  ${name}${c.synopsis === '' ? '' : ` ${c.synopsis}`}`,
+  `      ${c.summary}`
+])].join('\n')
 
 export async function main (argv: string[], io: Io): Promise<number> {
   const [name, ...args] = argv
-  const command = name === undefined ? undefined : COMMANDS[name]
+  const command = name === undefined || !Object.hasOwn(COMMANDS, name) ? undefined : COMMANDS[name]
   if (command === undefined) {
     io.err(USAGE)
     return 2
   }
   try {
-    return await command(args, io)
+    const run = await command.load()
+    return await run(args, io)
   } catch (error) {
     io.err(`petstore ${name}: ${describe(error)}`)
     return error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true ? 2 : 1
