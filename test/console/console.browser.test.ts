@@ -202,18 +202,20 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
     await bar.waitFor({ state: 'attached' })
     const usage = await (await api(`/v1/admin/keys/${customer.id}/usage?days=30`, operator.key)).json() as { days: { date: string; allowed: number; limited: number; banned: number }[] }
     const day = usage.days.find((d) => d.date === today)!
-    assert.deepEqual({ allowed: day.allowed, limited: day.limited }, { allowed: 63 - 3, limited: 3 })
+    // 60 allowed and 3 limited, unless the minute turned during the 63 requests.
+    assert.equal(day.allowed + day.limited, 63)
+    assert.ok(day.allowed >= 60, String(day.allowed))
     assert.equal(Number(await bar.getAttribute('data-allowed')), day.allowed)
     assert.equal(Number(await bar.getAttribute('data-limited')), day.limited)
     assert.equal(await bar.locator('rect.allowed').count(), 1)
-    assert.equal(await bar.locator('rect.limited').count(), 1)
+    assert.equal(await bar.locator('rect.limited').count(), day.limited > 0 ? 1 : 0)
     assert.match((await bar.locator('title').textContent())!, new RegExp(`${day.allowed} allowed, ${day.limited} limited`))
     const row = page.locator(`#usage-table tr[data-date="${today}"]`)
     assert.equal(await row.innerText(), `${today}\t${day.allowed}\t${day.limited}\t${day.banned}`)
     // The windows (the day's: the minute may have turned since the traffic), read without
-    // charging the customer: still the 60 allowed requests.
+    // charging the customer: still the allowed requests of the day.
     const dayRow = page.locator('#windows-table tbody tr', { hasText: 'day' })
-    assert.equal(Number(await dayRow.locator('td').first().textContent()), 60)
+    assert.equal(Number(await dayRow.locator('td').first().textContent()), day.allowed)
     await page.locator('#usage-range input[value="7"]').check()
     await page.locator('#usage-chart svg g').nth(6).waitFor({ state: 'attached' })
     assert.equal(await page.locator('#usage-chart svg g').count(), 7)
