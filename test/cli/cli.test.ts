@@ -3,14 +3,28 @@ import assert from 'node:assert/strict'
 import { execFile, spawn } from 'node:child_process'
 import { readFile, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
 import { main } from '../../src/cli/main.ts'
+import type { KeyRecord } from '../../src/keys/keys.store.ts'
+import { SQLITE_MIGRATIONS } from '../../src/storage/sqlite/migrations.ts'
+import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
 import { memoryIo } from '../helpers/io.ts'
 import { tempDir } from '../helpers/temp.ts'
 
 const run = promisify(execFile)
 const CLI = new URL('../../src/cli/main.ts', import.meta.url).pathname
+
+/** What the database file holds for key `id`, and whether it is banned now: read as the server reads it, not through the command's output. */
+async function keyRow (path: string, id: number): Promise<{ record: KeyRecord | null; banned: boolean }> {
+  const stores = createSqliteStores(path)
+  try {
+    return { record: await stores.keys.getKey(id), banned: (await stores.keys.activeBan(id, Date.now())) !== null }
+  } finally {
+    await stores.close()
+  }
+}
 
 test('keys create --json prints one object with id and key, and the key is stored only as a hash', async (t) => {
   const dir = tempDir(t, 'petstore-cli-')
@@ -38,9 +52,13 @@ test('keys create --json prints one object with id and key, and the key is store
   const after = memoryIo(env)
   assert.equal(await main(['keys', 'list', '--json'], after), 0)
   assert.equal(typeof JSON.parse(after.lines[0]!).revokedAt, 'string')
+  const revoked = await keyRow(join(dir, 'p.db'), 1)
+  assert.ok(revoked.record !== null && revoked.record.revokedAt !== null, 'the row is not revoked')
   const unban = memoryIo(env)
   assert.equal(await main(['keys', 'unban', '1'], unban), 0)
   assert.deepEqual(unban.lines, ['key 1 was not banned'])
+  // Unbanning a key without a ban changes nothing: still revoked, still not banned.
+  assert.deepEqual(await keyRow(join(dir, 'p.db'), 1), revoked)
 })
 
 test('keys create refuses custom quotas off enterprise and requires them on it', async (t) => {
@@ -49,12 +67,17 @@ test('keys create refuses custom quotas off enterprise and requires them on it',
   const refused = memoryIo(env)
   assert.equal(await main(['keys', 'create', '--role', 'customer', '--plan', 'free', '--per-minute', '5', '--per-day', '50'], refused), 1)
   assert.match(refused.errors[0]!, /enterprise/)
+  // Fault caught: a refused create that stored the key anyway.
+  assert.equal((await keyRow(join(dir, 'p.db'), 1)).record, null)
   const ok = memoryIo(env)
   assert.equal(await main(['keys', 'create', '--role', 'customer', '--plan', 'enterprise', '--per-minute', '5', '--per-day', '50', '--json'], ok), 0)
   assert.deepEqual(JSON.parse(ok.lines[0]!).limits, { perMinute: 5, perDay: 50 })
+  const stored = (await keyRow(join(dir, 'p.db'), JSON.parse(ok.lines[0]!).id)).record
+  assert.deepEqual([stored?.plan, stored?.perMinute, stored?.perDay], ['enterprise', 5, 50])
   const bad = memoryIo(env)
   assert.equal(await main(['keys', 'create', '--role', 'owner', '--plan', 'free'], bad), 2)
   assert.equal(await main(['keys', 'create', '--bogus'], memoryIo(env)), 2)
+  assert.equal((await keyRow(join(dir, 'p.db'), stored!.id + 1)).record, null)
 })
 
 test('bad configuration stops the process with one clear line and a non-zero exit', async () => {
@@ -111,11 +134,29 @@ test('serve --sample-data loads the catalogue and prints three keys once; SIGTER
 test('migrate applies the schema and is idempotent', async (t) => {
   const dir = tempDir(t, 'petstore-cli-')
   const env = { DATABASE_URL: `sqlite:${join(dir, 'p.db')}` }
+  // The schema as the file holds it: its version and every table's definition.
+  const schema = () => {
+    const db = new DatabaseSync(join(dir, 'p.db'))
+    try {
+      return {
+        version: Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version),
+        tables: db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name").all()
+      }
+    } finally {
+      db.close()
+    }
+  }
+  const seen = []
   for (let i = 0; i < 2; i++) {
     const io = memoryIo(env)
     assert.equal(await main(['migrate'], io), 0)
     assert.match(io.lines[0]!, /schema is up to date/)
+    seen.push(schema())
   }
+  // Faults caught: a migrate that prints success and applies nothing, or one that changes the schema again on a rerun.
+  assert.equal(seen[0]!.version, SQLITE_MIGRATIONS.length)
+  assert.ok(seen[0]!.tables.some((t) => t.name === 'api_keys'), JSON.stringify(seen[0]!.tables.map((t) => t.name)))
+  assert.deepEqual(seen[1], seen[0])
 })
 
 test('openapi prints the whole document to a pipe (the committed docs/openapi.json, byte for byte)', async () => {

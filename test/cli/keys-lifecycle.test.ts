@@ -22,7 +22,7 @@ async function run (env: Record<string, string>, ...args: string[]): Promise<{ c
 const HOUR = 3_600_000
 
 test('keys create --expires-in 12h sets expiresAt twelve hours ahead; --expires-at takes an ISO instant; bad or both are refused (exit 2)', async (t) => {
-  const { env } = await database(t)
+  const { env, path } = await database(t)
   const before = Date.now()
   const inTwelve = await run(env, 'create', '--role', 'customer', '--plan', 'free', '--expires-in', '12h', '--json')
   assert.equal(inTwelve.code, 0)
@@ -47,6 +47,12 @@ test('keys create --expires-in 12h sets expiresAt twelve hours ahead; --expires-
   const both = await run(env, 'create', '--role', 'staff', '--plan', 'pro', '--expires-in', '1h', '--expires-at', '2099-01-01T00:00:00Z')
   assert.equal(both.code, 2)
   assert.deepEqual(both.errors, ['give --expires-in or --expires-at, not both'])
+  // The rows, not only the printed objects: the expiry the server enforces is the one stored, and a refused create stores nothing.
+  const stores = createSqliteStores(path)
+  t.after(() => stores.close())
+  assert.equal((await stores.keys.getKey(JSON.parse(inTwelve.lines[0]!).id))!.expiresAt, expiresAt)
+  assert.equal((await stores.keys.getKey(5))!.expiresAt, Date.parse('2099-01-01T00:00:00Z'))
+  assert.equal(await stores.keys.getKey(6), null)
 })
 
 test('keys rotate ID --grace 1h --json prints the new key once with replaces; the old key gets replacedBy and expires in an hour', async (t) => {
