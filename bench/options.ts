@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util'
 export const USAGE = `usage: npm run bench -- [options]
   --rounds N          measured rounds per scenario, each beside a round of bare node:http (default 3)
   --slice S           seconds of load per round, whole seconds with wrk (default 5)
+  --mixed-slice S     seconds per round of the mixed run (default 10: issue 20's three 10 s runs)
   --warmup S          seconds of unmeasured load before each scenario (default 2; 0 for none)
   --reference S       seconds of plain wrk (no script) against the bare server, at the start and
                       at the end, to check the bench's own reference against (default 10; 0 for
@@ -31,6 +32,7 @@ export type GeneratorChoice = 'auto' | 'wrk' | 'autocannon'
 export interface Options {
   rounds: number
   slice: number
+  mixedSlice: number
   warmup: number
   /** Seconds of each plain-wrk reference run; 0: no check. */
   reference: number
@@ -58,6 +60,7 @@ export function parseOptions (args: string[]): Options | null {
     options: {
       rounds: { type: 'string', default: '3' },
       slice: { type: 'string', default: '5' },
+      'mixed-slice': { type: 'string', default: '10' },
       warmup: { type: 'string', default: '2' },
       reference: { type: 'string', default: '10' },
       tolerance: { type: 'string', default: '15' },
@@ -95,6 +98,7 @@ export function parseOptions (args: string[]): Options | null {
     rounds: integer('rounds', values.rounds, 1, 100),
     // wrk takes whole seconds only.
     slice: integer('slice', values.slice, 1, 600),
+    mixedSlice: integer('mixed-slice', values['mixed-slice'], 1, 600),
     warmup: integer('warmup', values.warmup, 0, 60),
     reference: integer('reference', values.reference, 0, 600),
     tolerance: integer('tolerance', values.tolerance, 1, 1000),

@@ -107,7 +107,8 @@ async function runSetup (run: Run, setup: SetupId, env: Record<string, string>, 
       if (wrong !== null) {
         row = failedRow(setup, scenario, wrong)
       } else {
-        row = await measure(run.generator, { base: server.base, stats: () => server.stats() }, scenario.load, { ...run.bare, load: BARE_LOAD }, run.opts)
+        const slice = scenario.id === 'mixed' ? run.opts.mixedSlice : run.opts.slice
+        row = await measure(run.generator, { base: server.base, stats: () => server.stats() }, scenario.load, { ...run.bare, load: BARE_LOAD }, { ...run.opts, slice })
           .then((measured) => scenarioRow(setup, scenario, measured), (error: unknown) => failedRow(setup, scenario, describe(error)))
       }
       row.loadAverage = loadAverage
@@ -187,7 +188,7 @@ async function main (): Promise<number> {
   process.stdout.write(`Petstore API benchmark, ${startedAt.toISOString()}, commit ${commit ?? 'unknown'}\n`)
   process.stdout.write(`node ${machine.node} on ${machine.platform}, ${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB, load average ${machine.loadAverageAtStart.join(' ')}\n`)
   process.stdout.write(`load generator: ${generator.describe}\n${place.describe}\n`)
-  process.stdout.write(`${opts.connections} connections on loopback; per scenario ${opts.warmup} s warm-up, then ${opts.rounds} rounds of ${opts.slice} s, each beside ${opts.slice} s of bare node:http; server LOG_LEVEL=${opts.logLevel}\n`)
+  process.stdout.write(`${opts.connections} connections on loopback; per scenario ${opts.warmup} s warm-up, then ${opts.rounds} rounds of ${opts.slice} s (the mixed run: ${opts.mixedSlice} s), each beside as long of bare node:http; server LOG_LEVEL=${opts.logLevel}\n`)
   process.stdout.write(checkReference
     ? `reference check: plain wrk (no script) for ${opts.reference} s against bare node:http at the start and the end; the bench's bare figure must be within ${opts.tolerance}% of it\n\n`
     : `reference check: not run (${generator.name === 'wrk' ? '--reference 0' : 'it needs wrk'})\n\n`)
@@ -309,7 +310,7 @@ async function main (): Promise<number> {
     generator: generator.describe,
     placement: place.describe,
     options: {
-      rounds: opts.rounds, slice: opts.slice, warmup: opts.warmup, reference: opts.reference, tolerance: opts.tolerance, connections: opts.connections, pets: opts.pets, only: [...opts.only],
+      rounds: opts.rounds, slice: opts.slice, mixedSlice: opts.mixedSlice, warmup: opts.warmup, reference: opts.reference, tolerance: opts.tolerance, connections: opts.connections, pets: opts.pets, only: [...opts.only],
       logLevel: opts.logLevel, redis: opts.redisUrl === null ? 'off' : safeUrl(opts.redisUrl), postgres: opts.postgresUrl === null ? 'off' : safeUrl(opts.postgresUrl), micro: opts.microSeconds
     },
     rows,

@@ -22,7 +22,7 @@ const RUN = new URL('../../bench/run.ts', import.meta.url).pathname
 // within a one-second round on a loaded machine.
 // The reference check runs (1 s of plain wrk at each end) with a tolerance no loaded machine can
 // miss: this test checks that it ran and was reported, not the machine's steadiness.
-const TINY = ['--rounds', '1', '--slice', '1', '--warmup', '1', '--reference', '1', '--tolerance', '1000', '--pets', '50', '--redis', 'off', '--postgres', 'off', '--micro', '0']
+const TINY = ['--rounds', '1', '--slice', '1', '--mixed-slice', '1', '--warmup', '1', '--reference', '1', '--tolerance', '1000', '--pets', '50', '--redis', 'off', '--postgres', 'off', '--micro', '0']
 
 async function bench (t: { after (fn: () => Promise<void>): void }, args: string[]): Promise<{ stdout: string; doc: Document; markdown: string }> {
   const out = tempDir(t, 'petstore-bench-smoke-')
