@@ -55,8 +55,7 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
   await admin.revoke(gone.id, null)
   const chainOld = await admin.create({ role: 'customer', plan: 'pro', name: 'Rotated partner' })
   const chainNew = await admin.rotate(chainOld.record.id, { gracePeriodSeconds: 3600 })
-  const noisy = await make('Noisy partner')
-  await stores.keys.recordBan({ keyId: noisy.id, subject: `key:${noisy.id}`, startedAt: Date.now(), endsAt: Date.now() + HOUR, reason: 'kept calling while rate limited' })
+  const noisy = await make('Noisy partner', { plan: 'free' })
   const xss = await make(XSS_NAME)
   const toRotate = await make('Rotate me')
   const toRevoke = await make('Revoke me')
@@ -75,6 +74,9 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
   const staff = sample.find((k) => k.role === 'staff')!
   for (let i = 0; i < 63; i++) await api('/v1/pets?limit=1', customer.key)
   for (let i = 0; i < 2; i++) assert.equal((await api('/v1/pets/1', staff.key)).status, 200)
+  // A real ban: the noisy partner (free, 60/min) keeps calling while limited; the 21st refusal bans it.
+  for (let i = 0; i < 60 + 21; i++) await api('/v1/pets?limit=1', noisy.key)
+  assert.equal((await (await api('/v1/pets?limit=1', noisy.key)).json() as { code: string }).code, 'api_key_banned')
 
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 })
   t.after(() => browser.close())
@@ -234,6 +236,21 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
     assert.match(await row.innerText(), /sample staff/)
     assert.match(await row.innerText(), /\t2\t/)
     assert.match(await page.locator('section[data-operation="getPet"]').innerText(), /Sunset \d{4}-\d\d-\d\d.*\(in \d+ d/)
+  })
+
+  await t.test('lift a ban: the API no longer bans the key, and its history keeps the lifted ban', async () => {
+    assert.equal((await api('/v1/pets?limit=1', noisy.key)).status, 429, 'banned before')
+    await page.goto(`${base}/console#/keys/${noisy.id}`)
+    await page.locator('#key-details [data-status="banned"]').waitFor()
+    await page.getByRole('button', { name: 'Lift the ban' }).click()
+    await page.locator('#key-details [data-status="active"]').waitFor()
+    const view = await (await api(`/v1/admin/keys/${noisy.id}`, operator.key)).json() as { ban: unknown }
+    assert.equal(view.ban, null)
+    // No longer banned: served, or limited by its minute quota until the minute turns.
+    const after = await api('/v1/pets?limit=1', noisy.key)
+    assert.ok(after.status === 200 || (await after.json() as { code: string }).code === 'rate_limited', `not banned any more (${after.status})`)
+    assert.match(await page.locator('#bans-table tbody tr').first().innerText(), /kept calling while rate limited/)
+    assert.doesNotMatch(await page.locator('#bans-table tbody tr').first().innerText(), /\tno\t/)
   })
 
   await t.test('the admin key is in no URL, no localStorage and no cookie; signing out forgets it', async () => {
