@@ -48,6 +48,9 @@ const FIXTURES: Record<string, Fixture> = {
   'POST /admin/keys/{keyId}/rotate': { role: 'admin', success: 201, prepare: async (h) => ({ path: `/admin/keys/${await h.ids.key()}/rotate`, body: { gracePeriodSeconds: 60 } }) },
   'GET /admin/keys/{keyId}/usage': { role: 'admin', success: 200, prepare: async (h) => ({ path: `/admin/keys/${await h.ids.key()}/usage` }) },
   'DELETE /admin/keys/{keyId}/ban': { role: 'admin', success: 204, prepare: async (h) => ({ path: `/admin/keys/${await h.ids.key()}/ban` }) },
+  'GET /admin/keys/{keyId}/rate_limit': { role: 'admin', success: 200, prepare: async (h) => ({ path: `/admin/keys/${await h.ids.key()}/rate_limit` }) },
+  'GET /admin/keys/{keyId}/bans': { role: 'admin', success: 200, prepare: async (h) => ({ path: `/admin/keys/${await h.ids.key()}/bans` }) },
+  'GET /admin/deprecations': { role: 'admin', success: 200, prepare: async () => ({ path: '/admin/deprecations' }) },
   'GET /rate_limit': { role: 'customer', success: 200, prepare: async () => ({ path: '/rate_limit' }) }
 }
 
