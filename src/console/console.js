@@ -406,8 +406,8 @@ $('filters').addEventListener('submit', async (event) => {
 })
 $('next-page').addEventListener('click', async () => {
   if (next === null) return
-  const before = current
-  try { await loadKeys(next); pages.push(before) } catch (error) { warn(explain(error)) }
+  pages.push(current)
+  try { await loadKeys(next) } catch (error) { pages.pop(); warn(explain(error)) }
 })
 $('prev-page').addEventListener('click', async () => {
   const previous = pages.pop()

@@ -146,6 +146,27 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
     await page.locator(`#keys-table tbody tr[data-key-id="${customer.id}"]`).waitFor()
   })
 
+  await t.test('the table pages through Link, keeping the search', async () => {
+    for (let i = 1; i <= 23; i++) {
+      const res = await api('/v1/admin/keys', operator.key, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ role: 'customer', plan: 'free', name: `Bulk ${i}` }) })
+      assert.equal(res.status, 201)
+    }
+    await page.fill('#filter-q', 'Bulk')
+    await page.getByRole('button', { name: 'Apply' }).click()
+    await page.locator('#keys-table tbody tr', { hasText: 'Bulk 20' }).waitFor()
+    assert.equal(await page.locator('#keys-table tbody tr').count(), 20)
+    await page.getByRole('button', { name: 'Next page' }).click()
+    await page.locator('#keys-table tbody tr', { hasText: 'Bulk 23' }).waitFor()
+    assert.deepEqual(await page.locator('#keys-table tbody tr th').allTextContents(), ['Bulk 21', 'Bulk 22', 'Bulk 23'])
+    assert.equal(await page.getByRole('button', { name: 'Next page' }).isDisabled(), true)
+    await page.getByRole('button', { name: 'Previous page' }).click()
+    await page.locator('#keys-table tbody tr', { hasText: 'Bulk 1' }).first().waitFor()
+    assert.equal(await page.locator('#keys-table tbody tr').count(), 20)
+    await page.fill('#filter-q', '')
+    await page.getByRole('button', { name: 'Apply' }).click()
+    await page.locator(`#keys-table tbody tr[data-key-id="${customer.id}"]`).waitFor()
+  })
+
   let createdKey = ''
   await t.test('create a key: shown once, and it works', async () => {
     await page.locator('#create summary').click()
@@ -161,7 +182,10 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
     assert.equal((await page.content()).includes(createdKey), false, 'gone from the page')
     const list = await (await api('/v1/admin/keys?q=Made%20in', operator.key)).json() as { id: number }[]
     assert.equal(list.length, 1)
+    await page.fill('#filter-q', 'Made in')
+    await page.getByRole('button', { name: 'Apply' }).click()
     await page.locator(`#keys-table tbody tr[data-key-id="${list[0]!.id}"]`).waitFor()
+    await page.fill('#filter-q', '')
   })
 
   await t.test('rotate a key: both shown, linked', async () => {
