@@ -33,7 +33,9 @@ export const PARTS: Record<string, Part> = {
   },
   client: {
     mutate: ['clients/typescript/src/*.ts', '!clients/typescript/src/openapi.ts'],
-    tests: ['clients/typescript/test/client.test.ts', 'clients/typescript/test/ratelimit.test.ts']
+    // The fast unit tests first: a mutant they kill never waits for the server tests (the tap
+    // runner stops at the first test file that fails).
+    tests: ['clients/typescript/test/headers.test.ts', 'clients/typescript/test/errors.test.ts', 'clients/typescript/test/gate.test.ts', 'clients/typescript/test/requests.test.ts', 'clients/typescript/test/client.test.ts', 'clients/typescript/test/ratelimit.test.ts']
   }
 }
 
@@ -63,8 +65,9 @@ function main (args: string[]): number {
     clearTextReporter: { allowColor: false, logTests: false, reportMutants: true, reportScoreTable: true },
     tempDirName: '.stryker/tmp',
     cleanTempDir: 'always',
-    // The sandbox needs no copy of the packages: they are linked.
-    ignorePatterns: ['data', 'bench/results', '.tmp', 'docs', '.stryker'],
+    // The sandbox needs no copy of the packages: they are linked. docs/openapi.json stays: the
+    // CLI tests compare `petstore openapi` with it byte for byte.
+    ignorePatterns: ['data', 'bench/results', '.tmp', 'docs/*', '!docs/openapi.json', '.stryker'],
     thresholds: { high: 90, low: 85, break: null }
   }
   const file = join('.stryker', `stryker-${name}.config.json`)

@@ -1,0 +1,238 @@
+// What the client sends and how its defaults behave, against the real server (src/index.ts), one
+// behaviour per test: each pins a fault that mutation testing showed the other client tests would
+// let through (docs/testing.md, "Mutation testing").
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { PetstoreError } from '../src/index.ts'
+import { recordingFetch, seedPets, startTestServer } from './helpers.ts'
+
+/** A fetch that records the URL, method and headers of each request, then lets it through (or through `inner`). */
+function sentFetch (inner: typeof fetch = (...args) => fetch(...args)) {
+  const sent: { url: string; method: string; headers: Headers; body: string | null }[] = []
+  const wrapped: typeof fetch = async (input, init) => {
+    sent.push({ url: String(input), method: init?.method ?? 'GET', headers: new Headers(init?.headers), body: typeof init?.body === 'string' ? init.body : null })
+    return inner(input, init)
+  }
+  return { fetch: wrapped, sent }
+}
+
+/** The same response with some headers removed (what a proxy that strips them delivers). */
+async function without (response: Response, ...names: string[]): Promise<Response> {
+  const headers = new Headers(response.headers)
+  for (const name of names) headers.delete(name)
+  return new Response(await response.arrayBuffer(), { status: response.status, headers })
+}
+
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+test('baseUrl: trailing slashes are dropped, so paths are joined with one slash', async (t) => {
+  const server = await startTestServer(t)
+  const { fetch, sent } = sentFetch()
+  const client = server.client({ baseUrl: `${server.baseUrl}//`, fetch })
+  assert.deepEqual(await client.pets.list(), [])
+  assert.equal(sent[0]!.url, `${server.baseUrl}/pets`)
+})
+
+test('every request carries Accept and X-API-Key; Content-Type and a JSON body only when there is a body', async (t) => {
+  const server = await startTestServer(t)
+  const { fetch, sent } = sentFetch()
+  const client = server.client({ fetch })
+  const category = await client.categories.create({ name: 'Cats' })
+  await client.categories.get(category.id)
+  assert.deepEqual(sent.map((s) => [s.method, s.headers.get('accept'), s.headers.get('x-api-key'), s.headers.get('content-type'), s.body]), [
+    ['POST', 'application/json', server.keys.staff, 'application/json', '{"name":"Cats"}'],
+    ['GET', 'application/json', server.keys.staff, null, null]
+  ])
+})
+
+test('list(query) sends the query: filters, arrays as repeated parameters, null and undefined left out; no "?" without one', async (t) => {
+  const server = await startTestServer(t)
+  const pets = await seedPets(server, 3)
+  const { fetch, sent } = sentFetch()
+  const client = server.client({ fetch })
+  assert.deepEqual(await client.pets.list({ id: [pets[0]!.id, pets[2]!.id], name: undefined as unknown as string, limit: 5 }), [pets[0], pets[2]])
+  assert.deepEqual(await client.request('get', '/pets', { query: { limit: 1, name: null as unknown as string } }), [pets[0]])
+  assert.equal((await client.categories.list({ limit: 1 })).length, 1)
+  await client.orders.list({ limit: 1 })
+  await client.pets.list()
+  assert.deepEqual(sent.map((s) => s.url.slice(server.baseUrl.length)), [
+    `/pets?id=${pets[0]!.id}&id=${pets[2]!.id}&limit=5`,
+    '/pets?limit=1',
+    '/categories?limit=1',
+    '/store/orders?limit=1',
+    '/pets'
+  ])
+})
+
+test('path parameters are URL-encoded, and a missing one is a TypeError naming it, before anything is sent', async (t) => {
+  const server = await startTestServer(t)
+  const { fetch, sent } = sentFetch()
+  const client = server.client({ fetch })
+  const error = await client.request('get', '/pets/{petId}', { path: { petId: 'a b/c' as unknown as number } }).then(() => null, (e: unknown) => e)
+  assert.ok(error instanceof PetstoreError && error.status === 400, String(error))
+  assert.equal(sent[0]!.url, `${server.baseUrl}/pets/a%20b%2Fc`)
+  await assert.rejects(client.request('get', '/pets/{petId}', {}), { name: 'TypeError', message: 'missing path parameter petId of /pets/{petId}' })
+  assert.equal(sent.length, 1)
+})
+
+test('request() headers are sent in lower case, so an Idempotency-Key given as "Idempotency-Key" makes a POST retryable', async (t) => {
+  const server = await startTestServer(t)
+  const [pet] = await seedPets(server, 1)
+  await server.client().inventory.set(pet!.id, 3)
+  let failures = 1
+  const { fetch, sent } = sentFetch(async (input, init) => {
+    if (failures-- > 0) throw new TypeError('fetch failed')
+    return globalThis.fetch(input, init)
+  })
+  const client = server.client({ apiKey: server.keys.customer, fetch, sleep: async () => {} })
+  const order = await client.request('post', '/store/orders', { body: { petId: pet!.id, quantity: 1 }, headers: { 'Idempotency-Key': 'order-1' } })
+  assert.equal(order.quantity, 1)
+  assert.deepEqual(sent.map((s) => s.headers.get('idempotency-key')), ['order-1', 'order-1'])
+})
+
+test('create and place send a random UUID v4 Idempotency-Key when none is given, a new one per call', async (t) => {
+  const server = await startTestServer(t)
+  const [pet] = await seedPets(server, 1)
+  await server.client().inventory.set(pet!.id, 3)
+  const { fetch, exchanges } = recordingFetch()
+  const client = server.client({ fetch })
+  await client.pets.create({ name: 'Rex', categoryId: (pet as unknown as { categoryId: number }).categoryId })
+  await client.orders.place({ petId: pet!.id, quantity: 1 })
+  const keys = exchanges.map((e) => e.idempotencyKey)
+  assert.ok(keys.every((k) => k !== null && UUID_V4.test(k)), JSON.stringify(keys))
+  assert.notEqual(keys[0], keys[1])
+})
+
+test('without crypto.randomUUID (Node 18), the Idempotency-Key is still a UUID v4: from getRandomValues, or Math.random without Web Crypto', async (t) => {
+  const server = await startTestServer(t)
+  const [pet] = await seedPets(server, 1)
+  const { fetch, exchanges } = recordingFetch()
+  const client = server.client({ fetch })
+  const real = Object.getOwnPropertyDescriptor(globalThis, 'crypto')!
+  t.after(() => { Object.defineProperty(globalThis, 'crypto', real) })
+  let filled = 0
+  Object.defineProperty(globalThis, 'crypto', { configurable: true, value: { getRandomValues: (bytes: Uint8Array) => { filled++; return globalThis.crypto === undefined ? bytes : bytes.fill(0xff) } } })
+  await client.pets.create({ name: 'A', categoryId: (pet as unknown as { categoryId: number }).categoryId })
+  Object.defineProperty(globalThis, 'crypto', { configurable: true, value: undefined })
+  await client.pets.create({ name: 'B', categoryId: (pet as unknown as { categoryId: number }).categoryId })
+  Object.defineProperty(globalThis, 'crypto', real)
+  const keys = exchanges.map((e) => e.idempotencyKey)
+  assert.equal(filled, 1)
+  assert.equal(keys[0], 'ffffffff-ffff-4fff-bfff-ffffffffffff', 'getRandomValues filled the bytes; version and variant bits set')
+  assert.ok(typeof keys[1] === 'string' && UUID_V4.test(keys[1]) && keys[1] !== keys[0], String(keys[1]))
+})
+
+test('maxRetries defaults to 4: a GET that always meets a network error is sent 5 times', async (t) => {
+  const server = await startTestServer(t)
+  const { fetch, exchanges } = recordingFetch(async () => { throw new TypeError('fetch failed') })
+  const client = server.client({ fetch, sleep: async () => {} })
+  await assert.rejects(client.pets.list(), { name: 'TypeError' })
+  assert.equal(exchanges.length, 5)
+})
+
+test('maxConcurrency defaults to 8: 30 concurrent calls never have more than 8 in flight', async (t) => {
+  const server = await startTestServer(t)
+  const { fetch, maxInFlight } = recordingFetch()
+  const client = server.client({ fetch })
+  await Promise.all(Array.from({ length: 30 }, () => client.pets.list()))
+  assert.ok(maxInFlight() <= 8 && maxInFlight() > 1, String(maxInFlight()))
+})
+
+test('backoff of network errors is capped at 20 s (full jitter): the 7th retry waits at most 20 s, not 32 s', async (t) => {
+  const server = await startTestServer(t)
+  const { fetch } = recordingFetch(async () => { throw new TypeError('fetch failed') })
+  const waits: number[] = []
+  const client = server.client({ fetch, maxRetries: 7, random: () => 0.999, sleep: async (ms) => { waits.push(ms) } })
+  await assert.rejects(client.pets.list(), { name: 'TypeError' })
+  assert.deepEqual(waits, [499, 999, 1998, 3996, 7992, 15984, 19980])
+})
+
+test('maxWaitMs defaults to 60 s: a 429 whose Retry-After is 61 s rejects at once with retryAfter 61, one request sent', async (t) => {
+  const server = await startTestServer(t)
+  const { fetch, exchanges } = recordingFetch(async (input, init) => {
+    const response = await globalThis.fetch(input, init)
+    return new Response(JSON.stringify({ code: 'rate_limited', message: 'over quota' }), { status: 429, headers: { 'retry-after': '61', 'content-type': 'application/json', 'request-id': response.headers.get('request-id') ?? '' } })
+  })
+  const client = server.client({ fetch })
+  const error = await client.pets.list().then(() => null, (e: unknown) => e)
+  assert.ok(error instanceof PetstoreError)
+  assert.deepEqual([error.status, error.code, error.retryAfter, exchanges.length], [429, 'rate_limited', 61, 1])
+  const next = await client.pets.list().then(() => null, (e: unknown) => e)
+  assert.ok(next instanceof PetstoreError)
+  assert.equal(next.message, 'the rate limit allows the next request in 61 s, longer than maxWaitMs (60000 ms)')
+  assert.deepEqual([next.status, next.code, next.retryAfter, next.requestId, exchanges.length], [429, 'rate_limited', 61, null, 1], 'the held client sends nothing')
+})
+
+test('a 429 without Retry-After is retried after the backoff, holding the client meanwhile', async (t) => {
+  const server = await startTestServer(t)
+  let first = true
+  const { fetch, exchanges } = recordingFetch(async (input, init) => {
+    const response = await globalThis.fetch(input, init)
+    if (!first) return response
+    first = false
+    return new Response(JSON.stringify({ code: 'rate_limited', message: 'over quota' }), { status: 429, headers: { 'content-type': 'application/json' } })
+  })
+  const waits: number[] = []
+  const client = server.client({ fetch, random: () => 0.5, sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) } })
+  assert.deepEqual(await client.pets.list(), [])
+  assert.deepEqual(exchanges.map((e) => e.status), [429, 200])
+  assert.deepEqual(waits, [250 + 500], 'backoff (0.5 of 500 ms), then the gate\'s jitter (0.5 of 1000 ms)')
+})
+
+test('a 503 without Retry-After to a GET is retried after the backoff', async (t) => {
+  const server = await startTestServer(t)
+  let first = true
+  const { fetch, exchanges } = recordingFetch(async (input, init) => {
+    const response = await globalThis.fetch(input, init)
+    if (!first) return response
+    first = false
+    return without(new Response(JSON.stringify({ code: 'service_unavailable', message: 'down' }), { status: 503, headers: { 'content-type': 'application/json', 'retry-after': '5' } }), 'retry-after')
+  })
+  const waits: number[] = []
+  const client = server.client({ fetch, random: () => 0.5, sleep: async (ms) => { waits.push(ms) } })
+  assert.deepEqual(await client.pets.list(), [])
+  assert.deepEqual([exchanges.map((e) => e.status), waits], [[503, 200], [250]])
+})
+
+test('without the RateLimit field, the reset of X-RateLimit-Reset (Unix seconds) is waited for when the window is spent', async (t) => {
+  const server = await startTestServer(t)
+  const { key } = await server.makeKey('customer', 'enterprise', { perMinute: 1, perDay: 100 })
+  const { fetch, exchanges } = recordingFetch(async (input, init) => without(await globalThis.fetch(input, init), 'ratelimit'))
+  const waits: number[] = []
+  const client = server.client({ apiKey: key, fetch, random: () => 0, sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) } })
+  const start = server.clock.now()
+  await client.pets.list()
+  await client.pets.list()
+  const reset = Math.ceil((start + 1) / 60_000) * 60_000
+  assert.deepEqual([exchanges.map((e) => e.status), waits], [[200, 200], [reset - start]])
+})
+
+test('lastRateLimit is null before any answer, and a copy: changing it changes nothing in the client', async (t) => {
+  const server = await startTestServer(t)
+  const client = server.client()
+  assert.equal(client.lastRateLimit, null)
+  await client.pets.list()
+  const state = client.lastRateLimit!
+  state.remaining = -5
+  assert.notEqual(client.lastRateLimit!.remaining, -5)
+  assert.equal(client.lastRateLimit!.remaining, state.limit - 1, 'one call of the minute')
+})
+
+test('every() follows only the query of Link rel="next" on its own base URL, whatever path a proxy wrote', async (t) => {
+  const server = await startTestServer(t)
+  const pets = await seedPets(server, 3)
+  const { fetch, sent } = sentFetch(async (input, init) => {
+    const response = await globalThis.fetch(input, init)
+    const link = response.headers.get('link')
+    if (link === null) return response
+    const headers = new Headers(response.headers)
+    headers.set('link', link.replace('/v1/pets', '/internal/petstore/v1/pets'))
+    return new Response(await response.arrayBuffer(), { status: response.status, headers })
+  })
+  const client = server.client({ fetch })
+  const seen = []
+  for await (const pet of client.pets.all({ limit: 2 })) seen.push(pet)
+  assert.deepEqual(seen, pets)
+  assert.ok(sent.every((s) => s.url.startsWith(`${server.baseUrl}/pets?`)), JSON.stringify(sent.map((s) => s.url)))
+  assert.equal(sent.length, 2)
+})
