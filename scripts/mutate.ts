@@ -13,7 +13,7 @@ interface Part { mutate: string[]; tests: string[] }
 export const PARTS: Record<string, Part> = {
   keys: {
     mutate: ['src/keys/*.ts', '!src/keys/*.schema.ts', '!src/keys/*.routes.ts'],
-    tests: ['test/keys/*.test.ts', 'test/cli/*.test.ts', 'test/http/key-*.test.ts', 'test/http/access-revocation.test.ts', 'test/http/access.test.ts']
+    tests: ['test/keys/keys.service.test.ts', 'test/keys/*.test.ts', 'test/cli/*.test.ts', 'test/http/key-*.test.ts', 'test/http/access-revocation.test.ts', 'test/http/access.test.ts']
   },
   ratelimit: {
     mutate: ['src/ratelimit/*.ts'],

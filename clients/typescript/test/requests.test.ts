@@ -106,20 +106,24 @@ test('create and place send a random UUID v4 Idempotency-Key when none is given,
 test('without crypto.randomUUID (Node 18), the Idempotency-Key is still a UUID v4: from getRandomValues, or Math.random without Web Crypto', async (t) => {
   const server = await startTestServer(t)
   const [pet] = await seedPets(server, 1)
+  const categoryId = (pet as unknown as { categoryId: number }).categoryId
   const { fetch, exchanges } = recordingFetch()
   const client = server.client({ fetch })
   const real = Object.getOwnPropertyDescriptor(globalThis, 'crypto')!
   t.after(() => { Object.defineProperty(globalThis, 'crypto', real) })
   let filled = 0
-  Object.defineProperty(globalThis, 'crypto', { configurable: true, value: { getRandomValues: (bytes: Uint8Array) => { filled++; return globalThis.crypto === undefined ? bytes : bytes.fill(0xff) } } })
-  await client.pets.create({ name: 'A', categoryId: (pet as unknown as { categoryId: number }).categoryId })
+  Object.defineProperty(globalThis, 'crypto', { configurable: true, value: { getRandomValues: (bytes: Uint8Array) => { filled++; return bytes.fill(0x0a) } } })
+  await client.pets.create({ name: 'A', categoryId })
   Object.defineProperty(globalThis, 'crypto', { configurable: true, value: undefined })
-  await client.pets.create({ name: 'B', categoryId: (pet as unknown as { categoryId: number }).categoryId })
+  await client.pets.create({ name: 'B', categoryId })
+  await client.pets.create({ name: 'C', categoryId })
   Object.defineProperty(globalThis, 'crypto', real)
-  const keys = exchanges.map((e) => e.idempotencyKey)
+  const keys = exchanges.map((e) => e.idempotencyKey ?? '')
   assert.equal(filled, 1)
-  assert.equal(keys[0], 'ffffffff-ffff-4fff-bfff-ffffffffffff', 'getRandomValues filled the bytes; version and variant bits set')
-  assert.ok(typeof keys[1] === 'string' && UUID_V4.test(keys[1]) && keys[1] !== keys[0], String(keys[1]))
+  assert.equal(keys[0], '0a0a0a0a-0a0a-4a0a-8a0a-0a0a0a0a0a0a', 'getRandomValues filled the bytes; version and variant bits set, two hex digits a byte')
+  assert.ok(UUID_V4.test(keys[1]!) && UUID_V4.test(keys[2]!), JSON.stringify(keys))
+  assert.notEqual(keys[1], keys[2], 'Math.random bytes differ from call to call')
+  assert.notEqual(keys[1], '00000000-0000-4000-8000-000000000000')
 })
 
 test('maxRetries defaults to 4: a GET that always meets a network error is sent 5 times', async (t) => {
