@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { PetstoreError } from '../src/index.ts'
-import { recordingFetch, seedPets, startTestServer } from './helpers.ts'
+import { recordingFetch, seedPets, serveForClient } from './helpers.ts'
 
 /** A fetch that records the URL, method and headers of each request, then lets it through (or through `inner`). */
 function sentFetch (inner: typeof fetch = (...args) => fetch(...args)) {
@@ -26,7 +26,7 @@ async function without (response: Response, ...names: string[]): Promise<Respons
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
 test('baseUrl: trailing slashes are dropped, so paths are joined with one slash', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { fetch, sent } = sentFetch()
   const client = server.client({ baseUrl: `${server.baseUrl}//`, fetch })
   assert.deepEqual(await client.pets.list(), [])
@@ -34,7 +34,7 @@ test('baseUrl: trailing slashes are dropped, so paths are joined with one slash'
 })
 
 test('every request carries Accept and X-API-Key; Content-Type and a JSON body only when there is a body', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { fetch, sent } = sentFetch()
   const client = server.client({ fetch })
   const category = await client.categories.create({ name: 'Cats' })
@@ -46,7 +46,7 @@ test('every request carries Accept and X-API-Key; Content-Type and a JSON body o
 })
 
 test('list(query) sends the query: filters, arrays as repeated parameters, null and undefined left out; no "?" without one', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const pets = await seedPets(server, 3)
   const { fetch, sent } = sentFetch()
   const client = server.client({ fetch })
@@ -65,7 +65,7 @@ test('list(query) sends the query: filters, arrays as repeated parameters, null 
 })
 
 test('path parameters are URL-encoded, and a missing one is a TypeError naming it, before anything is sent', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { fetch, sent } = sentFetch()
   const client = server.client({ fetch })
   const error = await client.request('get', '/pets/{petId}', { path: { petId: 'a b/c' as unknown as number } }).then(() => null, (e: unknown) => e)
@@ -76,7 +76,7 @@ test('path parameters are URL-encoded, and a missing one is a TypeError naming i
 })
 
 test('request() headers are sent in lower case, so an Idempotency-Key given as "Idempotency-Key" makes a POST retryable', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const [pet] = await seedPets(server, 1)
   await server.client().inventory.set(pet!.id, 3)
   let failures = 1
@@ -91,7 +91,7 @@ test('request() headers are sent in lower case, so an Idempotency-Key given as "
 })
 
 test('create and place send a random UUID v4 Idempotency-Key when none is given, a new one per call', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const [pet] = await seedPets(server, 1)
   await server.client().inventory.set(pet!.id, 3)
   const { fetch, exchanges } = recordingFetch()
@@ -104,7 +104,7 @@ test('create and place send a random UUID v4 Idempotency-Key when none is given,
 })
 
 test('without crypto.randomUUID (Node 18), the Idempotency-Key is still a UUID v4: from getRandomValues, or Math.random without Web Crypto', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const [pet] = await seedPets(server, 1)
   const categoryId = (pet as unknown as { categoryId: number }).categoryId
   const { fetch, exchanges } = recordingFetch()
@@ -127,7 +127,7 @@ test('without crypto.randomUUID (Node 18), the Idempotency-Key is still a UUID v
 })
 
 test('maxRetries defaults to 4: a GET that always meets a network error is sent 5 times', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { fetch, exchanges } = recordingFetch(async () => { throw new TypeError('fetch failed') })
   const client = server.client({ fetch, sleep: async () => {} })
   await assert.rejects(client.pets.list(), { name: 'TypeError' })
@@ -135,7 +135,7 @@ test('maxRetries defaults to 4: a GET that always meets a network error is sent 
 })
 
 test('maxConcurrency defaults to 8: 30 concurrent calls never have more than 8 in flight', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { fetch, maxInFlight } = recordingFetch()
   const client = server.client({ fetch })
   await Promise.all(Array.from({ length: 30 }, () => client.pets.list()))
@@ -143,7 +143,7 @@ test('maxConcurrency defaults to 8: 30 concurrent calls never have more than 8 i
 })
 
 test('backoff of network errors is capped at 20 s (full jitter): the 7th retry waits at most 20 s, not 32 s', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { fetch } = recordingFetch(async () => { throw new TypeError('fetch failed') })
   const waits: number[] = []
   const client = server.client({ fetch, maxRetries: 7, random: () => 0.999, sleep: async (ms) => { waits.push(ms) } })
@@ -152,7 +152,7 @@ test('backoff of network errors is capped at 20 s (full jitter): the 7th retry w
 })
 
 test('maxWaitMs defaults to 60 s: a 429 whose Retry-After is 61 s rejects at once with retryAfter 61, one request sent', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { fetch, exchanges } = recordingFetch(async (input, init) => {
     const response = await globalThis.fetch(input, init)
     return new Response(JSON.stringify({ code: 'rate_limited', message: 'over quota' }), { status: 429, headers: { 'retry-after': '61', 'content-type': 'application/json', 'request-id': response.headers.get('request-id') ?? '' } })
@@ -168,7 +168,7 @@ test('maxWaitMs defaults to 60 s: a 429 whose Retry-After is 61 s rejects at onc
 })
 
 test('a 429 without Retry-After is retried after the backoff, holding the client meanwhile', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   let first = true
   const { fetch, exchanges } = recordingFetch(async (input, init) => {
     const response = await globalThis.fetch(input, init)
@@ -184,7 +184,7 @@ test('a 429 without Retry-After is retried after the backoff, holding the client
 })
 
 test('a 503 without Retry-After to a GET is retried after the backoff', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   let first = true
   const { fetch, exchanges } = recordingFetch(async (input, init) => {
     const response = await globalThis.fetch(input, init)
@@ -199,7 +199,7 @@ test('a 503 without Retry-After to a GET is retried after the backoff', async (t
 })
 
 test('without the RateLimit field, the reset of X-RateLimit-Reset (Unix seconds) is waited for when the window is spent', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const { key } = await server.makeKey('customer', 'enterprise', { perMinute: 1, perDay: 100 })
   const { fetch, exchanges } = recordingFetch(async (input, init) => without(await globalThis.fetch(input, init), 'ratelimit'))
   const waits: number[] = []
@@ -212,7 +212,7 @@ test('without the RateLimit field, the reset of X-RateLimit-Reset (Unix seconds)
 })
 
 test('lastRateLimit is null before any answer, and a copy: changing it changes nothing in the client', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const client = server.client()
   assert.equal(client.lastRateLimit, null)
   await client.pets.list()
@@ -223,7 +223,7 @@ test('lastRateLimit is null before any answer, and a copy: changing it changes n
 })
 
 test('every() follows only the query of Link rel="next" on its own base URL, whatever path a proxy wrote', async (t) => {
-  const server = await startTestServer(t)
+  const server = await serveForClient(t)
   const pets = await seedPets(server, 3)
   const { fetch, sent } = sentFetch(async (input, init) => {
     const response = await globalThis.fetch(input, init)
