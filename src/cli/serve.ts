@@ -41,7 +41,7 @@ export async function serve (args: string[], io: Io): Promise<number> {
       io.err(`Sample data loaded. API keys (shown once) written to ${file}`)
     }
   })
-  io.out(`Petstore API on ${server.url}/v1  (docs: ${server.url}/docs)`)
+  io.out(`Petstore API on ${server.url}/v1  (docs: ${server.url}/docs, operator console: ${server.url}/console)`)
   const signal = await (io.stopSignal ?? new Promise<string>(() => {}))
   io.out(`${signal}: finishing requests in flight, then stopping`)
   await server.close()
