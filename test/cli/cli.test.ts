@@ -1,6 +1,6 @@
 // The petstore command, run as a real process on Node 24 and in-process through main().
 import assert from 'node:assert/strict'
-import { execFile, spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { readFile, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
@@ -11,6 +11,7 @@ import type { KeyRecord } from '../../src/keys/keys.store.ts'
 import { SQLITE_MIGRATIONS } from '../../src/storage/sqlite/migrations.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
 import { memoryIo } from '../helpers/io.ts'
+import { cleanupStack, pollUntil, startServerProcess } from '../helpers/server.ts'
 import { tempDir } from '../helpers/temp.ts'
 
 const run = promisify(execFile)
@@ -90,45 +91,24 @@ test('bad configuration stops the process with one clear line and a non-zero exi
 })
 
 test('serve --sample-data loads the catalogue and prints three keys once; SIGTERM stops it with exit 0', async (t) => {
+  const cleanup = cleanupStack(t)
   const dir = tempDir(t, 'petstore-cli-')
-  const start = () => spawn(process.execPath, [CLI, 'serve', '--sample-data', '--port', '0'], { env: { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'p.db')}`, LOG_LEVEL: 'silent' } })
-  const first = start()
-  t.after(() => { first.kill('SIGKILL') })
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'p.db')}`, LOG_LEVEL: 'silent' }
+  const first = await startServerProcess(cleanup, env, ['--sample-data'])
   // The keys go to stderr, never to stdout, the log stream (issue 19 item 7).
-  let errText = ''
-  const out = await new Promise<string>((resolve, reject) => {
-    let text = ''
-    const check = () => { if (text.includes('Petstore API on') && /^\s+admin\s+psk_\S+$/m.test(errText)) resolve(text) }
-    first.stderr.on('data', (chunk: Buffer) => { errText += chunk.toString(); check() })
-    first.stdout.on('data', (chunk: Buffer) => { text += chunk.toString(); check() })
-    first.on('exit', (code) => reject(new Error(`exited ${code}: ${text}`)))
-    setTimeout(() => reject(new Error('no start within 20 s: ' + text)), 20_000).unref()
-  })
-  assert.doesNotMatch(out, /psk_/)
+  const { value: errText } = await pollUntil(async () => /^\s+admin\s+psk_\S+$/m.test(first.errors()) ? first.errors() : undefined, { timeoutMs: 20_000, intervalMs: 50, message: 'no keys on stderr' })
+  assert.doesNotMatch(first.output(), /psk_/)
   const keys = [...errText.matchAll(/^\s+(customer|staff|admin)\s+(psk_\S+)$/gm)].map((m) => [m[1], m[2]])
   assert.deepEqual(keys.map((k) => k[0]), ['customer', 'staff', 'admin'])
-  const url = /Petstore API on (\S+)\/v1/.exec(out)![1]
-  const res = await fetch(`${url}/v1/pets?limit=100`, { headers: { 'x-api-key': keys[0]![1]! } })
+  const res = await fetch(`${first.url}/v1/pets?limit=100`, { headers: { 'x-api-key': keys[0]![1]! } })
   assert.equal(res.status, 200)
   assert.ok(((await res.json()) as unknown[]).length >= 10)
-  const exit = new Promise<number | null>((resolve) => first.on('exit', resolve))
-  first.kill('SIGTERM')
-  assert.equal(await exit, 0)
+  assert.equal(await first.stop(), 0)
 
   // Not a new database any more: no keys printed.
-  const second = start()
-  t.after(() => { second.kill('SIGKILL') })
-  const again = await new Promise<string>((resolve, reject) => {
-    let text = ''
-    second.stdout.on('data', (chunk: Buffer) => { text += chunk.toString(); if (text.includes('Petstore API on')) resolve(text) })
-    setTimeout(() => reject(new Error('no start within 20 s: ' + text)), 20_000).unref()
-  })
-  let againErr = ''
-  second.stderr.on('data', (chunk: Buffer) => { againErr += chunk.toString() })
-  assert.doesNotMatch(again + againErr, /psk_/)
-  const exit2 = new Promise<number | null>((resolve) => second.on('exit', resolve))
-  second.kill('SIGTERM')
-  assert.equal(await exit2, 0)
+  const second = await startServerProcess(cleanup, env, ['--sample-data'])
+  assert.equal(await second.stop(), 0)
+  assert.doesNotMatch(second.output() + second.errors(), /psk_/)
 })
 
 test('migrate applies the schema and is idempotent', async (t) => {

@@ -45,7 +45,7 @@ export interface ServerProcess {
    * deliver a line after the HTTP answer that followed it.
    */
   logLine (match: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>
-  /** SIGTERM, then the exit code (SIGKILL after 5 s, and null). Idempotent. */
+  /** SIGTERM, then the exit code once its output is read to the end (SIGKILL after 5 s, and null). Idempotent. */
   stop (): Promise<number | null>
 }
 
@@ -61,7 +61,8 @@ export async function startServerProcess (cleanup: ReturnType<typeof cleanupStac
   let err = ''
   child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })
   child.stderr.on('data', (chunk: Buffer) => { err += chunk.toString() })
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  // 'close', not 'exit': by then stdout and stderr are read to the end, so output() and errors() after stop() are complete.
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
   let stopping: Promise<number | null> | null = null
   const stop = (): Promise<number | null> => {
     stopping ??= (async () => {
