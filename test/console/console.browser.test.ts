@@ -4,8 +4,6 @@
 // not only what the page says.
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
-import { mkdtemp } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { chromium, type ConsoleMessage, type Page } from 'playwright-core'
@@ -18,6 +16,7 @@ import { loadSampleData, loadSampleKeysAndOrders } from '../../src/sample-data.t
 import { systemClock } from '../../src/shared/clock.ts'
 import { serviceGate } from '../helpers/services.ts'
 import { openTestStores } from '../helpers/stores.ts'
+import { keptDir } from '../helpers/temp.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking',
@@ -30,7 +29,7 @@ const XSS_NAME = '<img src=x onerror=alert(1)>'
  */
 const SCREENSHOT = process.env.PETSTORE_UPDATE_SCREENSHOT === '1'
   ? new URL('../../docs/console.png', import.meta.url).pathname
-  : join(await mkdtemp(join(tmpdir(), 'petstore-console-')), 'console.png')
+  : join(keptDir('petstore-console-'), 'console.png')
 
 const chromiumGate = serviceGate(existsSync(CHROMIUM) ? null : `${CHROMIUM} is missing; install it with apt-get install -y chromium`)
 

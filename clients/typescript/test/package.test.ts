@@ -4,12 +4,12 @@
 // type stripping) against the real server. And `npm publish --dry-run` is clean.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { lstat, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { lstat, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import { tempDir } from '../../../test/helpers/temp.ts'
 import { serveForClient } from './helpers.ts'
 
 const run = promisify(execFile)
@@ -55,8 +55,7 @@ test('the packed client installs in a fresh project, type-checks under strict (N
   // Catches: a package that ships TypeScript sources (Node refuses to strip types under
   // node_modules: ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING), exports without types or
   // JavaScript, declarations that import `.ts` files, or a build prepack does not run.
-  const work = await mkdtemp(join(tmpdir(), 'petstore-client-package-'))
-  t.after(() => rm(work, { recursive: true, force: true }))
+  const work = tempDir(t, 'petstore-client-package-')
 
   const { stdout: packed } = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: PACKAGE_DIR })
   const [tarball] = JSON.parse(packed) as PackResult[]
