@@ -256,3 +256,18 @@ test('toApiKey: the public view, instants as ISO text, null ones null, the ban\'
   const plain = toApiKey({ record: { ...made.record, expiresAt: null }, ban: null, lastUsedAt: null })
   assert.deepEqual([plain.revokedAt, plain.expiresAt, plain.lastUsedAt, plain.ban], [null, null, null, null])
 })
+
+test('validation refusals say what is wrong: the message and each detail name the field and the rule, so an operator at the CLI can fix the call', async (t) => {
+  const { admin } = await setup(t)
+  const refused = async (promise: Promise<unknown>) => {
+    const error = await promise.then(() => null, (e: unknown) => e) as { message: string; details: { path: string; message: string }[] }
+    return [error.message, error.details]
+  }
+  assert.deepEqual(await refused(admin.create({ role: 'customer', plan: 'free', expiresAt: 'tomorrow' })), ['expiresAt must be an ISO 8601 date-time', [{ path: '/expiresAt', message: 'must be a date-time' }]])
+  assert.deepEqual(await refused(admin.create({ role: 'customer', plan: 'free', expiresAt: new Date(T0 - 1000).toISOString() })), ['expiresAt must be in the future (it is 2026-11-21T11:59:59.000Z, now is 2026-11-21T12:00:00.000Z)', [{ path: '/expiresAt', message: 'must be in the future' }]])
+  const key = await admin.create({ role: 'customer', plan: 'free' })
+  assert.deepEqual(await refused(admin.rotate(key.record.id, { gracePeriodSeconds: -1 })), [`gracePeriodSeconds must be a whole number from 0 to ${GRACE_PERIOD_MAX_S}`, [{ path: '/gracePeriodSeconds', message: `must be from 0 to ${GRACE_PERIOD_MAX_S}` }]])
+  assert.deepEqual(await refused(admin.create({ role: 'customer', plan: 'enterprise', perMinute: 5 })), ['an enterprise key needs both perMinute and perDay', [{ path: '/perMinute', message: 'required for the enterprise plan' }]])
+  assert.deepEqual(await refused(admin.create({ role: 'customer', plan: 'pro', perDay: 5 })), ['the pro plan has fixed quotas; perMinute and perDay are for enterprise keys only', [{ path: '/perMinute', message: 'only for the enterprise plan' }]])
+  assert.deepEqual(await refused(admin.create({ role: 'customer', plan: 'enterprise', perMinute: 6, perDay: 5 })), ['perMinute cannot exceed perDay', [{ path: '/perMinute', message: 'exceeds perDay' }]])
+})
