@@ -59,3 +59,10 @@ test('errorOf: a body that is not the error object (HTML, JSON null, a number, n
     assert.deepEqual({ status: error.status, code: error.code, message: error.message, requestId: error.requestId, retryAfter: error.retryAfter, details: error.details }, { status: 502, code: 'unexpected_response', message: 'HTTP 502 without the API\'s error object', requestId: 'rid-2', retryAfter: 5, details: undefined }, text)
   }
 })
+
+test('retryAfterSeconds: spaces before and after the seconds are allowed, anything else around them is not (the digits test is anchored)', () => {
+  assert.equal(retryAfterSeconds(' 120 ', NOW), 120)
+  assert.equal(retryAfterSeconds('120 ', NOW), 120)
+  assert.equal(retryAfterSeconds(' 120', NOW), 120)
+  assert.equal(retryAfterSeconds('a5', NOW), null)
+})
