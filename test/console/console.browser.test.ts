@@ -241,11 +241,13 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
     // charging the customer: still the allowed requests of the day.
     const dayRow = page.locator('#windows-table tbody tr', { hasText: 'day' })
     assert.equal(Number(await dayRow.locator('td').first().textContent()), day.allowed)
+    // Wait for the redrawn chart itself: the 30-day chart's bars are still there until it replaces them.
+    const bars = async (n: number) => { await page.waitForFunction((count) => document.querySelectorAll('#usage-chart svg g').length === count, n) }
     await page.locator('#usage-range input[value="7"]').check()
-    await page.locator('#usage-chart svg g').nth(6).waitFor({ state: 'attached' })
+    await bars(7)
     assert.equal(await page.locator('#usage-chart svg g').count(), 7)
     await page.locator('#usage-range input[value="30"]').check()
-    await page.locator('#usage-chart svg g').nth(29).waitFor({ state: 'attached' })
+    await bars(30)
     await page.mouse.wheel(0, -10_000)
     await page.locator('#key-title').waitFor()
     await page.screenshot({ path: SCREENSHOT, fullPage: true })
