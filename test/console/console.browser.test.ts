@@ -242,7 +242,9 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
     const dayRow = page.locator('#windows-table tbody tr', { hasText: 'day' })
     assert.equal(Number(await dayRow.locator('td').first().textContent()), day.allowed)
     // Wait for the redrawn chart itself: the 30-day chart's bars are still there until it replaces them.
-    const bars = async (n: number) => { await page.waitForFunction((count) => document.querySelectorAll('#usage-chart svg g').length === count, n) }
+    // (A function, not a string: the console's CSP refuses eval. The test is compiled without DOM types.)
+    type Dom = { document: { querySelectorAll: (selector: string) => { length: number } } }
+    const bars = async (n: number) => { await page.waitForFunction((count) => (globalThis as unknown as Dom).document.querySelectorAll('#usage-chart svg g').length === count, n) }
     await page.locator('#usage-range input[value="7"]').check()
     await bars(7)
     assert.equal(await page.locator('#usage-chart svg g').count(), 7)
