@@ -25,8 +25,8 @@ export const PARTS: Record<string, Part> = {
     tests: ['test/ratelimit/*.test.ts', 'test/http/access.test.ts', 'test/http/access-outage.test.ts']
   },
   access: {
-    mutate: ['src/http/access.ts'],
-    tests: ['test/http/access*.test.ts', 'test/http/key-access.test.ts']
+    mutate: ['src/access/*.ts', 'src/http/access.ts'],
+    tests: ['test/access/*.test.ts', 'test/http/access*.test.ts', 'test/http/key-access.test.ts']
   },
   checks: {
     mutate: ['src/storage/checks.ts'],

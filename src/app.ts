@@ -23,10 +23,10 @@ import { installValidation, parseJsonBody } from './http/validation.ts'
 import { inventoryRoutes } from './inventory/inventory.routes.ts'
 import { createInventoryService } from './inventory/inventory.service.ts'
 import { keyRoutes } from './keys/keys.routes.ts'
-import { createAccessService, type AccessEvents } from './keys/access.service.ts'
-import { localKeyEvents, type KeyEvents } from './keys/key-events.ts'
+import { createAccessService, type AccessEvents } from './access/access.service.ts'
+import { localKeyEvents, type KeyEvents } from './access/key-events.ts'
 import { createKeyAdmin } from './keys/keys.service.ts'
-import { createUsageRecorder } from './keys/usage.ts'
+import { createUsageRecorder } from './access/usage.ts'
 import { installUsageRecording } from './http/usage.ts'
 import { orderRoutes } from './orders/orders.routes.ts'
 import { createOrderService } from './orders/orders.service.ts'
@@ -52,7 +52,7 @@ export interface AppDeps {
   keyCacheMs?: number
   /** Key changes from and to the other instances (infra.ts); this app alone when absent. */
   keyEvents?: KeyEvents
-  /** How often usage per key is written (keys/usage.ts); 0: only on demand and at close (tests). */
+  /** How often usage per key is written (access/usage.ts); 0: only on demand and at close (tests). */
   usageFlushMs?: number
 }
 

@@ -3,7 +3,7 @@
 import type { Redis } from 'ioredis'
 import { describeDatabase, type Config } from './config.ts'
 import { AppError } from './errors.ts'
-import { localKeyEvents, parseKeyEvent, type KeyEvents } from './keys/key-events.ts'
+import { localKeyEvents, parseKeyEvent, type KeyEvents } from './access/key-events.ts'
 import { createFallbackRateLimiter, type FallbackRateLimiter } from './ratelimit/fallback.ts'
 import type { RateLimiter } from './ratelimit/limiter.ts'
 import { createMemoryRateLimiter } from './ratelimit/memory.ts'

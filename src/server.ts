@@ -9,7 +9,7 @@ import { guardConnections, reportRefusals } from './http/connections.ts'
 import { createMetrics } from './http/metrics.ts'
 import { requestLogView } from './http/redact.ts'
 import { openInfra, type Infra } from './infra.ts'
-import { createBanSync, restoreBans } from './keys/ban-sync.ts'
+import { createBanSync, restoreBans } from './access/ban-sync.ts'
 import { systemClock } from './shared/clock.ts'
 
 export const LOG_BUFFER_BYTES = 4096

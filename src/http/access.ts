@@ -1,5 +1,5 @@
 // The HTTP side of access (docs/product.md sections 3 and 4): one onRequest hook that reads the
-// request's facts, asks the access service (keys/access.service.ts) for a decision, sets the
+// request's facts, asks the access service (access/access.service.ts) for a decision, sets the
 // rate-limit headers and answers the refusal, if any. Every decision is the service's.
 //
 // The guard decides on what the router matched, never on the text of the URL: the router
@@ -13,14 +13,14 @@
 // operation's path, so it is charged and answered 404 whatever route it would happen to fit.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../errors.ts'
-import type { AccessOutcome, AccessService } from '../keys/access.service.ts'
+import type { AccessOutcome, AccessService } from '../access/access.service.ts'
 import { bindingWindow, DAY_MS, MINUTE_MS, type Decision, type Quota } from '../ratelimit/limiter.ts'
 import type { Clock } from '../shared/clock.ts'
 import { sendError, toAppError } from './errors.ts'
 import { keyParameterOf } from './redact.ts'
 import { routeConfigOf } from './route-config.ts'
 
-export type { AccessEvents } from '../keys/access.service.ts'
+export type { AccessEvents } from '../access/access.service.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -12,7 +12,7 @@ import { createServer, type IncomingMessage, type Server, type ServerOptions, ty
 import type { FastifyHttpOptions, FastifyInstance } from 'fastify'
 import type { ServerLimits } from '../config.ts'
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
-import { subjectOfAddress } from '../keys/access.service.ts'
+import { subjectOfAddress } from '../access/client-subject.ts'
 
 /** Node's default, pinned so that the 431 we document cannot move with a Node upgrade or flag. */
 export const MAX_HEADER_BYTES = 16 * 1024

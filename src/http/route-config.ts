@@ -2,7 +2,7 @@
 // (auth, rate limits, lifecycle headers, the OpenAPI document) read from it.
 import type { FastifyContextConfig, FastifyRequest } from 'fastify'
 import type { ErrorCode } from '../errors.ts'
-import type { Principal } from '../keys/access.service.ts'
+import type { Principal } from '../access/access.service.ts'
 import type { Role } from '../keys/keys.schema.ts'
 import type { Lifecycle } from './lifecycle.ts'
 

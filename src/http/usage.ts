@@ -1,7 +1,7 @@
-// Usage per key (keys/usage.ts) and near-limit counts, taken from each finished response under
+// Usage per key (access/usage.ts) and near-limit counts, taken from each finished response under
 // /v1: the status decides how a request counts, so this runs once the answer is known.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { UsageOutcome, UsageRecorder } from '../keys/usage.ts'
+import type { UsageOutcome, UsageRecorder } from '../access/usage.ts'
 import type { Decision } from '../ratelimit/limiter.ts'
 import type { Clock } from '../shared/clock.ts'
 import { routeConfigOf } from './route-config.ts'
@@ -41,7 +41,7 @@ export function installUsageRecording (app: FastifyInstance, options: UsageHookO
 
 /**
  * Preflights, and GET /rate_limit with a valid key, are answered from a peek: they left the
- * windows as they were (the same rule as keys/access.service.ts).
+ * windows as they were (the same rule as access/access.service.ts).
  */
 const charged = (request: FastifyRequest): boolean => {
   const config = routeConfigOf(request)

@@ -1,6 +1,7 @@
 // Key lifecycle rules that both engines apply inside their transactions and the access check
 // applies on every request (docs/product.md section 9, key lifecycle).
 import { AppError } from '../errors.ts'
+import { DAY_MS } from '../ratelimit/limiter.ts'
 import type { KeyRecord } from './keys.store.ts'
 
 /** Expiry is an instant: from `expiresAt` on (inclusive) the key no longer works. */
@@ -11,6 +12,9 @@ export const isExpired = (key: Pick<KeyRecord, 'expiresAt'>, now: number): boole
 export const subjectOfQuotaKey = (quotaKeyId: number): string => `key:${quotaKeyId}`
 
 export const subjectOf = (key: Pick<KeyRecord, 'quotaKeyId'>): string => subjectOfQuotaKey(key.quotaKeyId)
+
+/** The UTC day of an instant, YYYY-MM-DD: usage is counted per key and UTC day. */
+export const utcDay = (ms: number): string => new Date(Math.floor(ms / DAY_MS) * DAY_MS).toISOString().slice(0, 10)
 
 /**
  * Why the key cannot be rotated now, or null when it can. Only a live key that nothing has

@@ -5,11 +5,10 @@ import type { Clock } from '../shared/clock.ts'
 import { isStorableId, pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { IfMatch } from '../shared/store.ts'
 import { DAY_MS, type Decision, type Quota } from '../ratelimit/limiter.ts'
-import { subjectOf } from './keys.rules.ts'
+import { subjectOf, utcDay } from './keys.rules.ts'
 import { BAN_HISTORY_MAX, DEPRECATION_DAYS, GRACE_PERIOD_DEFAULT_S, GRACE_PERIOD_MAX_S, PLAN_QUOTAS, USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, type ApiKeyPatch, type Deprecations, type KeyBans, type KeyRateLimit, type KeyUsage, type NewApiKey, type Plan, type Role, type RotateApiKey } from './keys.schema.ts'
 import type { KeyStatus } from './keys.status.ts'
 import type { BanRecord, KeyRecord, KeyStore } from './keys.store.ts'
-import { utcDay } from './usage.ts'
 
 /**
  * Keys are 32 random bytes (256 bits) behind a readable prefix. They are stored as SHA-256
@@ -106,7 +105,7 @@ export interface KeyAdminHooks {
   onUnban?: (keyId: number, subject: string) => Promise<void>
   /** A key changed through this service (role, plan, revocation, rotation): forget what every instance cached about it. */
   onKeyChanged?: (record: KeyRecord) => void
-  /** This instance's usage not yet flushed (keys/usage.ts): written before usage is read. */
+  /** This instance's usage not yet flushed (access/usage.ts): written before usage is read. */
   usage?: { flush (): Promise<void>; lastUsedAt (keyId: number): number | null }
   /** The limiter's answer for a subject, changing nothing (RateLimiter.peek); rateLimit needs it. */
   peek?: (subject: string, quota: Quota) => Decision | Promise<Decision>

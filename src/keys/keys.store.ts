@@ -25,7 +25,7 @@ export interface KeyRecord {
    * for a key made by rotation, the first key of its rotation chain.
    */
   quotaKeyId: number
-  /** The last request made with the key, as last flushed by a server (keys/usage.ts). */
+  /** The last request made with the key, as last flushed by a server (access/usage.ts). */
   lastUsedAt: number | null
   /** Grows on every change an admin makes (the ETag); lastUsedAt moving is not one. */
   version: number
@@ -41,7 +41,7 @@ export interface BanRecord {
   liftedAt: number | null
 }
 
-/** Requests of one key on one UTC day, by how they were answered (see keys/usage.ts). */
+/** Requests of one key on one UTC day, by how they were answered (see access/usage.ts). */
 export interface UsageCounts {
   allowed: number
   limited: number
@@ -54,7 +54,7 @@ export interface UsageRow extends UsageCounts {
   day: string
 }
 
-/** Calls of one deprecated operation by one key on one UTC day (keys/usage.ts). */
+/** Calls of one deprecated operation by one key on one UTC day (access/usage.ts). */
 export interface DeprecatedCallRow {
   operation: string
   keyId: number
@@ -118,7 +118,7 @@ export interface KeyStore {
   /**
    * Bans lifted after `since` (epoch ms, the lifter's clock) that end after `endingAfter` (all
    * when omitted), in lift order, at most 10,000: running instances poll this to drop them from
-   * the limiter (keys/ban-sync.ts).
+   * the limiter (access/ban-sync.ts).
    */
   bansLiftedSince (since: number, endingAfter?: number): Promise<BanRecord[]>
   /**

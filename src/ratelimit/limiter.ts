@@ -100,7 +100,7 @@ export interface RateLimiter {
   /**
    * True when the store has lost the bans put in it (Redis flushed or restarted without
    * persistence, or the fall-back to in-process counters) or never had them: the caller then
-   * puts the bans in force in the database back (keys/ban-sync.ts). Claims the reload: the next
+   * puts the bans in force in the database back (access/ban-sync.ts). Claims the reload: the next
    * call answers false until the state is lost again. Back ends whose state cannot be lost
    * without the process omit it.
    */

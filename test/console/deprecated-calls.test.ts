@@ -1,9 +1,10 @@
-// Calls of deprecated operations in the usage recorder (keys/usage.ts): counted in memory,
+// Calls of deprecated operations in the usage recorder (access/usage.ts): counted in memory,
 // written in the usage flush, and kept for the next flush when the database refuses one.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { createKeyAdmin } from '../../src/keys/keys.service.ts'
-import { createUsageRecorder, utcDay } from '../../src/keys/usage.ts'
+import { createUsageRecorder } from '../../src/access/usage.ts'
+import { utcDay } from '../../src/keys/keys.rules.ts'
 import { manualClock } from '../../src/shared/clock.ts'
 import { T0 } from '../helpers/app.ts'
 import { openTestStores } from '../helpers/stores.ts'

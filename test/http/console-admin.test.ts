@@ -4,7 +4,7 @@
 // on SQLite and PostgreSQL (PETSTORE_TEST_ENGINE) and both limiters, like the rest of test/http.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { utcDay } from '../../src/keys/usage.ts'
+import { utcDay } from '../../src/keys/keys.rules.ts'
 import type { KeyStore } from '../../src/keys/keys.store.ts'
 import { loadSampleData } from '../../src/sample-data.ts'
 import { openTestStores } from '../helpers/stores.ts'

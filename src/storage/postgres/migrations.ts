@@ -79,7 +79,7 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   `,
   // Key lifecycle: expiry, rotation (a rotated key shares the quota identity of the key it
   // replaces: quota_key_id is the first key of its rotation chain, NULL meaning the key itself)
-  // and usage per key and UTC day, written in batches by keys/usage.ts, never per request.
+  // and usage per key and UTC day, written in batches by access/usage.ts, never per request.
   `
   ALTER TABLE api_keys ADD COLUMN expires_at bigint;
   ALTER TABLE api_keys ADD COLUMN replaces bigint CONSTRAINT api_keys_replaces_fkey REFERENCES api_keys (id);

@@ -77,7 +77,7 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   `,
   // Key lifecycle: expiry, rotation (a rotated key shares the quota identity of the key it
   // replaces: quota_key_id is the first key of its rotation chain, NULL meaning the key itself)
-  // and usage per key and UTC day, written in batches by keys/usage.ts, never per request.
+  // and usage per key and UTC day, written in batches by access/usage.ts, never per request.
   `
   ALTER TABLE api_keys ADD COLUMN expires_at INTEGER;
   ALTER TABLE api_keys ADD COLUMN replaces INTEGER REFERENCES api_keys (id);
@@ -107,7 +107,7 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   CREATE INDEX orders_open_by_expiry ON orders (expires_at) WHERE complete = 0;
   `,
   // The operator console (docs/product.md section 10): calls of deprecated operations per
-  // operation, key and UTC day, added in the usage flush (keys/usage.ts), never per request.
+  // operation, key and UTC day, added in the usage flush (access/usage.ts), never per request.
   `
   CREATE TABLE deprecated_calls (
     operation    TEXT    NOT NULL, -- the operationId

@@ -1,7 +1,7 @@
 // Callers without a valid key are charged by address: IPv4 alone, IPv6 by its /64.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { subjectOfAddress } from '../../src/keys/access.service.ts'
+import { subjectOfAddress } from '../../src/access/client-subject.ts'
 import { buildTestApp } from '../helpers/app.ts'
 
 test('subjectOfAddress: an IPv4 address stands alone, an IPv6 address counts by its /64, a mapped IPv4 is IPv4', () => {

@@ -15,10 +15,11 @@
 import { AppError } from '../errors.ts'
 import type { Decision, Quota, RateLimiter } from '../ratelimit/limiter.ts'
 import type { Clock } from '../shared/clock.ts'
-import { PLAN_QUOTAS, ROLE_RANK, type Plan, type Role } from './keys.schema.ts'
-import { isExpired, subjectOf } from './keys.rules.ts'
-import { hashKey, quotaOf } from './keys.service.ts'
-import type { BanRecord, KeyRecord, KeyStore } from './keys.store.ts'
+import { PLAN_QUOTAS, ROLE_RANK, type Plan, type Role } from '../keys/keys.schema.ts'
+import { isExpired, subjectOf } from '../keys/keys.rules.ts'
+import { hashKey, quotaOf } from '../keys/keys.service.ts'
+import type { BanRecord, KeyRecord, KeyStore } from '../keys/keys.store.ts'
+import { subjectOfAddress } from './client-subject.ts'
 
 /** An authenticated caller. */
 export interface Principal {
@@ -138,7 +139,7 @@ function report (call: () => void): void {
 
 export const ANONYMOUS_QUOTA: Quota = PLAN_QUOTAS.free
 
-/** Keys are `psk_` and 43 base64url characters (keys.service.ts generateKey); anything else is refused without a lookup. */
+/** Keys are `psk_` and 43 base64url characters (keys/keys.service.ts generateKey); anything else is refused without a lookup. */
 const KEY_FORMAT = /^psk_[A-Za-z0-9_-]{43}$/
 
 /** A revoked or expired key is refused; a key is charged to its quota identity (shared by a rotation chain). */
@@ -422,23 +423,4 @@ function refusalOf (request: AccessRequest, principal: Principal | null, expired
 /** A failure to read the key: the store's own error (503 when the database is out), or a bug (500). */
 function toRefusal (failure: unknown): Error {
   return failure instanceof Error ? failure : new Error(String(failure))
-}
-
-/**
- * The limiter subject of a caller without a valid key. An IPv4 address stands alone. An IPv6
- * address is charged by its /64 prefix, the block that one host or one customer line usually
- * gets, so walking through the 2^64 addresses of one's own block escapes nothing. An IPv4-mapped
- * IPv6 address (::ffff:a.b.c.d) is its IPv4 address.
- */
-export function subjectOfAddress (address: string): string {
-  if (!address.includes(':')) return `ip:${address}`
-  const lower = address.toLowerCase()
-  if (lower.startsWith('::ffff:') && lower.includes('.')) return `ip:${lower.slice(7)}`
-  const zone = lower.indexOf('%')
-  const bare = zone === -1 ? lower : lower.slice(0, zone)
-  const gap = bare.indexOf('::')
-  const head = (gap === -1 ? bare : bare.slice(0, gap)).split(':').filter((g) => g !== '')
-  const tail = gap === -1 ? [] : bare.slice(gap + 2).split(':').filter((g) => g !== '')
-  const groups = gap === -1 ? head : [...head, ...new Array<string>(Math.max(0, 8 - head.length - tail.length)).fill('0'), ...tail]
-  return `ip6:${groups.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`
 }

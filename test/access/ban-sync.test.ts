@@ -2,7 +2,7 @@
 // a running instance at its next poll, without Redis: the in-process limiter drops it.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { createBanSync } from '../../src/keys/ban-sync.ts'
+import { createBanSync } from '../../src/access/ban-sync.ts'
 import { subjectOfKey } from '../../src/keys/keys.service.ts'
 import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { manualClock } from '../../src/shared/clock.ts'

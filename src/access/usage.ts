@@ -11,16 +11,14 @@
 // crash (SIGKILL, power loss) loses what this instance counted since its last flush: at most one
 // interval's worth. A flush the database refuses keeps its counts for the next attempt.
 import { DAY_MS } from '../ratelimit/limiter.ts'
-import type { DeprecatedCallRow, KeyStore, UsageRow } from './keys.store.ts'
+import { utcDay } from '../keys/keys.rules.ts'
+import type { DeprecatedCallRow, KeyStore, UsageRow } from '../keys/keys.store.ts'
 
 /** Well within the 5 seconds the product allows before counts and lastUsedAt reach the database. */
 export const USAGE_FLUSH_INTERVAL_MS = 2000
 
 /** allowed: 2xx to 4xx but 429; limited: 429 rate_limited; banned: 429 api_key_banned. */
 export type UsageOutcome = 'allowed' | 'limited' | 'banned'
-
-/** The UTC day of an instant, YYYY-MM-DD. */
-export const utcDay = (ms: number): string => new Date(Math.floor(ms / DAY_MS) * DAY_MS).toISOString().slice(0, 10)
 
 export interface UsageRecorder {
   /**

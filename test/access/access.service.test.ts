@@ -1,7 +1,7 @@
 // The access service on its own: synchronous when it can be, and bounded caches.
 import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
-import { createAccessService, type AccessRequest } from '../../src/keys/access.service.ts'
+import { createAccessService, type AccessRequest } from '../../src/access/access.service.ts'
 import { createKeyAdmin } from '../../src/keys/keys.service.ts'
 import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { manualClock } from '../../src/shared/clock.ts'

@@ -1,9 +1,10 @@
 // The usage recorder on its own: what a flush writes, what a failed flush keeps, and that
-// flushes never overlap (keys/usage.ts).
+// flushes never overlap (access/usage.ts).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { KeyStore, UsageBatch } from '../../src/keys/keys.store.ts'
-import { createUsageRecorder, utcDay } from '../../src/keys/usage.ts'
+import { createUsageRecorder } from '../../src/access/usage.ts'
+import { utcDay } from '../../src/keys/keys.rules.ts'
 
 const T = Date.UTC(2026, 10, 21, 23, 59, 59, 500)
 
