@@ -1,4 +1,5 @@
-// Idempotency-Key bookkeeping for PostgreSQL, used inside a create's transaction.
+// Idempotency-Key bookkeeping for PostgreSQL, used inside a create's transaction by the one
+// idempotency step (storage/idempotency.ts); placing an order does the same inside SQL (orders.ts).
 //
 // The claim row is inserted first, with INSERT ... ON CONFLICT DO NOTHING. A concurrent second
 // use of the same key then blocks on the primary key until the first transaction ends: if it
@@ -7,17 +8,18 @@
 // creates at most one record however many requests race with it.
 import { IDEMPOTENCY_TTL_MS, type IdempotencyClaim } from '../../shared/store.ts'
 import { claimExpired, replayOf } from '../checks.ts'
+import type { AsyncClaims } from '../idempotency.ts'
 import type { Db, Tx } from './database.ts'
 
 export interface PostgresIdempotency {
   /**
-   * Inside the create's transaction, before its work: the first result as JSON when the claim
-   * was used before (within 24 h, same fingerprint), else null and the claim is now this
-   * transaction's. Throws idempotency_key_reused for the same key with another request.
+   * The claims as seen from inside one create's transaction, for the idempotency step
+   * (storage/idempotency.ts). replay: the first result as JSON when the claim was used before
+   * (within 24 h, same fingerprint), else null and the claim is now this transaction's; throws
+   * idempotency_key_reused for the same key with another request. remember: record the result
+   * of the first use in the claim's row.
    */
-  claim (tx: Tx, claim: IdempotencyClaim): Promise<string | null>
-  /** Inside the same transaction: remember the result of the first use. */
-  remember (tx: Tx, claim: IdempotencyClaim, response: unknown): Promise<void>
+  within (tx: Tx): AsyncClaims
   /** After the commit, now and then: drop expired claims. Never fails the request. */
   purge (now: number): Promise<void>
 }
@@ -27,33 +29,38 @@ const PURGE_EVERY_MS = 60 * 60 * 1000
 export function createPostgresIdempotency (db: Db): PostgresIdempotency {
   let lastPurge = 0
 
-  return {
-    async claim (tx, claim) {
-      // Twice at most: the row we conflicted with may vanish (purged) before we lock it.
-      for (let attempt = 0; attempt < 2; attempt++) {
-        const inserted = await tx.query(
-          `INSERT INTO idempotency_keys (scope, key, fingerprint, response, created_at) VALUES ($1, $2, $3, '', $4)
-           ON CONFLICT (scope, key) DO NOTHING RETURNING 1 AS claimed`,
+  async function claimIn (tx: Tx, claim: IdempotencyClaim): Promise<string | null> {
+    // Twice at most: the row we conflicted with may vanish (purged) before we lock it.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const inserted = await tx.query(
+        `INSERT INTO idempotency_keys (scope, key, fingerprint, response, created_at) VALUES ($1, $2, $3, '', $4)
+         ON CONFLICT (scope, key) DO NOTHING RETURNING 1 AS claimed`,
+        [claim.scope, claim.key, claim.fingerprint, claim.now])
+      if (inserted.length === 1) return null
+      const row = await tx.first<{ fingerprint: string; response: string; created_at: number }>(
+        'SELECT fingerprint, response, created_at FROM idempotency_keys WHERE scope = $1 AND key = $2 FOR UPDATE',
+        [claim.scope, claim.key])
+      if (row === undefined) continue
+      if (claimExpired(row, claim)) {
+        // Expired: as if absent. The row is locked, so this transaction takes it over.
+        await tx.query(
+          `UPDATE idempotency_keys SET fingerprint = $3, response = '', created_at = $4 WHERE scope = $1 AND key = $2`,
           [claim.scope, claim.key, claim.fingerprint, claim.now])
-        if (inserted.length === 1) return null
-        const row = await tx.first<{ fingerprint: string; response: string; created_at: number }>(
-          'SELECT fingerprint, response, created_at FROM idempotency_keys WHERE scope = $1 AND key = $2 FOR UPDATE',
-          [claim.scope, claim.key])
-        if (row === undefined) continue
-        if (claimExpired(row, claim)) {
-          // Expired: as if absent. The row is locked, so this transaction takes it over.
-          await tx.query(
-            `UPDATE idempotency_keys SET fingerprint = $3, response = '', created_at = $4 WHERE scope = $1 AND key = $2`,
-            [claim.scope, claim.key, claim.fingerprint, claim.now])
-          return null
-        }
-        return replayOf(row, claim)
+        return null
       }
-      throw new Error('idempotency claim kept vanishing') // not reachable in practice: a logged 500
-    },
+      return replayOf(row, claim)
+    }
+    throw new Error('idempotency claim kept vanishing') // not reachable in practice: a logged 500
+  }
 
-    async remember (tx, claim, response) {
-      await tx.query('UPDATE idempotency_keys SET response = $3 WHERE scope = $1 AND key = $2', [claim.scope, claim.key, JSON.stringify(response)])
+  return {
+    within (tx) {
+      return {
+        replay: (claim) => claimIn(tx, claim),
+        async remember (claim, record) {
+          await tx.query('UPDATE idempotency_keys SET response = $3 WHERE scope = $1 AND key = $2', [claim.scope, claim.key, JSON.stringify(record)])
+        }
+      }
     },
 
     async purge (now) {

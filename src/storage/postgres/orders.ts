@@ -58,6 +58,8 @@ export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempoten
     },
 
     async placeOrder (input, claim) {
+      // The idempotency step (replay, work, remember) runs inside SQL here, in place_order, not
+      // through storage/idempotency.ts: the claim, the order and its result are one round trip.
       const limits = input.limits ?? null
       const row = (await db.statement<PlaceRow>('place_order', PLACE_ORDER, [
         input.petId, input.ownerKeyId, input.quantity, input.shipDate, input.now, input.expiresAt ?? input.now + DEFAULT_ORDER_HOLD_MS,

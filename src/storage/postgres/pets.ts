@@ -4,6 +4,7 @@
 import { categoryNotFound } from '../../errors.ts'
 import type { PetFilter, PetRecord, PetStore } from '../../pets/pets.store.ts'
 import { currentRow, refuseIfOpenOrders } from '../checks.ts'
+import { idempotentCreate } from '../idempotency.ts'
 import type { Db } from './database.ts'
 import { onConstraint } from './errors.ts'
 import type { PostgresIdempotency } from './idempotency.ts'
@@ -30,20 +31,14 @@ export function createPostgresPetStore (db: Db, idempotency: PostgresIdempotency
     },
 
     async createPet (input, claim) {
-      const result = await db.transaction(async (tx) => {
-        if (claim !== null) {
-          const first = await idempotency.claim(tx, claim)
-          if (first !== null) return { record: JSON.parse(first) as PetRecord, replayed: true }
-        }
+      const result = await db.transaction((tx) => idempotentCreate(claim, async (): Promise<PetRecord> => {
         // The foreign key checks the category (and locks it against a concurrent delete).
         const row = await tx.first<PetRow>(
           `INSERT INTO pets (name, search_name, category_id, status, stock) VALUES ($1, $2, $3, $4, 1) RETURNING ${PET_COLUMNS}`,
           [input.name, input.name.toLowerCase(), input.categoryId, input.status]
         ).catch(onConstraint({ pets_category_id_fkey: () => categoryNotFound(input.categoryId) }))
-        const record = toPet(row!)
-        if (claim !== null) await idempotency.remember(tx, claim, record)
-        return { record, replayed: false }
-      })
+        return toPet(row!)
+      }, idempotency.within(tx)))
       if (claim !== null && !result.replayed) await idempotency.purge(claim.now)
       return result
     },

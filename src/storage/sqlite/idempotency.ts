@@ -1,14 +1,12 @@
-// Idempotency-Key bookkeeping for SQLite, used inside a store method's transaction.
-import { IDEMPOTENCY_TTL_MS, type IdempotencyClaim } from '../../shared/store.ts'
+// Idempotency-Key bookkeeping for SQLite, used inside a store method's transaction by the one
+// idempotency step (storage/idempotency.ts: replay, work, remember).
+import { IDEMPOTENCY_TTL_MS } from '../../shared/store.ts'
 import { claimExpired, replayOf } from '../checks.ts'
+import type { SyncClaims } from '../idempotency.ts'
 import type { Db } from './database.ts'
 
-export interface SqliteIdempotency {
-  /** Inside a transaction: the first result as JSON if the claim was used before, else null. */
-  replay (claim: IdempotencyClaim): string | null
-  /** Inside the same transaction: remember the result of the first use. */
-  remember (claim: IdempotencyClaim, response: unknown): void
-}
+/** Inside a writer transaction: replay a claim used before, remember a first use's result. */
+export type SqliteIdempotency = SyncClaims
 
 export function createSqliteIdempotency (db: Db): SqliteIdempotency {
   const find = db.prepare('SELECT fingerprint, response, created_at FROM idempotency_keys WHERE scope = ? AND key = ?')

@@ -5,6 +5,7 @@ import { DEFAULT_ORDER_HOLD_MS, type OrderChanges, type OrderFilter, type OrderO
 import type { IfMatch } from '../../shared/store.ts'
 import { notFound } from '../../errors.ts'
 import { lapsed, openOrder, orderLimitRefusal, orderRefusal, visibleOrder } from '../checks.ts'
+import { idempotentCreate } from '../idempotency.ts'
 import type { Db, Writer } from './database.ts'
 import type { PetCache } from './pet-cache.ts'
 import type { SqliteIdempotency } from './idempotency.ts'
@@ -94,11 +95,7 @@ export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: Sql
     },
 
     async placeOrder (input, claim) {
-      return await writer.run(() => {
-        if (claim !== null) {
-          const first = idempotency.replay(claim)
-          if (first !== null) return { record: JSON.parse(first) as OrderRecord, replayed: true }
-        }
+      return await writer.run(() => idempotentCreate<OrderRecord>(claim, () => {
         if (input.limits != null) {
           const refusal = orderLimitRefusal(input.limits, held.get({ owner: input.ownerKeyId, pet: input.petId, now: input.now }) as { orders: number; units: number }, input.petId, input.quantity)
           if (refusal !== null) throw refusal
@@ -110,10 +107,8 @@ export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: Sql
           throw orderRefusal(input.petId, input.quantity, petState.get(input.petId) as { status: PetStatus; stock: number } | undefined)
         }
         const expiresAt = input.expiresAt ?? input.now + DEFAULT_ORDER_HOLD_MS
-        const record = toOrder(insert.get(input.petId, input.ownerKeyId, input.quantity, input.shipDate, input.now, expiresAt) as unknown as OrderRow)
-        if (claim !== null) idempotency.remember(claim, record)
-        return { record, replayed: false }
-      })
+        return toOrder(insert.get(input.petId, input.ownerKeyId, input.quantity, input.shipDate, input.now, expiresAt) as unknown as OrderRow)
+      }, idempotency))
     },
 
     async updateOrder (id, changes: OrderChanges, ifMatch, now) {

@@ -2,6 +2,7 @@
 import { categoryNotFound } from '../../errors.ts'
 import type { PetChanges, PetFilter, PetRecord, PetStore } from '../../pets/pets.store.ts'
 import { currentRow, refuseIfOpenOrders } from '../checks.ts'
+import { idempotentCreate } from '../idempotency.ts'
 import type { Db, Writer } from './database.ts'
 import type { PetCache } from './pet-cache.ts'
 import type { SqliteIdempotency } from './idempotency.ts'
@@ -72,16 +73,10 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
     },
 
     async createPet (input, claim) {
-      return await writer.run(() => {
-        if (claim !== null) {
-          const first = idempotency.replay(claim)
-          if (first !== null) return { record: JSON.parse(first) as PetRecord, replayed: true }
-        }
+      return await writer.run(() => idempotentCreate(claim, () => {
         requireCategory(input.categoryId)
-        const record = toPet(insert.get(input.name, input.name.toLowerCase(), input.categoryId, input.status) as unknown as PetRow)
-        if (claim !== null) idempotency.remember(claim, record)
-        return { record, replayed: false }
-      })
+        return toPet(insert.get(input.name, input.name.toLowerCase(), input.categoryId, input.status) as unknown as PetRow)
+      }, idempotency))
     },
 
     async updatePet (id, changes: PetChanges, ifMatch) {
