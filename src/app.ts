@@ -14,9 +14,9 @@ import { docsRoutes } from './http/docs.ts'
 import { installErrorHandling } from './http/errors.ts'
 import { deprecatedOperation } from './http/lifecycle.ts'
 import { collectDeprecatedOperations, installSunset, lifecycleHeaderStep } from './http/lifecycle-hooks.ts'
-import { healthRoutes, rateLimitRoutes, type Readiness } from './http/meta.ts'
+import { healthRoutes } from './ops/health.ts'
 import { setResponseHeaders } from './http/response-headers.ts'
-import { createMetrics, installMetrics, malformedUrlCounter, metricsRoutes, type Metrics } from './http/metrics.ts'
+import { createMetrics, installMetrics, malformedUrlCounter, metricsRoutes, type Metrics } from './ops/metrics.ts'
 import { registerOpenApi, serveOpenApi } from './http/openapi.ts'
 import { acceptedRequestId, bindRequestLogger, lazyChildLogger, observeFrameworkAnswers, RequestLog } from './http/request-log.ts'
 import { installValidation, parseJsonBody } from './http/validation.ts'
@@ -30,9 +30,11 @@ import { createUsageRecorder } from './access/usage.ts'
 import { installUsageRecording } from './http/usage.ts'
 import { orderRoutes } from './orders/orders.routes.ts'
 import { createOrderService } from './orders/orders.service.ts'
+import { rateLimitRoutes } from './quota/quota.routes.ts'
 import { petRoutes } from './pets/pets.routes.ts'
 import { createPetService } from './pets/pets.service.ts'
 import type { RateLimiter } from './ratelimit/limiter.ts'
+import type { Readiness } from './shared/readiness.ts'
 import { systemClock, type Clock } from './shared/clock.ts'
 import type { Stores } from './storage/stores.ts'
 import { routeConfigOf } from './http/route-config.ts'
@@ -47,7 +49,7 @@ export interface AppDeps {
   readiness?: Readiness
   /** Metrics and log events of the access and lifecycle hooks; by default those of `metrics`. */
   events?: AccessEvents & { onDeprecatedCall?: (operationId: string, keyId: number | null) => void }
-  /** Served at /metrics (http/metrics.ts); a fresh set when absent. */
+  /** Served at /metrics (ops/metrics.ts); a fresh set when absent. */
   metrics?: Metrics
   keyCacheMs?: number
   /** Key changes from and to the other instances (infra.ts); this app alone when absent. */

@@ -8,9 +8,9 @@
 // Key ids (numbers) may appear as labels; keys never do.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client'
-import type { AccessEvents } from './access.ts'
-import type { LifecycleHookOptions } from './lifecycle-hooks.ts'
-import { routeContextOf } from './route-config.ts'
+import type { AccessEvents } from '../http/access.ts'
+import type { LifecycleHookOptions } from '../http/lifecycle-hooks.ts'
+import { routeContextOf } from '../http/route-config.ts'
 
 /** Connection counts of a database pool (PostgreSQL; SQLite has one connection and no pool). */
 export interface PoolStats {
