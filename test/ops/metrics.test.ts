@@ -95,6 +95,19 @@ test('GET /metrics counts requests by operation, method and status, rate-limit d
   assert.doesNotMatch(text, /psk_|\/v1\/nope|\/v1\/pets\/1/)
 })
 
+test('http_requests_total counts each request once, however many scrapes come between: a later scrape adds only the new requests', async (t) => {
+  const { app, call } = await buildTestApp(t)
+  const listPets = async () => valueOf((await scrape(app)).samples, 'http_requests_total', { operation: 'listPets', method: 'GET', status: '200' })
+  for (let i = 0; i < 3; i++) assert.equal((await call({ method: 'GET', url: '/v1/pets' })).statusCode, 200)
+  assert.equal(await listPets(), 3)
+  assert.equal(await listPets(), 3, 'a scrape with no request between counts nothing again')
+  for (let i = 0; i < 2; i++) assert.equal((await call({ method: 'GET', url: '/v1/pets' })).statusCode, 200)
+  const { samples } = await scrape(app)
+  assert.equal(valueOf(samples, 'http_requests_total', { operation: 'listPets', method: 'GET', status: '200' }), 5)
+  assert.equal(valueOf(samples, 'http_request_duration_seconds_count', { operation: 'listPets', method: 'GET' }), 5)
+  assert.equal(valueOf(samples, 'http_requests_total', { operation: '/metrics', method: 'GET', status: '200' }), 2, 'the two scrapes before this one')
+})
+
 test('ratelimit_backend_degraded is 1 while the limiter has fallen back to memory and 0 once the shared store answers', async (t) => {
   const metrics = createMetrics()
   const control = { down: true }
