@@ -81,13 +81,19 @@ test('keys create refuses custom quotas off enterprise and requires them on it',
   assert.equal((await keyRow(join(dir, 'p.db'), stored!.id + 1)).record, null)
 })
 
-test('bad configuration stops the process with one clear line and a non-zero exit', async () => {
+test('bad configuration stops the process with one clear line and a non-zero exit, before the database is opened', async (t) => {
   const result = await run(process.execPath, [CLI, 'serve'], { env: { ...process.env, PORT: 'eighty', DATABASE_URL: 'mysql://root:hunter2@x/y' } }).catch((e: { code: number; stdout: string; stderr: string }) => e)
   assert.equal((result as { code: number }).code, 2)
   const stderr = (result as { stderr: string }).stderr.split('\n').filter((l) => l !== '' && !l.includes('npm warn'))
   assert.equal(stderr.length, 1, stderr.join('\n'))
   assert.match(stderr[0]!, /^petstore serve: invalid configuration: PORT must be/)
   assert.doesNotMatch(stderr[0]!, /hunter2|\bat /)
+  // The effect: with a valid database path and a bad port, no database file is made (a serve that
+  // opened or migrated it before checking the rest would leave one).
+  const dir = tempDir(t, 'petstore-cli-')
+  const bad = await run(process.execPath, [CLI, 'serve'], { env: { ...process.env, PORT: '70000', DATABASE_URL: `sqlite:${join(dir, 'p.db')}` } }).catch((e: { code: number }) => e)
+  assert.equal((bad as { code: number }).code, 2)
+  assert.deepEqual(await readdir(dir), [])
 })
 
 test('serve --sample-data loads the catalogue and prints three keys once; SIGTERM stops it with exit 0', async (t) => {
@@ -105,10 +111,23 @@ test('serve --sample-data loads the catalogue and prints three keys once; SIGTER
   assert.ok(((await res.json()) as unknown[]).length >= 10)
   assert.equal(await first.stop(), 0)
 
-  // Not a new database any more: no keys printed.
+  // The rows: the three printed keys are the three stored (as hashes, so by prefix).
+  const stored = async () => {
+    const stores = createSqliteStores(join(dir, 'p.db'))
+    try {
+      return { keys: await stores.keys.listKeys({ afterId: null, limit: 100 }), pets: (await stores.pets.listPets({}, { afterId: null, limit: 1000 })).length }
+    } finally {
+      await stores.close()
+    }
+  }
+  const first1 = await stored()
+  assert.deepEqual(first1.keys.map((k) => [k.role, k.prefix]), keys.map(([role, key]) => [role, key!.slice(0, 12)]))
+
+  // Not a new database any more: no keys printed, and none made; the catalogue is not loaded twice.
   const second = await startServerProcess(cleanup, env, ['--sample-data'])
   assert.equal(await second.stop(), 0)
   assert.doesNotMatch(second.output() + second.errors(), /psk_/)
+  assert.deepEqual(await stored(), first1)
 })
 
 test('migrate applies the schema and is idempotent', async (t) => {

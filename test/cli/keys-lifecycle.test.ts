@@ -28,10 +28,12 @@ test('keys create --expires-in 12h sets expiresAt twelve hours ahead; --expires-
   assert.equal(inTwelve.code, 0)
   const expiresAt = Date.parse(JSON.parse(inTwelve.lines[0]!).expiresAt)
   assert.ok(expiresAt >= before + 12 * HOUR && expiresAt <= Date.now() + 12 * HOUR, `expiresAt ${expiresAt}`)
+  const madeIn: { id: number; ms: number }[] = []
   for (const [text, ms] of [['90s', 90_000], ['30d', 30 * 24 * HOUR], ['15m', 15 * 60_000]] as const) {
     const made = await run(env, 'create', '--role', 'customer', '--plan', 'free', '--expires-in', text, '--json')
     const delta = Date.parse(JSON.parse(made.lines[0]!).expiresAt) - Date.parse(JSON.parse(made.lines[0]!).createdAt)
     assert.ok(Math.abs(delta - ms) < 1000, `${text}: ${delta}`)
+    madeIn.push({ id: JSON.parse(made.lines[0]!).id, ms })
   }
   const at = await run(env, 'create', '--role', 'staff', '--plan', 'pro', '--expires-at', '2099-01-01T00:00:00Z')
   assert.equal(at.code, 0)
@@ -51,6 +53,10 @@ test('keys create --expires-in 12h sets expiresAt twelve hours ahead; --expires-
   const stores = createSqliteStores(path)
   t.after(() => stores.close())
   assert.equal((await stores.keys.getKey(JSON.parse(inTwelve.lines[0]!).id))!.expiresAt, expiresAt)
+  for (const { id, ms } of madeIn) {
+    const row = (await stores.keys.getKey(id))!
+    assert.ok(Math.abs(row.expiresAt! - row.createdAt - ms) < 1000, `key ${id}: ${row.expiresAt! - row.createdAt} ms`)
+  }
   assert.equal((await stores.keys.getKey(5))!.expiresAt, Date.parse('2099-01-01T00:00:00Z'))
   assert.equal(await stores.keys.getKey(6), null)
 })
@@ -88,6 +94,14 @@ test('keys rotate ID --grace 1h --json prints the new key once with replaces; th
   assert.deepEqual(tooLong.errors, ['petstore keys: gracePeriodSeconds must be a whole number from 0 to 604800'])
   const noId = await run(env, 'rotate')
   assert.equal(noId.code, 2)
+  // The rows after the plain rotation and the three refusals: one successor, made by the plain
+  // rotation (its predecessor stops now); the refused ones made and changed nothing.
+  const successor = (await stores.keys.getKey(created.id + 1))!
+  const rotatedAgain = (await stores.keys.getKey(created.id))!
+  assert.deepEqual([successor.replaces, successor.replacedBy, rotatedAgain.replacedBy], [created.id, null, created.id + 1])
+  assert.ok(rotatedAgain.expiresAt! <= Date.now(), 'grace 0s: the replaced key stops at once')
+  assert.deepEqual(await stores.keys.getKey(old.id), oldRecord, 'the refused rotation of the old key left it as it was')
+  assert.equal(await stores.keys.getKey(created.id + 2), null, 'no key was made by a refused rotation')
 })
 
 test('keys usage ID prints the flushed counts per UTC day (--json: the API\'s object); --days is checked', async (t) => {
