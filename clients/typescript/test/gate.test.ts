@@ -176,3 +176,32 @@ test('gate: the same window seen from the other side (an earlier reset) also kee
   await settle()
   assert.deepEqual([held, sleeps], [['go'], [30_000]])
 })
+
+test('gate: while one wait is being slept, a new request joins it instead of starting a second sleep; all go when that one ends', async () => {
+  // A real timer: the sleep resolves only when the test says so. A second pump loop (no
+  // `pumping` guard) would sleep again for the newcomer, and with a sleep that moves a clock,
+  // move it twice.
+  const clock = { t: 1_000_000 }
+  const sleeps: { ms: number; wake: () => void }[] = []
+  const gate = createGate({
+    maxConcurrency: 8,
+    now: () => clock.t,
+    sleep: (ms) => new Promise<void>((resolve) => { sleeps.push({ ms, wake: () => { clock.t += ms; resolve() } }) }),
+    random: () => 0,
+    maxWaitMs: 60_000,
+    tooLong: () => new Error('too long')
+  })
+  gate.unmetered()
+  gate.hold(clock.t + 5000)
+  const first = acquireMany(gate, 1)
+  await settle()
+  const second = acquireMany(gate, 1)
+  await settle()
+  assert.deepEqual([first, second, sleeps.map((s) => s.ms)], [[null], [null], [5000]], 'one sleep for both')
+  sleeps[0]!.wake()
+  await settle()
+  assert.deepEqual([first, second, sleeps.length], [['go'], ['go'], 1])
+  const third = acquireMany(gate, 1)
+  await settle()
+  assert.deepEqual(third, ['go'], 'the pump ran again after the first ended')
+})

@@ -240,3 +240,118 @@ test('every() follows only the query of Link rel="next" on its own base URL, wha
   assert.ok(sent.every((s) => s.url.startsWith(`${server.baseUrl}/pets?`)), JSON.stringify(sent.map((s) => s.url)))
   assert.equal(sent.length, 2)
 })
+
+test('answers without rate-limit headers (a proxy strips them) end probing: concurrent calls go out together, not one at a time', async (t) => {
+  const server = await serveForClient(t)
+  const { fetch, exchanges, maxInFlight } = recordingFetch(async (input, init) => without(await globalThis.fetch(input, init), 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy'))
+  const client = server.client({ fetch, maxConcurrency: 4 })
+  await client.pets.list()
+  await Promise.all(Array.from({ length: 12 }, () => client.pets.list()))
+  assert.equal(exchanges.length, 13)
+  assert.equal(maxInFlight(), 4, 'after the first unmetered answer, maxConcurrency is the only cap')
+  assert.equal(client.lastRateLimit, null)
+})
+
+test('a client clock an hour off still waits the reset the RateLimit field gives in seconds from now, not X-RateLimit-Reset', async (t) => {
+  const server = await serveForClient(t)
+  const fields: (string | null)[] = []
+  const { fetch, exchanges } = recordingFetch(async (input, init) => {
+    const response = await globalThis.fetch(input, init)
+    fields.push(response.headers.get('ratelimit'))
+    return response
+  })
+  const waits: number[] = []
+  for (const skew of [3_600_000, -3_600_000]) {
+    waits.length = 0
+    exchanges.length = 0
+    fields.length = 0
+    const { key } = await server.makeKey('customer', 'enterprise', { perMinute: 1, perDay: 100 })
+    const client = server.client({ apiKey: key, fetch, random: () => 0, now: () => server.clock.now() + skew, sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) } })
+    await client.pets.list()
+    await client.pets.list()
+    const t = Number(/"minute";r=0;t=(\d+)/.exec(fields[0] ?? '')?.[1])
+    assert.ok(t > 0 && t <= 60, `RateLimit: ${fields[0]}`)
+    assert.deepEqual([exchanges.map((e) => e.status), waits], [[200, 200], [t * 1000]], `clock off by ${skew} ms`)
+  }
+})
+
+test('a 429 api_key_banned rejects at once and holds nothing: the client\'s next call is sent without a wait', async (t) => {
+  const server = await serveForClient(t)
+  let first = true
+  const { fetch, exchanges } = recordingFetch(async (input, init) => {
+    const response = await globalThis.fetch(input, init)
+    if (!first) return response
+    first = false
+    return new Response(JSON.stringify({ code: 'api_key_banned', message: 'banned' }), { status: 429, headers: { 'content-type': 'application/json', 'retry-after': '30' } })
+  })
+  const waits: number[] = []
+  const client = server.client({ fetch, sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) } })
+  await assert.rejects(client.pets.list(), { status: 429, code: 'api_key_banned', retryAfter: 30 })
+  assert.deepEqual(await client.pets.list(), [])
+  assert.deepEqual([exchanges.map((e) => e.status), waits], [[429, 200], []])
+})
+
+test('a 429 whose Retry-After is exactly maxWaitMs is waited out and retried, not refused', async (t) => {
+  const server = await serveForClient(t)
+  let first = true
+  const { fetch, exchanges } = recordingFetch(async (input, init) => {
+    const response = await globalThis.fetch(input, init)
+    if (!first) return response
+    first = false
+    return new Response(JSON.stringify({ code: 'rate_limited', message: 'over quota' }), { status: 429, headers: { 'content-type': 'application/json', 'retry-after': '30' } })
+  })
+  const waits: number[] = []
+  const client = server.client({ fetch, maxWaitMs: 30_000, random: () => 0, sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) } })
+  assert.deepEqual(await client.pets.list(), [])
+  assert.deepEqual([exchanges.map((e) => e.status), waits], [[429, 200], [30_000]])
+})
+
+test('ifMatch of every write method is sent as If-Match: a stale version is refused with 412 and changes nothing; the current one applies; none is sent without it', async (t) => {
+  const server = await serveForClient(t)
+  const [pet] = await seedPets(server, 1)
+  const id = pet!.id
+  const categoryId = (pet as unknown as { categoryId: number }).categoryId
+  const other = await server.client().categories.create({ name: 'Other' })
+  await server.client().inventory.set(id, 5)
+  const order = await server.client({ apiKey: server.keys.customer }).orders.place({ petId: id, quantity: 1 })
+  const { fetch, sent } = sentFetch()
+  const client = server.client({ fetch })
+  const stale = { ifMatch: '"999"' }
+  const writes: [string, () => Promise<unknown>][] = [
+    ['pets.replace', () => client.pets.replace(id, { name: 'Changed', categoryId }, stale)],
+    ['pets.update', () => client.pets.update(id, { name: 'Changed' }, stale)],
+    ['pets.delete', () => client.pets.delete(id, stale)],
+    ['categories.replace', () => client.categories.replace(other.id, { name: 'Changed' }, stale)],
+    ['categories.delete', () => client.categories.delete(other.id, stale)],
+    ['orders.complete', () => client.orders.complete(order.id, undefined, stale)],
+    ['orders.cancel', () => client.orders.cancel(order.id, stale)],
+    ['inventory.set', () => client.inventory.set(id, 9, stale)]
+  ]
+  for (const [name, write] of writes) await assert.rejects(write(), { status: 412, code: 'precondition_failed' }, name)
+  assert.deepEqual(sent.map((s) => s.headers.get('if-match')), writes.map(() => '"999"'))
+  // Nothing changed: the rows as the server's store holds them.
+  assert.equal((await server.stores.pets.getPet(id))?.name, pet!.name)
+  assert.equal((await server.stores.categories.getCategory(other.id))?.name, 'Other')
+  assert.equal((await client.inventory.get(id)).quantity, 4)
+  assert.equal((await client.orders.get(order.id)).complete, false)
+
+  const etag = (await server.call({ method: 'GET', url: `/v1/pets/${id}` })).headers.etag as string
+  await client.pets.update(id, { name: 'Changed' }, { ifMatch: etag })
+  assert.equal((await server.stores.pets.getPet(id))?.name, 'Changed')
+  sent.length = 0
+  await client.pets.update(id, { name: 'Again' })
+  assert.equal(sent[0]!.headers.has('if-match'), false)
+  assert.equal((await server.stores.pets.getPet(id))?.name, 'Again')
+})
+
+test('categories.all() visits every category once, in id order, across pages', async (t) => {
+  const server = await serveForClient(t)
+  const staff = server.client()
+  const made = []
+  for (const name of ['A', 'B', 'C']) made.push(await staff.categories.create({ name }))
+  const { fetch, sent } = sentFetch()
+  const seen = []
+  for await (const category of server.client({ fetch }).categories.all({ limit: 2 })) seen.push(category)
+  assert.deepEqual(seen, made)
+  assert.deepEqual(sent.map((s) => new URL(s.url).pathname.slice(new URL(server.baseUrl).pathname.length)), ['/categories', '/categories'])
+})
