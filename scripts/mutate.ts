@@ -22,7 +22,9 @@ export const PARTS: Record<string, Part> = {
   },
   ratelimit: {
     mutate: ['src/ratelimit/*.ts'],
-    tests: ['test/ratelimit/*.test.ts', 'test/http/access.test.ts', 'test/http/access-outage.test.ts']
+    // Fast in-process tests first, then the Redis ones, then those that take seconds (a million
+    // subjects, a redis-server of their own, HTTP servers).
+    tests: ['test/ratelimit/limiter.test.ts', 'test/ratelimit/memory.test.ts', 'test/ratelimit/fallback.test.ts', 'test/ratelimit/fallback-bans.test.ts', 'test/ratelimit/redis.test.ts', 'test/ratelimit/redis-replies.test.ts', 'test/ratelimit/redis-memory.test.ts', 'test/ratelimit/*.test.ts', 'test/http/access-outage.test.ts', 'test/http/access.test.ts']
   },
   access: {
     mutate: ['src/access/*.ts', 'src/http/access.ts'],

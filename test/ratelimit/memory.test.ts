@@ -1,12 +1,7 @@
 import { test } from 'node:test'
-import { runInNewContext } from 'node:vm'
-import { setFlagsFromString } from 'node:v8'
 import assert from 'node:assert/strict'
 import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { runRateLimiterContract, START } from './contract.ts'
-
-setFlagsFromString('--expose-gc')
-const gc = runInNewContext('gc') as () => void
 
 const MINUTE = 60_000
 const HOUR = 60 * MINUTE
@@ -40,38 +35,188 @@ void test('memory: the incremental sweep drops idle subjects once their windows 
   assert.equal((await limiter.consume('ip:banned', quota)).allowed, true)
 })
 
-void test('memory: a million distinct subjects keep the map at its bound and the heap flat', async (t) => {
-  const maxSubjects = 20_000
-  const limiter = createMemoryRateLimiter({ now: () => START, maxSubjects })
-  t.after(() => limiter.close())
-  const quota = { perMinute: 60, perDay: 1000 }
-  const big = { perMinute: 1_000_000, perDay: 1_000_000 }
-  const heapAt = (): number => { gc(); return process.memoryUsage().heapUsed }
-  // A regular caller that keeps calling among the flood, and a banned one that stops calling.
-  let banned
-  do banned = await limiter.consume('key:banned', { perMinute: 1, perDay: 1000 })
-  while (!banned.banStarted)
-
-  let largest = 0
-  let before = 0
-  for (let i = 0; i < 1_000_000; i++) {
-    await limiter.consume(`ip:${i}`, quota)
-    if (i % 100 === 0) await limiter.consume('key:regular', big)
-    if (i === 200_000) before = heapAt()
-    if (limiter.size() > largest) largest = limiter.size()
-  }
-  const after = heapAt()
-  assert.ok(largest <= maxSubjects * 1.25, `the map grew to ${largest} subjects (bound ${maxSubjects})`)
-  assert.ok(after - before < 4 * 1024 * 1024, `the heap grew by ${after - before} bytes between 200k and 1M subjects`)
-  // Eviction spared the subject that keeps calling (its count went on) and the active ban.
-  assert.equal((await limiter.peek('key:regular', big)).minute.remaining, 1_000_000 - 10_000)
-  assert.equal((await limiter.consume('key:banned', { perMinute: 1, perDay: 1000 })).code, 'api_key_banned')
-})
-
 void test('memory: peek of an unknown subject stores nothing', async (t) => {
   const limiter = createMemoryRateLimiter({ now: () => START })
   t.after(() => limiter.close())
   await limiter.peek('ip:1', { perMinute: 1, perDay: 1 })
   await limiter.unban('ip:1')
   assert.equal(limiter.size(), 0)
+})
+
+void test('memory: over the bound, one-off subjects are evicted, while a caller that keeps coming back, a ban and an open wait period are kept', async (t) => {
+  const limiter = createMemoryRateLimiter({ now: () => START, maxSubjects: 10 })
+  t.after(() => limiter.close())
+  const tight = { perMinute: 1, perDay: 1000 }
+  const big = { perMinute: 1_000_000, perDay: 1_000_000 }
+  let banned
+  do banned = await limiter.consume('key:banned', tight)
+  while (!banned.banStarted)
+  for (let i = 0; i < 3; i++) await limiter.consume('key:waiting', tight) // allowed, then 2 strikes
+  let largest = 0
+  for (let i = 0; i < 1000; i++) {
+    await limiter.consume(`ip:${i}`, { perMinute: 60, perDay: 1000 })
+    if (i % 3 === 0) await limiter.consume('key:regular', big)
+    largest = Math.max(largest, limiter.size())
+  }
+  // Each consume adds at most one subject and evicts back to the bound.
+  assert.equal(largest, 11)
+  assert.equal(limiter.peek('key:regular', big).minute.remaining, 1_000_000 - 334)
+  assert.equal(limiter.peek('key:banned', tight).ban?.until, banned.ban!.until)
+  // The waiting subject kept its strikes: 18 more requests in its period, then the 21st bans.
+  for (let i = 0; i < 18; i++) assert.equal((await limiter.consume('key:waiting', tight)).code, 'rate_limited')
+  assert.equal((await limiter.consume('key:waiting', tight)).banStarted, true)
+})
+
+void test('memory: a flood of subjects that all hold a ban is capped at twice the bound', async (t) => {
+  const limiter = createMemoryRateLimiter({ now: () => START, maxSubjects: 5 })
+  t.after(() => limiter.close())
+  let largest = 0
+  for (let s = 0; s < 30; s++) {
+    let d
+    do {
+      d = await limiter.consume(`key:${s}`, { perMinute: 0, perDay: 0 })
+      largest = Math.max(largest, limiter.size())
+    } while (!d.banStarted)
+  }
+  assert.equal(largest, 11)
+  assert.equal(limiter.size(), 10)
+})
+
+void test('memory: under the bound, nothing that is not stale is dropped however many requests pass', async (t) => {
+  const limiter = createMemoryRateLimiter({ now: () => START, maxSubjects: 10 })
+  t.after(() => limiter.close())
+  for (let i = 0; i < 10; i++) await limiter.consume(`ip:${i}`, { perMinute: 60, perDay: 1000 })
+  for (let i = 0; i < 100; i++) await limiter.consume('ip:0', { perMinute: 1000, perDay: 1000 })
+  assert.equal(limiter.size(), 10)
+  assert.equal(limiter.peek('ip:9', { perMinute: 60, perDay: 1000 }).minute.remaining, 59)
+})
+
+void test('memory: a subject whose windows are stale but whose wait period is still open is kept by the sweep, and its strikes still ban', async (t) => {
+  let now = Date.UTC(2026, 10, 21, 23, 59, 59, 500)
+  const limiter = createMemoryRateLimiter({ now: () => now })
+  t.after(() => limiter.close())
+  const quota = { perMinute: 100, perDay: 1 }
+  await limiter.consume('key:1', quota) // the day's one request
+  for (let i = 0; i < 20; i++) assert.equal((await limiter.consume('key:1', quota)).retryAfterSeconds, 1) // strikes 1-20, period until 00:00:00.500
+  now = Date.UTC(2026, 10, 22, 0, 0, 0, 200) // a new day and minute: both windows are stale
+  for (let i = 0; i < 20; i++) await limiter.consume(`ip:${i}`, quota) // the sweep passes by key:1 several times
+  assert.equal(limiter.size(), 21)
+  assert.equal((await limiter.consume('key:1', quota)).banStarted, true)
+})
+
+void test('memory: a banned subject is dropped exactly 24 h after its ban ended, not 1 ms before', async (t) => {
+  let now = START
+  const limiter = createMemoryRateLimiter({ now: () => now })
+  t.after(() => limiter.close())
+  const quota = { perMinute: 1, perDay: 1000 }
+  let d
+  do d = await limiter.consume('key:banned', quota)
+  while (!d.banStarted)
+  now = d.ban!.until + 24 * HOUR - 1
+  for (let i = 0; i < 4; i++) await limiter.consume(`ip:${i}`, quota)
+  assert.equal(limiter.size(), 5)
+  now += 1
+  for (let i = 0; i < 4; i++) await limiter.consume(`ip:${i}`, quota)
+  assert.equal(limiter.size(), 4)
+})
+
+void test('memory: a subject with an open window today is not stale even after its minute ended', async (t) => {
+  let now = START
+  const limiter = createMemoryRateLimiter({ now: () => now })
+  t.after(() => limiter.close())
+  const quota = { perMinute: 10, perDay: 1000 }
+  await limiter.consume('key:1', quota)
+  now += MINUTE
+  for (let i = 0; i < 10; i++) await limiter.consume('key:2', quota)
+  assert.equal(limiter.size(), 2)
+  assert.equal(limiter.peek('key:1', quota).day.remaining, 999)
+})
+
+void test('memory: restoreBan puts a ban in force with the level its length implies; an ended ban or a shorter one than held changes nothing', async (t) => {
+  const now = START
+  const limiter = createMemoryRateLimiter({ now: () => now })
+  t.after(() => limiter.close())
+  const quota = { perMinute: 1, perDay: 1000 }
+  // A 1 h ban (level 3) that started 10 minutes ago.
+  await limiter.restoreBan!('key:1', { startedAt: now - 10 * MINUTE, until: now + 50 * MINUTE })
+  const d = limiter.consume('key:1', quota)
+  assert.deepEqual([d.code, d.ban?.startedAt, d.ban?.until, d.ban?.level, d.retryAfterSeconds], ['api_key_banned', now - 10 * MINUTE, now + 50 * MINUTE, 3, 3000])
+  assert.equal(d.day.remaining, 1000) // the banned request was charged to nothing
+
+  // A ban that ends sooner than the one held is ignored; one that ends later replaces it.
+  await limiter.restoreBan!('key:1', { startedAt: now - 5 * MINUTE, until: now + 10 * MINUTE })
+  assert.equal(limiter.peek('key:1', quota).ban?.until, now + 50 * MINUTE)
+  await limiter.restoreBan!('key:1', { startedAt: now - 40 * MINUTE, until: now + 50 * MINUTE }) // same end: kept as held
+  assert.deepEqual([limiter.peek('key:1', quota).ban?.startedAt, limiter.peek('key:1', quota).ban?.level], [now - 10 * MINUTE, 3])
+  await limiter.restoreBan!('key:1', { startedAt: now, until: now + 2 * HOUR })
+  assert.deepEqual(limiter.peek('key:1', quota).ban, { until: now + 2 * HOUR, reason: d.ban!.reason, startedAt: now, level: 4 })
+
+  // A ban that has ended (until at or before now) is not stored at all.
+  await limiter.restoreBan!('key:2', { startedAt: now - HOUR, until: now })
+  assert.equal(limiter.size(), 1)
+  assert.equal(limiter.consume('key:2', quota).allowed, true)
+})
+
+void test('memory: a ban restored into a subject already counting keeps its counts, and the next ban after it escalates from its level', async (t) => {
+  let now = START
+  const limiter = createMemoryRateLimiter({ now: () => now })
+  t.after(() => limiter.close())
+  const quota = { perMinute: 1, perDay: 1000 }
+  limiter.consume('key:1', quota)
+  await limiter.restoreBan!('key:1', { startedAt: now, until: now + 30 * MINUTE }) // level 2
+  now += 30 * MINUTE
+  assert.equal(limiter.consume('key:1', quota).day.remaining, 998) // the ban is over; the day kept its count
+  let d
+  do d = limiter.consume('key:1', quota)
+  while (!d.banStarted)
+  assert.deepEqual([d.ban?.level, d.ban!.until - d.ban!.startedAt], [3, HOUR])
+})
+
+void test('memory: unban of a banned subject ends the ban now and a fresh wait period counts strikes from 1 again', async (t) => {
+  let now = START
+  const limiter = createMemoryRateLimiter({ now: () => now })
+  t.after(() => limiter.close())
+  const quota = { perMinute: 1, perDay: 1000 }
+  limiter.consume('key:1', quota)
+  for (let i = 0; i < 15; i++) limiter.consume('key:1', quota) // 15 strikes in the period
+  await limiter.unban('key:1')
+  // The period is closed: the next refusal opens a new one, 20 refusals are answered, the 21st bans.
+  for (let i = 0; i < 20; i++) assert.equal(limiter.consume('key:1', quota).code, 'rate_limited')
+  assert.equal(limiter.consume('key:1', quota).banStarted, true)
+  now += MINUTE
+  await limiter.unban('key:1')
+  const after = limiter.consume('key:1', quota)
+  assert.equal(after.allowed, true)
+  // The lifted ban's history is kept: the next ban, 1 minute after the lifted one started, is level 2.
+  let d
+  do d = limiter.consume('key:1', quota)
+  while (!d.banStarted)
+  assert.equal(d.ban?.level, 2)
+})
+
+void test('memory: unban after a ban ended leaves its end as it was (the escalation horizon is kept)', async (t) => {
+  let now = START
+  const limiter = createMemoryRateLimiter({ now: () => now })
+  t.after(() => limiter.close())
+  const quota = { perMinute: 1, perDay: 1000 }
+  let d
+  do d = limiter.consume('key:1', quota)
+  while (!d.banStarted)
+  now = d.ban!.until + 24 * HOUR - 1
+  await limiter.unban('key:1') // the ban ended long ago: its until must not move to now
+  now += 1
+  for (let i = 0; i < 4; i++) limiter.consume(`ip:${i}`, quota)
+  assert.equal(limiter.size(), 4)
+})
+
+void test('memory: close() forgets every subject, and the limiter still answers afterwards', async () => {
+  const limiter = createMemoryRateLimiter({ now: () => START })
+  const quota = { perMinute: 1, perDay: 1000 }
+  limiter.consume('key:1', quota)
+  limiter.consume('key:2', quota)
+  await limiter.close()
+  assert.equal(limiter.size(), 0)
+  assert.equal(limiter.consume('key:1', quota).allowed, true)
+  limiter.consume('key:3', quota)
+  assert.equal(limiter.size(), 2)
 })

@@ -1,0 +1,141 @@
+// The Redis back end's edges (src/ratelimit/redis.ts), on the real Redis with a unique prefix:
+// which failures of EVALSHA are retried with EVAL and which are not, replies the script cannot
+// give being refused rather than read as an answer, the needsBans sentinel, restoreBan, and a
+// caller's own shortDay rule. The script's replies are replaced on the client (as the NOSCRIPT
+// test of redis.test.ts does) where a real server cannot be made to give them.
+import { test } from 'node:test'
+import type { TestContext } from 'node:test'
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import type { Command, Redis } from 'ioredis'
+import { DAY_MS, dayResetAt } from '../../src/ratelimit/limiter.ts'
+import { createRedisRateLimiter } from '../../src/ratelimit/redis.ts'
+import { connectTestRedis, testRedisReason } from '../helpers/limiter.ts'
+import { deleteRedisKeys, requireService } from '../helpers/services.ts'
+import { START } from './contract.ts'
+
+const QUOTA = { perMinute: 5, perDay: 100 }
+const MINUTE = 60_000
+const HOUR = 60 * MINUTE
+
+async function open (t: TestContext): Promise<{ redis: Redis; prefix: string } | null> {
+  if (!requireService(t, await testRedisReason())) return null
+  const redis = await connectTestRedis()
+  const prefix = `test:${randomUUID()}:`
+  t.after(async () => { await deleteRedisKeys(redis, prefix); redis.disconnect() })
+  return { redis, prefix }
+}
+
+/** Records the name of every command the client sends. */
+function spy (redis: Redis): string[] {
+  const sent: string[] = []
+  const send = redis.sendCommand.bind(redis)
+  redis.sendCommand = (command: Command, ...rest: unknown[]) => {
+    sent.push(command.name)
+    return send(command, ...(rest as [never]))
+  }
+  return sent
+}
+
+void test('redis: an EVALSHA failure other than NOSCRIPT is the caller\'s error, not retried with EVAL', async (t) => {
+  const fixture = await open(t)
+  if (fixture === null) return
+  const { redis, prefix } = fixture
+  const limiter = createRedisRateLimiter({ redis, prefix, now: () => START })
+  await limiter.consume('key:1', QUOTA) // EVAL: the script is now loaded
+  const sent = spy(redis)
+  const evalsha = redis.evalsha.bind(redis)
+  redis.evalsha = (async () => { throw new Error('READONLY You can\'t write against a read only replica.') }) as typeof redis.evalsha
+  await assert.rejects(Promise.resolve(limiter.consume('key:1', QUOTA)), /READONLY/)
+  redis.evalsha = (() => Promise.reject('NOSCRIPT as a bare string')) as typeof redis.evalsha
+  await assert.rejects(Promise.resolve(limiter.consume('key:1', QUOTA)), (err) => err === 'NOSCRIPT as a bare string')
+  assert.deepEqual(sent, []) // no EVAL was sent
+  redis.evalsha = evalsha
+  // Nothing was charged by the failed calls.
+  assert.equal((await limiter.peek('key:1', QUOTA)).minute.remaining, 4)
+})
+
+void test('redis: a script reply of the wrong shape is refused, never read as a decision', async (t) => {
+  const fixture = await open(t)
+  if (fixture === null) return
+  const { redis, prefix } = fixture
+  const limiter = createRedisRateLimiter({ redis, prefix, now: () => START })
+  await limiter.consume('key:1', QUOTA)
+  const replies: unknown[] = [
+    'OK',
+    null,
+    [0, 1, 1, 0, 0],
+    [0, 1, 1, 0, 0, 0, 0],
+    [0, 1, '1', 0, 0, 0],
+    [5, 1, 1, 0, 0, 0],
+    [-1, 1, 1, 0, 0, 0]
+  ]
+  for (const reply of replies) {
+    redis.evalsha = (async () => reply) as typeof redis.evalsha
+    await assert.rejects(Promise.resolve(limiter.consume('key:1', QUOTA)), /rate limit script returned/, JSON.stringify(reply))
+  }
+  // Each outcome code the script does give is read as its outcome.
+  const outcomes: [number[], string | null, boolean][] = [
+    [[0, 1, 1, 0, 0, 0], null, true],
+    [[1, 5, 5, 0, 0, 0], 'rate_limited', false],
+    [[2, 0, 0, START, START + 15 * MINUTE, 1], 'api_key_banned', false],
+    [[3, 0, 0, START, START + 15 * MINUTE, 1], 'api_key_banned', false],
+    [[4, 0, 0, START, START + 15 * MINUTE, 1], 'api_key_banned', false]
+  ]
+  const seen = []
+  for (const [reply] of outcomes) {
+    redis.evalsha = (async () => reply) as typeof redis.evalsha
+    const d = await limiter.consume('key:1', QUOTA)
+    seen.push([d.code, d.allowed, d.banStarted, d.ban?.level ?? null, d.minute.remaining, d.day.remaining])
+  }
+  assert.deepEqual(seen, [
+    [null, true, false, null, 4, 99],
+    ['rate_limited', false, false, null, 0, 95],
+    ['api_key_banned', false, false, 1, 5, 100],
+    ['api_key_banned', false, true, 1, 5, 100],
+    ['api_key_banned', false, false, null, 5, 100]
+  ])
+})
+
+void test('redis: needsBans answers true once per prefix, until the sentinel is lost', async (t) => {
+  const fixture = await open(t)
+  if (fixture === null) return
+  const { redis, prefix } = fixture
+  const limiter = createRedisRateLimiter({ redis, prefix, now: () => START })
+  assert.equal(await limiter.needsBans!(), true)
+  assert.equal(await limiter.needsBans!(), false)
+  assert.equal(await redis.get(`${prefix}bans-loaded`), '1')
+  const other = createRedisRateLimiter({ redis, prefix: `${prefix}other:`, now: () => START })
+  assert.equal(await other.needsBans!(), true)
+  await redis.del(`${prefix}bans-loaded`) // what FLUSHDB or a restart without persistence does
+  assert.equal(await limiter.needsBans!(), true)
+})
+
+void test('redis: restoreBan enforces a ban with its level on every instance; an ended ban sends nothing', async (t) => {
+  const fixture = await open(t)
+  if (fixture === null) return
+  const { redis, prefix } = fixture
+  const now = START
+  const limiter = createRedisRateLimiter({ redis, prefix, now: () => now })
+  await limiter.restoreBan!('key:1', { startedAt: now - 10 * MINUTE, until: now + 50 * MINUTE }) // a 1 h ban: level 3
+  const d = await limiter.consume('key:1', QUOTA)
+  assert.deepEqual([d.code, d.ban?.startedAt, d.ban?.until, d.ban?.level, d.retryAfterSeconds], ['api_key_banned', now - 10 * MINUTE, now + 50 * MINUTE, 3, 3000])
+  const sent = spy(redis)
+  await limiter.restoreBan!('key:2', { startedAt: now - HOUR, until: now })
+  assert.deepEqual(sent, [])
+  assert.equal((await limiter.consume('key:2', QUOTA)).allowed, true)
+})
+
+void test('redis: a caller\'s own shortDay rule replaces the default one', async (t) => {
+  const fixture = await open(t)
+  if (fixture === null) return
+  const { redis, prefix } = fixture
+  const limiter = createRedisRateLimiter({ redis, prefix, now: () => START, shortDay: (s) => s.startsWith('key:') })
+  await limiter.consume('ip:192.0.2.1', QUOTA)
+  await limiter.consume('key:1', QUOTA)
+  const day = Math.floor(START / DAY_MS)
+  const ipTtl = await redis.pttl(`${prefix}{ip:192.0.2.1}:d:${day}`)
+  const keyTtl = await redis.pttl(`${prefix}{key:1}:d:${day}`)
+  assert.ok(ipTtl > dayResetAt(START) - START, `the address's day counter lives until the day ends: ${ipTtl} ms`)
+  assert.ok(keyTtl <= DAY_MS / QUOTA.perDay + MINUTE, `the key's day counter lives one request's share of the day: ${keyTtl} ms`)
+})
