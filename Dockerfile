@@ -1,5 +1,5 @@
 # The Petstore API image. Node.js 24 runs the TypeScript sources directly: no build stage.
-# `npm run test:image` builds it with podman and runs it (README, "Deploying"); CI does too.
+# `npm run test:image` builds it with podman and runs it (docs/operating.md, "Tested for real"); CI does too.
 # With podman, build with `--format docker`: the OCI format has no HEALTHCHECK.
 ARG NODE_IMAGE=node:24-slim
 FROM ${NODE_IMAGE}

@@ -2,7 +2,7 @@
 // missing, the stand-in base images built from Debian's packages, checks that print PASS/FAIL.
 //
 // On these machines no container registry can be reached and the default OCI runtime cannot set
-// rlimits or use the VM's cgroups; podman works with three adjustments (README, "Deploying"):
+// rlimits or use the VM's cgroups; podman works with three adjustments (docs/operating.md, "How podman runs here"):
 // builds with `--isolation chroot`, runs with `--runtime runc` and explicit `--ulimit`s, and base
 // images built locally (debootstrap --variant=minbase bookworm, then `podman import`).
 import { spawn } from 'node:child_process'

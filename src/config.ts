@@ -38,8 +38,8 @@ export interface OrderSettings {
 export const DEFAULT_ORDER_HOLD_MINUTES = 30
 
 /**
- * Limits at the edge (docs/product.md section 9), all in milliseconds but the cap. The README's
- * Configuration table gives each default and why; SECURITY.md says what each protects against.
+ * Limits at the edge (docs/product.md section 9), all in milliseconds but the cap. The table of
+ * docs/configuration.md gives each default and why; SECURITY.md says what each protects against.
  */
 export interface ServerLimits {
   /** The request line and headers must have arrived this long after the request began (HEADERS_TIMEOUT_MS). */
@@ -69,7 +69,7 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = {
   maxConnections: 1000,
   // A tenth of MAX_CONNECTIONS (when that is set, a tenth of its value): a browser opens 6 per
   // origin, a client pool a few dozen; a balancer in front, which is one address for all its
-  // clients, needs its pool size here (README, SECURITY.md).
+  // clients, needs its pool size here (docs/configuration.md, SECURITY.md).
   maxConnectionsPerAddress: 100,
   shutdownGraceMs: 10_000
 }

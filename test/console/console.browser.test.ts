@@ -24,7 +24,7 @@ const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-ne
 const TIMEOUT_MS = 15_000
 const XSS_NAME = '<img src=x onerror=alert(1)>'
 /**
- * The screenshot of the key page: in a temporary folder, or the README's docs/console.png with
+ * The screenshot of the key page: in a temporary folder, or docs/console.png (shown by docs/console.md) with
  * PETSTORE_UPDATE_SCREENSHOT=1 (so that a test run leaves the checkout as it was).
  */
 const SCREENSHOT = process.env.PETSTORE_UPDATE_SCREENSHOT === '1'

@@ -1,6 +1,6 @@
 // Slow clients are cut off at the configured deadlines while the others are served, and the
 // connection cap holds (docs/product.md section 9). The deadlines are set short here (a few
-// hundred ms) so the suite stays fast; the production defaults are in the README.
+// hundred ms) so the suite stays fast; the production defaults are in docs/configuration.md.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { idleConnection, parseAnswer, rawExchange } from './raw.ts'

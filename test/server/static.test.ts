@@ -82,7 +82,7 @@ async function rss (pid: number): Promise<number> {
 
 // A measurement, reported rather than asserted: resident memory depends on the machine, the
 // Node build and the garbage collector's mood, and the bound the figure is compared with
-// (100 MiB) is not met today for reasons outside the docs (see the README, Reliability).
+// (100 MiB) is not met today for reasons outside the docs (see docs/reliability.md, "Memory").
 test('resident memory of a started server, and after it served the docs bundle', { timeout: 30_000, skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {
   const cleanup = cleanupStack(t)
   const dir = tempDir(t, 'petstore-rss-')
