@@ -1,7 +1,7 @@
 // A small, believable catalogue for `serve --sample-data` on a new database. The examples of
 // the OpenAPI document name these records (pet 1 Rex, category 1 Dogs, orders 1 and 2, keys 1
 // to 3), so a test generated from the document runs against such a server: keep them in step
-// (test/openapi-examples.test.ts walks every operation with its examples on this data).
+// (test/openapi/examples.test.ts walks every operation with its examples on this data).
 import { createKeyAdmin } from './keys/keys.service.ts'
 import type { Role } from './keys/keys.schema.ts'
 import type { Clock } from './shared/clock.ts'

@@ -23,7 +23,7 @@ export const CONSOLE_CSP = [
   "frame-ancestors 'none'"
 ].join('; ')
 
-/** As for the docs assets (http/docs.ts): the name changes with the bytes. */
+/** As for the docs assets (openapi/docs.ts): the name changes with the bytes. */
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 
 interface Asset extends StaticEntity { name: string }

@@ -1,5 +1,5 @@
 // Schemas shared by every resource. A schema with a `title` becomes a named component of the
-// OpenAPI document (see http/openapi.ts), so the title is the public name of the shape.
+// OpenAPI document (see openapi/openapi.ts), so the title is the public name of the shape.
 import { Type, type TSchema, type TUnsafe } from 'typebox'
 import { ERROR_CATALOGUE, MAX_DETAIL_TEXT, MAX_ERROR_DETAILS, type ErrorCode } from '../errors.ts'
 

@@ -3,7 +3,7 @@
 // reader sees or does: navigation text, badges, the "Test Request" button, the API client.
 //
 // Locating an operation: Scalar gives each operation's element an id ending in
-// `/<METHOD><path>` (its deep link; src/http/docs/docs-init.js pins it) and renders operations
+// `/<METHOD><path>` (its deep link; src/openapi/docs/docs-init.js pins it) and renders operations
 // only when they come near the viewport, so we scroll the placeholder into view first.
 import assert from 'node:assert/strict'
 import { join } from 'node:path'

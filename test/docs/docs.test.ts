@@ -7,7 +7,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import swagger from '@fastify/swagger'
 import Fastify from 'fastify'
 import type { FastifyInstance } from 'fastify'
-import { docsRoutes } from '../../src/http/docs.ts'
+import { docsRoutes } from '../../src/openapi/docs.ts'
 import { buildFixtureApp } from './fixture-app.ts'
 
 const scalarBundle = new URL('./browser/standalone.js', import.meta.resolve('@scalar/api-reference'))
@@ -57,7 +57,7 @@ void test('GET /docs/assets/* answers 200 JavaScript with immutable cache header
   const [scalarUrl = '', initUrl = ''] = scriptUrls((await app.inject({ method: 'GET', url: '/docs' })).body)
   const [scalarSource, initSource] = await Promise.all([
     readFile(scalarBundle),
-    readFile(new URL('../../src/http/docs/docs-init.js', import.meta.url))
+    readFile(new URL('../../src/openapi/docs/docs-init.js', import.meta.url))
   ])
 
   for (const [url, source] of [[scalarUrl, scalarSource], [initUrl, initSource]] as const) {

@@ -2,7 +2,7 @@
 // /openapi.json, and just enough of the API for the try-it panel to talk to.
 import Fastify from 'fastify'
 import type { FastifyInstance } from 'fastify'
-import { docsRoutes } from '../../src/http/docs.ts'
+import { docsRoutes } from '../../src/openapi/docs.ts'
 import { fixtureOpenApi } from './fixture-openapi.ts'
 
 export const FIXTURE_API_KEY = 'test-key'

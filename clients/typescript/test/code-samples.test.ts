@@ -1,5 +1,5 @@
 // The reference docs show every operation called with this client (x-codeSamples, added by
-// src/http/code-samples.ts). Each sample must call something the client has: a resource method,
+// src/openapi/code-samples.ts). Each sample must call something the client has: a resource method,
 // or request() with a method and path of the document.
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'

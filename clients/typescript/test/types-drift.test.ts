@@ -1,4 +1,4 @@
-// The client's types are generated from docs/openapi.json (which test/openapi.test.ts keeps equal
+// The client's types are generated from docs/openapi.json (which test/openapi/document.test.ts keeps equal
 // to what the code serves): regenerating them must give the committed src/openapi.ts.
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'

@@ -1,7 +1,7 @@
 /* global window, document, fetch, location, CSS, URL, Request */
 // Boots Scalar's API reference on /docs and adds the one feature Scalar lacks: a per-operation
 // try-it switch (`x-hideTryItPanel: true`). Why it is done this way: the comment at the top of
-// src/http/docs.ts. Plain browser JavaScript, served as is (no build step); src/http/docs.ts
+// src/openapi/docs.ts. Plain browser JavaScript, served as is (no build step); src/openapi/docs.ts
 // serves it after Scalar's bundle, which defines window.Scalar.
 
 const EXTENSION = 'x-hideTryItPanel'

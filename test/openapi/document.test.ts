@@ -2,18 +2,18 @@
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { test } from 'node:test'
-import { main } from '../src/cli/main.ts'
-import { openApiDocument } from '../src/cli/openapi.ts'
-import { CONTACT, TAGS, TAG_GROUPS } from '../src/http/openapi.ts'
-import { checkResponse, gateStats } from './helpers/contract.ts'
-import { buildTestApp } from './helpers/app.ts'
-import { memoryIo } from './helpers/io.ts'
+import { main } from '../../src/cli/main.ts'
+import { openApiDocument } from '../../src/cli/openapi.ts'
+import { CONTACT, TAGS, TAG_GROUPS } from '../../src/openapi/openapi.ts'
+import { checkResponse, gateStats } from '../helpers/contract.ts'
+import { buildTestApp } from '../helpers/app.ts'
+import { memoryIo } from '../helpers/io.ts'
 
 type Operation = { operationId?: string; tags?: string[]; responses: Record<string, { description: string }>; deprecated?: boolean; description?: string; [k: string]: unknown }
 type Doc = { openapi: string; info: { version: string }; paths: Record<string, Record<string, Operation>>; tags: { name: string }[]; 'x-tagGroups': { name: string; tags: string[] }[] }
 
 test('docs/openapi.json is the document the code generates (run `npm run openapi` after changing a route)', async () => {
-  const committed = await readFile(new URL('../docs/openapi.json', import.meta.url), 'utf8')
+  const committed = await readFile(new URL('../../docs/openapi.json', import.meta.url), 'utf8')
   assert.equal(committed, await openApiDocument(), 'docs/openapi.json has drifted from the code: run npm run openapi')
 })
 

@@ -1,15 +1,15 @@
-// The Markdown files of src/http/descriptions/ reach the document: api.md is the introduction and
+// The Markdown files of src/openapi/descriptions/ reach the document: api.md is the introduction and
 // every other file is the description of the operation it names, so none is silently unused.
 import assert from 'node:assert/strict'
 import { readdir, readFile } from 'node:fs/promises'
 import { test } from 'node:test'
-import { openApiDocument } from '../src/cli/openapi.ts'
+import { openApiDocument } from '../../src/cli/openapi.ts'
 
-const DIR = new URL('../src/http/descriptions/', import.meta.url)
+const DIR = new URL('../../src/openapi/descriptions/', import.meta.url)
 
 type Doc = { info: { description: string }; paths: Record<string, Record<string, { operationId: string; description?: string }>> }
 
-test('every file of src/http/descriptions/ is the API introduction or the description of an operation of the document', async () => {
+test('every file of src/openapi/descriptions/ is the API introduction or the description of an operation of the document', async () => {
   const doc = JSON.parse(await openApiDocument()) as Doc
   const operations = new Map(Object.values(doc.paths).flatMap((ops) => Object.values(ops)).map((op) => [op.operationId, op]))
   const files = (await readdir(DIR)).sort()

@@ -3,13 +3,13 @@
 // compares what the document says with what the running server does.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { manualClock } from '../src/shared/clock.ts'
-import { loadSampleData, loadSampleKeysAndOrders } from '../src/sample-data.ts'
-import { buildTestApp, T0, type TestApp } from './helpers/app.ts'
-import { openTestStores } from './helpers/stores.ts'
-import { exampleRequest, loadDoc, operations, type Doc, type Operation } from './openapi-requests.ts'
-import { parseAnswer, rawExchange } from './server/raw.ts'
-import { startTestServer } from './helpers/server.ts'
+import { manualClock } from '../../src/shared/clock.ts'
+import { loadSampleData, loadSampleKeysAndOrders } from '../../src/sample-data.ts'
+import { buildTestApp, T0, type TestApp } from '../helpers/app.ts'
+import { openTestStores } from '../helpers/stores.ts'
+import { exampleRequest, loadDoc, operations, type Doc, type Operation } from './requests.ts'
+import { parseAnswer, rawExchange } from '../server/raw.ts'
+import { startTestServer } from '../helpers/server.ts'
 
 type Body = { required?: boolean; content: Record<string, unknown> }
 type HeaderObject = { required?: boolean; $ref?: string }

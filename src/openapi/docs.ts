@@ -1,7 +1,7 @@
 // /docs: the live OpenAPI document (fetched from opts.specUrl when the page loads) rendered by
 // Scalar's API reference, served entirely by the API itself (no CDN, works offline). GET /docs
 // is a small HTML page; GET /docs/assets/* serves Scalar's standalone browser bundle, read from
-// node_modules, and our boot script, src/http/docs/docs-init.js, which configures Scalar.
+// node_modules, and our boot script, src/openapi/docs/docs-init.js, which configures Scalar.
 //
 // The per-operation try-it switch (`x-hideTryItPanel: true`, docs/product.md section 7). Scalar
 // 1.72 has only a global switch (`hideTestRequestButton`). Its API client (the modal behind
@@ -41,7 +41,7 @@
 // the API, whose server URL is relative (`/v1`) and which Scalar resolves against the page.
 import type { FastifyInstance } from 'fastify'
 import { readFile } from 'node:fs/promises'
-import { sendStatic, staticEntity, type StaticEntity } from './static.ts'
+import { sendStatic, staticEntity, type StaticEntity } from '../http/static.ts'
 
 export interface DocsOptions { specUrl: string; title?: string }
 

@@ -8,13 +8,13 @@
 // (409, 422) are provoked by each resource's own tests, through the same gate.
 import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
-import { ServiceUnavailableError } from '../src/errors.ts'
-import { loadSampleData, loadSampleKeysAndOrders } from '../src/sample-data.ts'
-import { manualClock } from '../src/shared/clock.ts'
-import type { Stores } from '../src/storage/stores.ts'
-import { buildTestApp, T0, type TestApp } from './helpers/app.ts'
-import { openTestStores } from './helpers/stores.ts'
-import { exampleRequest, loadDoc, operations, type ExampleRequest } from './openapi-requests.ts'
+import { ServiceUnavailableError } from '../../src/errors.ts'
+import { loadSampleData, loadSampleKeysAndOrders } from '../../src/sample-data.ts'
+import { manualClock } from '../../src/shared/clock.ts'
+import type { Stores } from '../../src/storage/stores.ts'
+import { buildTestApp, T0, type TestApp } from '../helpers/app.ts'
+import { openTestStores } from '../helpers/stores.ts'
+import { exampleRequest, loadDoc, operations, type ExampleRequest } from './requests.ts'
 
 async function sampleApp (t: TestContext, options: { env?: Record<string, string>; stores?: (stores: Stores) => Stores } = {}): Promise<TestApp> {
   const stores = await openTestStores(t)

@@ -8,12 +8,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Ajv } from 'ajv'
-import { manualClock } from '../src/shared/clock.ts'
-import { loadSampleData, loadSampleKeysAndOrders } from '../src/sample-data.ts'
-import { addFormats } from './helpers/ajv.ts'
-import { buildTestApp, T0 } from './helpers/app.ts'
-import { openTestStores } from './helpers/stores.ts'
-import { exampleOf, exampleRequest, loadDoc, operations, type Doc, type Schema } from './openapi-requests.ts'
+import { manualClock } from '../../src/shared/clock.ts'
+import { loadSampleData, loadSampleKeysAndOrders } from '../../src/sample-data.ts'
+import { addFormats } from '../helpers/ajv.ts'
+import { buildTestApp, T0 } from '../helpers/app.ts'
+import { openTestStores } from '../helpers/stores.ts'
+import { exampleOf, exampleRequest, loadDoc, operations, type Doc, type Schema } from './requests.ts'
 
 function validatorFor (doc: Doc): (schema: Schema, value: unknown) => string | null {
   const ajv = new Ajv({ strict: false, allErrors: true })

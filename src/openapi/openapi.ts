@@ -11,8 +11,8 @@ import { stringify as toYaml } from 'yaml'
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
 import { ErrorSchema, Reply } from '../shared/schemas.ts'
 import { addCodeSamples } from './code-samples.ts'
-import { lifecycleDocument } from './lifecycle.ts'
-import { sendStatic, staticEntity, type StaticEntity } from './static.ts'
+import { lifecycleDocument } from '../http/lifecycle.ts'
+import { sendStatic, staticEntity, type StaticEntity } from '../http/static.ts'
 
 export const API_VERSION = '1.0.0'
 
@@ -137,7 +137,7 @@ function withMarkdownDescription (schema: Record<string, unknown>): Record<strin
 
 export async function registerOpenApi (app: FastifyInstance): Promise<void> {
   const introduction = markdown('api')
-  if (introduction === undefined) throw new Error('src/http/descriptions/api.md is missing')
+  if (introduction === undefined) throw new Error('src/openapi/descriptions/api.md is missing')
   app.addHook('onRoute', addErrorResponses)
   await app.register(swagger, {
     openapi: {
@@ -176,7 +176,7 @@ export interface ServeOpenApiOptions {
 /**
  * The result of build(), made on the first call and shared by the later ones; a failure is not
  * kept: the next call builds again (one failure must not be served for the life of the
- * process, issue 18). Like the docs page's own loader (http/docs.ts).
+ * process, issue 18). Like the docs page's own loader (openapi/docs.ts).
  */
 function onceSucceeded<T> (build: () => Promise<T>): () => Promise<T> {
   let promise: Promise<T> | undefined

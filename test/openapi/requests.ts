@@ -1,7 +1,7 @@
 // Requests built from the OpenAPI document's examples: every operation, in document order,
 // with the example of each parameter and body (what a generated contract test sends). Shared by
 // the examples test and the route x status coverage test.
-import { openApiDocument } from '../src/cli/openapi.ts'
+import { openApiDocument } from '../../src/cli/openapi.ts'
 
 export type Schema = Record<string, unknown>
 export type Media = { schema?: Schema; example?: unknown; examples?: Record<string, { value: unknown }> }
