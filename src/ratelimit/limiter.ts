@@ -237,35 +237,3 @@ export function bindingWindow (decision: Decision): WindowState {
   if (minute.remaining !== day.remaining) return minute.remaining < day.remaining ? minute : day
   return day.resetAt >= minute.resetAt ? day : minute
 }
-
-// The policy string depends on the quota only, and there are a handful of quotas (the plans and
-// a few enterprise ones), so it is built once per quota. The bound keeps a stream of distinct
-// enterprise quotas from growing the cache forever; clearing it all is crude but never wrong.
-const POLICY_CACHE_MAX = 256
-const policyCache = new Map<string, string>()
-
-function policyFor (quota: Quota): string {
-  const key = `${quota.perMinute}/${quota.perDay}`
-  let policy = policyCache.get(key)
-  if (policy === undefined) {
-    if (policyCache.size >= POLICY_CACHE_MAX) policyCache.clear()
-    policy = `"minute";q=${quota.perMinute};w=${MINUTE_MS / 1000}, "day";q=${quota.perDay};w=${DAY_MS / 1000}`
-    policyCache.set(key, policy)
-  }
-  return policy
-}
-
-/** The rate limit headers of one response (docs/product.md section 4); it runs on every response. */
-export function rateLimitHeaders (decision: Decision, quota: Quota, now: number): Record<string, string> {
-  const { minute, day } = decision
-  const binding = bindingWindow(decision)
-  const headers: Record<string, string> = {
-    'X-RateLimit-Limit': String(binding.limit),
-    'X-RateLimit-Remaining': String(binding.remaining),
-    'X-RateLimit-Reset': String(Math.ceil(binding.resetAt / 1000)),
-    'RateLimit-Policy': policyFor(quota),
-    RateLimit: `"minute";r=${minute.remaining};t=${secondsUntil(minute.resetAt, now)}, "day";r=${day.remaining};t=${secondsUntil(day.resetAt, now)}`
-  }
-  if (!decision.allowed) headers['Retry-After'] = String(decision.retryAfterSeconds)
-  return headers
-}

@@ -4,7 +4,8 @@
 import { describe, test } from 'node:test'
 import type { TestContext } from 'node:test'
 import assert from 'node:assert/strict'
-import { BAN_REASON, rateLimitHeaders } from '../../src/ratelimit/limiter.ts'
+import { BAN_REASON } from '../../src/ratelimit/limiter.ts'
+import { rateLimitHeaders } from '../helpers/rate-limit-headers.ts'
 import type { Decision, Quota, RateLimiter } from '../../src/ratelimit/limiter.ts'
 
 export interface LimiterFixture {

@@ -5,10 +5,10 @@ import {
   bindingWindow,
   buildDecision,
   checkQuota,
-  nextBanLevel,
-  rateLimitHeaders
+  nextBanLevel
 } from '../../src/ratelimit/limiter.ts'
 import type { Decision } from '../../src/ratelimit/limiter.ts'
+import { rateLimitHeaders } from '../helpers/rate-limit-headers.ts'
 
 function decision (minute: [number, number, number], day: [number, number, number]): Decision {
   return {

@@ -1,0 +1,54 @@
+// The rate-limit headers of a response (docs/product.md section 4, decision 10 of
+// docs/architecture.md): X-RateLimit-*, RateLimit, RateLimit-Policy and, when refused,
+// Retry-After. The one builder of them, used by the access hook and by the limiter's tests. The
+// strings are made once per quota and once per second: the windows reset on whole seconds, so
+// the seconds until each reset depend only on the current second.
+import type { Decision, Quota } from '../ratelimit/limiter.ts'
+import { bindingWindow, DAY_MS, MINUTE_MS } from '../ratelimit/limiter.ts'
+
+/** Where headers are set: a Fastify reply, or anything with its header(name, value). */
+export interface HeaderTarget { header (name: string, value: string): unknown }
+
+interface QuotaStrings { minuteLimit: string; dayLimit: string; policy: string }
+const quotaStrings = new WeakMap<Quota, QuotaStrings>()
+let second = -1
+let minuteT = 0
+let dayT = 0
+let minuteReset = ''
+let dayReset = ''
+
+function stringsOf (quota: Quota): QuotaStrings {
+  let strings = quotaStrings.get(quota)
+  if (strings === undefined) {
+    strings = {
+      minuteLimit: String(quota.perMinute),
+      dayLimit: String(quota.perDay),
+      policy: `"minute";q=${quota.perMinute};w=${MINUTE_MS / 1000}, "day";q=${quota.perDay};w=${DAY_MS / 1000}`
+    }
+    quotaStrings.set(quota, strings)
+  }
+  return strings
+}
+
+/** Sets X-RateLimit-*, RateLimit, RateLimit-Policy and, when refused, Retry-After. */
+export function setRateLimitHeaders (reply: HeaderTarget, decision: Decision, quota: Quota, now: number): void {
+  const s = Math.floor(now / 1000)
+  if (s !== second) {
+    second = s
+    const minuteEnd = (Math.floor(now / MINUTE_MS) + 1) * (MINUTE_MS / 1000)
+    const dayEnd = (Math.floor(now / DAY_MS) + 1) * (DAY_MS / 1000)
+    minuteT = minuteEnd - s
+    dayT = dayEnd - s
+    minuteReset = String(minuteEnd)
+    dayReset = String(dayEnd)
+  }
+  const strings = stringsOf(quota)
+  const { minute, day } = decision
+  const minuteBinds = bindingWindow(decision) === minute
+  reply.header('x-ratelimit-limit', minuteBinds ? strings.minuteLimit : strings.dayLimit)
+  reply.header('x-ratelimit-remaining', String(minuteBinds ? minute.remaining : day.remaining))
+  reply.header('x-ratelimit-reset', minuteBinds ? minuteReset : dayReset)
+  reply.header('ratelimit-policy', strings.policy)
+  reply.header('ratelimit', `"minute";r=${minute.remaining};t=${minuteT}, "day";r=${day.remaining};t=${dayT}`)
+  if (!decision.allowed) reply.header('retry-after', String(decision.retryAfterSeconds))
+}
