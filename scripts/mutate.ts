@@ -35,7 +35,7 @@ export const PARTS: Record<string, Part> = {
     tests: ['test/storage/checks.test.ts', 'test/storage/sqlite.test.ts', 'test/http/pets.test.ts', 'test/http/categories.test.ts', 'test/http/orders.test.ts', 'test/http/inventory.test.ts', 'test/http/key-lifecycle.test.ts']
   },
   writer: {
-    mutate: ['src/storage/sqlite/database.ts'],
+    mutate: ['src/storage/sqlite/database.ts', 'src/storage/sqlite/writer.ts', 'src/storage/sqlite/checkpoint.ts'],
     tests: ['test/storage/sqlite*.test.ts', 'test/http/sqlite-lock.test.ts', 'test/server/crash.test.ts']
   },
   client: {

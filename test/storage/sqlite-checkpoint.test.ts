@@ -8,7 +8,9 @@ import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
 import { loadConfig } from '../../src/config.ts'
 import { createLogger, startServer } from '../../src/server.ts'
-import { createWriter, openSqlite, WAL_SIZE_LIMIT_BYTES, walBytes } from '../../src/storage/sqlite/database.ts'
+import { WAL_SIZE_LIMIT_BYTES, walBytes } from '../../src/storage/sqlite/checkpoint.ts'
+import { openSqlite } from '../../src/storage/sqlite/database.ts'
+import { createWriter } from '../../src/storage/sqlite/writer.ts'
 import { tempDir } from '../helpers/temp.ts'
 
 const ROW_BYTES = 8192

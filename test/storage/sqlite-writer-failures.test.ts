@@ -9,7 +9,8 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
 import { AppError } from '../../src/errors.ts'
-import { createWriter, openSqlite, transaction, type Db, type Writer } from '../../src/storage/sqlite/database.ts'
+import { openSqlite, transaction, type Db } from '../../src/storage/sqlite/database.ts'
+import { createWriter, type Writer } from '../../src/storage/sqlite/writer.ts'
 import { tempDir } from '../helpers/temp.ts'
 
 /** A file database with a table t(x) and a writer whose fsync is immediate. */

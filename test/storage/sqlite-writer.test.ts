@@ -1,4 +1,4 @@
-// The SQLite writer (src/storage/sqlite/database.ts): group commit, each write answered only after
+// The SQLite writer (src/storage/sqlite/writer.ts): group commit, each write answered only after
 // its own commit is durable, a failing write failing alone, and a lock held by another connection
 // answered with 503 within a bound instead of freezing the process.
 import assert from 'node:assert/strict'

@@ -3,7 +3,8 @@ import { categoryInUse } from '../../errors.ts'
 import type { CategoryStore } from '../../categories/categories.store.ts'
 import type { IfMatch } from '../../shared/store.ts'
 import { currentRow } from '../checks.ts'
-import type { Db, Writer } from './database.ts'
+import type { Db } from './database.ts'
+import type { Writer } from './writer.ts'
 import { CATEGORY_COLUMNS, toCategory, type CategoryRow } from '../rows.ts'
 
 export function createSqliteCategoryStore (db: Db, writer: Writer): CategoryStore {

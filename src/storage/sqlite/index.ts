@@ -1,13 +1,15 @@
 // The SQLite engine: every port on one node:sqlite connection.
 import type { Stores } from '../stores.ts'
 import { createSqliteCategoryStore } from './categories.ts'
-import { createWriter, migrateSqlite, openSqlite, walBytes, type WriterOptions } from './database.ts'
+import { walBytes } from './checkpoint.ts'
+import { migrateSqlite, openSqlite } from './database.ts'
 import { createSqliteIdempotency } from './idempotency.ts'
 import { createSqliteInventoryStore } from './inventory.ts'
 import { createSqliteKeyStore } from './keys.ts'
 import { createSqliteOrderStore } from './orders.ts'
 import { createPetCache, type PetCacheOptions } from './pet-cache.ts'
 import { createSqlitePetStore } from './pets.ts'
+import { createWriter, type WriterOptions } from './writer.ts'
 
 export interface SqliteStores extends Stores { readonly engine: 'sqlite' }
 
@@ -15,7 +17,7 @@ export interface SqliteStores extends Stores { readonly engine: 'sqlite' }
 export function createSqliteStores (path: string, options: { migrate?: boolean; petCache?: PetCacheOptions } & WriterOptions = {}): SqliteStores {
   const db = openSqlite(path)
   if (options.migrate !== false) migrateSqlite(db)
-  // Writes of the catalogue and of orders go through the writer (database.ts): durable commits
+  // Writes of the catalogue and of orders go through the writer (writer.ts): durable commits
   // that never block the event loop on the disk or on another process's lock.
   const writer = createWriter(db, path, options)
   const idempotency = createSqliteIdempotency(db)

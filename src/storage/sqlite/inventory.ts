@@ -2,7 +2,8 @@
 import type { InventoryStore } from '../../inventory/inventory.store.ts'
 import { statusForStock } from '../../inventory/inventory.rules.ts'
 import { currentRow, stockAsksOpenOrders } from '../checks.ts'
-import type { Db, Writer } from './database.ts'
+import type { Db } from './database.ts'
+import type { Writer } from './writer.ts'
 import type { PetCache } from './pet-cache.ts'
 import { INVENTORY_COLUMNS, toInventory, type InventoryRow } from '../rows.ts'
 
