@@ -163,7 +163,7 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
    * a POST that carries an Idempotency-Key. Every retry counts against maxRetries.
    */
   async function send (method: string, template: string, url: string, body: unknown, headers: Record<string, string>): Promise<{ data: unknown; response: Response }> {
-    const retryable = method === 'GET' || method === 'HEAD' || (method === 'POST' && headers['idempotency-key'] !== undefined)
+    const retryable = method === 'GET' || (method === 'POST' && headers['idempotency-key'] !== undefined)
     const init: RequestInit = {
       method,
       headers: { accept: 'application/json', 'x-api-key': options.apiKey, ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
