@@ -99,11 +99,50 @@ test('every relative link of README.md, SECURITY.md and docs/*.md reaches a file
   assert.deepEqual(broken, [])
 })
 
+/**
+ * The repository paths a page names in inline code (`src/http/access.ts`, `keys/keys.rules.ts`,
+ * `test/fuzz/`): relative to the repository, to src/ (as docs/architecture.md writes them) or to
+ * the client's folder (its section). Globs, placeholders and URL paths are not paths.
+ */
+export function namedPaths (markdown: string): string[] {
+  const outsideBlocks = markdown.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[ \t]*$/gm, '')
+  const paths: string[] = []
+  for (const match of outsideBlocks.matchAll(/`([^`\n]+)`/g)) {
+    const text = match[1]!
+    if (!/^[\w.@-]+(\/[\w.@-]+)*\/?$/.test(text) || !text.includes('/')) continue
+    if (text.endsWith('/') || /\.(ts|js|md|json|yaml|yml|css|html|conf)$/.test(text)) paths.push(text)
+  }
+  return paths
+}
+
+const PATH_BASES = ['', 'src', 'clients/typescript']
+
+test('every path docs/architecture.md and the pages moved out of the README name exists', async () => {
+  // Generated folders (clients/typescript/dist/ …) are named in .gitignore: they count as present.
+  const generated = (await readFile(join(ROOT, '.gitignore'), 'utf8')).split('\n').map((l) => l.trim()).filter((l) => l.endsWith('/') && l.includes('/'))
+  const missing: string[] = []
+  let checked = 0
+  for (const page of ['docs/architecture.md', 'README.md', 'SECURITY.md', 'docs/api.md', 'docs/configuration.md', 'docs/console.md', 'docs/operating.md', 'docs/reliability.md']) {
+    for (const path of namedPaths(await readFile(join(ROOT, page), 'utf8'))) {
+      checked++
+      let found = false
+      for (const base of PATH_BASES) {
+        const candidate = join(base, path)
+        if (await exists(join(ROOT, candidate)) || generated.some((g) => (candidate + '/').startsWith(g))) found = true
+      }
+      if (!found) missing.push(`${page}: ${path}`)
+    }
+  }
+  assert.ok(checked > 50, `only ${checked} paths found: the path pattern is broken`)
+  assert.deepEqual(missing, [])
+})
+
 test('the anchors are GitHub\'s', () => {
   assert.equal(slug('10. The operator console'), '10-the-operator-console')
   assert.equal(slug('The operator console (`src/console/`)'), 'the-operator-console-srcconsole')
   assert.equal(slug('Nothing outside `/v1` is rate limited'), 'nothing-outside-v1-is-rate-limited')
   assert.equal(slug('Key lifecycle (beta)'), 'key-lifecycle-beta')
   assert.deepEqual([...anchors('# A\n\n## B\n\n```\n# not a heading\n```\n\n## B\n')], ['a', 'b', 'b-1'])
+  assert.deepEqual(namedPaths('`src/app.ts` `http/` `*.store.ts` `/v1/pets` `node:sqlite` `a/b`\n```\n`src/x.ts`\n```\n'), ['src/app.ts', 'http/'])
   assert.deepEqual(links('[a](docs/a.md) `[b](b.md)` [c](https://x.example) ![d](d.png)\n```\n[e](e.md)\n```\n'), ['docs/a.md', 'd.png'])
 })
