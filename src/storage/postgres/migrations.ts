@@ -259,5 +259,40 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     PRIMARY KEY (operation, key_id, day)
   );
   CREATE INDEX deprecated_calls_by_day ON deprecated_calls (day);
+  `,
+  // Group commit of orders (storage/postgres/orders.ts, docs/performance.md "PostgreSQL orders"):
+  // the orders that arrived while the previous batch was in flight, placed by one call, in one
+  // transaction, so one WAL flush for all of them. Each item is decided alone by place_order,
+  // which never raises for a refusal (stock, caps, a reused or replayed Idempotency-Key, no such
+  // pet): it answers an outcome, so one order's refusal neither fails nor rolls back the others.
+  // The answer carries the item's index in p_items. Locks are taken in one order to keep two
+  // batches (two instances, or two batches in flight) from waiting on each other in a cycle: rule
+  // 9's advisory locks of every capped owner of the batch first, in owner order, then the items
+  // in pet order (the pet row is each item's last lock). Items of one pet keep their arrival order.
+  `
+  CREATE FUNCTION place_orders (p_items jsonb, p_claim_ttl bigint)
+  RETURNS TABLE (item integer, outcome text, detail text, id bigint, pet_id bigint, owner_key_id bigint, quantity integer,
+    ship_date bigint, complete boolean, created_at bigint, expires_at bigint, version integer)
+  LANGUAGE plpgsql AS $fn$
+  #variable_conflict use_column
+  DECLARE
+    capped bigint;
+    o record;
+  BEGIN
+    FOR capped IN SELECT DISTINCT (e->>'owner')::bigint FROM jsonb_array_elements(p_items) e
+        WHERE e->>'maxOrders' IS NOT NULL ORDER BY 1 LOOP
+      PERFORM pg_advisory_xact_lock(1869767794, (capped % 2147483647)::integer);
+    END LOOP;
+    FOR o IN SELECT (t.n - 1)::integer AS i, t.e FROM jsonb_array_elements(p_items) WITH ORDINALITY AS t(e, n)
+        ORDER BY (t.e->>'pet')::bigint, t.n LOOP
+      RETURN QUERY SELECT o.i, r.outcome, r.detail, r.id, r.pet_id, r.owner_key_id, r.quantity, r.ship_date,
+        r.complete, r.created_at, r.expires_at, r.version
+        FROM place_order((o.e->>'pet')::bigint, (o.e->>'owner')::bigint, (o.e->>'quantity')::integer,
+          (o.e->>'shipDate')::bigint, (o.e->>'now')::bigint, (o.e->>'expiresAt')::bigint,
+          (o.e->>'maxOrders')::integer, (o.e->>'maxUnits')::integer,
+          o.e->>'scope', o.e->>'key', o.e->>'fingerprint', p_claim_ttl) r;
+    END LOOP;
+  END
+  $fn$;
   `
 ]

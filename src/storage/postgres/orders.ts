@@ -1,9 +1,12 @@
 // OrderStore on PostgreSQL. Placing, completing and cancelling are each one transaction that
 // changes the order and its pet's row together.
 //
-// Placing one is a single call of the function place_order (migration 3): the claim of the
+// Placing one is a call of the function place_order (migration 3): the claim of the
 // Idempotency-Key, the caps, the sweep of the pet's expired orders, the stock and the insert in
-// one round trip and one transaction (docs/performance.md, "PostgreSQL orders").
+// one round trip and one transaction. The orders that arrive while a batch is in flight are
+// placed together by one call of place_orders (migration 6): one round trip, one transaction and
+// one WAL flush for the batch, each order decided alone (group commit on the API side; the
+// design and figures are in docs/performance.md, "PostgreSQL orders").
 //
 // Locks, always in this order so no two transactions wait on each other in a cycle:
 // the order row (SELECT ... FOR UPDATE), then the pet row. Placing an order locks only the pet
@@ -11,11 +14,12 @@
 // waits, then re-checks its WHERE against the committed row, so the stock taken never exceeds
 // the stock there was (the database enforces the rule, not this process's memory). The sweep of
 // expired orders skips the order rows another transaction holds (FOR UPDATE SKIP LOCKED).
-import { idempotencyKeyReused, notFound } from '../../errors.ts'
+import { idempotencyKeyReused, notFound, ServiceUnavailableError } from '../../errors.ts'
 import type { PetStatus } from '../../pets/pets.schema.ts'
 import { DEFAULT_ORDER_HOLD_MS, type OrderFilter, type OrderOwner, type OrderRecord, type OrderStore } from '../../orders/orders.store.ts'
 import { IDEMPOTENCY_TTL_MS, type IfMatch } from '../../shared/store.ts'
 import { lapsed, openOrder, orderLimitRefusal, orderRefusal, visibleOrder } from '../checks.ts'
+import { createBatcher } from './batch.ts'
 import type { Db, Tx } from './database.ts'
 import type { PostgresIdempotency } from './idempotency.ts'
 import { ORDER_COLUMNS, toOrder, type OrderRow } from '../rows.ts'
@@ -24,6 +28,33 @@ import { ORDER_COLUMNS, toOrder, type OrderRow } from '../rows.ts'
 type PlaceRow = { outcome: 'placed' | 'replayed' | 'reused' | 'limit' | 'refused'; detail: string | null } & OrderRow
 
 const PLACE_ORDER = `SELECT outcome, detail, ${ORDER_COLUMNS} FROM place_order($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+const PLACE_ORDERS = `SELECT item, outcome, detail, ${ORDER_COLUMNS} FROM place_orders($1::jsonb, $2)`
+
+/** One order of a batch, as place_orders reads it (the parameters of place_order, by name). */
+interface BatchItem {
+  pet: number
+  owner: number | null
+  quantity: number
+  shipDate: number | null
+  now: number
+  expiresAt: number
+  maxOrders: number | null
+  maxUnits: number | null
+  scope: string | null
+  key: string | null
+  fingerprint: string | null
+}
+
+/** An order's outcome, or why its call failed (the database could not serve it, or a bug). */
+type Placed = { row: PlaceRow } | { error: unknown }
+
+/** Most orders placed by one call: a batch stays a few milliseconds of the database's time. */
+export const MAX_ORDER_BATCH = 64
+
+export interface PostgresOrderStoreOptions {
+  /** Batches of orders in flight at once (default 1: the next batch forms while one commits). */
+  orderBatchesInFlight?: number
+}
 
 /**
  * The open order to change at `now`, locked (the checks: openOrder in checks.ts). One that has
@@ -39,7 +70,37 @@ async function lockOpenOrder (tx: Tx, id: number, owner: OrderOwner, ifMatch: If
   return openOrder(found, id, owner, ifMatch)
 }
 
-export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempotency): OrderStore {
+export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempotency, options: PostgresOrderStoreOptions = {}): OrderStore {
+  const placeOne = async (item: BatchItem): Promise<Placed> => {
+    try {
+      const rows = await db.statement<PlaceRow>('place_order', PLACE_ORDER, [item.pet, item.owner, item.quantity, item.shipDate, item.now,
+        item.expiresAt, item.maxOrders, item.maxUnits, item.scope, item.key, item.fingerprint, IDEMPOTENCY_TTL_MS])
+      return { row: rows[0]! }
+    } catch (error) {
+      return { error }
+    }
+  }
+
+  const place = createBatcher<BatchItem, Placed>({
+    maxBatch: MAX_ORDER_BATCH,
+    maxInFlight: options.orderBatchesInFlight ?? 1,
+    async run (items) {
+      if (items.length === 1) return [await placeOne(items[0]!)]
+      try {
+        const rows = await db.statement<PlaceRow & { item: number }>('place_orders', PLACE_ORDERS, [JSON.stringify(items), IDEMPOTENCY_TTL_MS])
+        const placed: Placed[] = new Array<Placed>(items.length)
+        for (const row of rows) placed[row.item] = { row }
+        return placed
+      } catch (error) {
+        // The batch rolled back as a whole (refusals never raise, so this is the database being
+        // unavailable, or a bug in one item): when the database is there, each order is placed
+        // again alone, so one order's failure is its own and the others still go through.
+        if (error instanceof ServiceUnavailableError) return items.map(() => ({ error }))
+        return await Promise.all(items.map(placeOne))
+      }
+    }
+  })
+
   return {
     async listOrders (filter: OrderFilter, page, now) {
       const params: unknown[] = [page.afterId ?? 0, page.limit]
@@ -61,11 +122,14 @@ export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempoten
       // The idempotency step (replay, work, remember) runs inside SQL here, in place_order, not
       // through storage/idempotency.ts: the claim, the order and its result are one round trip.
       const limits = input.limits ?? null
-      const row = (await db.statement<PlaceRow>('place_order', PLACE_ORDER, [
-        input.petId, input.ownerKeyId, input.quantity, input.shipDate, input.now, input.expiresAt ?? input.now + DEFAULT_ORDER_HOLD_MS,
-        limits?.openOrders ?? null, limits?.unitsPerPet ?? null,
-        claim?.scope ?? null, claim?.key ?? null, claim?.fingerprint ?? null, IDEMPOTENCY_TTL_MS
-      ]))[0]!
+      const placed = await place({
+        pet: input.petId, owner: input.ownerKeyId, quantity: input.quantity, shipDate: input.shipDate, now: input.now,
+        expiresAt: input.expiresAt ?? input.now + DEFAULT_ORDER_HOLD_MS,
+        maxOrders: limits?.openOrders ?? null, maxUnits: limits?.unitsPerPet ?? null,
+        scope: claim?.scope ?? null, key: claim?.key ?? null, fingerprint: claim?.fingerprint ?? null
+      })
+      if ('error' in placed) throw placed.error
+      const row = placed.row
       switch (row.outcome) {
         case 'replayed': return { record: JSON.parse(row.detail!) as OrderRecord, replayed: true }
         case 'reused': throw idempotencyKeyReused()
