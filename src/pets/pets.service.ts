@@ -8,6 +8,8 @@ import type { PetRecord, PetStore } from './pets.store.ts'
 export interface PetService {
   list (query: PetListQuery): Promise<Page<PetRecord>>
   get (id: number): Promise<PetRecord>
+  /** get(), answered at once when the store can (getPetNow), else its promise; throws not_found. */
+  read (id: number): PetRecord | Promise<PetRecord>
   create (input: NewPet, idempotency: IdempotencyClaim | null): Promise<{ record: PetRecord; replayed: boolean }>
   replace (id: number, input: NewPet, ifMatch: IfMatch): Promise<PetRecord>
   patch (id: number, patch: PetPatch, ifMatch: IfMatch): Promise<PetRecord>
@@ -21,7 +23,7 @@ export function createPetService (pets: PetStore): PetService {
     }
   }
 
-  return {
+  const service: PetService = {
     async list (query) {
       const page = pageRequest(query)
       if (query.categoryId !== undefined && !isStorableId(query.categoryId)) return { items: [], nextCursor: null }
@@ -39,6 +41,13 @@ export function createPetService (pets: PetStore): PetService {
 
     async get (id) {
       const pet = isStorableId(id) ? await pets.getPet(id) : null
+      if (pet === null) throw notFound(`pet ${id}`)
+      return pet
+    },
+
+    read (id) {
+      if (pets.getPetNow === undefined) return service.get(id)
+      const pet = isStorableId(id) ? pets.getPetNow(id) : null
       if (pet === null) throw notFound(`pet ${id}`)
       return pet
     },
@@ -67,4 +76,5 @@ export function createPetService (pets: PetStore): PetService {
       await pets.deletePet(id, ifMatch)
     }
   }
+  return service
 }

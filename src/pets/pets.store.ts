@@ -18,6 +18,11 @@ export interface PetChanges { name?: string; categoryId?: number; status?: PetSt
 export interface PetStore {
   listPets (filter: PetFilter, page: PageRequest): Promise<PetRecord[]>
   getPet (id: number): Promise<PetRecord | null>
+  /**
+   * The same read without a promise, offered by a store whose point read never waits (SQLite and
+   * its pet cache): the read path then answers in the same turn (docs/performance.md).
+   */
+  getPetNow?: (id: number) => PetRecord | null
   /** Creates the pet and its inventory entry (stock 1). Throws category_not_found, idempotency_key_reused. */
   createPet (input: { name: string; categoryId: number; status: PetStatus }, idempotency: IdempotencyClaim | null): Promise<Created<PetRecord>>
   /** Throws not_found, precondition_failed (If-Match given and not matching), category_not_found. */
