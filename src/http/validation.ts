@@ -5,7 +5,7 @@
 // bodies get a strict Ajv; path and query values are strings on the wire and must be coerced.
 import { Ajv, type Options as AjvOptions } from 'ajv'
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats'
-import type { FastifyInstance, FastifyRequest, FastifySchema, FastifySchemaCompiler } from 'fastify'
+import type { FastifyInstance, FastifySchema, FastifySchemaCompiler, preParsingHookHandler, preValidationHookHandler } from 'fastify'
 import { AppError, clipText } from '../errors.ts'
 import { HEADER_TEXT, MULTILINE_TEXT, NAME_PATTERN, NO_CONTROLS } from '../shared/schemas.ts'
 
@@ -51,11 +51,14 @@ export function installValidation (app: FastifyInstance): void {
 function installBodylessGuard (app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     if ((route.schema as FastifySchema | undefined)?.body !== undefined) return
-    const guard = async (request: FastifyRequest) => {
+    // Not async: a promise per request for every GET costs more than the check (docs/performance.md).
+    const guard: preParsingHookHandler = (request, _reply, payload, done) => {
       const length = request.headers['content-length']
       if (request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')) {
-        throw new AppError('validation_failed', `${request.method} ${request.routeOptions.url ?? ''} takes no body; send none`, { details: [{ path: '/', message: 'must be absent' }] })
+        done(new AppError('validation_failed', `${request.method} ${request.routeOptions.url ?? ''} takes no body; send none`, { details: [{ path: '/', message: 'must be absent' }] }))
+        return
       }
+      done(null, payload)
     }
     const existing = route.preParsing
     route.preParsing = existing === undefined ? [guard] : [...(Array.isArray(existing) ? existing : [existing]), guard]
@@ -141,10 +144,17 @@ function installIntegerGuard (app: FastifyInstance): void {
       { where: 'headers', key: 'headers', fields: integerFields(schema?.headers) }
     ] as const
     if (parts.every((p) => p.fields.length === 0)) return
-    const guard = async (request: FastifyRequest) => {
-      for (const { where, key, fields } of parts) {
-        if (fields.length > 0) checkIntegers(where, request[key] as Record<string, unknown>, fields)
+    // Not async, as the bodyless guard above.
+    const guard: preValidationHookHandler = (request, _reply, done) => {
+      try {
+        for (const { where, key, fields } of parts) {
+          if (fields.length > 0) checkIntegers(where, request[key] as Record<string, unknown>, fields)
+        }
+      } catch (error) {
+        done(error as Error)
+        return
       }
+      done()
     }
     const existing = route.preValidation
     route.preValidation = existing === undefined ? [guard] : [...(Array.isArray(existing) ? existing : [existing]), guard]
