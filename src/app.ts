@@ -2,13 +2,13 @@
 // apply and hands each its dependencies; it opens nothing (infra.ts does) and listens nowhere
 // (server.ts does), so tests build this very app on their own stores.
 import { randomUUID } from 'node:crypto'
-import cors from '@fastify/cors'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { categoryRoutes } from './categories/categories.routes.ts'
 import { createCategoryService } from './categories/categories.service.ts'
 import type { Config } from './config.ts'
 import { answerMalformedUrl, installAccess } from './http/access.ts'
 import { connectionOptions } from './http/connections.ts'
+import { installCors } from './http/cors.ts'
 import { consoleRoutes } from './console/console.routes.ts'
 import { docsRoutes } from './openapi/docs.ts'
 import { installErrorHandling } from './http/errors.ts'
@@ -153,18 +153,15 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
     await usage.stop().catch((error: unknown) => { app.log.warn({ err: error }, 'usage flush at close failed') })
   })
 
-  const corsOptions = {
-    origin: config.corsOrigins === '*' ? '*' : config.corsOrigins,
+  // /metrics is for Prometheus on the private network, never for a browser: no CORS at all,
+  // preflights included (no CORS headers, and the preflight is not answered). http/cors.ts.
+  installCors(app, {
+    origin: config.corsOrigins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     allowedHeaders: ['X-API-Key', 'Authorization', 'Content-Type', 'If-Match', 'Idempotency-Key', 'Request-Id'],
     exposedHeaders: EXPOSED_HEADERS,
     maxAge: 600,
-    strictPreflight: false
-  }
-  // /metrics is for Prometheus on the private network, never for a browser: no CORS at all,
-  // preflights included (origin false: no CORS headers, and the preflight is not answered).
-  await app.register(cors, {
-    delegator: (request, callback) => { callback(null, request.url.split('?', 1)[0] === '/metrics' ? { origin: false } : corsOptions) }
+    excluded: ['/metrics']
   })
 
   await registerOpenApi(app)

@@ -1,0 +1,87 @@
+// CORS (docs/product.md: CORS_ORIGINS), as @fastify/cors answered it with our options, at the cost
+// of a few header writes per request: every value is made once, when the app is built.
+//
+// @fastify/cors with a per-request options delegator (needed to leave /metrics out) copied and
+// normalized its options, read `request.routeOptions` (a new object per access) twice and joined
+// the exposed headers again on every request (docs/performance.md). What it answered is kept:
+// - every answer: `Vary: Origin`, /metrics included (the options were dynamic);
+// - outside /metrics: `Access-Control-Allow-Origin` (`*`, or the request's Origin when it is one
+//   of the configured origins, else none) and `Access-Control-Expose-Headers`;
+// - a preflight (OPTIONS) outside /metrics: also `Access-Control-Allow-Methods`, `-Allow-Headers`
+//   and `-Max-Age`, answered 204 with `Content-Length: 0` (no Origin or request method needed);
+// - OPTIONS /metrics reaches the `OPTIONS *` route unanswered and gets the 404.
+// It runs where @fastify/cors ran: an onRequest step after the access step, so a refusal of the
+// access step (401, 429) goes out without CORS headers, as before.
+import type { FastifyInstance, FastifyReply } from 'fastify'
+
+export interface CorsOptions {
+  /** `*`, or the allowed origins (a list with `*` in it allows all). */
+  origin: '*' | string[]
+  methods: string[]
+  allowedHeaders: string[]
+  exposedHeaders: string[]
+  /** Seconds a preflight may be cached. */
+  maxAge: number
+  /** Paths (without the query) that get no CORS at all: their preflight is not answered. */
+  excluded: readonly string[]
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** This OPTIONS request is a preflight answered by the CORS step. */
+    corsPreflightEnabled: boolean
+  }
+}
+
+export function installCors (app: FastifyInstance, options: CorsOptions): void {
+  const anyOrigin = options.origin === '*' || options.origin.includes('*')
+  const allowed = new Set(anyOrigin ? [] : options.origin)
+  const exposed = options.exposedHeaders.join(', ')
+  const methods = options.methods.join(', ')
+  const allowedHeaders = options.allowedHeaders.join(', ')
+  const maxAge = String(options.maxAge)
+  const excluded = new Set(options.excluded)
+
+  app.decorateRequest('corsPreflightEnabled', false)
+
+  app.addHook('onRequest', (request, reply, done) => {
+    addOriginToVary(reply)
+    if (excluded.size > 0 && excluded.has(pathOf(request.url))) { done(); return }
+    if (anyOrigin) reply.header('access-control-allow-origin', '*')
+    else {
+      const origin = request.headers.origin
+      if (origin !== undefined && allowed.has(origin)) reply.header('access-control-allow-origin', origin)
+    }
+    reply.header('access-control-expose-headers', exposed)
+    if (request.raw.method !== 'OPTIONS') { done(); return }
+    request.corsPreflightEnabled = true
+    reply.header('access-control-allow-methods', methods)
+    reply.header('access-control-allow-headers', allowedHeaders)
+    reply.header('access-control-max-age', maxAge)
+    reply.code(204).header('content-length', '0').send()
+  })
+
+  // Every OPTIONS request reaches this route; only a preflight the step above answered is one.
+  app.options('*', { schema: { hide: true } }, (request, reply) => {
+    if (!request.corsPreflightEnabled) {
+      reply.callNotFound()
+      return
+    }
+    reply.send()
+  })
+}
+
+const pathOf = (url: string): string => {
+  const query = url.indexOf('?')
+  return query === -1 ? url : url.slice(0, query)
+}
+
+/** Adds Origin to Vary, as @fastify/cors does: set it when absent, else append it once (never to `*`). */
+function addOriginToVary (reply: FastifyReply): void {
+  const header = reply.getHeader('vary')
+  if (header === undefined || header === '') { reply.header('vary', 'Origin'); return }
+  const text = Array.isArray(header) ? header.join(', ') : String(header)
+  const values = text.split(',').map((v) => v.trim().toLowerCase())
+  if (values.includes('*')) return
+  if (!values.includes('origin')) reply.header('vary', `${text}, Origin`)
+}
