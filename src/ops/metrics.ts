@@ -129,11 +129,20 @@ export function createMetrics (): Metrics {
     help: 'Bans started (the key id and the end are in the log line "ban started").',
     registers
   })
-  const deprecatedCalls = new Counter({
+  // Counted in plain maps, per operation and key id, and handed to prom-client at scrape time:
+  // inc() with labels hashes the label object, on every call of a deprecated operation.
+  const deprecatedCounts = new Map<string, Map<number | null, number>>()
+  new Counter({
     name: 'deprecated_operation_calls_total',
     help: 'Calls to deprecated operations by API key id (anonymous without a valid key): who must still migrate.',
     labelNames: ['operation', 'key_id'] as const,
-    registers
+    registers,
+    collect () {
+      this.reset()
+      for (const [operation, byKey] of deprecatedCounts) {
+        for (const [keyId, count] of byKey) this.inc({ operation, key_id: keyId === null ? 'anonymous' : String(keyId) }, count)
+      }
+    }
   })
   const degraded = new Gauge({
     name: 'ratelimit_backend_degraded',
@@ -150,7 +159,11 @@ export function createMetrics (): Metrics {
     events: {
       onDecision: (decision) => { decisions.inc({ decision }) },
       onBan: () => { bans.inc() },
-      onDeprecatedCall: (operation, keyId) => { deprecatedCalls.inc({ operation, key_id: keyId === null ? 'anonymous' : String(keyId) }) }
+      onDeprecatedCall: (operation, keyId) => {
+        let byKey = deprecatedCounts.get(operation)
+        if (byKey === undefined) deprecatedCounts.set(operation, byKey = new Map())
+        byKey.set(keyId, (byKey.get(keyId) ?? 0) + 1)
+      }
     },
     onLimiterState (state) { degraded.set(state === 'degraded' ? 1 : 0) },
     onNearLimit (window) { nearLimit.inc({ window }) },
