@@ -37,7 +37,7 @@ import type { RateLimiter } from './ratelimit/limiter.ts'
 import type { Readiness } from './shared/readiness.ts'
 import { systemClock, type Clock } from './shared/clock.ts'
 import type { Stores } from './storage/stores.ts'
-import { routeConfigOf } from './http/route-config.ts'
+import { requireRoles, routeConfigOf } from './http/route-config.ts'
 
 export interface AppDeps {
   config: Config
@@ -139,6 +139,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
     try { done(null, parseJsonBody(body as string)) } catch (error) { done(error as Error, undefined) }
   })
 
+  requireRoles(app)
   installAccess(app, { access, clock })
   installSunset(app, lifecycleOptions)
   // Usage per key: counted in memory per response, written in batches, flushed at close (before

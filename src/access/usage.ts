@@ -10,7 +10,7 @@
 // What may be lost: a graceful stop flushes (the app's onClose), so nothing is lost then. A
 // crash (SIGKILL, power loss) loses what this instance counted since its last flush: at most one
 // interval's worth. A flush the database refuses keeps its counts for the next attempt.
-import { DAY_MS } from '../ratelimit/limiter.ts'
+import { DAY_MS, type Decision } from '../ratelimit/limiter.ts'
 import { utcDay } from '../keys/keys.rules.ts'
 import type { DeprecatedCallRow, KeyStore, UsageRow } from '../keys/keys.store.ts'
 
@@ -19,6 +19,15 @@ export const USAGE_FLUSH_INTERVAL_MS = 2000
 
 /** allowed: 2xx to 4xx but 429; limited: 429 rate_limited; banned: 429 api_key_banned. */
 export type UsageOutcome = 'allowed' | 'limited' | 'banned'
+
+/** How a finished request counts for its key; null: not counted (a 5xx), only a use. */
+export function usageOutcome (status: number, decision: Pick<Decision, 'code'> | null): UsageOutcome | null {
+  if (status === 429) return decision?.code === 'api_key_banned' ? 'banned' : 'limited'
+  return status < 500 ? 'allowed' : null
+}
+
+/** "Near the limit": fewer than 10% of the window's requests left after this one (ratelimit_near_limit_total). */
+export const NEAR_LIMIT_SHARE = 0.1
 
 export interface UsageRecorder {
   /**

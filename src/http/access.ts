@@ -1,6 +1,7 @@
 // The HTTP side of access (docs/product.md sections 3 and 4): one onRequest hook that reads the
-// request's facts, asks the access service (access/access.service.ts) for a decision, sets the
-// rate-limit headers and answers the refusal, if any. Every decision is the service's.
+// request's facts, asks the access service (access/access.service.ts) for a decision, and turns
+// the outcome into headers (rate limits, Retry-After, WWW-Authenticate) and the refusal to
+// answer, if any. Every decision is the service's.
 //
 // The guard decides on what the router matched, never on the text of the URL: the router
 // decodes the path (and takes the path of an absolute-form target), so `/v%31/admin/keys` and
@@ -12,8 +13,8 @@
 // the plain path; a path with an empty segment (a trailing or doubled slash) under /v1 is not an
 // operation's path, so it is charged and answered 404 whatever route it would happen to fit.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { AppError } from '../errors.ts'
 import type { AccessOutcome, AccessService } from '../access/access.service.ts'
+import { AppError } from '../errors.ts'
 import type { Decision } from '../ratelimit/limiter.ts'
 import type { Clock } from '../shared/clock.ts'
 import { sendError, toAppError } from './errors.ts'
@@ -27,6 +28,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The limiter's answer for this request (GET /rate_limit reports it). */
     rateLimit: Decision | null
+    /** Whether the request was charged to its windows, as the access service decided (AccessOutcome.charged). */
+    charged: boolean
   }
 }
 
@@ -35,16 +38,15 @@ export interface AccessHookOptions {
   clock: Clock
 }
 
-export function installAccess (app: FastifyInstance, { access, clock }: AccessHookOptions): void {
-  // Every operation under /v1 must say who may call it: a route without a role fails at start.
-  app.addHook('onRoute', (route) => {
-    if (!route.url.startsWith('/v1') || route.url.endsWith('*')) return
-    const role = (route.config as { role?: string } | undefined)?.role
-    if (role === undefined) throw new Error(`route ${String(route.method)} ${route.url} declares no role`)
-  })
+/** The challenge of a 401 (RFC 9110 11.6.1): the API takes a key as a bearer token. */
+const CHALLENGE = 'Bearer realm="petstore"'
 
+const statusOf = (error: Error): number | undefined => (error as Partial<AppError>).status
+
+export function installAccess (app: FastifyInstance, { access, clock }: AccessHookOptions): void {
   app.decorateRequest('principal', null)
   app.decorateRequest('rateLimit', null)
+  app.decorateRequest('charged', false)
 
   // Not async: when the key is cached and the limiter answers at once, the request goes on
   // without a promise.
@@ -74,19 +76,25 @@ export function installAccess (app: FastifyInstance, { access, clock }: AccessHo
 
   /** Sets what the outcome says on the request and the reply; returns the refusal to answer. */
   function apply (request: FastifyRequest, reply: FastifyReply, outcome: AccessOutcome): Error | undefined {
-    const { principal, decision } = outcome
+    const { principal, decision, refusal } = outcome
     request.principal = principal
     request.rateLimit = decision
+    request.charged = outcome.charged
     // The request's logger reads the key id from request.principal (http/request-log.ts): no
     // child logger is built here.
     setRateLimitHeaders(reply, decision, outcome.quota, clock.now())
     if (decision.banStarted && decision.ban !== null) request.log.warn({ subject: outcome.subject, until: new Date(decision.ban.until).toISOString() }, 'ban started')
     if (outcome.banNotRecorded !== undefined) request.log.error({ subject: outcome.subject, err: outcome.banNotRecorded }, 'ban in force but not recorded in the database: retried later')
-    if (outcome.refusal !== null && (outcome.refusal as AppError).status === 429) return outcome.refusal
-    if (hasEmptySegment(request.url)) return new AppError('not_found', 'no operation at this path: paths have no empty segment (no trailing or doubled slash); see /openapi.json')
-    return outcome.refusal ?? undefined
+    if (refusal === null) return hasEmptySegment(request.url) ? emptySegment() : undefined
+    const status = statusOf(refusal)
+    if (status === 429) return refusal
+    if (hasEmptySegment(request.url)) return emptySegment()
+    if (status === 401) reply.header('www-authenticate', CHALLENGE)
+    return refusal
   }
 }
+
+const emptySegment = (): AppError => new AppError('not_found', 'no operation at this path: paths have no empty segment (no trailing or doubled slash); see /openapi.json')
 
 /**
  * Fastify's frameworkErrors handler: a URL that never reached routing (bad percent-encoding, an
@@ -102,8 +110,8 @@ export function answerMalformedUrl (access: AccessService, clock: Clock) {
     }
     const answer = (outcome: AccessOutcome): void => {
       setRateLimitHeaders(reply, outcome.decision, outcome.quota, clock.now())
-      const refusal = outcome.refusal as AppError | null
-      sendError(request, reply, refusal !== null && refusal.status === 429 ? refusal : malformed)
+      const refusal = outcome.refusal
+      sendError(request, reply, refusal !== null && statusOf(refusal) === 429 ? refusal as AppError : malformed)
     }
     try {
       const outcome = access.decide({ key: presentedKey(request), address: request.ip, role: undefined, free: false, preflight: false, keyInQuery: null })

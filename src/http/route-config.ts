@@ -1,15 +1,14 @@
 // What a route declares about itself, next to its schema, and what the cross-cutting plugins
 // (auth, rate limits, lifecycle headers, the OpenAPI document) read from it.
-import type { FastifyContextConfig, FastifyRequest } from 'fastify'
+import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify'
+import type { Principal } from '../access/principal.ts'
 import type { ErrorCode } from '../errors.ts'
-import type { Principal } from '../access/access.service.ts'
-import type { Role } from '../keys/keys.schema.ts'
 import type { Lifecycle } from './lifecycle.ts'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The least role that may call it. Every /v1 operation must name one. */
-    role?: Role
+    /** The least role that may call it. Every /v1 operation must name one (requireRoles). */
+    role?: Principal['role']
     /** Error codes particular to the operation; the cross-cutting ones are added for it. */
     errors?: ErrorCode[]
     /** Stability, deprecation and sunset (http/lifecycle.ts). */
@@ -28,6 +27,18 @@ declare module 'fastify' {
 }
 
 export type { Principal }
+
+/**
+ * Every operation under /v1 must say who may call it: a route registered without a role fails at
+ * start, not at its first request. Install before the /v1 routes are registered.
+ */
+export function requireRoles (app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    if (!route.url.startsWith('/v1') || route.url.endsWith('*')) return
+    const role = (route.config as { role?: string } | undefined)?.role
+    if (role === undefined) throw new Error(`route ${String(route.method)} ${route.url} declares no role`)
+  })
+}
 
 /** What the hot path reads about the matched route: its config (with url and method) and schema. */
 type RouteConfig = FastifyContextConfig & { url?: string | undefined }

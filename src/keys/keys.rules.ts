@@ -8,10 +8,11 @@ import type { KeyRecord } from './keys.store.ts'
 export const isExpired = (key: Pick<KeyRecord, 'expiresAt'>, now: number): boolean =>
   key.expiresAt !== null && now >= key.expiresAt
 
-/** The rate-limit subject of a key: its quota identity, shared by a rotation chain. */
-export const subjectOfQuotaKey = (quotaKeyId: number): string => `key:${quotaKeyId}`
+/** `key:ID`: the one spelling of a caller's identity (the limiter subject, the Idempotency-Key scope). */
+export const subjectOfKey = (keyId: number): string => `key:${keyId}`
 
-export const subjectOf = (key: Pick<KeyRecord, 'quotaKeyId'>): string => subjectOfQuotaKey(key.quotaKeyId)
+/** The subject of a key: its quota identity, the first key of its rotation chain, shared by the chain. */
+export const subjectOf = (key: Pick<KeyRecord, 'quotaKeyId'>): string => subjectOfKey(key.quotaKeyId)
 
 /** The UTC day of an instant, YYYY-MM-DD: usage is counted per key and UTC day. */
 export const utcDay = (ms: number): string => new Date(Math.floor(ms / DAY_MS) * DAY_MS).toISOString().slice(0, 10)

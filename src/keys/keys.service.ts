@@ -27,9 +27,6 @@ export function quotaOf (key: Pick<KeyRecord, 'plan' | 'perMinute' | 'perDay'>):
   return PLAN_QUOTAS[key.plan]
 }
 
-/** The subject of a key that was never rotated; use subjectOf(record) for any key. */
-export const subjectOfKey = (keyId: number): string => `key:${keyId}`
-
 /**
  * What the admin service answers about a key: its record, its ban in force and when it was last
  * used (the later of the stored instant and this instance's uses not yet flushed). The routes and

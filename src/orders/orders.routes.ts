@@ -21,14 +21,14 @@ export const toPublicOrder = (record: OrderRecord): Order => ({
 })
 
 /**
- * The caller; every route here names a role, so the access hook has already authenticated it.
- * Orders belong to the key's identity (the first key of its rotation chain), so a rotated key's
- * successor keeps its customer's orders.
+ * The caller's identity (access/principal.ts callerOf); every route here names a role, so the
+ * access hook has already authenticated it. Orders belong to the first key of its rotation chain,
+ * so a rotated key's successor keeps its customer's orders.
  */
 function callerOf (request: FastifyRequest): Caller {
   const principal = request.principal
   if (principal === null) throw new AppError('unauthenticated', 'an API key is required')
-  return { keyId: principal.identityKeyId, role: principal.role, plan: principal.plan }
+  return principal.caller
 }
 
 export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: OrderRoutesOptions): Promise<void> {

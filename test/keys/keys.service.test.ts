@@ -6,8 +6,8 @@ import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { test, type TestContext } from 'node:test'
 import { GRACE_PERIOD_DEFAULT_S, GRACE_PERIOD_MAX_S, USAGE_DAYS_MAX } from '../../src/keys/keys.schema.ts'
-import { createKeyAdmin, generateKey, hashKey, quotaOf, subjectOfKey, type KeyAdminHooks } from '../../src/keys/keys.service.ts'
-import { isExpired, rotationRefusal, subjectOf, subjectOfQuotaKey } from '../../src/keys/keys.rules.ts'
+import { createKeyAdmin, generateKey, hashKey, quotaOf, type KeyAdminHooks } from '../../src/keys/keys.service.ts'
+import { isExpired, rotationRefusal, subjectOf, subjectOfKey } from '../../src/keys/keys.rules.ts'
 import type { KeyRecord } from '../../src/keys/keys.store.ts'
 import { toApiKey } from '../../src/keys/keys.view.ts'
 import { manualClock } from '../../src/shared/clock.ts'
@@ -45,7 +45,6 @@ test('quotaOf: a plan\'s fixed quotas; an enterprise key\'s own, 1 a minute and 
 
 test('subjects: key:<id> for a key, key:<quotaKeyId> for a rotated one', () => {
   assert.equal(subjectOfKey(12), 'key:12')
-  assert.equal(subjectOfQuotaKey(3), 'key:3')
   assert.equal(subjectOf({ quotaKeyId: 4 }), 'key:4')
 })
 

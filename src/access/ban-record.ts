@@ -1,0 +1,86 @@
+// Recording in the database the bans the limiter starts. The ban is in force in the limiter
+// already, and the 429 api_key_banned is answered whatever the database does: a record that
+// fails is reported, kept, and retried at most every BAN_RETRY_MS (on the next charged request,
+// or by retryPending()). A ban that is over by the time it is recorded is still recorded: its
+// history makes the next ban escalate.
+import type { BanRecord, KeyStore } from '../keys/keys.store.ts'
+import type { Clock } from '../shared/clock.ts'
+
+/** A ban whose record in the database failed is tried again at most this often. */
+export const BAN_RETRY_MS = 5000
+
+export type NewBan = Omit<BanRecord, 'id' | 'liftedAt'>
+
+/** A ban started and is recorded. The subject is `key:ID` or the address, never a key. */
+export type BanListener = (subject: string, keyId: number | null, until: number) => void
+/** A ban is in force but its record failed (it is retried). */
+export type BanFailureListener = (subject: string, until: number, error: unknown) => void
+
+export interface BanRecorderOptions {
+  keys: KeyStore
+  clock: Clock
+  onBan?: BanListener
+  onBanNotRecorded?: BanFailureListener
+}
+
+export interface BanRecorder {
+  /** Records a ban that just started; resolves to the failure to record it (kept for a retry), or undefined. */
+  record (ban: NewBan): Promise<unknown>
+  /** Starts a retry when bans are pending and the last attempt is BAN_RETRY_MS old. */
+  retryIfDue (): void
+  /** Records again the pending bans, oldest first; resolves to how many are still pending. */
+  retryPending (): Promise<number>
+}
+
+/** Observers must not turn an answer into an error. */
+function report (call: () => void): void {
+  try {
+    call()
+  } catch {
+    // deliberately ignored, see above
+  }
+}
+
+export function createBanRecorder (options: BanRecorderOptions): BanRecorder {
+  const { keys, clock } = options
+  // By subject and start.
+  const pending = new Map<string, NewBan>()
+  let nextRetryAt = 0
+  let retrying: Promise<number> | null = null
+
+  function retryPending (): Promise<number> {
+    if (retrying !== null) return retrying
+    nextRetryAt = clock.now() + BAN_RETRY_MS
+    retrying = (async () => {
+      for (const [id, record] of [...pending]) {
+        try {
+          await keys.recordBan(record)
+        } catch {
+          break // still out: the next retry starts here again
+        }
+        pending.delete(id)
+        report(() => options.onBan?.(record.subject, record.keyId, record.endsAt))
+      }
+      return pending.size
+    })().finally(() => { retrying = null })
+    return retrying
+  }
+
+  return {
+    record (ban) {
+      return keys.recordBan(ban).then(() => {
+        options.onBan?.(ban.subject, ban.keyId, ban.endsAt)
+        return undefined
+      }, (error: unknown) => {
+        pending.set(`${ban.subject} ${ban.startedAt}`, ban)
+        nextRetryAt = clock.now() + BAN_RETRY_MS
+        report(() => options.onBanNotRecorded?.(ban.subject, ban.endsAt, error))
+        return error
+      })
+    },
+    retryIfDue () {
+      if (pending.size > 0 && clock.now() >= nextRetryAt) void retryPending()
+    },
+    retryPending
+  }
+}

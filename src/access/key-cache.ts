@@ -1,0 +1,124 @@
+// What this instance knows of the keys it was sent: resolved keys by the key as presented (a hit
+// costs no hash), refused keys by their hash (a flood of wrong keys costs one hash each and no
+// database read). Both are bounded in size and time; a resolved key is reused for 2 s, the bound
+// on cross-instance staleness without Redis (docs/architecture.md).
+import { hashKey } from '../keys/keys.service.ts'
+import { isExpired } from '../keys/keys.rules.ts'
+import type { KeyRecord, KeyStore } from '../keys/keys.store.ts'
+import { principalOf, type Principal } from './principal.ts'
+
+/**
+ * Why a presented key gives no principal: `expiredAt` when it is a key past its expiry (401
+ * api_key_expired names the instant), null when it is unknown, revoked or malformed. Refused
+ * keys are remembered as this very object.
+ */
+export interface Refused { expires: number; expiredAt: number | null }
+const NOT_VALID: Refused = Object.freeze({ expires: Infinity, expiredAt: null })
+
+export const isRefused = (value: Principal | Refused): value is Refused => !('keyId' in value)
+
+/** Keys are `psk_` and 43 base64url characters (keys/keys.service.ts generateKey); anything else is refused without a lookup. */
+const KEY_FORMAT = /^psk_[A-Za-z0-9_-]{43}$/
+
+export interface KeyCacheOptions {
+  keys: KeyStore
+  /** How long a resolved key is reused before it is read again (2 s). */
+  keyCacheMs?: number
+  /** How many resolved keys are held at most (10,000). */
+  keyCacheMax?: number
+  /** How long a refused key is remembered (60 s), and how many at most (10,000). */
+  refusedCacheMs?: number
+  refusedCacheMax?: number
+  /** During a database outage, a key's last principal is used for at most this long after it was read (5 min). */
+  staleIfErrorMs?: number
+}
+
+export interface KeyCache {
+  /** What the caches know of a key: its principal, why it has none, or undefined when it must be read. */
+  cached (key: string, now: number): Principal | Refused | undefined
+  /** Reads the key from the database and caches the answer; during an outage, its last principal for a bounded time. */
+  read (key: string, now: number): Promise<Principal | Refused>
+  /** Whether this instance resolved the key before (even if that answer is out of date). */
+  knows (key: string): boolean
+  /** Forgets every key whose id or caller's identity is `keyId`. */
+  forget (keyId: number): void
+}
+
+interface CachedKey { principal: Principal; expires: number; staleUntil: number }
+
+/** The instant a stored key expired, when that (and not a revocation) is why it is refused. */
+const expiryRefusal = (record: KeyRecord | null, now: number): number | null =>
+  record !== null && record.revokedAt === null && isExpired(record, now) ? record.expiresAt : null
+
+/**
+ * A map bounded by size and time. Entries leave in insertion order when it is full (one delete
+ * per insert, never a sweep), and lazily when found expired.
+ */
+class BoundedCache<V extends { expires: number }> {
+  readonly map = new Map<string, V>()
+  readonly max: number
+  constructor (max: number) { this.max = max }
+  get (key: string): V | undefined { return this.map.get(key) }
+  set (key: string, value: V): void {
+    this.map.delete(key)
+    if (this.map.size >= this.max) {
+      const oldest = this.map.keys().next()
+      if (oldest.done !== true) this.map.delete(oldest.value)
+    }
+    this.map.set(key, value)
+  }
+
+  delete (key: string): void { this.map.delete(key) }
+}
+
+export function createKeyCache (options: KeyCacheOptions): KeyCache {
+  const { keys } = options
+  const keyCacheMs = options.keyCacheMs ?? 2000
+  const refusedCacheMs = options.refusedCacheMs ?? 60_000
+  const staleIfErrorMs = options.staleIfErrorMs ?? 5 * 60_000
+  const resolved = new BoundedCache<CachedKey>(options.keyCacheMax ?? 10_000)
+  const refused = new BoundedCache<Refused>(options.refusedCacheMax ?? 10_000)
+
+  return {
+    cached (key, now) {
+      const hit = resolved.get(key)
+      if (hit !== undefined && hit.expires > now) return hit.principal
+      if (!KEY_FORMAT.test(key)) return NOT_VALID
+      const hash = hashKey(key)
+      const known = refused.get(hash)
+      if (known !== undefined) {
+        if (known.expires > now) return known
+        refused.delete(hash)
+      }
+      return undefined
+    },
+    read (key, now) {
+      const hit = resolved.get(key)
+      const hash = hashKey(key)
+      return keys.findKeyByHash(hash).then((record): Principal | Refused => {
+        const principal = record === null ? null : principalOf(record, now)
+        if (principal === null) {
+          resolved.delete(key)
+          const why: Refused = { expires: now + refusedCacheMs, expiredAt: expiryRefusal(record, now) }
+          refused.set(hash, why)
+          return why
+        }
+        // Never past the key's own expiry, not even as a stale answer during an outage.
+        const end = record!.expiresAt ?? Infinity
+        resolved.set(key, { principal, expires: Math.min(now + keyCacheMs, end), staleUntil: Math.min(now + staleIfErrorMs, end) })
+        return principal
+      }, (error: unknown) => {
+        // The database is out: the key's last principal serves for a bounded time, so the
+        // request is still charged to the right quota (and carries its headers).
+        if (hit !== undefined && hit.staleUntil > now) return hit.principal
+        throw error
+      })
+    },
+    knows (key) {
+      return resolved.get(key) !== undefined
+    },
+    forget (keyId) {
+      for (const [key, entry] of resolved.map) if (entry.principal.keyId === keyId || entry.principal.caller.keyId === keyId) resolved.delete(key)
+    }
+  }
+}

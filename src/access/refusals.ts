@@ -1,0 +1,52 @@
+// The texts of the access service's refusals (docs/product.md sections 3 and 4). They carry no
+// HTTP headers: the hook (http/access.ts) sets Retry-After and WWW-Authenticate from the decision.
+import { AppError } from '../errors.ts'
+import { ROLE_RANK, type Role } from '../keys/keys.schema.ts'
+import type { Decision } from '../ratelimit/limiter.ts'
+import type { Principal } from './principal.ts'
+
+/** The facts of a request a refusal depends on. */
+export interface RefusalFacts {
+  key: string | null
+  role: Role | undefined
+  preflight: boolean
+  keyInQuery: string | null
+}
+
+/** 429: rate_limited, or api_key_banned naming the end of the ban. */
+export function limited (decision: Decision, now: number): AppError {
+  return decision.code === 'api_key_banned'
+    ? new AppError('api_key_banned', `this caller is banned until ${new Date(decision.ban?.until ?? now).toISOString()} for calling while told to wait; back off exponentially after a 429`)
+    : new AppError('rate_limited', `rate limit exceeded; retry in ${decision.retryAfterSeconds} s`)
+}
+
+/**
+ * 400 for a key in the URL, 401 without a valid key (api_key_expired for a key past its
+ * `expiredAt`), 403 below the operation's role; null to serve.
+ */
+export function refusalOf (request: RefusalFacts, principal: Principal | null, expiredAt: number | null): AppError | null {
+  if (request.keyInQuery !== null) {
+    return new AppError('validation_failed', `API keys are never accepted in the URL (query parameter "${request.keyInQuery}"): send the key in the X-API-Key header (or Authorization: Bearer), and treat this key as exposed`, {
+      details: [{ path: `/query/${request.keyInQuery}`, message: 'send the key in the X-API-Key header' }]
+    })
+  }
+  const role = request.role
+  if (role === undefined || request.preflight) return null
+  if (principal === null && expiredAt !== null) {
+    return new AppError('api_key_expired', `the API key expired at ${new Date(expiredAt).toISOString()}; use the key that replaced it, or ask an admin for a new one`)
+  }
+  if (principal === null) {
+    return new AppError('unauthenticated', request.key === null
+      ? 'an API key is required: send it as X-API-Key or Authorization: Bearer'
+      : 'the API key is not valid (unknown or revoked)')
+  }
+  if (ROLE_RANK[principal.role] < ROLE_RANK[role]) {
+    return new AppError('forbidden', `this operation needs the ${role} role; the key has ${principal.role}`)
+  }
+  return null
+}
+
+/** A failure to read the key: the store's own error (503 when the database is out), or a bug (500). */
+export function toRefusal (failure: unknown): Error {
+  return failure instanceof Error ? failure : new Error(String(failure))
+}
