@@ -1,12 +1,13 @@
 // The heavy answers that never change while the process runs: the OpenAPI document (about
-// 180 KB of JSON) and the docs page's scripts (Scalar's bundle is 4.35 MB). Each is compressed
-// once, in Node's thread pool, the first time it is asked for (not at start: the process stays
-// small until someone reads the docs), and then served from memory as brotli, gzip or as is,
-// whichever the client accepts, with an ETag that lets a client revalidate for a 304.
+// 180 KB of JSON), the docs page's scripts (Scalar's bundle is 4.35 MB) and the console's files.
+// Each is compressed once, in Node's thread pool, the first time it is asked for (not at start:
+// the process stays small until someone reads the docs), and then served from memory as brotli,
+// gzip or as is, whichever the client accepts, with an ETag that lets a client revalidate for a
+// 304. servePage serves a page and its versioned assets: /docs and /console both use it.
 import { createHash } from 'node:crypto'
 import { promisify } from 'node:util'
 import { brotliCompress as brotliCallback, constants, gzip as gzipCallback } from 'node:zlib'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 
 const brotli = promisify(brotliCallback)
 const gzip = promisify(gzipCallback)
@@ -83,4 +84,79 @@ export function sendStatic (request: FastifyRequest, reply: FastifyReply, entity
   if (matches(request.headers['if-none-match'], entity)) return reply.code(304).send()
   if (coding !== 'identity') reply.header('content-encoding', coding)
   return reply.type(entity.contentType).send(entity.bodies[coding])
+}
+
+/**
+ * The result of build(), made on the first call and shared by the later ones; a failure is not
+ * kept: the next call builds again (one failure must not be served for the life of the
+ * process, issue 18).
+ */
+export function onceSucceeded<T> (build: () => Promise<T>): () => Promise<T> {
+  let promise: Promise<T> | undefined
+  return () => {
+    if (promise === undefined) {
+      const attempt = Promise.resolve().then(build)
+      promise = attempt
+      attempt.catch(() => { if (promise === attempt) promise = undefined })
+    }
+    return promise
+  }
+}
+
+/** A file served under a versioned name, which changes with its bytes. */
+export interface Asset extends StaticEntity {
+  /** The base name, the first 16 hex digits of the sha256, the extension: `console.1a2b….js`. */
+  name: string
+}
+
+export async function versionedAsset (content: Buffer, baseName: string, extension: string, contentType: string): Promise<Asset> {
+  const entity = await staticEntity(content, contentType)
+  return { ...entity, name: `${baseName}.${entity.hash.slice(0, 16)}.${extension}` }
+}
+
+/** A versioned asset's name changes with its bytes, so a browser may keep it for a year unasked. */
+const IMMUTABLE = 'public, max-age=31536000, immutable'
+
+export interface StaticPage {
+  /** The HTML page, which names its assets by their versioned names. */
+  page: StaticEntity
+  assets: Asset[]
+}
+
+export interface ServePageOptions {
+  /** The page's path (`/docs`); its assets are served under `<path>/assets/`. */
+  path: string
+  /** Makes the page and its assets, given the assets' URL prefix; called on the first request (again after a failure). */
+  load: (assetsPath: string) => Promise<StaticPage>
+  /** Headers of the page's answers (its Content-Security-Policy). */
+  pageHeaders?: Record<string, string>
+}
+
+/**
+ * GET <path>: the page, revalidated on every use (`no-cache`: it names the current assets, so a
+ * browser gets a 304 while they are the same); GET <path>/assets/NAME: an asset by its versioned
+ * name, kept for a year (immutable), or 404.
+ */
+export function servePage (app: FastifyInstance, options: ServePageOptions): void {
+  const { path, pageHeaders = {} } = options
+  const assetsPath = `${app.prefix}${path}/assets/`
+  const load = onceSucceeded(async () => {
+    const { page, assets } = await options.load(assetsPath)
+    return { page, byName: new Map(assets.map((asset) => [asset.name, asset])) }
+  })
+
+  app.get(path, { schema: { hide: true } }, async (request, reply) => {
+    const { page } = await load()
+    reply.headers(pageHeaders)
+    return sendStatic(request, reply, page, 'no-cache')
+  })
+
+  app.get<{ Params: { '*': string } }>(`${path}/assets/*`, { schema: { hide: true } }, async (request, reply) => {
+    const asset = (await load()).byName.get(request.params['*'])
+    if (asset === undefined) {
+      reply.callNotFound()
+      return reply
+    }
+    return sendStatic(request, reply, asset, IMMUTABLE)
+  })
 }

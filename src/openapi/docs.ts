@@ -41,14 +41,9 @@
 // the API, whose server URL is relative (`/v1`) and which Scalar resolves against the page.
 import type { FastifyInstance } from 'fastify'
 import { readFile } from 'node:fs/promises'
-import { sendStatic, staticEntity, type StaticEntity } from '../http/static.ts'
+import { onceSucceeded, servePage, staticEntity, versionedAsset } from '../http/static.ts'
 
 export interface DocsOptions { specUrl: string; title?: string }
-
-interface Asset extends StaticEntity {
-  /** The versioned file name: base name, the first 16 hex digits of the sha256, extension. */
-  name: string
-}
 
 const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
@@ -62,30 +57,18 @@ const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'"
 ].join('; ')
 
-/** A versioned asset's name changes with its bytes, so a browser may keep it for a year unasked. */
-const IMMUTABLE = 'public, max-age=31536000, immutable'
-
-async function loadAsset (baseName: string, extension: string, contentType: string, url: URL): Promise<Asset> {
-  const entity = await staticEntity(await readFile(url), contentType)
-  return { ...entity, name: `${baseName}.${entity.hash.slice(0, 16)}.${extension}` }
-}
-
 // Read and compressed on the first request for the page or an asset, not at start: the 4.35 MB
 // bundle and its compressed copies (about 6.7 MB together) would otherwise sit in every process,
 // read or not. The assets never change while the process runs, so every app built in this
 // process (tests build many) shares one read and one compression.
-let assetsPromise: Promise<Asset[]> | undefined
-function loadAssets (): Promise<Asset[]> {
-  assetsPromise ??= Promise.all([
-    // The package's exports map does not expose dist/browser, so resolve its entry point and
-    // go from there; the "browser" field of its package.json names the same file.
-    loadAsset('scalar-api-reference', 'js', 'text/javascript; charset=utf-8',
-      new URL('./browser/standalone.js', import.meta.resolve('@scalar/api-reference'))),
-    loadAsset('docs-init', 'js', 'text/javascript; charset=utf-8', new URL('./docs/docs-init.js', import.meta.url))
-  ])
-  assetsPromise.catch(() => { assetsPromise = undefined })
-  return assetsPromise
-}
+const loadAssets = onceSucceeded(() => Promise.all([
+  // The package's exports map does not expose dist/browser, so resolve its entry point and
+  // go from there; the "browser" field of its package.json names the same file.
+  readFile(new URL('./browser/standalone.js', import.meta.resolve('@scalar/api-reference')))
+    .then((bytes) => versionedAsset(bytes, 'scalar-api-reference', 'js', 'text/javascript; charset=utf-8')),
+  readFile(new URL('./docs/docs-init.js', import.meta.url))
+    .then((bytes) => versionedAsset(bytes, 'docs-init', 'js', 'text/javascript; charset=utf-8'))
+]))
 
 const escapeHtml = (text: string): string =>
   text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
@@ -109,33 +92,14 @@ ${scripts.map((src) => `<script defer src="${escapeHtml(src)}"></script>`).join(
 }
 
 export async function docsRoutes (app: FastifyInstance, opts: DocsOptions): Promise<void> {
-  const assetsPath = `${app.prefix}/docs/assets/`
-  let pagePromise: Promise<{ page: StaticEntity; byName: Map<string, Asset> }> | undefined
-  const load = () => {
-    pagePromise ??= loadAssets().then(async (assets) => ({
+  servePage(app, {
+    path: '/docs',
+    load: async (assetsPath) => {
+      const assets = await loadAssets()
       // Order matters: the boot script uses window.Scalar, which the bundle defines.
-      page: await staticEntity(renderPage(opts.title ?? 'API reference', opts.specUrl, assets.map((asset) => assetsPath + asset.name)), 'text/html; charset=utf-8'),
-      byName: new Map(assets.map((asset) => [asset.name, asset]))
-    }))
-    pagePromise.catch(() => { pagePromise = undefined })
-    return pagePromise
-  }
-
-  app.get('/docs', { schema: { hide: true } }, async (request, reply) => {
-    const { page } = await load()
-    reply
-      .header('content-security-policy', CONTENT_SECURITY_POLICY)
-      .header('referrer-policy', 'same-origin')
-    // The page names the current assets: a browser revalidates it (304 while they are the same).
-    return sendStatic(request, reply, page, 'no-cache')
-  })
-
-  app.get<{ Params: { '*': string } }>('/docs/assets/*', { schema: { hide: true } }, async (request, reply) => {
-    const asset = (await load()).byName.get(request.params['*'])
-    if (asset === undefined) {
-      reply.callNotFound()
-      return reply
-    }
-    return sendStatic(request, reply, asset, IMMUTABLE)
+      const html = renderPage(opts.title ?? 'API reference', opts.specUrl, assets.map((asset) => assetsPath + asset.name))
+      return { page: await staticEntity(html, 'text/html; charset=utf-8'), assets }
+    },
+    pageHeaders: { 'content-security-policy': CONTENT_SECURITY_POLICY, 'referrer-policy': 'same-origin' }
   })
 }
