@@ -1,10 +1,11 @@
-// serveOpenApi (src/openapi/openapi.ts) builds the served document once, on the first request, and
+// serveOpenApi (src/openapi/serve.ts) builds the served document once, on the first request, and
 // keeps it; a failed build is not kept (issue 18 item 5). Compression in the thread pool cannot be
 // made to fail on demand, so the test injects an entity builder that fails once.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import Fastify from 'fastify'
-import { registerOpenApi, serveOpenApi } from '../../src/openapi/openapi.ts'
+import { registerOpenApi } from '../../src/openapi/openapi.ts'
+import { serveOpenApi } from '../../src/openapi/serve.ts'
 import { staticEntity } from '../../src/http/static.ts'
 
 test('GET /openapi.json and /openapi.yaml: a failed build answers 500 once, the next request builds again and answers 200; a success is built only once', async (t) => {

@@ -1,0 +1,22 @@
+// GET /openapi.json and GET /openapi.yaml: the finished document (openapi.ts), built and
+// compressed on the first request (http/static.ts), then revalidated by ETag. Outside /v1 and
+// hidden from the document itself.
+import type { FastifyInstance } from 'fastify'
+import { stringify as toYaml } from 'yaml'
+import { onceSucceeded, sendStatic, staticEntity, type StaticEntity } from '../http/static.ts'
+
+export interface ServeOpenApiOptions {
+  /** Builds a served entity (compression in the thread pool); injectable so a test can make it fail. */
+  entity?: (content: string, contentType: string) => Promise<StaticEntity>
+}
+
+/** The document, built once when the app is ready, and the routes that serve it. */
+export function serveOpenApi (app: FastifyInstance, options: ServeOpenApiOptions = {}): void {
+  const entity = options.entity ?? staticEntity
+  // A failed build is not kept: the next request builds again (issue 18).
+  const document = () => app.swagger()
+  const json = onceSucceeded(() => entity(JSON.stringify(document()), 'application/json; charset=utf-8'))
+  const yaml = onceSucceeded(() => entity(toYaml(document()), 'application/yaml; charset=utf-8'))
+  app.get('/openapi.json', { schema: { hide: true } }, async (request, reply) => sendStatic(request, reply, await json(), 'no-cache'))
+  app.get('/openapi.yaml', { schema: { hide: true } }, async (request, reply) => sendStatic(request, reply, await yaml(), 'no-cache'))
+}
