@@ -259,6 +259,79 @@ void test('fallback: while ok, check() probes on every call; a degraded probe th
   assert.equal(probes, 4)
   now += 1
   assert.deepEqual(await limiter.check(), { status: 'ok' })
+  // Back to ok, the next check probes again at once.
+  await limiter.check()
+  assert.equal(probes, 6)
+})
+
+void test('fallback: while a degraded check() probes, requests go to the fallback, not to the primary', async () => {
+  let now = START
+  const clock = (): number => now
+  const { primary, control } = switchedPrimary(clock)
+  let release: () => void = () => {}
+  let up = false
+  const limiter = createFallbackRateLimiter({
+    primary,
+    fallback: createMemoryRateLimiter({ now: clock }),
+    now: clock,
+    probe: async () => {
+      if (!up) throw new Error('Connection is closed.')
+      await new Promise<void>((resolve) => { release = resolve })
+    }
+  })
+  await limiter.check()
+  assert.equal(limiter.state().status, 'degraded')
+  up = true
+  now += RETRY_INTERVAL_MS
+  const probing = limiter.check()
+  control.calls.length = 0
+  await limiter.consume('key:1', TIGHT)
+  assert.deepEqual(control.calls, []) // the probe claimed the retry slot
+  release()
+  assert.deepEqual(await probing, { status: 'ok' })
+})
+
+void test('fallback: a primary that answers needsBans after a request failed meanwhile ends that fall-back', async () => {
+  const clock = (): number => START
+  const { primary, control } = switchedPrimary(clock)
+  let release: (lost: boolean) => void = () => {}
+  primary.needsBans = () => new Promise<boolean>((resolve) => { release = resolve })
+  const limiter = createFallbackRateLimiter({ primary, fallback: createMemoryRateLimiter({ now: clock }), now: clock })
+  const asking = limiter.needsBans!()
+  control.down = true
+  await limiter.consume('key:1', TIGHT)
+  assert.equal(limiter.state().status, 'degraded')
+  release(false)
+  assert.equal(await asking, false)
+  assert.equal(limiter.state().status, 'ok')
+})
+
+void test('fallback: an unban the primary refuses falls back as well as rejecting', async () => {
+  const clock = (): number => START
+  const { primary, control } = switchedPrimary(clock)
+  const limiter = createFallbackRateLimiter({ primary, fallback: createMemoryRateLimiter({ now: clock }), now: clock })
+  control.down = true
+  await assert.rejects(limiter.unban('key:1'), /ECONNREFUSED/)
+  assert.deepEqual(limiter.state(), { status: 'degraded', reason: 'rate limit store unavailable: connect ECONNREFUSED 127.0.0.1:6379' })
+})
+
+void test('fallback: a fallback without restoreBan still answers a ban the primary reports, and restoreBan still reaches the primary', async () => {
+  const clock = (): number => START
+  const { primary, inner } = switchedPrimary(clock)
+  const memory = createMemoryRateLimiter({ now: clock })
+  const fallback: RateLimiter = {
+    consume: (s, q) => memory.consume(s, q),
+    peek: (s, q) => memory.peek(s, q),
+    unban: (s) => memory.unban(s),
+    close: () => memory.close()
+  }
+  const limiter = createFallbackRateLimiter({ primary, fallback, now: clock })
+  let d: Decision
+  do d = await limiter.consume('key:1', TIGHT)
+  while (!d.banStarted)
+  assert.equal((await limiter.consume('key:1', TIGHT)).code, 'api_key_banned')
+  await limiter.restoreBan!('key:2', BAN)
+  assert.equal(inner.peek('key:2', TIGHT).ban?.until, BAN.until)
 })
 
 void test('describeFailure: the code leads unless the message names it; a bare code, a non-Error and an empty error still say something', () => {

@@ -220,3 +220,16 @@ void test('memory: close() forgets every subject, and the limiter still answers 
   limiter.consume('key:3', quota)
   assert.equal(limiter.size(), 2)
 })
+
+void test('memory: a subject kept across midnight (its wait period still open) starts the new day window at 0', async (t) => {
+  let now = Date.UTC(2026, 10, 21, 23, 59, 59, 500)
+  const limiter = createMemoryRateLimiter({ now: () => now })
+  t.after(() => limiter.close())
+  const quota = { perMinute: 2, perDay: 3 }
+  limiter.consume('key:1', quota)
+  limiter.consume('key:1', quota)
+  assert.equal(limiter.consume('key:1', quota).retryAfterSeconds, 1) // the minute refuses: period until 00:00:00.500
+  now = Date.UTC(2026, 10, 22, 0, 0, 0, 200)
+  const d = limiter.consume('key:1', quota)
+  assert.deepEqual([d.allowed, d.minute.remaining, d.day.remaining], [true, 1, 2])
+})
