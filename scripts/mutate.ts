@@ -30,6 +30,9 @@ export const PARTS: Record<string, Part> = {
     // time (with them a surviving mutant cost a minute): the million-subject test (memory-bound),
     // the one with a redis-server of its own (ban-restore-redis) and the HTTP access tests; the
     // unit tests take the same paths directly.
+    // In-process tests of a few seconds: a mutant that loops forever (an eviction step that
+    // never ends) would otherwise cost 30 s.
+    timeoutMS: 5000,
     tests: ['test/ratelimit/limiter.test.ts', 'test/ratelimit/memory.test.ts', 'test/ratelimit/fallback.test.ts', 'test/ratelimit/fallback-bans.test.ts', 'test/ratelimit/redis.test.ts', 'test/ratelimit/redis-replies.test.ts', 'test/ratelimit/redis-memory.test.ts']
   },
   access: {

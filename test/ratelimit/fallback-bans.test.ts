@@ -152,6 +152,20 @@ void test('fallback: a ban restored while degraded, or refused by the primary, m
   assert.equal(await limiter.needsBans!(), false)
 })
 
+void test('fallback: a ban the primary refused (the only one missed) makes the first needsBans after recovery reload', async () => {
+  let now = START
+  const clock = (): number => now
+  const { primary, control } = switchedPrimary(clock)
+  const limiter = createFallbackRateLimiter({ primary, fallback: createMemoryRateLimiter({ now: clock }), now: clock })
+  control.down = true
+  await limiter.restoreBan!('key:1', BAN)
+  control.down = false
+  now += RETRY_INTERVAL_MS
+  await limiter.consume('key:2', TIGHT)
+  assert.equal(limiter.state().status, 'ok')
+  assert.equal(await limiter.needsBans!(), true)
+})
+
 void test('fallback: needsBans follows the primary\'s answer while ok, and a failing needsBans falls back and asks for a reload', async () => {
   let now = START
   const clock = (): number => now
