@@ -1,6 +1,6 @@
 // Group commit of orders on PostgreSQL (storage/postgres/batch.ts, place_orders in migration 6):
 // how calls form batches, that one refused order of a batch leaves the others placed, and that an
-// order is answered only once its transaction has committed.
+// order is answered only once its transaction has committed; and the coalesced reads of pets by id.
 import assert from 'node:assert/strict'
 import { randomInt } from 'node:crypto'
 import { test, type TestContext } from 'node:test'
@@ -166,4 +166,20 @@ test('postgres orders: an order is answered only after its transaction commits',
   await holder.query('COMMIT')
   const { record } = await placing
   assert.deepEqual((await c.query('SELECT id FROM orders')).rows.map((r) => Number(r.id)), [record.id])
+})
+
+test('postgres pets: reads of pets by id asked together are answered each with its own pet, a missing one with null', { skip: postgres.skip }, async (t) => {
+  postgres.check()
+  const { stores, petId } = await openStores(t)
+  const category = await stores.categories.createCategory({ name: 'Cats' })
+  const { record: other } = await stores.pets.createPet({ name: 'Tom', categoryId: category.id, status: 'sold' }, null)
+  const [a, b, missing, again] = await Promise.all([petId, other.id, other.id + 100, petId].map((id) => stores.pets.getPet(id)))
+  assert.deepEqual(a, { id: petId, name: 'Goldfish', categoryId: a!.categoryId, status: 'available', version: a!.version })
+  assert.deepEqual(b, other)
+  assert.equal(missing, null)
+  assert.deepEqual(again, a)
+  assert.notEqual(again, a, 'each caller gets a record of its own')
+  // A later turn reads again: a change in between is seen.
+  await stores.pets.updatePet(other.id, { name: 'Thomas' }, null)
+  assert.equal((await stores.pets.getPet(other.id))?.name, 'Thomas')
 })
