@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { ChildMessage, PetstoreChildSettings, ProcessStats } from './server.ts'
+import type { ChildMessage, MemoryParts, PetstoreChildSettings, ProcessStats } from './server.ts'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const SERVER_SCRIPT = path.join(HERE, 'server.ts')
@@ -17,8 +17,9 @@ const CLI = path.join(HERE, '..', 'src', 'cli', 'main.ts')
 
 /**
  * The environment and Node flags `petstore` starts with, read from its shebang
- * (`#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4`), so the API child runs
- * with what `petstore serve` runs with (docs/performance.md, "Memory").
+ * (`#!/usr/bin/env -S MALLOC_ARENA_MAX=2 NODE_COMPILE_CACHE=${HOME}/.cache/petstore node
+ * --max-semi-space-size=4`), so the API child runs with what `petstore serve` runs with
+ * (docs/performance.md, "Memory").
  */
 export function startCommand (file = CLI): { env: Record<string, string>; flags: string[] } {
   const first = readFileSync(file, 'utf8').split('\n', 1)[0] ?? ''
@@ -28,7 +29,8 @@ export function startCommand (file = CLI): { env: Record<string, string>; flags:
   const env: Record<string, string> = {}
   for (const word of words.slice(0, node)) {
     const eq = word.indexOf('=')
-    if (eq > 0) env[word.slice(0, eq)] = word.slice(eq + 1)
+    // env -S expands ${NAME} from the environment (empty when unset): so does this.
+    if (eq > 0) env[word.slice(0, eq)] = word.slice(eq + 1).replace(/\$\{(\w+)\}/g, (_, name: string) => process.env[name] ?? '')
   }
   return { env, flags: words.slice(node + 1) }
 }
@@ -70,8 +72,8 @@ export function pinned (cpus: string | null, command: string, args: string[]): [
 export interface ChildServer {
   base: string
   pid: number
-  /** The child's resident set size in bytes, as it reports it (process.memoryUsage().rss). */
-  rss (): Promise<number>
+  /** The child's resident set size in bytes, as it reports it (process.memoryUsage().rss), and its parts. */
+  rss (): Promise<{ rss: number; parts: MemoryParts }>
   /** What the process spent since the last call (CPU time, event-loop delay, GC pauses). */
   stats (): Promise<ProcessStats>
   stop (): Promise<void>
@@ -100,14 +102,14 @@ export async function startServer (label: string, cpus: string | null, mode: { b
   child.stderr?.setEncoding('utf8')
   child.stderr?.on('data', (chunk: string) => { if (stderr.length < 10_000) stderr += chunk })
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => { children.delete(child); resolve(code) }))
-  const rssWaiters: ((rss: number) => void)[] = []
+  const rssWaiters: ((rss: { rss: number; parts: MemoryParts }) => void)[] = []
   const statsWaiters: ((stats: ProcessStats) => void)[] = []
 
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${label} server did not start within 60 s${stderr ? `: ${stderr.trim()}` : ''}`)), 60_000)
     child.on('message', (message: ChildMessage) => {
       if (message.type === 'ready') { clearTimeout(timer); resolve(message.port) }
-      if (message.type === 'rss') rssWaiters.shift()?.(message.rss)
+      if (message.type === 'rss') rssWaiters.shift()?.({ rss: message.rss, parts: message.parts })
       if (message.type === 'stats') statsWaiters.shift()?.(message.stats)
     })
     void exited.then((code) => { clearTimeout(timer); reject(new Error(`${label} server exited with code ${code}${stderr ? `: ${stderr.trim()}` : ''}`)) })
@@ -117,7 +119,7 @@ export async function startServer (label: string, cpus: string | null, mode: { b
     base: `http://127.0.0.1:${port}`,
     pid: child.pid!,
     rss () {
-      return new Promise<number>((resolve, reject) => {
+      return new Promise<{ rss: number; parts: MemoryParts }>((resolve, reject) => {
         if (!child.connected) { reject(new Error(`${label} server is gone`)); return }
         rssWaiters.push(resolve)
         child.send('rss')

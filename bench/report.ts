@@ -6,7 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { mergedQuantileMs, type Measured, type Part, type Slice } from './load.ts'
 import type { ScenarioId } from './options.ts'
-import type { Stall } from './server.ts'
+import type { MemoryParts, Stall } from './server.ts'
 
 export type SetupId = 'sqlite' | 'postgres' | 'redis'
 
@@ -83,6 +83,9 @@ export interface Memory {
   afterMiB: number | null
   target: string | null
   met: boolean | null
+  /** Where the RSS went, at start and after the runs (older result files have none). */
+  startParts?: MemoryParts | null
+  afterParts?: MemoryParts | null
 }
 
 interface Target {
@@ -257,9 +260,11 @@ export function failedRow (setup: SetupId, scenario: { id: ScenarioId | 'all'; t
   return { setup, scenario: scenario.id, title: scenario.title, status, reason, requests: 0, reqPerSec: null, p50Ms: null, p99Ms: null, ratio: null, ratioRange: null, target: null, met: null }
 }
 
-export function memoryRow (setup: SetupId, startBytes: number | null, afterBytes: number | null): Memory {
-  const mib = (b: number | null): number | null => b === null ? null : b / 2 ** 20
-  const row: Memory = { setup, startMiB: mib(startBytes), afterMiB: mib(afterBytes), target: null, met: null }
+type Resident = { rss: number; parts: MemoryParts } | null
+
+export function memoryRow (setup: SetupId, start: Resident, after: Resident): Memory {
+  const mib = (r: Resident): number | null => r === null ? null : r.rss / 2 ** 20
+  const row: Memory = { setup, startMiB: mib(start), afterMiB: mib(after), target: null, met: null, startParts: start?.parts ?? null, afterParts: after?.parts ?? null }
   if (setup === 'sqlite') {
     row.target = RSS_TARGET.text
     row.met = row.afterMiB !== null && row.afterMiB < RSS_TARGET.afterMiB
@@ -341,6 +346,21 @@ function markdownTable (header: string[], rows: string[][], right: boolean[]): s
   ].join('\n')
 }
 
+const PARTS_HEADER = ['server memory', 'when', 'RSS MiB', 'mapped files (the binary)', 'anonymous', 'V8 heap committed', 'of it young gen', 'heap used', 'outside the heap', 'threads']
+const PARTS_RIGHT = [false, false, true, true, true, true, true, true, true, true]
+
+function partsCells (memory: Memory[]): string[][] {
+  const rows: string[][] = []
+  const f = (n: number): string => Number.isFinite(n) ? n.toFixed(1) : '-'
+  for (const m of memory) {
+    for (const [when, rss, p] of [['at start', m.startMiB, m.startParts], ['after the runs', m.afterMiB, m.afterParts]] as const) {
+      if (p === null || p === undefined) continue
+      rows.push([SETUP_TITLES[m.setup], when, rss === null ? '-' : rss.toFixed(0), f(p.fileMiB), f(p.anonMiB), f(p.heapCommittedMiB), f(p.youngMiB), f(p.heapUsedMiB), f(p.externalMiB), String(p.threads)])
+    }
+  }
+  return rows
+}
+
 const memoryCells = (m: Memory): string[] => [SETUP_TITLES[m.setup], m.startMiB === null ? '-' : m.startMiB.toFixed(0), m.afterMiB === null ? '-' : m.afterMiB.toFixed(0), m.target ?? '', fmtMet(m.met)]
 
 export interface Document {
@@ -388,7 +408,8 @@ export function renderText (doc: Document): string {
     textTable(HEADER, doc.rows.map(cells), RIGHT),
     referenceText(doc),
     ...(rounds.length > 0 ? [textTable(ROUND_HEADER, rounds, [false, true, true, true, true, true, true, true, true, true, false, false])] : []),
-    textTable(MEMORY_HEADER, doc.memory.map(memoryCells), [false, true, true, false, false])
+    textTable(MEMORY_HEADER, doc.memory.map(memoryCells), [false, true, true, false, false]),
+    ...(partsCells(doc.memory).length > 0 ? [textTable(PARTS_HEADER, partsCells(doc.memory), PARTS_RIGHT)] : [])
   ]
   const micro = doc.limiter.filter((m) => m.status === 'ok')
   if (micro.length > 0) {
@@ -423,6 +444,7 @@ export function renderMarkdown (doc: Document): string {
     referenceText(doc),
     ...(roundCells(doc.rows).length > 0 ? [markdownTable(ROUND_HEADER, roundCells(doc.rows), [false, true, true, true, true, true, true, true, true, true, false, false])] : []),
     markdownTable(MEMORY_HEADER, doc.memory.map(memoryCells), [false, true, true, false, false]),
+    ...(partsCells(doc.memory).length > 0 ? [markdownTable(PARTS_HEADER, partsCells(doc.memory), PARTS_RIGHT)] : []),
     ...(micro.length > 0
       ? [markdownTable(['limiter `consume()`, no HTTP', 'in flight', 'calls/s', 'mean µs/call'], micro.map((m) => [m.backend, String(m.inFlight), fmtInt(m.callsPerSec), m.meanUs!.toFixed(1)]), [false, true, true, true])]
       : []),

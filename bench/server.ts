@@ -7,14 +7,14 @@
 //                                             startServer, as `petstore serve` starts it
 //
 // Either way it listens on 127.0.0.1, port 0, and tells the parent the port over IPC
-// ({ type: 'ready', port }). It answers 'rss' with its resident set size, 'stats' with what the
+// ({ type: 'ready', port }). It answers 'rss' with its resident set size (and its parts), 'stats' with what the
 // process spent since the last 'stats' (CPU time, the event loop's delay, GC pauses), and stops
 // when the parent sends 'stop' or goes away.
 //
 // The stats are the bench's, not the server's: a 10 ms-resolution event-loop monitor and a GC
 // observer, whose cost is a timer tick and one entry per collection.
 import { readFileSync } from 'node:fs'
-import { createServer } from 'node:http'
+import { getHeapSpaceStatistics } from 'node:v8'
 import type { AddressInfo } from 'node:net'
 import { constants, monitorEventLoopDelay, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks'
 import { loadConfig } from '../src/config.ts'
@@ -31,8 +31,24 @@ export interface PetstoreChildSettings {
 
 export type ChildMessage =
   | { type: 'ready'; port: number }
-  | { type: 'rss'; rss: number }
+  | { type: 'rss'; rss: number; parts: MemoryParts }
   | { type: 'stats'; stats: ProcessStats }
+
+/**
+ * Where the resident set goes, MiB: the pages mapped from files (the Node binary and its
+ * libraries, read-only and shared), the anonymous ones, and of those what V8's heap has committed
+ * (the young generation's semi-spaces apart), what lives outside it (Buffers, ArrayBuffers), and
+ * the threads (the checkpoint worker is one, with an isolate of its own).
+ */
+export interface MemoryParts {
+  fileMiB: number
+  anonMiB: number
+  heapCommittedMiB: number
+  youngMiB: number
+  heapUsedMiB: number
+  externalMiB: number
+  threads: number
+}
 
 /** What the server process spent between two 'stats' messages. */
 export interface ProcessStats {
@@ -159,6 +175,35 @@ function statsMonitor (): () => ProcessStats {
   }
 }
 
+function memoryParts (): MemoryParts {
+  const status = new Map<string, number>()
+  try {
+    for (const line of readFileSync('/proc/self/status', 'utf8').split('\n')) {
+      const [key, value] = line.split(':')
+      if (key !== undefined && value !== undefined) status.set(key, parseInt(value, 10))
+    }
+  } catch {
+    // Not Linux: the parts /proc gives are NaN.
+  }
+  const usage = process.memoryUsage()
+  const mib = (bytes: number): number => bytes / 2 ** 20
+  const young = getHeapSpaceStatistics().filter((s) => s.space_name === 'new_space' || s.space_name === 'new_large_object_space')
+  return {
+    fileMiB: (status.get('RssFile') ?? NaN) / 1024,
+    anonMiB: (status.get('RssAnon') ?? NaN) / 1024,
+    heapCommittedMiB: mib(usage.heapTotal),
+    youngMiB: mib(young.reduce((n, s) => n + s.space_size, 0)),
+    heapUsedMiB: mib(usage.heapUsed),
+    externalMiB: mib(usage.external),
+    threads: status.get('Threads') ?? NaN
+  }
+}
+
+// node:http's CommonJS exports, not `import … from 'node:http'`: an ES import of the module
+// evaluates every export, and its WebSocket, CloseEvent and MessageEvent getters load undici,
+// Node's fetch (0.8 MB of source, about 2.5 MiB of heap) that neither server uses.
+const { createServer } = process.getBuiltinModule('node:http')
+
 /** The baseline's whole answer: small and fixed, with the headers a JSON API sends anyway. */
 export const BARE_BODY = Buffer.from(JSON.stringify({ id: 1, name: 'Rex', categoryId: 1, status: 'available' }))
 
@@ -206,7 +251,7 @@ async function main (): Promise<void> {
   const stats = statsMonitor()
   process.on('message', (message) => {
     if (message === 'stop') shutdown()
-    if (message === 'rss') send({ type: 'rss', rss: process.memoryUsage.rss() })
+    if (message === 'rss') send({ type: 'rss', rss: process.memoryUsage.rss(), parts: memoryParts() })
     if (message === 'stats') send({ type: 'stats', stats: stats() })
   })
   // The parent died or closed the channel: never outlive it.

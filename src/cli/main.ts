@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 NODE_COMPILE_CACHE=${HOME}/.cache/petstore node --max-semi-space-size=4
 // petstore: the command line. Each command is run(args, io) -> exit code; this entry maps
 // failures to one clear line and an exit code, never a stack trace.
 import { ConfigError } from '../config.ts'

@@ -8,11 +8,16 @@
 // for as long as it liked. Here every stage has a deadline, checked often enough to be one.
 import { randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
-import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http'
+import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http'
 import type { FastifyHttpOptions, FastifyInstance } from 'fastify'
 import type { ServerLimits } from '../config.ts'
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
 import { subjectOfAddress } from '../access/client-subject.ts'
+
+// node:http's CommonJS exports: an ES import of node:http evaluates every export, and its
+// WebSocket getters load undici (Node's fetch, about 2.5 MiB of heap) that the server never uses
+// (docs/performance.md, "Memory").
+const { createServer } = process.getBuiltinModule('node:http')
 
 /** Node's default, pinned so that the 431 we document cannot move with a Node upgrade or flag. */
 export const MAX_HEADER_BYTES = 16 * 1024
