@@ -31,7 +31,8 @@ export function secondsToReset (headers: Headers, remaining: number): number | n
 export function linksOf (value: string | null): Map<string, string> {
   const links = new Map<string, string>()
   if (value === null) return links
-  for (const match of value.matchAll(/<([^>]*)>((?:\s*;\s*[^;,]+)*)/g)) {
+  // Each parameter: spaces, a semicolon, then up to the next ; or , (spaces after the ; included).
+  for (const match of value.matchAll(/<([^>]*)>((?:\s*;[^;,]+)*)/g)) {
     const rel = /;\s*rel="?([^";]+)"?/i.exec(match[2] ?? '')
     if (rel?.[1] === undefined) continue
     for (const name of rel[1].trim().split(/\s+/)) if (!links.has(name)) links.set(name, match[1] ?? '')

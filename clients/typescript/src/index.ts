@@ -185,7 +185,7 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
         // slips out. A 429 was not processed, so any method may retry, unless the wait is
         // longer than maxWaitMs: then this call rejects with the 429 (queued ones too, in the gate).
         let waitMs = 0
-        if (response.status === 429 && error !== null && error.code !== 'api_key_banned') {
+        if (error !== null && error.status === 429 && error.code !== 'api_key_banned') {
           waitMs = error.retryAfter !== null ? error.retryAfter * 1000 : backoffMs(retry + 1)
           gate.hold(now() + waitMs)
         }

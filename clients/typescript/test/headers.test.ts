@@ -71,3 +71,12 @@ test('deprecationDate reads @unix-seconds (RFC 9745), trimmed and negative too, 
   assert.equal(deprecationDate('soon'), null)
   assert.equal(deprecationDate('@12x'), null)
 })
+
+test('linksOf: spaces between the target and its first parameter are allowed, as RFC 8288 allows them', () => {
+  assert.deepEqual(linksOf('</a> ; rel="next",  </b>   ;rel=prev'), new Map([['next', '/a'], ['prev', '/b']]))
+})
+
+test('deprecationDate: @ must start the value (after spaces): text before it is not an epoch', () => {
+  assert.equal(deprecationDate('x@1767225600'), null)
+  assert.equal(deprecationDate('1767225600'), null, 'digits without @ are not an HTTP-date either')
+})

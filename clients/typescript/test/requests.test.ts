@@ -3,7 +3,7 @@
 // let through (docs/testing.md, "Mutation testing").
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { PetstoreError } from '../src/index.ts'
+import { PetstoreError, createPetstoreClient } from '../src/index.ts'
 import { recordingFetch, seedPets, serveForClient } from './helpers.ts'
 
 /** A fetch that records the URL, method and headers of each request, then lets it through (or through `inner`). */
@@ -354,4 +354,46 @@ test('categories.all() visits every category once, in id order, across pages', a
   for await (const category of server.client({ fetch }).categories.all({ limit: 2 })) seen.push(category)
   assert.deepEqual(seen, made)
   assert.deepEqual(sent.map((s) => new URL(s.url).pathname.slice(new URL(server.baseUrl).pathname.length)), ['/categories', '/categories'])
+})
+
+test('only a GET or a POST with an Idempotency-Key is retried: a PUT that carries one meets a 503 and rejects at once, changing nothing', async (t) => {
+  const server = await serveForClient(t)
+  const [pet] = await seedPets(server, 1)
+  await server.client().inventory.set(pet!.id, 3)
+  let first = true
+  const { fetch, exchanges } = recordingFetch(async (input, init) => {
+    if (!first) return globalThis.fetch(input, init)
+    first = false
+    return new Response(JSON.stringify({ code: 'service_unavailable', message: 'down' }), { status: 503, headers: { 'content-type': 'application/json', 'retry-after': '1' } })
+  })
+  const client = server.client({ fetch })
+  await assert.rejects(client.request('put', '/store/inventory/{petId}', { path: { petId: pet!.id }, body: { quantity: 9 }, headers: { 'Idempotency-Key': 'put-1' } }), { status: 503 })
+  assert.equal(exchanges.length, 1)
+  assert.equal((await client.inventory.get(pet!.id)).quantity, 3)
+})
+
+test('without now and sleep, a wait runs on the real clock and timer: a 429 with Retry-After 2 is retried only once 2 s have passed', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 })
+  const statuses = [429, 200]
+  const sentAt: number[] = []
+  const fetch: typeof globalThis.fetch = async () => {
+    sentAt.push(Date.now())
+    const status = statuses.shift()!
+    return status === 429
+      ? new Response(JSON.stringify({ code: 'rate_limited', message: 'over quota' }), { status, headers: { 'content-type': 'application/json', 'retry-after': '2' } })
+      : new Response('[]', { status, headers: { 'content-type': 'application/json' } })
+  }
+  const client = createPetstoreClient({ baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'psk_test', fetch, random: () => 0 })
+  let done = false
+  const call = client.pets.list().then((pets) => { done = true; return pets })
+  const turns = async () => { for (let i = 0; i < 20; i++) await new Promise<void>((resolve) => setImmediate(resolve)) }
+  await turns()
+  assert.deepEqual([sentAt, done], [[1_000_000], false])
+  t.mock.timers.tick(1999)
+  await turns()
+  assert.deepEqual([sentAt, done], [[1_000_000], false], 'still held at 1999 ms')
+  t.mock.timers.tick(1)
+  await turns()
+  assert.deepEqual(await call, [])
+  assert.deepEqual(sentAt, [1_000_000, 1_002_000])
 })
