@@ -33,6 +33,28 @@ const FEATURES = {
   patterns: [{ regex: '(^|/)(pets|categories|orders|inventory|keys|ratelimit|cli)/', message: 'shared/ is below every feature: it never imports a feature module (docs/architecture.md)' }]
 }
 
+// The per-request guard (access/) sits between key administration (keys/) and the HTTP
+// pipeline (http/): http/ → access/ → keys/, and never back. http/ never imports keys/ (the
+// hook reads keys through the access service), keys/ never imports access/ (the guard uses key
+// administration, not the reverse), and neither keys/ (but its route module, like every
+// feature's) nor access/ imports http/. No folder cycle is left between the three.
+const KEYS_FROM_HTTP = {
+  paths: [],
+  patterns: [{ regex: '(^|/)keys/', message: 'http/ never imports keys/: the access hook reads keys through access/ (docs/architecture.md)' }]
+}
+const ACCESS_FROM_KEYS = {
+  paths: [],
+  patterns: [{ regex: '(^|/)access/', message: 'keys/ never imports access/: the guard uses key administration, never the reverse (docs/architecture.md)' }]
+}
+const HTTP_FROM_KEYS = {
+  paths: [],
+  patterns: [{ regex: '(^|/)http/', message: 'keys/ never imports http/, but for its route module: the access hook is in http/, the key rules below it (docs/architecture.md)' }]
+}
+const HTTP_FROM_ACCESS = {
+  paths: [],
+  patterns: [{ regex: '(^|/)http/', message: 'access/ never imports http/: http/access.ts calls it and turns its decisions into headers, never the reverse (docs/architecture.md)' }]
+}
+
 /** One `no-restricted-imports` setting from several groups (a later config block would replace, not add to, an earlier one). */
 function restrictImports (...groups) {
   return ['error', {
@@ -177,6 +199,28 @@ export default tseslint.config(
     files: ['src/*/*.service.ts', 'src/*/*.store.ts', 'src/*/*.rules.ts'],
     ignores: ['src/shared/**'],
     rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, HTTP, STORAGE) }
+  },
+  {
+    files: ['src/keys/*.service.ts', 'src/keys/*.store.ts', 'src/keys/*.rules.ts'],
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, HTTP, STORAGE, ACCESS_FROM_KEYS) }
+  },
+  {
+    files: ['src/keys/**/*.ts'],
+    ignores: ['src/keys/*.service.ts', 'src/keys/*.store.ts', 'src/keys/*.rules.ts', 'src/keys/*.routes.ts'],
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, HTTP_FROM_KEYS, ACCESS_FROM_KEYS) }
+  },
+  {
+    files: ['src/keys/*.routes.ts'],
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, ACCESS_FROM_KEYS) }
+  },
+  {
+    // Like a service: no framework, no driver, no engine; and below http/.
+    files: ['src/access/**/*.ts'],
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, STORAGE, HTTP_FROM_ACCESS) }
+  },
+  {
+    files: ['src/http/**/*.ts'],
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, KEYS_FROM_HTTP) }
   },
   {
     files: ['src/shared/**/*.ts'],

@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { AppError } from '../errors.ts'
 import type { Clock } from '../shared/clock.ts'
-import type { DeprecatedOperation } from '../keys/keys.service.ts'
+import type { DeprecatedOperation } from '../shared/deprecation.ts'
 import { lifecycleHeaders, type Lifecycle } from './lifecycle.ts'
 
 export interface LifecycleHookOptions {

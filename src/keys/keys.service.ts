@@ -2,6 +2,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { AppError, notFound } from '../errors.ts'
 import type { Clock } from '../shared/clock.ts'
+import type { DeprecatedOperation } from '../shared/deprecation.ts'
 import { isStorableId, pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { IfMatch } from '../shared/store.ts'
 import { DAY_MS, type Decision, type Quota } from '../ratelimit/limiter.ts'
@@ -108,16 +109,6 @@ export interface KeyAdminHooks {
   peek?: (subject: string, quota: Quota) => Decision | Promise<Decision>
   /** The deprecated operations the app serves (known once its routes are declared). */
   deprecatedOperations?: () => readonly DeprecatedOperation[]
-}
-
-export interface DeprecatedOperation {
-  operationId: string
-  method: string
-  /** The path template as the document writes it: /v1/pets/{petId}. */
-  path: string
-  deprecatedAt: Date
-  sunsetAt?: Date
-  successor?: { method: string; path: string; operationId: string }
 }
 
 const isoOf = (ms: number): string => new Date(ms).toISOString()

@@ -26,6 +26,10 @@ const DRIVER = 'services, store ports and shared/ never import Fastify or a driv
 const HTTP = 'the HTTP layer sits on top: storage/, infra.ts, services, ports and shared/ never import http/ (docs/architecture.md)'
 const STORAGE = 'services, ports and shared/ depend on ports, never on a storage engine (docs/architecture.md)'
 const FEATURE = 'shared/ is below every feature: it never imports a feature module (docs/architecture.md)'
+const KEYS_FROM_HTTP = 'http/ never imports keys/: the access hook reads keys through access/ (docs/architecture.md)'
+const ACCESS_FROM_KEYS = 'keys/ never imports access/: the guard uses key administration, never the reverse (docs/architecture.md)'
+const HTTP_FROM_KEYS = 'keys/ never imports http/, but for its route module: the access hook is in http/, the key rules below it (docs/architecture.md)'
+const HTTP_FROM_ACCESS = 'access/ never imports http/: http/access.ts calls it and turns its decisions into headers, never the reverse (docs/architecture.md)'
 const ENV = 'only src/config.ts, the CLI entry (src/cli/main.ts, src/cli/io.ts) and tests read the environment: take a Config instead'
 
 const violations: Array<{ rule: string; file: string; code: string; expected: string[] }> = [
@@ -41,6 +45,14 @@ const violations: Array<{ rule: string; file: string; code: string; expected: st
   { rule: 'infra.ts imports http/', file: 'src/infra.ts', code: "import type { Readiness } from './http/meta.ts'\n", expected: [`no-restricted-imports: './http/meta.ts' import is restricted from being used by a pattern. ${HTTP}`] },
   { rule: 'shared/ imports a feature module', file: 'src/shared/pagination.ts', code: "import { x } from '../pets/pets.schema.ts'\n", expected: [`no-restricted-imports: '../pets/pets.schema.ts' import is restricted from being used by a pattern. ${FEATURE}`] },
   { rule: 'shared/ imports the rate limiter', file: 'src/shared/clock.ts', code: "import { x } from '../ratelimit/limiter.ts'\n", expected: [`no-restricted-imports: '../ratelimit/limiter.ts' import is restricted from being used by a pattern. ${FEATURE}`] },
+  { rule: 'the access hook imports keys/', file: 'src/http/access.ts', code: "import type { Role } from '../keys/keys.schema.ts'\n", expected: [`no-restricted-imports: '../keys/keys.schema.ts' import is restricted from being used by a pattern. ${KEYS_FROM_HTTP}`] },
+  { rule: 'an HTTP plugin imports the keys store port', file: 'src/http/usage.ts', code: "import type { KeyStore } from '../keys/keys.store.ts'\n", expected: [`no-restricted-imports: '../keys/keys.store.ts' import is restricted from being used by a pattern. ${KEYS_FROM_HTTP}`] },
+  { rule: 'the keys view imports http/', file: 'src/keys/keys.view.ts', code: "import { x } from '../http/conditional.ts'\n", expected: [`no-restricted-imports: '../http/conditional.ts' import is restricted from being used by a pattern. ${HTTP_FROM_KEYS}`] },
+  { rule: 'the keys service imports access/', file: 'src/keys/keys.service.ts', code: "import { x } from '../access/usage.ts'\n", expected: [`no-restricted-imports: '../access/usage.ts' import is restricted from being used by a pattern. ${ACCESS_FROM_KEYS}`] },
+  { rule: 'the keys route module imports access/', file: 'src/keys/keys.routes.ts', code: "import { x } from '../access/access.service.ts'\n", expected: [`no-restricted-imports: '../access/access.service.ts' import is restricted from being used by a pattern. ${ACCESS_FROM_KEYS}`] },
+  { rule: 'the access service imports http/', file: 'src/access/access.service.ts', code: "import { x } from '../http/access.ts'\n", expected: [`no-restricted-imports: '../http/access.ts' import is restricted from being used by a pattern. ${HTTP_FROM_ACCESS}`] },
+  { rule: 'the key cache imports http/', file: 'src/access/key-cache.ts', code: "import { x } from '../http/rate-limit-headers.ts'\n", expected: [`no-restricted-imports: '../http/rate-limit-headers.ts' import is restricted from being used by a pattern. ${HTTP_FROM_ACCESS}`] },
+  { rule: 'access/ imports Fastify', file: 'src/access/refusals.ts', code: "import type { FastifyReply } from 'fastify'\n", expected: [`no-restricted-imports: 'fastify' import is restricted from being used. ${DRIVER}`] },
   { rule: 'an HTTP plugin reads process.env', file: 'src/http/access.ts', code: 'export const proxy = process.env.TRUST_PROXY\n', expected: [`no-restricted-properties: 'process.env' is restricted from being used. ${ENV}`] },
   { rule: 'a store destructures env from process', file: 'src/storage/postgres/database.ts', code: 'const { env } = process\nexport const url = env.DATABASE_URL\n', expected: [`no-restricted-properties: 'process.env' is restricted from being used. ${ENV}`] },
   { rule: 'a service imports env from node:process', file: 'src/pets/pets.service.ts', code: "import { env } from 'node:process'\nexport const level = env.LOG_LEVEL\n", expected: [`no-restricted-imports: 'env' import from 'node:process' is restricted. ${ENV}`] },
@@ -61,6 +73,9 @@ const allowed: Array<{ what: string; file: string; code: string }> = [
   { what: 'src/config.ts reads process.env', file: 'src/config.ts', code: 'export const env = process.env\n' },
   { what: 'the CLI entry hands process.env to the commands', file: 'src/cli/io.ts', code: 'export const env = process.env\n' },
   { what: 'a test reads process.env', file: 'test/helpers/stores.ts', code: 'export const url = process.env.PETSTORE_TEST_POSTGRES_URL\n' },
+  { what: 'the access hook imports access/', file: 'src/http/access.ts', code: "import type { AccessService } from '../access/access.service.ts'\nexport type A = AccessService\n" },
+  { what: 'access/ imports the key rules, the keys port and the limiter', file: 'src/access/key-cache.ts', code: "import { isExpired } from '../keys/keys.rules.ts'\nimport type { KeyStore } from '../keys/keys.store.ts'\nimport type { Quota } from '../ratelimit/limiter.ts'\nexport type K = [typeof isExpired, KeyStore, Quota]\n" },
+  { what: 'the keys route module imports http/, like every feature\'s', file: 'src/keys/keys.routes.ts', code: "import { etagOf } from '../http/conditional.ts'\nexport const e = etagOf\n" },
   { what: 'a route module imports http/ and a feature', file: 'src/orders/orders.routes.ts', code: "import { x } from '../http/route-config.ts'\nimport { y } from '../pets/pets.schema.ts'\nexport const z = [x, y]\n" }
 ]
 
