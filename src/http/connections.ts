@@ -13,6 +13,7 @@ import type { FastifyHttpOptions, FastifyInstance } from 'fastify'
 import type { ServerLimits } from '../config.ts'
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
 import { subjectOfAddress } from '../access/client-subject.ts'
+import { HeaderBlockResponse } from './header-block.ts'
 
 // node:http's CommonJS exports: an ES import of node:http evaluates every export, and its
 // WebSocket getters load undici (Node's fetch, about 2.5 MiB of heap) that the server never uses
@@ -40,7 +41,10 @@ export function connectionOptions (limits: ServerLimits): Pick<FastifyHttpOption
     maxHeaderSize: MAX_HEADER_BYTES,
     // Node's own answer to an HTTP/1.1 request without Host is an empty chunked 400, with no
     // error object and no nosniff: the server below answers it instead.
-    requireHostHeader: false
+    requireHostHeader: false,
+    // Answers whose head Node would build one header at a time are written in one pass
+    // (http/header-block.ts); the bytes are the same.
+    ServerResponse: HeaderBlockResponse
   }
   return {
     http,

@@ -1,0 +1,116 @@
+// The response head written in one pass (docs/performance.md, "Where the time of a read goes").
+//
+// Fastify hands Node every answer's headers as one object (`writeHead(status, headers)`), and
+// Node's `_storeHeader` then validates each name and value with its own regular expression and
+// sorts it through a switch of special names, one call chain per header: with the 19 headers of
+// a read, about a tenth of the server's CPU per request. This response class writes the same
+// bytes for the common answer (every header a plain string or number, a Content-Length, none of
+// the headers Node treats specially) at the cost of one check of all names (each distinct name
+// is checked once per process) and one regular expression over all values; anything else
+// (Connection, Transfer-Encoding, Date, Expect, Trailer, Keep-Alive, a header given twice, a
+// value Node would refuse) goes to Node's own `_storeHeader`, which answers or throws exactly
+// as before. The server is made with it in http/connections.ts (`ServerResponse` option).
+//
+// What Node adds after the headers is reproduced as Node 24 does it (`_storeHeader` in
+// lib/_http_outgoing.js): `Date`, then `Connection: keep-alive` and `Keep-Alive: timeout=…` or
+// `Connection: close`. test/http/header-block.test.ts compares the head, and the state it leaves,
+// with Node's own for each case.
+import { ServerResponse, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http'
+
+/** Node's checkIsHttpToken and checkInvalidHeaderChar. */
+const TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/
+const INVALID_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/
+
+/** Names Node treats specially (matchHeader), in lower case: these answers go to Node's path. */
+const SPECIAL = new Set(['connection', 'proxy-connection', 'transfer-encoding', 'date', 'expect', 'trailer', 'keep-alive'])
+
+/** Names already found to be valid tokens, and not special (lower case as Fastify keeps them). */
+const plainNames = new Set<string>()
+const PLAIN_NAMES_MAX = 1000
+
+let dateSecond = -1
+let dateText = ''
+
+/** Node's utcDate(): the current second as an IMF-fixdate, made once per second. */
+function utcDate (): string {
+  const now = Date.now()
+  const second = Math.floor(now / 1000)
+  if (second !== dateSecond) {
+    dateSecond = second
+    dateText = new Date(now).toUTCString()
+  }
+  return dateText
+}
+
+/** The fields of Node's OutgoingMessage and ServerResponse that _storeHeader reads and sets. */
+interface NodeInternals {
+  _header: string | null
+  _headerSent: boolean
+  _last: boolean
+  _removedConnection: boolean
+  _removedContLen: boolean
+  _removedTE: boolean
+  _keepAliveTimeout: number
+  _defaultKeepAlive: boolean
+  _maxRequestsPerSocket: number | undefined
+  maxRequestsOnConnectionReached: boolean
+  chunkedEncoding: boolean
+  useChunkedEncodingByDefault: boolean
+  agent: unknown
+  _storeHeader (firstLine: string, headers: unknown): void
+}
+
+/** Heads written here rather than by Node, since the process started (the tests read it). */
+export const headBlocks = { written: 0 }
+
+/** Node's own method (OutgoingMessage.prototype._storeHeader), for every other answer. */
+const nodeStoreHeader = (ServerResponse.prototype as unknown as NodeInternals)._storeHeader
+
+export class HeaderBlockResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+  /** Node's internal step of writeHead: the head as one string in `_header`, not yet sent. */
+  _storeHeader (firstLine: string, headers: unknown): void {
+    const self = this as unknown as NodeInternals
+    if (headers === null || typeof headers !== 'object' || Object.getPrototypeOf(headers) !== Object.prototype
+      || self._removedConnection || self._removedContLen || self._removedTE || self.chunkedEncoding) {
+      nodeStoreHeader.call(this, firstLine, headers)
+      return
+    }
+    const fields = headers as OutgoingHttpHeaders
+    let head = firstLine
+    let values = ''
+    let contentLength = false
+    for (const name in fields) {
+      const value = fields[name]
+      if (typeof value !== 'string' && typeof value !== 'number') { nodeStoreHeader.call(this, firstLine, headers); return }
+      if (!plainNames.has(name)) {
+        const lower = name.toLowerCase()
+        if (!TOKEN.test(name) || (lower !== 'content-length' && SPECIAL.has(lower))) { nodeStoreHeader.call(this, firstLine, headers); return }
+        if (lower !== 'content-length' && plainNames.size < PLAIN_NAMES_MAX) plainNames.add(name)
+      }
+      if (!contentLength && name.length === 14 && name.toLowerCase() === 'content-length') contentLength = true
+      head += `${name}: ${value}\r\n`
+      if (typeof value === 'string') values += value
+    }
+    // An answer without Content-Length is framed by Node (chunked, or close), and a value Node
+    // would refuse is refused by Node, with its own error.
+    if (!contentLength || INVALID_VALUE_CHAR.test(values)) { nodeStoreHeader.call(this, firstLine, headers); return }
+
+    if (this.sendDate) head += `Date: ${utcDate()}\r\n`
+    // Node's keep-alive logic when no Connection header was given and the length is known.
+    if (this.shouldKeepAlive && self.maxRequestsOnConnectionReached) {
+      head += 'Connection: close\r\n'
+    } else if (this.shouldKeepAlive) {
+      head += 'Connection: keep-alive\r\n'
+      if (self._keepAliveTimeout && self._defaultKeepAlive) {
+        const max = ~~(self._maxRequestsPerSocket ?? 0) > 0 ? `, max=${self._maxRequestsPerSocket}` : ''
+        head += `Keep-Alive: timeout=${Math.floor(self._keepAliveTimeout / 1000)}${max}\r\n`
+      }
+    } else {
+      self._last = true
+      head += 'Connection: close\r\n'
+    }
+    self._header = head + '\r\n'
+    self._headerSent = false
+    headBlocks.written++
+  }
+}

@@ -1,0 +1,104 @@
+// http/header-block.ts writes the response head itself for the common answer: the head, and the
+// state Node keeps for the connection, must be exactly what Node's own _storeHeader makes, and an
+// answer it does not handle must go to Node (same head, same errors).
+import assert from 'node:assert/strict'
+import { IncomingMessage, ServerResponse } from 'node:http'
+import { Socket } from 'node:net'
+import { test } from 'node:test'
+import { headBlocks, HeaderBlockResponse } from '../../src/http/header-block.ts'
+
+interface Setup { keepAlive?: boolean; keepAliveTimeout?: number; maxRequestsPerSocket?: number; maxReached?: boolean; sendDate?: boolean; method?: string }
+
+function responses (setup: Setup): [ServerResponse, ServerResponse] {
+  const make = (Class: typeof ServerResponse): ServerResponse => {
+    const request = new IncomingMessage(new Socket())
+    request.method = setup.method ?? 'GET'
+    request.httpVersionMajor = 1
+    request.httpVersionMinor = 1
+    const response = new Class(request)
+    // What Node's server sets on each response (parserOnIncoming).
+    const r = response as unknown as Record<string, unknown>
+    response.shouldKeepAlive = setup.keepAlive ?? true
+    r._keepAliveTimeout = setup.keepAliveTimeout ?? 72_000
+    r._maxRequestsPerSocket = setup.maxRequestsPerSocket
+    if (setup.maxReached === true) r.maxRequestsOnConnectionReached = true
+    if (setup.sendDate === false) response.sendDate = false
+    return response
+  }
+  return [make(ServerResponse), make(HeaderBlockResponse as typeof ServerResponse)]
+}
+
+type Internals = Record<string, unknown>
+const state = (r: ServerResponse): Record<string, unknown> => {
+  const i = r as unknown as Internals
+  return { header: i._header, headerSent: i._headerSent, last: i._last, keepAlive: r.shouldKeepAlive, chunked: i.chunkedEncoding, hasBody: i._hasBody, statusCode: r.statusCode }
+}
+
+const READ = {
+  'request-id': 'f2d89c07-1bdd-4d95-a454-8a5b38223480',
+  'x-content-type-options': 'nosniff',
+  warning: '299 - "Deprecated: this operation stops working on 2027-05-21 (2027-05-21T00:00:00.000Z); use GET /v1/pets?id=5 instead"',
+  'x-ratelimit-remaining': '999999999',
+  vary: 'Origin',
+  etag: '"1"',
+  'content-type': 'application/json; charset=utf-8',
+  'content-length': '63'
+}
+
+// [case, setup, status, headers, written here (true) or by Node (false)]
+const CASES: [string, Setup, number, Record<string, unknown>, boolean][] = [
+  ['a read, keep-alive with a timeout', {}, 200, READ, true],
+  ['a read, a connection that closes', { keepAlive: false }, 200, READ, true],
+  ['keep-alive without a timeout', { keepAliveTimeout: 0 }, 200, READ, true],
+  ['keep-alive with a request cap', { maxRequestsPerSocket: 100 }, 200, READ, true],
+  ['the last request of a capped connection', { maxRequestsPerSocket: 100, maxReached: true }, 200, READ, true],
+  ['no Date', { sendDate: false }, 200, READ, true],
+  ['HEAD', { method: 'HEAD' }, 200, READ, true],
+  ['a number value', {}, 404, { ...READ, 'content-length': 12 }, true],
+  ['204 with a length', {}, 204, { 'request-id': 'x', 'content-length': '0' }, true],
+  ['mixed-case names', {}, 200, { 'Request-Id': 'x', 'Content-Length': '3' }, true],
+  ['a value with Latin-1 text and a tab', {}, 200, { ...READ, link: '<\u00e9>;\trel="x"' }, true],
+  ['no Content-Length (Node frames it)', {}, 200, { 'request-id': 'x', 'content-type': 'text/plain' }, false],
+  ['Connection: close given', {}, 200, { ...READ, connection: 'close' }, false],
+  ['Keep-Alive given', {}, 200, { ...READ, 'keep-alive': 'timeout=5' }, false],
+  ['Transfer-Encoding given', {}, 200, { 'transfer-encoding': 'chunked', 'request-id': 'x' }, false],
+  ['a Date given', {}, 200, { ...READ, date: 'Tue, 24 Nov 2026 06:59:54 GMT' }, false],
+  ['a header given twice (array)', {}, 200, { ...READ, 'set-cookie': ['a=1', 'b=2'] }, false]
+]
+
+for (const [name, setup, status, headers, here] of CASES) {
+  test(`the head Node would write: ${name}`, () => {
+    const [node, ours] = responses(setup)
+    node.writeHead(status, { ...headers } as never)
+    const before = headBlocks.written
+    ours.writeHead(status, { ...headers } as never)
+    assert.equal(headBlocks.written - before, here ? 1 : 0, 'written by http/header-block.ts')
+    // Both made in the same second, barring a second boundary between the two lines above.
+    const a = state(node)
+    const b = state(ours)
+    const noDate = (s: Record<string, unknown>): Record<string, unknown> => ({ ...s, header: String(s.header).replace(/Date: [^\r]*\r\n/, 'Date: -\r\n') })
+    assert.deepEqual(noDate(b), noDate(a))
+    assert.match(String(b.header), /\r\n\r\n$/)
+  })
+}
+
+test('a value or a name Node refuses is refused with Node\'s own error', () => {
+  for (const headers of [{ 'request-id': 'a\r\nset-cookie: x=1', 'content-length': '1' }, { 'bad name': 'x', 'content-length': '1' }, { 'x-a': 'a\u0000', 'content-length': '1' }, { 'x-a': 'snow \u2603', 'content-length': '1' }]) {
+    const [node, ours] = responses({})
+    const code = (r: ServerResponse): string | undefined => { try { r.writeHead(200, { ...headers }); return undefined } catch (error) { return (error as { code?: string }).code } }
+    const expected = code(node)
+    assert.notEqual(expected, undefined)
+    assert.equal(code(ours), expected)
+    assert.equal((ours as unknown as Internals)._header, null)
+  }
+})
+
+test('headers set one by one (setHeader) take Node\'s path and come out the same', () => {
+  const [node, ours] = responses({})
+  for (const r of [node, ours]) {
+    r.setHeader('content-length', '2')
+    r.setHeader('x-a', 'b')
+    r.writeHead(200, { 'request-id': 'y' })
+  }
+  assert.equal(String((ours as unknown as Internals)._header).replace(/Date: [^\r]*/, ''), String((node as unknown as Internals)._header).replace(/Date: [^\r]*/, ''))
+})
