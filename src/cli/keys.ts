@@ -1,8 +1,8 @@
 // petstore keys create|list|revoke|unban|rotate|usage: key administration from the shell,
-// through the same service as the admin API, straight to the database. Running servers see the
-// change within 5 seconds (docs/product.md 2.4): they keep a key for 2 s (access/access.service.ts)
-// and poll ban lifts every 2 s (access/ban-sync.ts). test/cli/effects.test.ts checks each command's
-// effect on the database and on running servers.
+// through the same service as the admin API, straight to the database. No message reaches a
+// running server; each sees the change within 5 s (docs/product.md 2.4) because it keeps a key for
+// at most 2 s (access/key-cache.ts) and polls ban lifts every 2 s (access/ban-sync.ts).
+// test/cli/effects.test.ts checks each command's effect on the database and on running servers.
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
 import { openStores } from '../infra.ts'
