@@ -233,3 +233,73 @@ void test('memory: a subject kept across midnight (its wait period still open) s
   const d = limiter.consume('key:1', quota)
   assert.deepEqual([d.allowed, d.minute.remaining, d.day.remaining], [true, 1, 2])
 })
+
+void test('memory: consume and peek refuse a quota that is not whole numbers >= 0, storing nothing', () => {
+  const limiter = createMemoryRateLimiter({ now: () => START })
+  assert.throws(() => limiter.consume('key:1', { perMinute: 1.5, perDay: 10 }), RangeError)
+  assert.throws(() => limiter.peek('key:1', { perMinute: 1, perDay: -1 }), RangeError)
+  assert.equal(limiter.size(), 0)
+})
+
+void test('memory: each request sweeps exactly two entries: ten stale subjects and one request leave nine', async (t) => {
+  let now = START
+  const limiter = createMemoryRateLimiter({ now: () => now })
+  t.after(() => limiter.close())
+  const quota = { perMinute: 10, perDay: 1000 }
+  for (let i = 0; i < 10; i++) limiter.consume(`ip:${i}`, quota)
+  now += 24 * HOUR // every one of them is stale
+  limiter.consume('ip:new', quota)
+  assert.equal(limiter.size(), 9)
+})
+
+void test('memory: a wait period that ends exactly now no longer keeps a stale subject', async (t) => {
+  let now = Date.UTC(2026, 10, 21, 23, 59, 59, 500)
+  const limiter = createMemoryRateLimiter({ now: () => now })
+  t.after(() => limiter.close())
+  const quota = { perMinute: 100, perDay: 1 }
+  limiter.consume('key:1', quota)
+  assert.equal(limiter.consume('key:1', quota).retryAfterSeconds, 1) // period until 00:00:00.500
+  now = Date.UTC(2026, 10, 22, 0, 0, 0, 500)
+  limiter.consume('ip:1', quota)
+  assert.equal(limiter.size(), 1)
+})
+
+void test('memory: a subject created by restoreBan is swept like any other once its ban history is over', async (t) => {
+  let now = START
+  const limiter = createMemoryRateLimiter({ now: () => now })
+  t.after(() => limiter.close())
+  await limiter.restoreBan!('key:1', { startedAt: now, until: now + 15 * MINUTE })
+  now += 15 * MINUTE + 24 * HOUR
+  limiter.consume('ip:1', { perMinute: 1, perDay: 1 })
+  assert.equal(limiter.size(), 1)
+})
+
+void test('memory: over the bound, a caller that came back once but then stopped is evicted on a later pass; a ban that ended exactly now protects nothing', async (t) => {
+  let now = START + 15 * MINUTE
+  const limiter = createMemoryRateLimiter({ now: () => now, maxSubjects: 10 })
+  t.after(() => limiter.close())
+  const quota = { perMinute: 60, perDay: 1000 }
+  await limiter.restoreBan!('key:ended', { startedAt: START, until: now + 1 })
+  now += 1 // the ban ends exactly now
+  limiter.consume('key:twice', quota)
+  limiter.consume('key:twice', quota) // came back once: "recent"
+  for (let i = 0; i < 200; i++) limiter.consume(`ip:${i}`, quota)
+  assert.equal(limiter.peek('key:twice', quota).minute.remaining, 60, 'evicted: its count is gone')
+  // The ended ban's history went with it: a new ban starts again at level 1 (not 2).
+  let d
+  do d = limiter.consume('key:ended', { perMinute: 0, perDay: 0 })
+  while (!d.banStarted)
+  assert.equal(d.ban?.level, 1)
+})
+
+void test('memory: over the bound, a wait period that ended exactly now protects nothing', async (t) => {
+  let now = START
+  const limiter = createMemoryRateLimiter({ now: () => now, maxSubjects: 10 })
+  t.after(() => limiter.close())
+  const quota = { perMinute: 1, perDay: 1000 }
+  limiter.consume('key:waited', quota)
+  assert.equal(limiter.consume('key:waited', quota).retryAfterSeconds, 30) // period until START + 30 s
+  now = START + 30_000
+  for (let i = 0; i < 200; i++) limiter.consume(`ip:${i}`, { perMinute: 60, perDay: 1000 })
+  assert.equal(limiter.peek('key:waited', quota).day.remaining, 1000, 'evicted: its day count is gone')
+})

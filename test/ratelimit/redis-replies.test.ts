@@ -7,9 +7,10 @@ import { test } from 'node:test'
 import type { TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import type { Command, Redis } from 'ioredis'
+import { createServer, type Socket } from 'node:net'
+import { Redis, type Command } from 'ioredis'
 import { DAY_MS, dayResetAt } from '../../src/ratelimit/limiter.ts'
-import { createRedisRateLimiter } from '../../src/ratelimit/redis.ts'
+import { createRedisRateLimiter, redisClientOptions } from '../../src/ratelimit/redis.ts'
 import { connectTestRedis, testRedisReason } from '../helpers/limiter.ts'
 import { deleteRedisKeys, requireService } from '../helpers/services.ts'
 import { START } from './contract.ts'
@@ -138,4 +139,41 @@ void test('redis: a caller\'s own shortDay rule replaces the default one', async
   const keyTtl = await redis.pttl(`${prefix}{key:1}:d:${day}`)
   assert.ok(ipTtl > dayResetAt(START) - START, `the address's day counter lives until the day ends: ${ipTtl} ms`)
   assert.ok(keyTtl <= DAY_MS / QUOTA.perDay + MINUTE, `the key's day counter lives one request's share of the day: ${keyTtl} ms`)
+})
+
+void test('redis: a subject with a lone brace or a percent sign is escaped in its keys, so its hash tag stays whole and no two subjects share keys', async (t) => {
+  const fixture = await open(t)
+  if (fixture === null) return
+  const { redis, prefix } = fixture
+  const limiter = createRedisRateLimiter({ redis, prefix, now: () => START })
+  for (const subject of ['key:{a', 'key:a}', 'key:50%', 'key:plain']) await limiter.consume(subject, QUOTA)
+  const tags = (await redis.keys(`${prefix}*:s`)).concat(await redis.keys(`${prefix}*:m:*`))
+    .map((k) => k.slice(prefix.length, k.indexOf('}') + 1)).sort()
+  assert.deepEqual([...new Set(tags)], ['{key:50%25}', '{key:a%7D}', '{key:plain}', '{key:%7Ba}'].sort())
+})
+
+void test('redis: consume and peek refuse a quota that is not whole numbers >= 0 before sending anything', async (t) => {
+  const fixture = await open(t)
+  if (fixture === null) return
+  const { redis, prefix } = fixture
+  const limiter = createRedisRateLimiter({ redis, prefix, now: () => START })
+  const sent = spy(redis)
+  await assert.rejects(Promise.resolve().then(() => limiter.consume('key:1', { perMinute: 1.5, perDay: 10 })), RangeError)
+  await assert.rejects(Promise.resolve().then(() => limiter.peek('key:1', { perMinute: 1, perDay: -1 })), RangeError)
+  assert.deepEqual(sent, [])
+})
+
+void test('redisClientOptions: a command sent before the connection is made rejects at once instead of waiting in a queue', async (t) => {
+  // A server that accepts connections and never answers: a queued command would wait on it.
+  const sockets: Socket[] = []
+  let accepted = 0
+  const server = createServer((socket) => { accepted++; sockets.push(socket) })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.after(() => { for (const s of sockets) s.destroy(); server.close() })
+  const port = (server.address() as { port: number }).port
+  const redis = new Redis(port, '127.0.0.1', { ...redisClientOptions(), retryStrategy: () => null })
+  redis.on('error', () => {})
+  t.after(() => redis.disconnect())
+  const acceptedWhenRefused = await redis.get('x').then(() => -1, () => accepted)
+  assert.equal(acceptedWhenRefused, 0)
 })
