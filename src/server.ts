@@ -6,6 +6,7 @@ import { pino, type DestinationStream, type Logger } from 'pino'
 import { buildApp } from './app.ts'
 import { describeDatabase, type Config } from './config.ts'
 import { guardConnections, reportRefusals } from './http/connections.ts'
+import { closeConnectionsAfterAnswer } from './http/header-block.ts'
 import { createMetrics } from './ops/metrics.ts'
 import { requestLogView } from './http/redact.ts'
 import { openInfra, type Infra } from './infra.ts'
@@ -74,7 +75,6 @@ export async function startServer (config: Config, options: { logger?: Logger; b
   // connection, WAL file, Redis client or timer behind (issue 18 item 7).
   let app: FastifyInstance | undefined
   let banSync: ReturnType<typeof createBanSync> | undefined
-  let draining = false
   let url: string
   try {
     await options.beforeListen?.(infra)
@@ -82,10 +82,8 @@ export async function startServer (config: Config, options: { logger?: Logger; b
     // While stopping, responses to the requests in flight close their connection. A keep-alive
     // connection (a load balancer's) would otherwise stay open after its last answer, and the stop
     // would have to cut it, racing the next request the client may already have sent.
-    app.addHook('onSend', (_request, reply, payload, done) => {
-      if (draining) reply.header('connection', 'close')
-      done(null, payload)
-    })
+    // Node writes that header itself for a response that does not keep its connection: the
+    // server is marked, not every response checked in a hook (http/header-block.ts).
     // Past the caps (per process, and per client address) the connection idle longest is closed to
     // make room, or the new one when none is idle: a flood of idle or slow connections costs at most
     // this many descriptors and buffers, one address cannot hold them all, and the timeouts
@@ -131,7 +129,7 @@ export async function startServer (config: Config, options: { logger?: Logger; b
       // stores.
       closing ??= (async () => {
         lifts.stop()
-        draining = true
+        closeConnectionsAfterAnswer(running.server)
         const { open, cut } = await drain(running.server, config.server.shutdownGraceMs, () => { logger.info('stopping: no new connections; finishing the requests in flight') })
         if (cut > 0) logger.warn({ cut, graceMs: config.server.shutdownGraceMs }, 'grace period over: connections with requests still in flight were closed')
         else logger.info({ connections: open }, 'every request in flight was answered')

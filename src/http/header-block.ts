@@ -60,6 +60,19 @@ interface NodeInternals {
   _storeHeader (firstLine: string, headers: unknown): void
 }
 
+/** Servers whose answers close their connection from now on (a stopping server: server.ts). */
+const closing = new WeakSet<object>()
+
+/**
+ * From now on, every answer of `server` not yet begun says `Connection: close` and closes its
+ * connection once sent, as Node does for a response whose shouldKeepAlive is false.
+ */
+export function closeConnectionsAfterAnswer (server: object): void {
+  closing.add(server)
+  anyClosing = true
+}
+let anyClosing = false
+
 /** Heads written here rather than by Node, since the process started (the tests read it). */
 export const headBlocks = { written: 0 }
 
@@ -70,6 +83,7 @@ export class HeaderBlockResponse<Request extends IncomingMessage = IncomingMessa
   /** Node's internal step of writeHead: the head as one string in `_header`, not yet sent. */
   _storeHeader (firstLine: string, headers: unknown): void {
     const self = this as unknown as NodeInternals
+    if (anyClosing && closing.has((this.socket as { server?: object } | null)?.server ?? this)) this.shouldKeepAlive = false
     if (headers === null || typeof headers !== 'object' || Object.getPrototypeOf(headers) !== Object.prototype
       || self._removedConnection || self._removedContLen || self._removedTE || self.chunkedEncoding) {
       nodeStoreHeader.call(this, firstLine, headers)
