@@ -17,7 +17,12 @@ let dayT = 0
 let minuteReset = ''
 let dayReset = ''
 
+// The last quota's strings: most requests in a row are of one plan (a WeakMap lookup costs more).
+let lastQuota: Quota | null = null
+let lastStrings: QuotaStrings | null = null
+
 function stringsOf (quota: Quota): QuotaStrings {
+  if (quota === lastQuota && lastStrings !== null) return lastStrings
   let strings = quotaStrings.get(quota)
   if (strings === undefined) {
     strings = {
@@ -27,6 +32,8 @@ function stringsOf (quota: Quota): QuotaStrings {
     }
     quotaStrings.set(quota, strings)
   }
+  lastQuota = quota
+  lastStrings = strings
   return strings
 }
 

@@ -167,7 +167,9 @@ export class RequestLog extends LogController {
       // The common line, built here as pino would build it (docs/performance.md).
       if (!fast.enabled()) return
       const keyId = request.principal?.keyId
-      fast.write(`${fast.head()},"reqId":${quoted(request.id)}${keyId === undefined ? '' : `,"keyId":${keyId}`},"method":${quoted(request.method)},"url":${quoted(redactUrl(request.url))},"statusCode":${statusCode},"responseTime":${reply.elapsedTime},"msg":"request completed"${fast.end}`)
+      // The id (a UUID, or a caller's id of [A-Za-z0-9._:-]: acceptedRequestId) and the method
+      // (a token: Node's parser accepts no other) never need escaping; the URL may.
+      fast.write(`${fast.head()},"reqId":"${request.id}"${keyId === undefined ? '' : `,"keyId":${keyId}`},"method":"${request.method}","url":${quoted(redactUrl(request.url))},"statusCode":${statusCode},"responseTime":${reply.elapsedTime},"msg":"request completed"${fast.end}`)
       return
     }
     // Written by the app's logger with the ids spelled out: no per-request child is built for it.
