@@ -6,7 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { mergedQuantileMs, type Measured, type Part, type Slice } from './load.ts'
 import type { ScenarioId } from './options.ts'
-import type { MemoryParts, Stall } from './server.ts'
+import type { MemoryParts, Stall, ThreadKind } from './server.ts'
 
 export type SetupId = 'sqlite' | 'postgres' | 'redis'
 
@@ -54,6 +54,10 @@ export interface RoundStats {
   p99Ms: number | null
   reqPerSec: number
   cpuUsPerReq: number | null
+  /** The same by thread (see ProcessStats.threadCpuUs), µs per request. */
+  cpuByThread?: Partial<Record<ThreadKind, number>> | null
+  /** Steal on the server's CPUs (see ProcessStats.stealMs), ms per second of the round. */
+  stealMsPerS?: number | null
   loopP99Ms: number | null
   loopMaxMs: number | null
   /** The longest GC pause of the round and its kind. */
@@ -208,6 +212,8 @@ function roundStats (s: Slice): RoundStats {
     p99Ms: mergedQuantileMs([latency], 0.99),
     reqPerSec: s.seconds > 0 ? s.requests / s.seconds : 0,
     cpuUsPerReq: s.server !== undefined && s.requests > 0 ? s.server.cpuUs / s.requests : null,
+    cpuByThread: s.server?.threadCpuUs === undefined || s.requests === 0 ? null : Object.fromEntries(Object.entries(s.server.threadCpuUs).map(([k, us]) => [k, us / s.requests])),
+    stealMsPerS: s.server === undefined || !Number.isFinite(s.server.stealMs) || s.seconds <= 0 ? null : s.server.stealMs / s.seconds,
     loopP99Ms: s.server?.loopP99Ms ?? null,
     loopMaxMs: s.server?.loopMaxMs ?? null,
     gcMaxMs: gcMax?.[1] ?? null,
@@ -304,6 +310,22 @@ const RIGHT = [false, false, true, true, true, true, false, true, true, false, f
 
 /** The rounds of the mixed runs: the reads' p99 beside the event loop's delay and the GC's pauses. */
 const ROUND_HEADER = ['setup', 'round', 'req/s', 'reads p99 ms', 'loop p99 ms', 'loop max ms', 'longest GC ms', 'GC ms in round', 'heap MiB', 'stalls > 20 ms', 'longest stall ms: running / waiting for CPU / blocked / of it GC', 'its cause']
+const THREAD_HEADER = ['setup', 'scenario', 'round', 'CPU µs/req', 'main thread', 'checkpoint worker', 'libuv pool (fsync)', 'V8 helpers (GC, JIT)', 'other', 'steal on its CPU ms/s']
+const THREAD_ORDER: ThreadKind[] = ['main', 'worker', 'pool', 'v8', 'other']
+const THREAD_RIGHT = [false, false, true, true, true, true, true, true, true, true]
+/** Where the server's CPU went, by thread and round (the thread split needs Linux's /proc). */
+function threadCells (rows: Row[]): string[][] {
+  const out: string[][] = []
+  for (const row of rows) {
+    if (row.setup === 'bare' || row.status !== 'ok') continue
+    row.roundStats?.forEach((r, i) => {
+      if (r.cpuByThread === null || r.cpuByThread === undefined || Object.keys(r.cpuByThread).length === 0) return
+      out.push([SETUP_TITLES[row.setup as SetupId], row.title.split(' (')[0]!.split(':')[0]!, String(i + 1), fmtCpu(r.cpuUsPerReq), ...THREAD_ORDER.map((k) => fmtCpu(r.cpuByThread![k] ?? 0)), fmtCpu(r.stealMsPerS)])
+    })
+  }
+  return out
+}
+
 const fmtStall = (s: Stall | null): string => s === null ? '-' : `${fmtMs(s.wallMs)}: ${fmtMs(s.runningMs)} / ${fmtMs(s.waitingForCpuMs)} / ${fmtMs(s.blockedMs)} / ${fmtMs(s.gcMs)}`
 function roundCells (rows: Row[]): string[][] {
   const out: string[][] = []
@@ -408,6 +430,7 @@ export function renderText (doc: Document): string {
     textTable(HEADER, doc.rows.map(cells), RIGHT),
     referenceText(doc),
     ...(rounds.length > 0 ? [textTable(ROUND_HEADER, rounds, [false, true, true, true, true, true, true, true, true, true, false, false])] : []),
+    ...(threadCells(doc.rows).length > 0 ? [textTable(THREAD_HEADER, threadCells(doc.rows), THREAD_RIGHT)] : []),
     textTable(MEMORY_HEADER, doc.memory.map(memoryCells), [false, true, true, false, false]),
     ...(partsCells(doc.memory).length > 0 ? [textTable(PARTS_HEADER, partsCells(doc.memory), PARTS_RIGHT)] : [])
   ]
@@ -443,6 +466,7 @@ export function renderMarkdown (doc: Document): string {
     markdownTable(HEADER, doc.rows.map(cells), RIGHT),
     referenceText(doc),
     ...(roundCells(doc.rows).length > 0 ? [markdownTable(ROUND_HEADER, roundCells(doc.rows), [false, true, true, true, true, true, true, true, true, true, false, false])] : []),
+    ...(threadCells(doc.rows).length > 0 ? [markdownTable(THREAD_HEADER, threadCells(doc.rows), THREAD_RIGHT)] : []),
     markdownTable(MEMORY_HEADER, doc.memory.map(memoryCells), [false, true, true, false, false]),
     ...(partsCells(doc.memory).length > 0 ? [markdownTable(PARTS_HEADER, partsCells(doc.memory), PARTS_RIGHT)] : []),
     ...(micro.length > 0

@@ -13,7 +13,7 @@
 //
 // The stats are the bench's, not the server's: a 10 ms-resolution event-loop monitor and a GC
 // observer, whose cost is a timer tick and one entry per collection.
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { getHeapSpaceStatistics } from 'node:v8'
 import type { AddressInfo } from 'node:net'
 import { constants, monitorEventLoopDelay, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks'
@@ -67,6 +67,66 @@ export interface ProcessStats {
   /** Stalls past STALL_MS, and their total, ms. */
   stalls: number
   stalledMs: number
+  /**
+   * CPU time by thread, in µs (Linux; empty elsewhere): the main thread (the event loop), the
+   * checkpoint worker (a worker thread), libuv's pool (the writer's fsyncs), V8's helpers
+   * (concurrent GC and compilation), the rest. cpuUs is their sum.
+   */
+  threadCpuUs: Partial<Record<ThreadKind, number>>
+  /**
+   * Time the hypervisor ran something else on the CPUs this process may run on (steal, from
+   * /proc/stat), in ms; NaN where there is no /proc. On a virtual machine a tick stolen while the
+   * server ran may still count as the server's CPU time: a round with steal inflates CPU µs/req.
+   */
+  stealMs: number
+}
+
+export type ThreadKind = 'main' | 'worker' | 'pool' | 'v8' | 'other'
+
+const THREAD_KINDS: Record<string, ThreadKind> = { MainThread: 'main', WorkerThread: 'worker', 'libuv-worker': 'pool', V8Worker: 'v8' }
+
+/** The steal time so far of the CPUs this process may run on (Cpus_allowed_list), in ms. */
+function stealTime (): number {
+  try {
+    const allowed = /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? ''
+    const cpus = new Set<number>()
+    for (const range of allowed.split(',')) {
+      const [from, to] = range.split('-').map(Number)
+      for (let c = from!; c <= (to ?? from!); c++) cpus.add(c)
+    }
+    let ticks = 0
+    for (const line of readFileSync('/proc/stat', 'utf8').split('\n')) {
+      const match = /^cpu(\d+) (.*)$/.exec(line)
+      // Field 8 of a cpuN line is steal, in USER_HZ ticks (100 per second).
+      if (match !== null && cpus.has(Number(match[1]))) ticks += Number(match[2]!.split(' ')[7])
+    }
+    return ticks * 10
+  } catch {
+    return NaN
+  }
+}
+
+/** Each thread's CPU time so far (user and system, µs), by thread id, and its kind. Threads that ended are gone. */
+function threadTimes (): Map<string, { kind: ThreadKind; us: number }> {
+  const out = new Map<string, { kind: ThreadKind; us: number }>()
+  let tids: string[]
+  try {
+    tids = readdirSync('/proc/self/task')
+  } catch {
+    return out
+  }
+  const usPerTick = 1e6 / 100 // USER_HZ: 100 on Linux
+  for (const tid of tids) {
+    try {
+      const comm = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim()
+      // Fields 14 and 15 of stat (utime, stime), counted after the parenthesised name.
+      const fields = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+      out.set(tid, { kind: THREAD_KINDS[comm] ?? 'other', us: (Number(fields[11]) + Number(fields[12])) * usPerTick })
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out
 }
 
 /**
@@ -154,15 +214,26 @@ function statsMonitor (): () => ProcessStats {
   })
   observer.observe({ entryTypes: ['gc'] })
   let cpu = process.cpuUsage()
+  let threads = threadTimes()
+  let steal = stealTime()
   return () => {
+    const stealNow = stealTime()
+    const stealMs = stealNow - steal
+    steal = stealNow
     const spent = process.cpuUsage(cpu)
     cpu = process.cpuUsage()
+    const now = threadTimes()
+    const threadCpuUs: ProcessStats['threadCpuUs'] = {}
+    for (const [tid, t] of now) threadCpuUs[t.kind] = (threadCpuUs[t.kind] ?? 0) + t.us - (threads.get(tid)?.us ?? 0)
+    threads = now
     const stalled = stalls()
     const stats: ProcessStats = {
       longestStall: stalled.longest,
       stalls: stalled.count,
       stalledMs: stalled.totalMs,
       cpuUs: spent.user + spent.system,
+      threadCpuUs,
+      stealMs,
       loopP99Ms: loop.percentile(99) / 1e6,
       loopMaxMs: loop.max / 1e6,
       gc,

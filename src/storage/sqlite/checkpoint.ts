@@ -102,7 +102,7 @@ export function createCheckpointer (db: Db, path: string, intervalMs: number): C
   const tick = (): void => {
     if (running) return
     if (worker === null) {
-      // A thread costs about 18 MiB of resident memory: a process that hardly writes (a CLI
+      // A thread costs about 10 MiB of resident memory: a process that hardly writes (a CLI
       // command, a read-mostly instance) does without until its WAL passes WORKER_START_BYTES.
       if (walBytes(path) < WORKER_START_BYTES) return
       const started = new Worker(CHECKPOINT_WORKER, { eval: true, workerData: { path } })
