@@ -15,7 +15,11 @@
 // lib/_http_outgoing.js): `Date`, then `Connection: keep-alive` and `Keep-Alive: timeout=…` or
 // `Connection: close`. test/http/header-block.test.ts compares the head, and the state it leaves,
 // with Node's own for each case.
-import { ServerResponse, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http'
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+
+// node:http's CommonJS exports, not an ES import: that would evaluate every export of the module,
+// and its WebSocket getters load undici (see http/connections.ts, docs/performance.md "Memory").
+const { ServerResponse } = process.getBuiltinModule('node:http')
 
 /** Node's checkIsHttpToken and checkInvalidHeaderChar. */
 const TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/
