@@ -1,6 +1,8 @@
-// buildApp(deps): composition only. It lists the plugins and route modules in the order they
-// apply and hands each its dependencies; it opens nothing (infra.ts does) and listens nowhere
-// (server.ts does), so tests build this very app on their own stores.
+// buildApp(deps): composition only. It lists the installation steps (hooks, then routes) in the
+// order they apply, each with the steps it needs before it, and hands each its dependencies; it
+// opens nothing (infra.ts does) and listens nowhere (server.ts does), so tests build this very
+// app on their own stores. A step installed before one it needs fails the build
+// (http/steps.ts), never the first request.
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { categoryRoutes } from './categories/categories.routes.ts'
@@ -14,6 +16,7 @@ import { docsRoutes } from './openapi/docs.ts'
 import { installErrorHandling } from './http/errors.ts'
 import { deprecatedOperation } from './http/lifecycle.ts'
 import { collectDeprecatedOperations, installSunset, lifecycleHeaderStep } from './http/lifecycle-hooks.ts'
+import type { DeprecatedOperation } from './keys/keys.service.ts'
 import { healthRoutes } from './ops/health.ts'
 import { setResponseHeaders } from './http/response-headers.ts'
 import { createMetrics, installMetrics, malformedUrlCounter, metricsRoutes, type Metrics } from './ops/metrics.ts'
@@ -39,6 +42,7 @@ import type { Readiness } from './shared/readiness.ts'
 import { systemClock, type Clock } from './shared/clock.ts'
 import type { Stores } from './storage/stores.ts'
 import { requireRoles, routeConfigOf } from './http/route-config.ts'
+import { installSteps, type Step } from './http/steps.ts'
 
 export interface AppDeps {
   config: Config
@@ -57,7 +61,26 @@ export interface AppDeps {
   keyEvents?: KeyEvents
   /** How often usage per key is written (access/usage.ts); 0: only on demand and at close (tests). */
   usageFlushMs?: number
+  /** Rearranges the installation steps before they are installed: tests only (a wrong order must fail the build). */
+  arrangeSteps?: (steps: readonly AppStep[]) => readonly Step[]
 }
+
+/** The installation steps of buildApp, in their order. */
+export type StepName =
+  | 'deprecations' | 'roles' | 'request-id' | 'validation' | 'errors' | 'metrics' | 'json' | 'access' | 'sunset' | 'usage' | 'cors' | 'openapi'
+  | 'v1-routes' | 'health-routes' | 'metrics-routes' | 'openapi-routes' | 'docs-routes' | 'console-routes'
+export type AppStep = Step<StepName>
+
+/** The steps every request runs through (hooks and parsers): every routes step comes after them all. */
+const PIPELINE: StepName[] = ['request-id', 'validation', 'errors', 'metrics', 'json', 'access', 'sunset', 'usage', 'cors']
+/**
+ * What a routes step needs: the pipeline (a route's hooks, parsers and error handler are those
+ * of the app when the route is declared: Fastify copies them into each plugin as it starts), and
+ * the steps that read each route as it is declared (onRoute): a route declared before them would
+ * be missing from the document and from the deprecations list, and a /v1 route without a role
+ * would not fail the build.
+ */
+const ROUTES_NEED: StepName[] = [...PIPELINE, 'openapi', 'deprecations', 'roles']
 
 /** The 1.0.0 release deprecated GET /pets/{petId}; its sunset comes from the configuration. */
 export const GET_PET_DEPRECATED_AT = new Date('2026-11-21T00:00:00Z')
@@ -112,61 +135,20 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   requestLog.attach(app.log)
   app.addHook('onClose', (_app, done) => { requestLog.flush(); done() })
 
-  // The first step of every request, synchronous: the request id and the lifecycle headers go on
-  // every response, errors included, so they are set before anything can fail (the access step
-  // comes next); and the request's logger learns where to find the key id once it is known.
-  // A deprecated operation's call is counted in the metrics and, per key, in the usage flush
-  // (the console's deprecation view); `usage` is made below, before any request arrives.
-  const onDeprecatedCall = (operationId: string, keyId: number | null): void => {
-    events.onDeprecatedCall?.(operationId, keyId)
-    if (keyId !== null) usage.recordDeprecated(operationId, keyId, clock.now())
-  }
-  const deprecatedOperations = collectDeprecatedOperations(app)
-  const lifecycleOptions = { clock, docsUrl: '/docs', onDeprecatedCall }
-  const setLifecycleHeaders = lifecycleHeaderStep(lifecycleOptions)
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('request-id', request.id)
-    setResponseHeaders(request, reply)
-    setLifecycleHeaders(request, reply, routeConfigOf(request).lifecycle)
-    bindRequestLogger(request)
-    done()
-  })
-  installValidation(app)
-  installErrorHandling(app)
-  installMetrics(app, metrics)
-  // JSON only: Fastify's default text/plain parser would let a string body reach validation.
-  app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    try { done(null, parseJsonBody(body as string)) } catch (error) { done(error as Error, undefined) }
-  })
-
-  requireRoles(app)
-  installAccess(app, { access, clock })
-  installSunset(app, lifecycleOptions)
   // Usage per key: counted in memory per response, written in batches, flushed at close (before
   // server.ts closes the stores).
   const usage = createUsageRecorder(stores.keys, {
     ...(deps.usageFlushMs !== undefined && deps.usageFlushMs > 0 && { intervalMs: deps.usageFlushMs }),
     onError: (error) => { app.log.warn({ err: error }, 'usage flush failed; its counts are kept for the next one') }
   })
-  installUsageRecording(app, { recorder: usage, clock, onNearLimit: (window) => { metrics.onNearLimit(window) } })
-  if (deps.usageFlushMs !== 0) app.addHook('onReady', async () => { usage.start() })
-  app.addHook('onClose', async () => {
-    await usage.stop().catch((error: unknown) => { app.log.warn({ err: error }, 'usage flush at close failed') })
-  })
-
-  // /metrics is for Prometheus on the private network, never for a browser: no CORS at all,
-  // preflights included (no CORS headers, and the preflight is not answered). http/cors.ts.
-  installCors(app, {
-    origin: config.corsOrigins,
-    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    allowedHeaders: ['X-API-Key', 'Authorization', 'Content-Type', 'If-Match', 'Idempotency-Key', 'Request-Id'],
-    exposedHeaders: EXPOSED_HEADERS,
-    maxAge: 600,
-    excluded: ['/metrics']
-  })
-
-  await registerOpenApi(app)
+  // A deprecated operation's call is counted in the metrics and, per key, in the usage flush
+  // (the console's deprecation view).
+  const onDeprecatedCall = (operationId: string, keyId: number | null): void => {
+    events.onDeprecatedCall?.(operationId, keyId)
+    if (keyId !== null) usage.recordDeprecated(operationId, keyId, clock.now())
+  }
+  const lifecycleOptions = { clock, docsUrl: '/docs', onDeprecatedCall }
+  let deprecatedOperations: DeprecatedOperation[] = []
 
   const pets = createPetService(stores.pets)
   const categories = createCategoryService(stores.categories)
@@ -175,21 +157,108 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (_keyId, subject) => { await limiter.unban(subject) }, onKeyChanged: (record) => { access.forgetKey(record.quotaKeyId); keyEvents.publish(record.quotaKeyId) }, usage, peek: (subject, quota) => limiter.peek(subject, quota), deprecatedOperations: () => deprecatedOperations })
   const getPetLifecycle = deprecatedOperation(GET_PET_DEPRECATED_AT, config.getPetSunset, { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' })
 
-  await app.register(async (v1) => {
-    await v1.register(petRoutes, { pets, clock, getPetLifecycle })
-    await v1.register(categoryRoutes, { categories })
-    await v1.register(orderRoutes, { orders, clock })
-    await v1.register(inventoryRoutes, { inventory })
-    await v1.register(keyRoutes, { admin })
-    await v1.register(rateLimitRoutes)
-  }, { prefix: '/v1' })
-
-  await app.register(healthRoutes, { readiness: deps.readiness ?? { check: async () => { await stores.ping(); return { status: 'ok', checks: { database: { status: 'ok' } } } } } })
-  await app.register(metricsRoutes, { metrics })
-  serveOpenApi(app)
-  await app.register(docsRoutes, { specUrl: '/openapi.json' })
-  // The operator console (docs/product.md section 10): static files; it works through /v1 only.
-  await app.register(consoleRoutes)
+  // The installation order. Hooks of one kind run in the order they are installed; a step
+  // lists the steps it needs before it, and the reason is beside it.
+  const steps: AppStep[] = [
+    // Reads each route as it is declared: the list of deprecated operations (GET /admin/deprecations).
+    { name: 'deprecations', needs: [], install: (app) => { deprecatedOperations = collectDeprecatedOperations(app) } },
+    // Reads each route as it is declared: a /v1 route without config.role fails the build.
+    { name: 'roles', needs: [], install: requireRoles },
+    // The first step of every request, synchronous: the request id and the lifecycle headers go
+    // on every response, errors included, so they are set before anything can fail; and the
+    // request's logger learns where to find the key id once it is known.
+    {
+      name: 'request-id',
+      needs: [],
+      install: (app) => {
+        const setLifecycleHeaders = lifecycleHeaderStep(lifecycleOptions)
+        app.addHook('onRequest', (request, reply, done) => {
+          reply.header('request-id', request.id)
+          setResponseHeaders(request, reply)
+          setLifecycleHeaders(request, reply, routeConfigOf(request).lifecycle)
+          bindRequestLogger(request)
+          done()
+        })
+      }
+    },
+    // The two Ajv instances and the integer and body guards (per route, as routes are declared).
+    { name: 'validation', needs: [], install: installValidation },
+    // The one error handler, the 404 and the 405 (which learns each route's path as it is declared).
+    { name: 'errors', needs: [], install: installErrorHandling },
+    // Counts and times every response (onResponse).
+    { name: 'metrics', needs: [], install: (app) => { installMetrics(app, metrics) } },
+    // JSON only: Fastify's default text/plain parser would let a string body reach validation.
+    {
+      name: 'json',
+      needs: [],
+      install: (app) => {
+        app.removeAllContentTypeParsers()
+        app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+          try { done(null, parseJsonBody(body as string)) } catch (error) { done(error as Error, undefined) }
+        })
+      }
+    },
+    // After request-id: a refusal (401, 403, 429) is answered from this hook and must carry the
+    // request id and the lifecycle headers, which the earlier hook has set by then.
+    { name: 'access', needs: ['request-id'], install: (app) => { installAccess(app, { access, clock }) } },
+    // Reads request.principal (decorated and set by access) to count a deprecated call per key;
+    // the 410 after the sunset comes after the access decision, so it is charged like any call.
+    { name: 'sunset', needs: ['access'], install: (app) => { installSunset(app, lifecycleOptions) } },
+    // Reads request.rateLimit and request.principal, which access decorates and sets.
+    {
+      name: 'usage',
+      needs: ['access'],
+      install: (app) => {
+        installUsageRecording(app, { recorder: usage, clock, onNearLimit: (window) => { metrics.onNearLimit(window) } })
+        if (deps.usageFlushMs !== 0) app.addHook('onReady', async () => { usage.start() })
+        app.addHook('onClose', async () => {
+          await usage.stop().catch((error: unknown) => { app.log.warn({ err: error }, 'usage flush at close failed') })
+        })
+      }
+    },
+    // After access, where @fastify/cors ran: a refusal of the access step (401, 429) goes out
+    // without CORS headers, and a preflight under /v1 gets its rate-limit headers from access (a
+    // peek: free) before this step answers it. /metrics is for Prometheus on the private network,
+    // never for a browser: no CORS at all, preflights included (http/cors.ts).
+    {
+      name: 'cors',
+      needs: ['access'],
+      install: (app) => {
+        installCors(app, {
+          origin: config.corsOrigins,
+          methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+          allowedHeaders: ['X-API-Key', 'Authorization', 'Content-Type', 'If-Match', 'Idempotency-Key', 'Request-Id'],
+          exposedHeaders: EXPOSED_HEADERS,
+          maxAge: 600,
+          excluded: ['/metrics']
+        })
+      }
+    },
+    // @fastify/swagger and the error responses: both read each route as it is declared.
+    { name: 'openapi', needs: [], install: registerOpenApi },
+    {
+      name: 'v1-routes',
+      needs: ROUTES_NEED,
+      prefix: '/v1',
+      encapsulated: true,
+      install: async (v1) => {
+        await v1.register(petRoutes, { pets, clock, getPetLifecycle })
+        await v1.register(categoryRoutes, { categories })
+        await v1.register(orderRoutes, { orders, clock })
+        await v1.register(inventoryRoutes, { inventory })
+        await v1.register(keyRoutes, { admin })
+        await v1.register(rateLimitRoutes)
+      }
+    },
+    { name: 'health-routes', needs: ROUTES_NEED, encapsulated: true, install: (app) => healthRoutes(app, { readiness: deps.readiness ?? { check: async () => { await stores.ping(); return { status: 'ok', checks: { database: { status: 'ok' } } } } } }) },
+    { name: 'metrics-routes', needs: ROUTES_NEED, encapsulated: true, install: (app) => metricsRoutes(app, { metrics }) },
+    // Also after openapi for itself: it serves app.swagger(), which @fastify/swagger adds.
+    { name: 'openapi-routes', needs: ROUTES_NEED, install: (app) => { serveOpenApi(app) } },
+    { name: 'docs-routes', needs: ROUTES_NEED, encapsulated: true, install: (app) => docsRoutes(app, { specUrl: '/openapi.json' }) },
+    // The operator console (docs/product.md section 10): static files; it works through /v1 only.
+    { name: 'console-routes', needs: ROUTES_NEED, encapsulated: true, install: consoleRoutes }
+  ]
+  await installSteps(app, deps.arrangeSteps?.(steps) ?? steps)
   return app
 }
 
