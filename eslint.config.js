@@ -23,6 +23,14 @@ const HTTP = {
   paths: [],
   patterns: [{ regex: '(^|/)http/', message: 'the HTTP layer sits on top: storage/, infra.ts, services, ports and shared/ never import http/ (docs/architecture.md)' }]
 }
+// openapi/ (the document, its passes, the docs page) and ops/ (health, readiness, metrics) sit at
+// the top beside the routes: app.ts composes them, server.ts and the CLI hand them their
+// dependencies. Nothing else reaches into them, so neither a feature nor the request pipeline
+// depends on how the API is documented or observed, and both folders can change alone.
+const TOP = {
+  paths: [],
+  patterns: [{ regex: '(^|/)(openapi|ops)/', message: 'openapi/ and ops/ are composed by app.ts (and handed their dependencies by server.ts and cli/): nothing else imports them (docs/architecture.md)' }]
+}
 const STORAGE = {
   paths: [],
   patterns: [{ regex: '(^|/)storage/', message: 'services, ports and shared/ depend on ports, never on a storage engine (docs/architecture.md)' }]
@@ -192,13 +200,18 @@ export default tseslint.config(
     ignores: ['src/config.ts', 'src/cli/main.ts', 'src/cli/io.ts'],
     rules: {
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: PROCESS_ENV_MESSAGE }],
-      'no-restricted-imports': restrictImports(PROCESS_ENV)
+      'no-restricted-imports': restrictImports(PROCESS_ENV, TOP)
     }
+  },
+  {
+    files: ['src/app.ts', 'src/server.ts', 'src/cli/**/*.ts', 'src/openapi/**/*.ts', 'src/ops/**/*.ts'],
+    ignores: ['src/cli/main.ts', 'src/cli/io.ts'],
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV) }
   },
   {
     files: ['src/*/*.service.ts', 'src/*/*.store.ts', 'src/*/*.rules.ts'],
     ignores: ['src/shared/**'],
-    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, HTTP, STORAGE) }
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, HTTP, STORAGE, TOP) }
   },
   {
     files: ['src/keys/*.service.ts', 'src/keys/*.store.ts', 'src/keys/*.rules.ts'],
@@ -224,11 +237,11 @@ export default tseslint.config(
   },
   {
     files: ['src/shared/**/*.ts'],
-    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, HTTP, STORAGE, FEATURES) }
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, HTTP, STORAGE, FEATURES, TOP) }
   },
   {
     files: ['src/storage/**/*.ts', 'src/infra.ts'],
-    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, HTTP) }
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, HTTP, TOP) }
   },
   {
     files: ['**/*.ts', '**/*.js', '**/*.mjs'],
