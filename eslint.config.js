@@ -215,25 +215,25 @@ export default tseslint.config(
   },
   {
     files: ['src/keys/*.service.ts', 'src/keys/*.store.ts', 'src/keys/*.rules.ts'],
-    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, HTTP, STORAGE, ACCESS_FROM_KEYS) }
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, HTTP, STORAGE, ACCESS_FROM_KEYS, TOP) }
   },
   {
     files: ['src/keys/**/*.ts'],
     ignores: ['src/keys/*.service.ts', 'src/keys/*.store.ts', 'src/keys/*.rules.ts', 'src/keys/*.routes.ts'],
-    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, HTTP_FROM_KEYS, ACCESS_FROM_KEYS) }
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, HTTP_FROM_KEYS, ACCESS_FROM_KEYS, TOP) }
   },
   {
     files: ['src/keys/*.routes.ts'],
-    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, ACCESS_FROM_KEYS) }
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, ACCESS_FROM_KEYS, TOP) }
   },
   {
     // Like a service: no framework, no driver, no engine; and below http/.
     files: ['src/access/**/*.ts'],
-    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, STORAGE, HTTP_FROM_ACCESS) }
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, STORAGE, HTTP_FROM_ACCESS, TOP) }
   },
   {
     files: ['src/http/**/*.ts'],
-    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, KEYS_FROM_HTTP) }
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, KEYS_FROM_HTTP, TOP) }
   },
   {
     files: ['src/shared/**/*.ts'],
