@@ -397,3 +397,17 @@ test('without now and sleep, a wait runs on the real clock and timer: a 429 with
   assert.deepEqual(await call, [])
   assert.deepEqual(sentAt, [1_000_000, 1_002_000])
 })
+
+test('a 503 with Retry-After to a GET waits that many seconds plus jitter (random() of a second) before the retry', async (t) => {
+  const server = await serveForClient(t)
+  let first = true
+  const { fetch, exchanges } = recordingFetch(async (input, init) => {
+    if (!first) return globalThis.fetch(input, init)
+    first = false
+    return new Response(JSON.stringify({ code: 'service_unavailable', message: 'down' }), { status: 503, headers: { 'content-type': 'application/json', 'retry-after': '2' } })
+  })
+  const waits: number[] = []
+  const client = server.client({ fetch, random: () => 0.5, sleep: async (ms) => { waits.push(ms) } })
+  assert.deepEqual(await client.pets.list(), [])
+  assert.deepEqual([exchanges.map((e) => e.status), waits], [[503, 200], [2500]])
+})
