@@ -37,7 +37,11 @@ export const PARTS: Record<string, Part> = {
   },
   access: {
     mutate: ['src/access/*.ts', 'src/http/access.ts'],
-    tests: ['test/access/*.test.ts', 'test/http/access*.test.ts', 'test/http/key-access.test.ts']
+    // The decision's unit test first (a mutant it kills never waits for a server), then the other
+    // unit tests, then the HTTP tests of the hook. In-process tests: a mutant that never answers
+    // would otherwise cost 30 s.
+    timeoutMS: 10000,
+    tests: ['test/access/access.service.test.ts', 'test/access/*.test.ts', 'test/http/access.test.ts', 'test/http/key-access.test.ts', 'test/http/access*.test.ts']
   },
   checks: {
     mutate: ['src/storage/checks.ts'],
