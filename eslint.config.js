@@ -18,10 +18,10 @@ const DRIVERS = {
     message: 'services, store ports and shared/ never import Fastify or a driver: only http/, storage/ and infra.ts do (docs/architecture.md)'
   }]
 }
-// The HTTP layer sits on top: nothing below it may reach up into it.
+// http/ is the request pipeline that app.ts installs: nothing it calls may reach back into it.
 const HTTP = {
   paths: [],
-  patterns: [{ regex: '(^|/)http/', message: 'the HTTP layer sits on top: storage/, infra.ts, services, ports and shared/ never import http/ (docs/architecture.md)' }]
+  patterns: [{ regex: '(^|/)http/', message: 'http/ is the request pipeline, installed by app.ts: storage/, infra.ts, services, ports and shared/ never import http/ (docs/architecture.md)' }]
 }
 // openapi/ (the document, its passes, the docs page) and ops/ (health, readiness, metrics) sit at
 // the top beside the routes: app.ts composes them, server.ts and the CLI hand them their

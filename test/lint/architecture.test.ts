@@ -23,7 +23,7 @@ async function problems (filePath: string, code: string): Promise<string[]> {
 }
 
 const DRIVER = 'services, store ports and shared/ never import Fastify or a driver: only http/, storage/ and infra.ts do (docs/architecture.md)'
-const HTTP = 'the HTTP layer sits on top: storage/, infra.ts, services, ports and shared/ never import http/ (docs/architecture.md)'
+const HTTP = 'http/ is the request pipeline, installed by app.ts: storage/, infra.ts, services, ports and shared/ never import http/ (docs/architecture.md)'
 const STORAGE = 'services, ports and shared/ depend on ports, never on a storage engine (docs/architecture.md)'
 const FEATURE = 'shared/ is below every feature: it never imports a feature module (docs/architecture.md)'
 const KEYS_FROM_HTTP = 'http/ never imports keys/: the access hook reads keys through access/ (docs/architecture.md)'
