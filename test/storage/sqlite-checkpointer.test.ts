@@ -1,0 +1,80 @@
+// The WAL checkpointer itself (src/storage/sqlite/checkpoint.ts), on a real file: the settings it
+// gives the serving connection, the RESTART window it reports to the writer (restarting()), and
+// that nothing runs after close(). The writer-level effects are in sqlite-checkpoint.test.ts.
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { test, type TestContext } from 'node:test'
+import { createCheckpointer, walBytes, WAL_SIZE_LIMIT_BYTES } from '../../src/storage/sqlite/checkpoint.ts'
+import { openSqlite, type Db } from '../../src/storage/sqlite/database.ts'
+import { tempDir } from '../helpers/temp.ts'
+
+function file (t: TestContext): { db: Db; path: string } {
+  const path = join(tempDir(t, 'petstore-checkpointer-'), 'petstore.db')
+  const db = openSqlite(path)
+  db.exec('CREATE TABLE t (x BLOB)')
+  t.after(() => { if (db.isOpen) db.close() })
+  return { db, path }
+}
+
+/** Appends about `mib` MiB to the WAL in one commit. */
+function grow (db: Db, mib: number): void {
+  db.prepare('INSERT INTO t (x) VALUES (?)').run(new Uint8Array(mib * 1024 * 1024))
+}
+
+async function until (condition: () => boolean, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms
+  while (!condition()) {
+    if (Date.now() > deadline) return false
+    await new Promise((resolve) => setTimeout(resolve, 1))
+  }
+  return true
+}
+
+const pragma = (db: Db, name: string): unknown => Object.values(db.prepare(`PRAGMA ${name}`).get() as Record<string, unknown>)[0]
+
+test('checkpointer: the serving connection never checkpoints by itself and truncates its WAL to the limit; with interval 0 no restart is ever reported', async (t) => {
+  const { db, path } = file(t)
+  const checkpointer = createCheckpointer(db, path, 0)
+  assert.deepEqual([pragma(db, 'wal_autocheckpoint'), pragma(db, 'journal_size_limit')], [0, WAL_SIZE_LIMIT_BYTES])
+  grow(db, 6)
+  await new Promise((resolve) => setTimeout(resolve, 30))
+  assert.equal(checkpointer.restarting(), false)
+  await checkpointer.close()
+})
+
+test('checkpointer: past the WAL limit a RESTART checkpoint runs, restarting() is true only while it runs, and the next commit starts the WAL over at the limit', async (t) => {
+  const { db, path } = file(t)
+  const checkpointer = createCheckpointer(db, path, 5)
+  t.after(() => checkpointer.close())
+  assert.equal(checkpointer.restarting(), false, 'nothing runs before the first tick')
+  grow(db, 6)
+  assert.ok(walBytes(path) > WAL_SIZE_LIMIT_BYTES)
+  assert.ok(await until(() => checkpointer.restarting(), 5000), 'a restart was reported')
+  assert.ok(await until(() => !checkpointer.restarting(), 1000), 'and ended within the pause')
+  // Every frame is now in the database file: the next commit rewinds the WAL and truncates it.
+  assert.ok(await until(() => { db.exec('INSERT INTO t (x) VALUES (1)'); return walBytes(path) <= WAL_SIZE_LIMIT_BYTES }, 5000), `WAL at ${walBytes(path)} bytes`)
+})
+
+test('checkpointer: after close() no tick runs: a WAL past the limit starts no worker and no restart', async (t) => {
+  const { db, path } = file(t)
+  const checkpointer = createCheckpointer(db, path, 5)
+  await checkpointer.close()
+  grow(db, 6)
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  assert.equal(checkpointer.restarting(), false)
+  assert.ok(walBytes(path) > WAL_SIZE_LIMIT_BYTES, 'nothing checkpointed it')
+})
+
+test('checkpointer: a WAL under 1 MiB starts no checkpoint thread however many ticks pass; past it, the thread starts', async (t) => {
+  const threads = (): number => Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1])
+  const { db, path } = file(t)
+  const checkpointer = createCheckpointer(db, path, 5)
+  t.after(() => checkpointer.close())
+  grow(db, 0.5)
+  const before = threads()
+  await new Promise((resolve) => setTimeout(resolve, 60))
+  assert.equal(threads(), before, 'no thread for a small WAL')
+  grow(db, 1)
+  assert.ok(await until(() => threads() > before, 5000), 'the checkpoint thread started')
+})
