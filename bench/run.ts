@@ -242,6 +242,20 @@ async function main (): Promise<number> {
       const schemaUrl = withSearchPath(pgUrl, schema)
       const pgSeed = await seedStores(`PostgreSQL schema ${schema}`, () => createPostgresStores(pgUrl, { schema, poolMax: 16 }), opts.pets, schemaUrl)
       await runSetup(run, 'postgres', { DATABASE_URL: schemaUrl }, pgSeed)
+      // The same PostgreSQL setup with the Redis limiter (issue 20 item 5: "the same table with
+      // the Redis limiter"), on the two scenarios that item names: reads by id and orders.
+      const pgRedisReason = opts.redisUrl === null ? 'turned off with --redis off' : await redisUnavailableReason(opts.redisUrl)
+      if (pgRedisReason !== null || opts.redisUrl === null) {
+        report(run, failedRow('postgres-redis', { id: 'all', title: 'every scenario' }, pgRedisReason ?? 'no Redis', 'skipped'))
+      } else {
+        const prefix = `petstore:bench:${randomBytes(6).toString('hex')}:`
+        const client = new Redis(opts.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null })
+        client.on('error', () => {})
+        await client.connect()
+        cleanups.push(async () => { await deleteRedisKeys(client, prefix); client.disconnect() })
+        const only = new Set([...opts.only].filter((id) => id === 'get' || id === 'orders'))
+        if (only.size > 0) await runSetup({ ...run, opts: { ...opts, only } }, 'postgres-redis', { DATABASE_URL: schemaUrl, REDIS_URL: withKeyPrefix(opts.redisUrl, prefix) }, pgSeed)
+      }
     }
 
     // The SQLite setup again, with the Redis limiter: one round trip per request.
