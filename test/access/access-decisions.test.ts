@@ -6,6 +6,7 @@ import { test, type TestContext } from 'node:test'
 import { createAccessService, type AccessRequest } from '../../src/access/access.service.ts'
 import { subjectOfAddress } from '../../src/access/client-subject.ts'
 import { createKeyAdmin } from '../../src/keys/keys.service.ts'
+import type { Quota } from '../../src/ratelimit/limiter.ts'
 import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { manualClock } from '../../src/shared/clock.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
@@ -129,4 +130,22 @@ test('forgetKey makes the next request read the key again, so a revocation takes
   const outcome = await access.decide(request(created.key))
   assert.equal(reads(), 2)
   assert.equal((outcome.refusal as { code?: string } | null)?.code, 'unauthenticated')
+})
+
+test('with a limiter that answers by promise (Redis), decisions and the address gate are awaited', async (t) => {
+  const clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 30))
+  const stores = createSqliteStores(':memory:')
+  t.after(() => stores.close())
+  const memory = createMemoryRateLimiter({ now: clock.now })
+  const limiter = { ...memory, consume: async (s: string, q: Quota) => await memory.consume(s, q), peek: async (s: string, q: Quota) => await memory.peek(s, q) }
+  const access = createAccessService({ keys: stores.keys, limiter, clock })
+  const { key } = await createKeyAdmin(stores.keys, clock).create({ role: 'customer', plan: 'pro' })
+  const request = (k: string | null): AccessRequest => ({ key: k, address: ADDRESS, role: 'customer', free: false, preflight: false, keyInQuery: null })
+  const first = await access.decide(request(key))
+  assert.equal(first.decision.allowed, true)
+  assert.equal(first.decision.minute.remaining, 299)
+  assert.equal(first.refusal, null)
+  for (let i = 0; i < 60; i++) await access.decide(request(null))
+  const gated = await access.decide(request('psk_' + 'x'.repeat(43)))
+  assert.equal((gated.refusal as { code?: string } | null)?.code, 'rate_limited')
 })
