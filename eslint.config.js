@@ -243,6 +243,19 @@ export default tseslint.config(
     files: ['src/storage/**/*.ts', 'src/infra.ts'],
     rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, HTTP, TOP) }
   },
+  // Tests make temporary directories through test/helpers/temp.ts (tempDir, keptDir) only: one
+  // place that removes them after the test (issue 22 item 4).
+  {
+    files: ['test/**/*.ts', 'clients/typescript/test/**/*.ts'],
+    ignores: ['test/helpers/**'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: ['node:fs', 'fs', 'node:fs/promises', 'fs/promises'].map((name) => ({
+          name, importNames: ['mkdtemp', 'mkdtempSync'], message: 'use tempDir or keptDir from test/helpers/temp.ts'
+        }))
+      }]
+    }
+  },
   {
     files: ['**/*.ts', '**/*.js', '**/*.mjs'],
     plugins: { local: LOCAL },

@@ -3,8 +3,6 @@
 // back, without a timer per order and across a restart. Time moves with the injected clock only.
 // Through the HTTP API on real storage, so it runs on every engine (PETSTORE_TEST_ENGINE=postgres).
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { manualClock } from '../../src/shared/clock.ts'
@@ -14,6 +12,7 @@ import type { Stores } from '../../src/storage/stores.ts'
 import { buildTestApp, T0, type TestApp, type TestAppOptions } from '../helpers/app.ts'
 import { createTestSchema, TEST_DATABASE_URL, TEST_ENGINE, testPostgresReason } from '../helpers/stores.ts'
 import { requireService, skippedTestEnd } from '../helpers/services.ts'
+import { tempDir } from '../helpers/temp.ts'
 
 const MINUTE = 60_000
 const HOLD = 30 * MINUTE
@@ -182,8 +181,7 @@ async function durableStores (t: TestContext): Promise<() => Promise<Stores>> {
     const schema = await createTestSchema(t)
     return async () => await createPostgresStores(TEST_DATABASE_URL, { schema, poolMax: 4 })
   }
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-hold-'))
-  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+  const dir = tempDir(t, 'petstore-hold-')
   return async () => createSqliteStores(join(dir, 'petstore.db'))
 }
 

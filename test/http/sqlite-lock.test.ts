@@ -2,18 +2,16 @@
 // freeze the server: reads keep flowing, and a write answers 503 with Retry-After after a short
 // bound, never a 500.
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test } from 'node:test'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
 import { buildTestApp } from '../helpers/app.ts'
 import { TEST_ENGINE } from '../helpers/stores.ts'
+import { tempDir } from '../helpers/temp.ts'
 
 test('sqlite: while another connection holds the write lock, reads answer 200 and an order answers 503 service_unavailable with Retry-After within the bound, never 500', { skip: TEST_ENGINE !== 'sqlite' && 'SQLite only' }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-lock-'))
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const dir = tempDir(t, 'petstore-lock-')
   const path = join(dir, 'petstore.db')
   const stores = createSqliteStores(path, { lockBoundMs: 200 })
   t.after(() => stores.close())

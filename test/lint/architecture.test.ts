@@ -30,6 +30,7 @@ const KEYS_FROM_HTTP = 'http/ never imports keys/: the access hook reads keys th
 const ACCESS_FROM_KEYS = 'keys/ never imports access/: the guard uses key administration, never the reverse (docs/architecture.md)'
 const HTTP_FROM_KEYS = 'keys/ never imports http/, but for its route module: the access hook is in http/, the key rules below it (docs/architecture.md)'
 const HTTP_FROM_ACCESS = 'access/ never imports http/: http/access.ts calls it and turns its decisions into headers, never the reverse (docs/architecture.md)'
+const TEMP = 'use tempDir or keptDir from test/helpers/temp.ts'
 const ENV = 'only src/config.ts, the CLI entry (src/cli/main.ts, src/cli/io.ts) and tests read the environment: take a Config instead'
 
 const violations: Array<{ rule: string; file: string; code: string; expected: string[] }> = [
@@ -56,7 +57,9 @@ const violations: Array<{ rule: string; file: string; code: string; expected: st
   { rule: 'an HTTP plugin reads process.env', file: 'src/http/access.ts', code: 'export const proxy = process.env.TRUST_PROXY\n', expected: [`no-restricted-properties: 'process.env' is restricted from being used. ${ENV}`] },
   { rule: 'a store destructures env from process', file: 'src/storage/postgres/database.ts', code: 'const { env } = process\nexport const url = env.DATABASE_URL\n', expected: [`no-restricted-properties: 'process.env' is restricted from being used. ${ENV}`] },
   { rule: 'a service imports env from node:process', file: 'src/pets/pets.service.ts', code: "import { env } from 'node:process'\nexport const level = env.LOG_LEVEL\n", expected: [`no-restricted-imports: 'env' import from 'node:process' is restricted. ${ENV}`] },
-  { rule: 'a CLI command reads process.env', file: 'src/cli/keys.ts', code: 'export const url = process.env.DATABASE_URL\n', expected: [`no-restricted-properties: 'process.env' is restricted from being used. ${ENV}`] }
+  { rule: 'a CLI command reads process.env', file: 'src/cli/keys.ts', code: 'export const url = process.env.DATABASE_URL\n', expected: [`no-restricted-properties: 'process.env' is restricted from being used. ${ENV}`] },
+  { rule: 'a test makes its own temporary directory', file: 'test/http/pets.test.ts', code: "import { mkdtempSync } from 'node:fs'\nexport const m = mkdtempSync\n", expected: [`no-restricted-imports: 'mkdtempSync' import from 'node:fs' is restricted. ${TEMP}`] },
+  { rule: 'a client test makes its own temporary directory', file: 'clients/typescript/test/package.test.ts', code: "import { mkdtemp } from 'node:fs/promises'\nexport const m = mkdtemp\n", expected: [`no-restricted-imports: 'mkdtemp' import from 'node:fs/promises' is restricted. ${TEMP}`] }
 ]
 
 for (const { rule, file, code, expected } of violations) {
@@ -73,6 +76,7 @@ const allowed: Array<{ what: string; file: string; code: string }> = [
   { what: 'src/config.ts reads process.env', file: 'src/config.ts', code: 'export const env = process.env\n' },
   { what: 'the CLI entry hands process.env to the commands', file: 'src/cli/io.ts', code: 'export const env = process.env\n' },
   { what: 'a test reads process.env', file: 'test/helpers/stores.ts', code: 'export const url = process.env.PETSTORE_TEST_POSTGRES_URL\n' },
+  { what: 'the temp helper makes temporary directories', file: 'test/helpers/temp.ts', code: "import { mkdtempSync } from 'node:fs'\nexport const m = mkdtempSync\n" },
   { what: 'the access hook imports access/', file: 'src/http/access.ts', code: "import type { AccessService } from '../access/access.service.ts'\nexport type A = AccessService\n" },
   { what: 'access/ imports the key rules, the keys port and the limiter', file: 'src/access/key-cache.ts', code: "import { isExpired } from '../keys/keys.rules.ts'\nimport type { KeyStore } from '../keys/keys.store.ts'\nimport type { Quota } from '../ratelimit/limiter.ts'\nexport type K = [typeof isExpired, KeyStore, Quota]\n" },
   { what: 'the keys route module imports http/, like every feature\'s', file: 'src/keys/keys.routes.ts', code: "import { etagOf } from '../http/conditional.ts'\nexport const e = etagOf\n" },

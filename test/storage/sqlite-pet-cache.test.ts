@@ -1,16 +1,14 @@
 // The pet cache of the SQLite engine (src/storage/sqlite/pet-cache.ts): exact for this process's
 // writes, another connection's commits seen within the check interval, bounded in size.
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
+import { tempDir } from '../helpers/temp.ts'
 
 function tempFile (t: TestContext): string {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-cache-'))
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const dir = tempDir(t, 'petstore-cache-')
   return join(dir, 'petstore.db')
 }
 

@@ -2,17 +2,15 @@
 // its own commit is durable, a failing write failing alone, and a lock held by another connection
 // answered with 503 within a bound instead of freezing the process.
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
 import { AppError } from '../../src/errors.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
+import { tempDir } from '../helpers/temp.ts'
 
 function tempFile (t: TestContext): string {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-writer-'))
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const dir = tempDir(t, 'petstore-writer-')
   return join(dir, 'petstore.db')
 }
 

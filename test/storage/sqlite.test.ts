@@ -1,18 +1,16 @@
 // The store contract on SQLite, on a file (WAL applies to files only), plus what is SQLite's own:
 // the journal mode and PRAGMA user_version migrations.
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
 import { SQLITE_MIGRATIONS } from '../../src/storage/sqlite/migrations.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
 import { runStoreContract } from './contract.ts'
+import { tempDir } from '../helpers/temp.ts'
 
 function tempFile (t: TestContext): string {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-sqlite-'))
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const dir = tempDir(t, 'petstore-sqlite-')
   return join(dir, 'petstore.db')
 }
 
