@@ -6,7 +6,7 @@
 // half an hour on two cores. See docs/testing.md.
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { delimiter, dirname, join } from 'node:path'
 
 interface Part {
   mutate: string[]
@@ -102,7 +102,10 @@ function main (args: string[]): number {
   }
   const file = join('.stryker', `stryker-${name}.config.json`)
   writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`)
-  const result = spawnSync('npx', ['stryker', 'run', file, ...rest], { stdio: 'inherit', env: { ...process.env, CI: process.env.CI ?? '' } })
+  // The tap runner starts each test file with spawn('node', …), found on PATH: this Node (the
+  // pinned 24, which runs .ts) goes first, so no test file ever runs on a machine's older node.
+  const path = [dirname(process.execPath), process.env.PATH ?? ''].join(delimiter)
+  const result = spawnSync('npx', ['stryker', 'run', file, ...rest], { stdio: 'inherit', env: { ...process.env, PATH: path, CI: process.env.CI ?? '' } })
   return result.status ?? 1
 }
 
