@@ -33,7 +33,7 @@ export const PARTS: Record<string, Part> = {
     // In-process tests of a few seconds: a mutant that loops forever (an eviction step that
     // never ends) would otherwise cost 30 s.
     timeoutMS: 5000,
-    tests: ['test/ratelimit/limiter.test.ts', 'test/ratelimit/memory.test.ts', 'test/ratelimit/fallback.test.ts', 'test/ratelimit/fallback-bans.test.ts', 'test/ratelimit/redis.test.ts', 'test/ratelimit/redis-replies.test.ts', 'test/ratelimit/redis-memory.test.ts']
+    tests: ['test/ratelimit/limiter-rules.test.ts', 'test/ratelimit/limiter.test.ts', 'test/ratelimit/memory.test.ts', 'test/ratelimit/fallback.test.ts', 'test/ratelimit/fallback-bans.test.ts', 'test/ratelimit/redis.test.ts', 'test/ratelimit/redis-replies.test.ts', 'test/ratelimit/redis-memory.test.ts']
   },
   access: {
     mutate: ['src/access/*.ts', 'src/http/access.ts'],
