@@ -5,8 +5,10 @@
 // normalized its options, read `request.routeOptions` (a new object per access) twice and joined
 // the exposed headers again on every request (docs/performance.md). What it answered is kept:
 // - every answer: `Vary: Origin`, /metrics included (the options were dynamic);
-// - outside /metrics: `Access-Control-Allow-Origin` (`*`, or the request's Origin when it is one
-//   of the configured origins, else none) and `Access-Control-Expose-Headers`;
+// - outside /metrics, on a request with an Origin: `Access-Control-Allow-Origin` (`*`, or the
+//   request's Origin when it is one of the configured origins, else none) and
+//   `Access-Control-Expose-Headers`. A request without Origin is not a CORS request and gets
+//   neither (since issue 20: 230 bytes and two headers of every API answer, docs/performance.md);
 // - a preflight (OPTIONS) outside /metrics: also `Access-Control-Allow-Methods`, `-Allow-Headers`
 //   and `-Max-Age`, answered 204 with `Content-Length: 0` (no Origin or request method needed);
 // - OPTIONS /metrics reaches the `OPTIONS *` route unanswered and gets the 404.
@@ -47,13 +49,15 @@ export function installCors (app: FastifyInstance, options: CorsOptions): void {
   app.addHook('onRequest', (request, reply, done) => {
     addOriginToVary(reply)
     if (excluded.size > 0 && excluded.has(pathOf(request.url))) { done(); return }
+    const origin = request.headers.origin
+    const preflight = request.raw.method === 'OPTIONS'
+    // Not a CORS request: a browser sends Origin with every cross-origin request, and Vary: Origin
+    // keeps a cache from answering one with this answer.
+    if (origin === undefined && !preflight) { done(); return }
     if (anyOrigin) reply.header('access-control-allow-origin', '*')
-    else {
-      const origin = request.headers.origin
-      if (origin !== undefined && allowed.has(origin)) reply.header('access-control-allow-origin', origin)
-    }
+    else if (origin !== undefined && allowed.has(origin)) reply.header('access-control-allow-origin', origin)
     reply.header('access-control-expose-headers', exposed)
-    if (request.raw.method !== 'OPTIONS') { done(); return }
+    if (!preflight) { done(); return }
     request.corsPreflightEnabled = true
     reply.header('access-control-allow-methods', methods)
     reply.header('access-control-allow-headers', allowedHeaders)

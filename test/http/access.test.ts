@@ -29,10 +29,10 @@ test('Authorization: Bearer KEY is accepted like X-API-Key', async (t) => {
 
 // The whole route table, each operation in every spelling, with exact statuses: access-routes.test.ts.
 
-test('every kind of response under /v1 carries the rate-limit headers, exposed to browsers', async (t) => {
+test('every kind of response under /v1 carries the rate-limit headers, exposed to browsers (a request with an Origin)', async (t) => {
   const { call, keys, stores } = await buildTestApp(t, { plan: 'free' })
   const kinds = {
-    200: await call({ method: 'GET', url: '/v1/pets', key: keys.customer }),
+    200: await call({ method: 'GET', url: '/v1/pets', key: keys.customer, headers: { origin: 'https://shop.example' } }),
     401: await call({ method: 'GET', url: '/v1/pets', key: null }),
     403: await call({ method: 'POST', url: '/v1/pets', key: keys.customer, payload: {} }),
     404: await call({ method: 'GET', url: '/v1/no/such/path', key: keys.customer }),
