@@ -1,8 +1,7 @@
 // GET /openapi.json and GET /openapi.yaml: the finished document (openapi.ts), built and
-// compressed on the first request (http/static.ts), then revalidated by ETag. Outside /v1 and
+// compressed on the first request (YAML's library loaded then too) (http/static.ts), then revalidated by ETag. Outside /v1 and
 // hidden from the document itself.
 import type { FastifyInstance } from 'fastify'
-import { stringify as toYaml } from 'yaml'
 import { onceSucceeded, sendStatic, staticEntity, type StaticEntity } from '../http/static.ts'
 
 export interface ServeOpenApiOptions {
@@ -16,7 +15,12 @@ export function serveOpenApi (app: FastifyInstance, options: ServeOpenApiOptions
   // A failed build is not kept: the next request builds again (issue 18).
   const document = () => app.swagger()
   const json = onceSucceeded(() => entity(JSON.stringify(document()), 'application/json; charset=utf-8'))
-  const yaml = onceSucceeded(() => entity(toYaml(document()), 'application/yaml; charset=utf-8'))
+  // yaml is loaded on the first GET /openapi.yaml: a server that is never asked for it does not
+  // keep the library (about 1 MiB of heap) in memory (docs/performance.md, "Memory").
+  const yaml = onceSucceeded(async () => {
+    const { stringify } = await import('yaml')
+    return await entity(stringify(document()), 'application/yaml; charset=utf-8')
+  })
   app.get('/openapi.json', { schema: { hide: true } }, async (request, reply) => sendStatic(request, reply, await json(), 'no-cache'))
   app.get('/openapi.yaml', { schema: { hide: true } }, async (request, reply) => sendStatic(request, reply, await yaml(), 'no-cache'))
 }
