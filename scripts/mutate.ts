@@ -65,7 +65,7 @@ export const PARTS: Record<string, Part> = {
     // The client's tests run in process in a few seconds, and many of its mutants loop forever
     // (a retry or pump loop that never ends): a short timeout saves minutes per such mutant.
     timeoutMS: 5000,
-    tests: ['clients/typescript/test/headers.test.ts', 'clients/typescript/test/errors.test.ts', 'clients/typescript/test/gate.test.ts', 'clients/typescript/test/requests.test.ts', 'clients/typescript/test/client.test.ts', 'clients/typescript/test/ratelimit.test.ts']
+    tests: ['clients/typescript/test/headers.test.ts', 'clients/typescript/test/errors.test.ts', 'clients/typescript/test/gate.test.ts', 'clients/typescript/test/requests.test.ts', 'clients/typescript/test/calls.test.ts', 'clients/typescript/test/client.test.ts', 'clients/typescript/test/ratelimit.test.ts']
   }
 }
 
