@@ -321,7 +321,9 @@ function notify<T> (callback: ((value: T) => unknown) | undefined, value: T): vo
   if (callback === undefined) return
   try {
     const result = callback(value)
-    if (result instanceof Promise) result.catch(() => {})
+    // Any thenable, not only this realm's Promise: one made in a vm context or another frame
+    // fails `instanceof Promise`, and its rejection would go unhandled.
+    if (typeof (result as PromiseLike<unknown> | null | undefined)?.then === 'function') Promise.resolve(result).catch(() => {})
   } catch {
     // ignored, as documented in the README (Options)
   }

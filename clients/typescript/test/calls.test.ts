@@ -5,6 +5,7 @@
 // test files already killed.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { runInNewContext } from 'node:vm'
 import { PetstoreError, type DeprecationNotice } from '../src/index.ts'
 import { recordingFetch, seedPets, serveForClient } from './helpers.ts'
 
@@ -52,4 +53,30 @@ test('with crypto.randomUUID, the Idempotency-Key is the UUID it returns, and ge
   Object.defineProperty(globalThis, 'crypto', real)
   assert.deepEqual(exchanges.map((e) => e.idempotencyKey), ['1b4e28ba-2fa1-41d2-883f-0016d3cca427', '6fa459ea-ee8a-4ca4-894e-db77e160355e'])
   assert.equal(filled, 0)
+})
+
+test('a notice that returns a rejected promise of another realm (a vm context, another frame) leaves no unhandled rejection', async (t) => {
+  // Catches: notify() caught only `instanceof Promise`, which another realm's promise fails.
+  const server = await serveForClient(t)
+  const [pet] = await seedPets(server, 1)
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown): void => { unhandled.push(reason) }
+  process.on('unhandledRejection', onUnhandled)
+  t.after(() => { process.off('unhandledRejection', onUnhandled) })
+  const ForeignPromise = runInNewContext('Promise') as PromiseConstructor
+  let calls = 0
+  const client = server.client({
+    onDeprecation: () => {
+      calls++
+      const rejected = ForeignPromise.reject(new Error('onDeprecation failed in another realm'))
+      assert.equal(rejected instanceof Promise, false, 'the promise is of another realm')
+      return rejected
+    }
+  })
+  assert.deepEqual(await client.request('get', '/pets/{petId}', { path: { petId: pet!.id } }), pet)
+  // Unhandled rejections are reported once the microtask queue drains: two turns of the loop.
+  await new Promise((resolve) => setImmediate(resolve))
+  await new Promise((resolve) => setImmediate(resolve))
+  assert.equal(calls, 1)
+  assert.deepEqual(unhandled, [])
 })
