@@ -49,11 +49,12 @@ export const PARTS: Record<string, Part> = {
   },
   writer: {
     mutate: ['src/storage/sqlite/database.ts', 'src/storage/sqlite/writer.ts', 'src/storage/sqlite/checkpoint.ts'],
-    // The writer's own tests first (a few seconds each), then the checkpoint test (it writes
+    // The writer's own tests first (a few seconds each; sqlite-writer-edges counts the lock
+    // retries on mocked timers in milliseconds), then the checkpoint test (it writes
     // 32 MiB) and the store tests. Left out: the pet cache's tests (they test the cache), and for
     // time the lock and crash tests (HTTP servers and child processes, 25 s a mutant); the unit
     // tests take the writer's paths directly.
-    tests: ['test/storage/sqlite-open.test.ts', 'test/storage/sqlite-writer-paths.test.ts', 'test/storage/sqlite-writer-failures.test.ts', 'test/storage/sqlite-writer.test.ts', 'test/storage/sqlite-checkpointer.test.ts', 'test/storage/sqlite-checkpoint.test.ts', 'test/storage/sqlite.test.ts'],
+    tests: ['test/storage/sqlite-open.test.ts', 'test/storage/sqlite-writer-edges.test.ts', 'test/storage/sqlite-writer-paths.test.ts', 'test/storage/sqlite-writer-failures.test.ts', 'test/storage/sqlite-writer.test.ts', 'test/storage/sqlite-checkpointer.test.ts', 'test/storage/sqlite-checkpoint.test.ts', 'test/storage/sqlite.test.ts'],
     // The tests run in a few seconds; a mutant that makes the writer wait forever (a retry loop,
     // a close() that is never told) would otherwise cost 30 s.
     timeoutMS: 10000

@@ -1,0 +1,150 @@
+// The SQLite writer (src/storage/sqlite/writer.ts) at its edges, found by mutation testing
+// (issue 22): the connection settings a write runs with and those it leaves behind, the retry
+// schedule behind a lock held elsewhere and the lock bound at its last millisecond (on a mocked
+// clock and mocked timers: the attempts are counted in milliseconds, without sleeping), an undo
+// that fails, and an fsync the system refuses. Real files, real locks, a real fsync.
+import assert from 'node:assert/strict'
+import { symlinkSync } from 'node:fs'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import { test, type TestContext } from 'node:test'
+import { AppError } from '../../src/errors.ts'
+import { openSqlite, type Db } from '../../src/storage/sqlite/database.ts'
+import { createWriter } from '../../src/storage/sqlite/writer.ts'
+import { tempDir } from '../helpers/temp.ts'
+
+function file (t: TestContext): { db: Db; path: string } {
+  const path = join(tempDir(t, 'petstore-writer-'), 'petstore.db')
+  const db = openSqlite(path)
+  db.exec('CREATE TABLE t (x TEXT)')
+  t.after(() => { if (db.isOpen) db.close() })
+  return { db, path }
+}
+
+const insert = (db: Db, x: string) => (): number => Number(db.prepare('INSERT INTO t (x) VALUES (?)').run(x).lastInsertRowid)
+
+const rows = (path: string): unknown[] => {
+  const other = new DatabaseSync(path)
+  try {
+    return other.prepare('SELECT x FROM t ORDER BY rowid').all().map((row) => row.x)
+  } finally {
+    other.close()
+  }
+}
+
+const pragma = (db: Db, name: string): unknown => Object.values(db.prepare(`PRAGMA ${name}`).get() as Record<string, unknown>)[0]
+
+/** Lets every pending immediate and promise callback run, `count` times over. */
+async function turns (count = 20): Promise<void> {
+  for (let i = 0; i < count; i++) await new Promise((resolve) => setImmediate(resolve))
+}
+
+/** Records how a promise settled, so a test can assert that it did (or not yet). */
+function watch<T> (promise: Promise<T>): { outcome: string | null } {
+  const state: { outcome: string | null } = { outcome: null }
+  promise.then(
+    (value) => { state.outcome = `ok ${String(value)}` },
+    (error: unknown) => { state.outcome = `error ${error instanceof AppError ? error.code : (error as Error).message}` }
+  )
+  return state
+}
+
+test('writer: a write runs without the busy handler and with synchronous NORMAL (the writer fsyncs itself); after a commit and after a failed write the connection has busy_timeout 100 and synchronous FULL again', async (t) => {
+  const { db, path } = file(t)
+  const writer = createWriter(db, path, { sync: async () => {}, checkpointIntervalMs: 0 })
+  const settings = (): unknown => ({ busyTimeout: pragma(db, 'busy_timeout'), synchronous: pragma(db, 'synchronous'), inTransaction: db.isTransaction })
+  // Not the writer's first write: SQLite applies a PRAGMA when it compiles the statement, so the
+  // writer's prepared PRAGMA statements take effect from their second run on, and its first write
+  // runs with busy_timeout 100 and synchronous FULL (a flaw left for the writer's owner, issue 22).
+  await writer.run(() => {})
+  assert.deepEqual(await writer.run(settings), { busyTimeout: 0, synchronous: 1, inTransaction: true })
+  assert.deepEqual(settings(), { busyTimeout: 100, synchronous: 2, inTransaction: false }, 'after a commit')
+  await assert.rejects(writer.run(() => { throw new Error('refused') }), /^Error: refused$/)
+  assert.deepEqual(settings(), { busyTimeout: 100, synchronous: 2, inTransaction: false }, 'after a failed write')
+  await writer.close()
+})
+
+test('writer: a write that breaks its own savepoint (the undo fails) fails the whole batch with its error, keeps none of it, and the writes after it commit next', async (t) => {
+  const { db, path } = file(t)
+  const writer = createWriter(db, path, { sync: async () => {}, checkpointIntervalMs: 0 })
+  const before = watch(writer.run(insert(db, 'before')))
+  const bad = watch(writer.run(() => { insert(db, 'half')(); db.exec('RELEASE write'); throw new Error('refused') }))
+  const after = watch(writer.run(insert(db, 'after')))
+  await turns()
+  assert.deepEqual([before.outcome, bad.outcome, after.outcome], ['error refused', 'error refused', 'ok 1'])
+  assert.equal(db.isTransaction, false)
+  await writer.close()
+  assert.deepEqual(rows(path), ['after'], "neither 'before' nor the half write of the failed one is kept")
+})
+
+test('writer: an fsync the system refuses (EINVAL: the WAL path names a device) rejects the write with that error, never acknowledged', async (t) => {
+  const dir = tempDir(t, 'petstore-writer-')
+  const path = join(dir, 'petstore.db')
+  symlinkSync('/dev/null', `${path}-wal`) // fsync(2) of /dev/null fails with EINVAL on Linux
+  const db = openSqlite(':memory:') // the rows go to memory; the fsync goes to `${path}-wal`
+  t.after(() => db.close())
+  db.exec('CREATE TABLE t (x TEXT)')
+  const writer = createWriter(db, path, { checkpointIntervalMs: 0 })
+  await assert.rejects(writer.run(insert(db, 'a')), { code: 'EINVAL' })
+  await writer.close()
+})
+
+test('writer: behind a lock held elsewhere the attempts come 2, 4, 8, 16, 32 ms apart, then every 50 ms, in one chain however many writes arrive; a commit starts the backoff over at 2 ms', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 })
+  const { db, path } = file(t)
+  const writer = createWriter(db, path, { sync: async () => {}, lockBoundMs: 10_000, checkpointIntervalMs: 0 })
+  const other = new DatabaseSync(path)
+  t.after(() => other.close())
+  /** Moves the mocked clock to `ms`, one millisecond at a time, letting the writer run at each. */
+  const until = async (ms: number): Promise<void> => {
+    while (Date.now() < ms) { t.mock.timers.tick(1); await turns(3) }
+  }
+  /** The millisecond at which a write settles, the lock being released at `releaseAt`. */
+  const settledAt = async (write: { outcome: string | null }, releaseAt: number): Promise<number> => {
+    await until(releaseAt)
+    other.exec('ROLLBACK')
+    while (write.outcome === null) await until(Date.now() + 1)
+    return Date.now()
+  }
+
+  other.exec('BEGIN IMMEDIATE')
+  const a = watch(writer.run(insert(db, 'a'))) // tried at 0, then at 2, 6, 14, 30, 62, 112, 162
+  await turns(3)
+  await until(1)
+  const b = watch(writer.run(insert(db, 'b'))) // joins a's retries: no attempt of its own at 1 and 5
+  assert.equal(await settledAt(a, 150), 162)
+  assert.deepEqual([a.outcome, b.outcome], ['ok 1', 'ok 2'])
+
+  other.exec('BEGIN IMMEDIATE')
+  await until(200)
+  const c = watch(writer.run(insert(db, 'c'))) // tried at 200, then at 202 (not 250)
+  await turns(3)
+  assert.equal(await settledAt(c, 201), 202)
+  assert.equal(c.outcome, 'ok 3')
+
+  await writer.close()
+})
+
+test('writer: a write behind a lock fails with 503 at the first attempt at or past its bound (6 ms: the attempt at 6), and is never run after', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 })
+  const { db, path } = file(t)
+  const writer = createWriter(db, path, { sync: async () => {}, lockBoundMs: 6, checkpointIntervalMs: 0 })
+  const other = new DatabaseSync(path)
+  t.after(() => other.close())
+  other.exec('BEGIN IMMEDIATE')
+  const write = watch(writer.run(insert(db, 'late'))) // tried at 0, 2 and 6
+  await turns(3)
+  for (let ms = 1; ms <= 5; ms++) {
+    t.mock.timers.tick(1)
+    await turns(3)
+    assert.equal(write.outcome, null, `still waiting at ${ms} ms`)
+  }
+  t.mock.timers.tick(1)
+  await turns(3)
+  assert.equal(write.outcome, 'error service_unavailable', 'refused at 6 ms')
+  other.exec('ROLLBACK')
+  t.mock.timers.tick(100)
+  await turns(3)
+  await writer.close()
+  assert.deepEqual(rows(path), [], 'a refused write never commits later')
+})
