@@ -2,7 +2,7 @@
 // gives the serving connection, the RESTART window it reports to the writer (restarting()), and
 // that nothing runs after close(). The writer-level effects are in sqlite-checkpoint.test.ts.
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { createCheckpointer, walBytes, WAL_SIZE_LIMIT_BYTES } from '../../src/storage/sqlite/checkpoint.ts'
@@ -30,6 +30,9 @@ async function until (condition: () => boolean, ms: number): Promise<boolean> {
   }
   return true
 }
+
+/** The threads of this process, read from /proc: a checkpoint worker is one more, from the moment it is made. */
+const threads = (): number => Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1])
 
 const pragma = (db: Db, name: string): unknown => Object.values(db.prepare(`PRAGMA ${name}`).get() as Record<string, unknown>)[0]
 
@@ -67,7 +70,6 @@ test('checkpointer: after close() no tick runs: a WAL past the limit starts no w
 })
 
 test('checkpointer: a WAL under 1 MiB starts no checkpoint thread however many ticks pass; past it, the thread starts', async (t) => {
-  const threads = (): number => Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1])
   const { db, path } = file(t)
   const checkpointer = createCheckpointer(db, path, 5)
   t.after(() => checkpointer.close())
@@ -77,4 +79,59 @@ test('checkpointer: a WAL under 1 MiB starts no checkpoint thread however many t
   assert.equal(threads(), before, 'no thread for a small WAL')
   grow(db, 1)
   assert.ok(await until(() => threads() > before, 5000), 'the checkpoint thread started')
+})
+
+test('checkpointer (mocked clock): restarting() is true from the tick that posts a RESTART until 250 ms later and not at 250 ms, and the ticks meanwhile post no other checkpoint', (t) => {
+  // Mocked interval and clock: the ticks run synchronously inside tick(), where the worker's
+  // answer (which would end the window early) cannot arrive.
+  t.mock.timers.enable({ apis: ['setInterval', 'Date'], now: 0 })
+  const { db, path } = file(t)
+  const checkpointer = createCheckpointer(db, path, 5)
+  t.after(() => checkpointer.close())
+  assert.equal(checkpointer.restarting(), false, 'nothing restarts before the first tick, even at the clock\'s 0')
+  grow(db, 6)
+  t.mock.timers.tick(5)
+  assert.equal(checkpointer.restarting(), true, 'from the tick at 5 ms')
+  t.mock.timers.tick(249) // 49 more ticks: each finds the checkpoint running and leaves it be
+  assert.equal(checkpointer.restarting(), true, 'at 249 ms into the RESTART')
+  t.mock.timers.tick(1)
+  assert.equal(checkpointer.restarting(), false, 'at 250 ms the writer stops holding its batches (a later tick would have started the window over)')
+})
+
+test('checkpointer (mocked clock): between 1 MiB and the limit the tick starts the thread for a PASSIVE checkpoint, and no restart is reported; under 1 MiB no tick starts one', (t) => {
+  t.mock.timers.enable({ apis: ['setInterval', 'Date'], now: 0 })
+  const { db, path } = file(t)
+  const checkpointer = createCheckpointer(db, path, 5)
+  t.after(() => checkpointer.close())
+  grow(db, 0.5)
+  let before = threads()
+  t.mock.timers.tick(50)
+  assert.equal(threads(), before, 'ten ticks at 0.5 MiB: no thread')
+  grow(db, 1.5)
+  assert.ok(walBytes(path) > 1024 * 1024 && walBytes(path) < WAL_SIZE_LIMIT_BYTES)
+  before = threads()
+  t.mock.timers.tick(5)
+  assert.equal(threads(), before + 1, 'the tick past 1 MiB made the thread')
+  assert.equal(checkpointer.restarting(), false, 'a passive checkpoint holds no write')
+})
+
+test('checkpointer: a worker that fails (it cannot open the database) is made again at the next tick', async (t) => {
+  t.mock.timers.enable({ apis: ['setInterval'] })
+  const dir = tempDir(t, 'petstore-checkpointer-')
+  const path = join(dir, 'petstore.db')
+  mkdirSync(path) // a directory where the worker expects the database: its DatabaseSync throws
+  writeFileSync(`${path}-wal`, new Uint8Array(2 * 1024 * 1024)) // a WAL past 1 MiB, so a tick starts it
+  const db = openSqlite(':memory:')
+  t.after(() => db.close())
+  const checkpointer = createCheckpointer(db, path, 5)
+  t.after(() => checkpointer.close())
+  const before = threads()
+  t.mock.timers.tick(5)
+  assert.equal(threads(), before + 1, 'the first worker')
+  // It fails on its own thread; its error event then arrives on this one. The intervals are
+  // mocked, so no tick runs meanwhile.
+  assert.ok(await until(() => threads() === before, 5000), 'the failed worker ended')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.mock.timers.tick(5)
+  assert.equal(threads(), before + 1, 'a second worker, made by the next tick')
 })
