@@ -4,7 +4,7 @@
 // clock and mocked timers: the attempts are counted in milliseconds, without sleeping), an undo
 // that fails, and an fsync the system refuses. Real files, real locks, a real fsync.
 import assert from 'node:assert/strict'
-import { symlinkSync } from 'node:fs'
+import { readFileSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
@@ -147,4 +147,40 @@ test('writer: a write behind a lock fails with 503 at the first attempt at or pa
   await turns(3)
   await writer.close()
   assert.deepEqual(rows(path), [], 'a refused write never commits later')
+})
+
+test('writer: while the checkpoint worker runs a RESTART the writer holds its batches (it does not race it for the lock), then commits them', async (t) => {
+  t.mock.timers.enable({ apis: ['setInterval', 'setTimeout', 'Date'], now: 0 })
+  const { db, path } = file(t)
+  const writer = createWriter(db, path, { sync: async () => {}, lockBoundMs: 60_000, checkpointIntervalMs: 5 })
+  db.prepare('INSERT INTO t (x) VALUES (?)').run('x'.repeat(6 * 1024 * 1024)) // the WAL past its limit
+  t.mock.timers.tick(5) // the checkpoint tick: a RESTART is posted to the worker
+  const held = watch(writer.run(insert(db, 'held')))
+  await turns(3) // the worker cannot have answered yet: it is still starting
+  assert.equal(held.outcome, null, 'held, not committed')
+  while (held.outcome === null) { t.mock.timers.tick(2); await turns(3) }
+  assert.equal(held.outcome, 'ok 2')
+  await writer.close()
+})
+
+test('writer: without checkpointIntervalMs the WAL is checkpointed every 100 ms (the first tick past 1 MiB starts the thread at 100 ms, not before)', async (t) => {
+  t.mock.timers.enable({ apis: ['setInterval'] })
+  const { db, path } = file(t)
+  const writer = createWriter(db, path, { sync: async () => {} })
+  db.prepare('INSERT INTO t (x) VALUES (?)').run('x'.repeat(2 * 1024 * 1024))
+  const threads = (): number => Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1])
+  const before = threads()
+  t.mock.timers.tick(99)
+  assert.equal(threads(), before, 'no tick before 100 ms')
+  t.mock.timers.tick(1)
+  assert.equal(threads(), before + 1, 'the tick at 100 ms')
+  await writer.close()
+})
+
+test('writer: on :memory: there is no checkpointer: the connection keeps SQLite\'s own WAL settings', async (t) => {
+  const db = openSqlite(':memory:')
+  t.after(() => db.close())
+  const writer = createWriter(db, ':memory:')
+  assert.deepEqual([pragma(db, 'wal_autocheckpoint'), pragma(db, 'journal_size_limit')], [1000, -1])
+  await writer.close()
 })
