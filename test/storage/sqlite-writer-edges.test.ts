@@ -64,14 +64,29 @@ test('writer: a write runs without the busy handler and with synchronous NORMAL 
   await writer.close()
 })
 
+test('writer: after a BEGIN refused for the lock the connection has busy_timeout 100 and synchronous FULL again', async (t) => {
+  const { db, path } = file(t)
+  const writer = createWriter(db, path, { sync: async () => {}, lockBoundMs: 0, checkpointIntervalMs: 0 })
+  await writer.run(() => {}) // not the first write: see the test above
+  const other = new DatabaseSync(path)
+  t.after(() => other.close())
+  other.exec('BEGIN IMMEDIATE')
+  await assert.rejects(writer.run(insert(db, 'x')), { code: 'service_unavailable' })
+  other.exec('ROLLBACK')
+  assert.deepEqual([pragma(db, 'busy_timeout'), pragma(db, 'synchronous'), db.isTransaction], [100, 2, false])
+  await writer.close()
+})
+
 test('writer: a write that breaks its own savepoint (the undo fails) fails the whole batch with its error, keeps none of it, and the writes after it commit next', async (t) => {
   const { db, path } = file(t)
-  const writer = createWriter(db, path, { sync: async () => {}, checkpointIntervalMs: 0 })
+  let syncs = 0
+  const writer = createWriter(db, path, { sync: async () => { syncs++ }, checkpointIntervalMs: 0 })
   const before = watch(writer.run(insert(db, 'before')))
   const bad = watch(writer.run(() => { insert(db, 'half')(); db.exec('RELEASE write'); throw new Error('refused') }))
   const after = watch(writer.run(insert(db, 'after')))
   await turns()
   assert.deepEqual([before.outcome, bad.outcome, after.outcome], ['error refused', 'error refused', 'ok 1'])
+  assert.equal(syncs, 1, 'one fsync, for the commit of the write after it: none for the batch that kept nothing')
   assert.equal(db.isTransaction, false)
   await writer.close()
   assert.deepEqual(rows(path), ['after'], "neither 'before' nor the half write of the failed one is kept")
@@ -133,20 +148,25 @@ test('writer: a write behind a lock fails with 503 at the first attempt at or pa
   t.after(() => other.close())
   other.exec('BEGIN IMMEDIATE')
   const write = watch(writer.run(insert(db, 'late'))) // tried at 0, 2 and 6
+  const closed = watch(writer.close())
   await turns(3)
   for (let ms = 1; ms <= 5; ms++) {
     t.mock.timers.tick(1)
     await turns(3)
-    assert.equal(write.outcome, null, `still waiting at ${ms} ms`)
+    assert.deepEqual([write.outcome, closed.outcome], [null, null], `still waiting at ${ms} ms, and close() with it`)
   }
   t.mock.timers.tick(1)
   await turns(3)
-  assert.equal(write.outcome, 'error service_unavailable', 'refused at 6 ms')
+  assert.deepEqual([write.outcome, closed.outcome], ['error service_unavailable', 'ok undefined'], 'refused at 6 ms; close() returns then')
   other.exec('ROLLBACK')
+  // No retry is left behind: a new write goes at the next turn, with no timer run.
+  const next = watch(writer.run(insert(db, 'next')))
+  await turns(3)
+  assert.equal(next.outcome, 'ok 1')
   t.mock.timers.tick(100)
   await turns(3)
   await writer.close()
-  assert.deepEqual(rows(path), [], 'a refused write never commits later')
+  assert.deepEqual(rows(path), ['next'], 'the refused write never commits later')
 })
 
 test('writer: while the checkpoint worker runs a RESTART the writer holds its batches (it does not race it for the lock), then commits them', async (t) => {

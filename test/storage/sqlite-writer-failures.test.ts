@@ -94,6 +94,9 @@ test('writer: a BEGIN that fails rejects the writes and close() returns; the con
   // Fault caught: flush returned early after a failed BEGIN without telling close(), which then
   // waited forever; and busy_timeout stayed at 0.
   const { db, writer, path } = open(t)
+  // A first write: the writer's PRAGMA statements take effect from their second run on (SQLite
+  // applies a PRAGMA when it compiles it), so only then would a missing restore show.
+  await writer.run(() => {})
   db.exec('BEGIN') // someone else's transaction on this connection: the writer's BEGIN is refused
   const write = watch(writer.run(insert(db, 'refused')))
   const closed = watch(writer.close())

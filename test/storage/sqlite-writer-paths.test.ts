@@ -3,7 +3,7 @@
 // than one group commit, close() while writes and fsyncs are pending, a bound of 0 ms on the lock,
 // a refused BEGIN in transaction(), and the migrations. Real files and real locks throughout.
 import assert from 'node:assert/strict'
-import { existsSync } from 'node:fs'
+import { existsSync, readdirSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
@@ -49,14 +49,26 @@ function gatedSync (): { sync: () => Promise<void>; calls: () => number; finish:
   }
 }
 
-test('writer: with no sync injected, a write on a file is fsynced through the real WAL file, acknowledged, and in the file', async (t) => {
+/** How many of this process's file descriptors name that file. */
+const descriptors = (file: string): number => readdirSync('/proc/self/fd').filter((fd) => {
+  try { return readlinkSync(`/proc/self/fd/${fd}`) === file } catch { return false }
+}).length
+
+test('writer: with no sync injected, a write on a file is fsynced through the real WAL file, acknowledged, and in the file; close() lets go of the WAL file, and a write after it opens it again', async (t) => {
   const { db, path } = file(t)
   const writer = createWriter(db, path, { checkpointIntervalMs: 0 })
+  const sqliteOwn = descriptors(`${path}-wal`) // SQLite's own descriptor of the WAL
   assert.equal(await writer.run(insert(db, 'a')), 1)
   assert.equal(await writer.run(insert(db, 'b')), 2)
+  assert.equal(descriptors(`${path}-wal`), sqliteOwn + 1, 'one descriptor of its own, kept between fsyncs')
   await writer.close()
+  assert.equal(descriptors(`${path}-wal`), sqliteOwn, 'released by close()')
   assert.deepEqual(rows(path), ['a', 'b'])
   assert.ok(existsSync(`${path}-wal`))
+  assert.equal(await writer.run(insert(db, 'c')), 3)
+  assert.equal(descriptors(`${path}-wal`), sqliteOwn + 1, 'fsynced through a descriptor opened anew')
+  await writer.close()
+  assert.equal(descriptors(`${path}-wal`), sqliteOwn)
 })
 
 test('writer: on a database without a WAL file (rollback journal), a write is rejected, never acknowledged without its fsync', async (t) => {
@@ -100,6 +112,34 @@ test('writer: close() waits for the queued writes and for the fsyncs in flight a
   await closing
   assert.equal(closed, true)
 })
+
+for (const first of ['succeeds', 'fails'] as const) {
+  test(`writer: when the first fsync ${first}, a commit made during the second waits for a third`, async (t) => {
+    const { db, path } = file(t)
+    const gate = gatedSync()
+    const writer = createWriter(db, path, { sync: gate.sync, checkpointIntervalMs: 0 })
+    const settled: string[] = []
+    const track = (name: string, p: Promise<number>): Promise<void> => p.then(() => { settled.push(`${name}:ok`) }, (e: unknown) => { settled.push(`${name}:${(e as Error).message}`) })
+    const a = track('a', writer.run(insert(db, 'a')))
+    await turns() // a committed, the first fsync in flight
+    const b = track('b', writer.run(insert(db, 'b')))
+    await turns() // b committed during it: it waits for the second
+    if (first === 'succeeds') gate.finish(); else gate.fail(new Error('EIO'))
+    await a
+    await turns() // the second fsync, for b, in flight
+    const c = track('c', writer.run(insert(db, 'c')))
+    await turns() // c committed during it
+    gate.finish()
+    await b
+    await turns()
+    assert.deepEqual(settled, [first === 'succeeds' ? 'a:ok' : 'a:EIO', 'b:ok'], 'c waits: the second fsync began before its commit')
+    assert.equal(gate.calls(), 3, 'the third fsync, for c')
+    gate.finish()
+    await c
+    assert.deepEqual(settled.at(-1), 'c:ok')
+    await writer.close()
+  })
+}
 
 test('writer: close() returns even when the fsyncs it waits for fail', async (t) => {
   const { db, path } = file(t)
