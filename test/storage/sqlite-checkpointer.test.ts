@@ -2,8 +2,9 @@
 // gives the serving connection, the RESTART window it reports to the writer (restarting()), and
 // that nothing runs after close(). The writer-level effects are in sqlite-checkpoint.test.ts.
 import assert from 'node:assert/strict'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { createCheckpointer, walBytes, WAL_SIZE_LIMIT_BYTES } from '../../src/storage/sqlite/checkpoint.ts'
 import { openSqlite, type Db } from '../../src/storage/sqlite/database.ts'
@@ -98,6 +99,24 @@ test('checkpointer (mocked clock): restarting() is true from the tick that posts
   assert.equal(checkpointer.restarting(), false, 'at 250 ms the writer stops holding its batches (a later tick would have started the window over)')
 })
 
+test('checkpointer (mocked clock): the worker\'s answer ends the RESTART window before its 250 ms, and so does close()', async (t) => {
+  t.mock.timers.enable({ apis: ['setInterval', 'Date'], now: 0 })
+  const { db, path } = file(t)
+  const checkpointer = createCheckpointer(db, path, 5)
+  t.after(() => checkpointer.close())
+  grow(db, 6)
+  t.mock.timers.tick(5)
+  assert.equal(checkpointer.restarting(), true)
+  // The clock stands still at 5 ms: only the worker's answer can end the window.
+  assert.ok(await until(() => !checkpointer.restarting(), 10_000), 'ended by the answer')
+  grow(db, 6) // the WAL is past the limit again (nothing truncated it): the next tick restarts
+  t.mock.timers.tick(5)
+  assert.equal(checkpointer.restarting(), true)
+  const closing = checkpointer.close()
+  assert.equal(checkpointer.restarting(), false, 'ended by close()')
+  await closing
+})
+
 test('checkpointer (mocked clock): between 1 MiB and the limit the tick starts the thread for a PASSIVE checkpoint, and no restart is reported; under 1 MiB no tick starts one', (t) => {
   t.mock.timers.enable({ apis: ['setInterval', 'Date'], now: 0 })
   const { db, path } = file(t)
@@ -134,4 +153,57 @@ test('checkpointer: a worker that fails (it cannot open the database) is made ag
   await new Promise((resolve) => setImmediate(resolve))
   t.mock.timers.tick(5)
   assert.equal(threads(), before + 1, 'a second worker, made by the next tick')
+})
+
+/**
+ * Runs a short program in a child process that opens a file database, starts a checkpointer on it
+ * and writes past the WAL limit, waits until the checkpoint thread has run a checkpoint (the next
+ * commit then starts the WAL over, under the limit: nothing else checkpoints), then runs `rest`.
+ * Its output and whether it ended by itself within 15 s.
+ */
+function child (path: string, rest: string): { stdout: string; ended: boolean } {
+  const database = new URL('../../src/storage/sqlite/database.ts', import.meta.url).href
+  const checkpoint = new URL('../../src/storage/sqlite/checkpoint.ts', import.meta.url).href
+  const program = `
+    import { openSqlite } from ${JSON.stringify(database)}
+    import { createCheckpointer, walBytes, WAL_SIZE_LIMIT_BYTES } from ${JSON.stringify(checkpoint)}
+    const db = openSqlite(${JSON.stringify(path)})
+    db.exec('CREATE TABLE t (x BLOB)')
+    const checkpointer = createCheckpointer(db, ${JSON.stringify(path)}, 5)
+    db.prepare('INSERT INTO t (x) VALUES (?)').run(new Uint8Array(6 * 1024 * 1024))
+    do {
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      db.exec('INSERT INTO t (x) VALUES (1)')
+    } while (walBytes(${JSON.stringify(path)}) > WAL_SIZE_LIMIT_BYTES)
+    process.stdout.write('started ')
+    ${rest}
+  `
+  // A file, not --input-type=module: the worker inherits that flag and would read its CommonJS script as a module.
+  const file = join(dirname(path), 'program.mjs')
+  writeFileSync(file, program)
+  const result = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 15_000 })
+  return { stdout: result.stdout, ended: result.signal === null && result.status === 0 }
+}
+
+test('checkpointer: neither its timer nor its thread keeps a process alive (a program that never calls close() still ends)', (t) => {
+  const path = join(tempDir(t, 'petstore-checkpointer-'), 'petstore.db')
+  assert.deepEqual(child(path, ''), { stdout: 'started ', ended: true })
+})
+
+test('checkpointer: close() keeps the process alive until the thread has closed its connection, so the last connection then checkpoints and removes the WAL', (t) => {
+  const path = join(tempDir(t, 'petstore-checkpointer-'), 'petstore.db')
+  const rest = "await checkpointer.close(); db.close(); process.stdout.write('closed')"
+  assert.deepEqual(child(path, rest), { stdout: 'started closed', ended: true })
+  assert.equal(walBytes(path), 0, 'no WAL left')
+})
+
+test('checkpointer: close() returns once the thread has closed its connection: the serving connection, closed right after, is the last and removes the WAL', async (t) => {
+  const { db, path } = file(t)
+  const checkpointer = createCheckpointer(db, path, 5)
+  grow(db, 6)
+  // The thread has run a checkpoint once the next commit starts the WAL over under the limit.
+  assert.ok(await until(() => { db.exec('INSERT INTO t (x) VALUES (1)'); return walBytes(path) <= WAL_SIZE_LIMIT_BYTES }, 10_000))
+  await checkpointer.close()
+  db.close()
+  assert.equal(existsSync(`${path}-wal`), false, 'the WAL was removed by the serving connection\'s close')
 })
