@@ -5,6 +5,7 @@ import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
 import { createCheckpointer, walBytes, WAL_SIZE_LIMIT_BYTES } from '../../src/storage/sqlite/checkpoint.ts'
 import { openSqlite, type Db } from '../../src/storage/sqlite/database.ts'
@@ -206,4 +207,33 @@ test('checkpointer: close() returns once the thread has closed its connection: t
   await checkpointer.close()
   db.close()
   assert.equal(existsSync(`${path}-wal`), false, 'the WAL was removed by the serving connection\'s close')
+})
+
+test('checkpointer (mocked clock): past the limit the checkpoint is a RESTART: it holds off other writers while it waits for a reader (a PASSIVE one would not)', async (t) => {
+  t.mock.timers.enable({ apis: ['setInterval', 'Date'], now: 0 })
+  const { db, path } = file(t)
+  const checkpointer = createCheckpointer(db, path, 5)
+  t.after(() => checkpointer.close())
+  grow(db, 6)
+  const reader = new DatabaseSync(path)
+  t.after(() => reader.close())
+  reader.exec('BEGIN')
+  reader.prepare('SELECT count(*) FROM t').get() // a read transaction that uses the WAL
+  const other = new DatabaseSync(path)
+  t.after(() => other.close())
+  other.exec('PRAGMA busy_timeout = 0')
+  t.mock.timers.tick(5)
+  // The clock stands still: the window lasts until the worker answers, after its 200 ms wait.
+  let refused = 0
+  while (checkpointer.restarting()) {
+    try {
+      other.exec('BEGIN IMMEDIATE')
+      other.exec('ROLLBACK')
+    } catch {
+      refused++
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1))
+  }
+  reader.exec('COMMIT')
+  assert.ok(refused > 0, 'a writer was refused while the checkpoint ran')
 })

@@ -229,7 +229,7 @@ test('transaction(): a BEGIN refused because another connection holds the lock i
   try { transaction(db, insert(db, 'x')) } catch (e) { error = e }
   other.exec('ROLLBACK')
   assert.ok(error instanceof AppError, String(error))
-  assert.deepEqual([error.status, error.code, error.headers], [503, 'service_unavailable', { 'retry-after': '1' }])
+  assert.deepEqual([error.status, error.code, error.headers, error.message], [503, 'service_unavailable', { 'retry-after': '1' }, 'the database is locked by another process; retry shortly'])
   assert.equal((error.cause as { errcode?: number }).errcode, 5)
 
   db.exec('BEGIN')
