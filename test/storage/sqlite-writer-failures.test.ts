@@ -94,9 +94,6 @@ test('writer: a BEGIN that fails rejects the writes and close() returns; the con
   // Fault caught: flush returned early after a failed BEGIN without telling close(), which then
   // waited forever; and busy_timeout stayed at 0.
   const { db, writer, path } = open(t)
-  // A first write: the writer's PRAGMA statements take effect from their second run on (SQLite
-  // applies a PRAGMA when it compiles it), so only then would a missing restore show.
-  await writer.run(() => {})
   db.exec('BEGIN') // someone else's transaction on this connection: the writer's BEGIN is refused
   const write = watch(writer.run(insert(db, 'refused')))
   const closed = watch(writer.close())
@@ -108,6 +105,21 @@ test('writer: a BEGIN that fails rejects the writes and close() returns; the con
   assert.equal(db.prepare('PRAGMA busy_timeout').get()?.timeout, 100)
   assert.equal(db.prepare('PRAGMA synchronous').get()?.synchronous, 2)
   assert.deepEqual(rows(path), [])
+})
+
+test('writer: a batch refused inside a transaction it did not open, after earlier writes, also leaves busy_timeout at 100', async (t) => {
+  // The writer's PRAGMA statements take effect from their second run on (SQLite applies a PRAGMA
+  // when it compiles it): only after a first write would a missing restore show. The refusal then
+  // comes from PRAGMA synchronous, which SQLite refuses inside a transaction, before the BEGIN.
+  const { db, writer } = open(t)
+  await writer.run(() => {})
+  db.exec('BEGIN')
+  const write = watch(writer.run(() => 1))
+  await turns()
+  assert.match(write.outcome ?? 'pending', /^error /)
+  db.exec('ROLLBACK')
+  assert.equal(db.prepare('PRAGMA busy_timeout').get()?.timeout, 100)
+  await writer.close()
 })
 
 test('writer: close() returns when the last queued writes fail with 503 because another connection holds the lock', async (t) => {
