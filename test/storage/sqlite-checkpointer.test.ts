@@ -71,6 +71,17 @@ test('checkpointer: after close() no tick runs: a WAL past the limit starts no w
   assert.ok(walBytes(path) > WAL_SIZE_LIMIT_BYTES, 'nothing checkpointed it')
 })
 
+test('checkpointer (mocked interval): after close() its timer is stopped: ticks that come due start no thread however large the WAL', async (t) => {
+  t.mock.timers.enable({ apis: ['setInterval'] })
+  const { db, path } = file(t)
+  const checkpointer = createCheckpointer(db, path, 5)
+  await checkpointer.close()
+  grow(db, 6)
+  const before = threads()
+  t.mock.timers.tick(50)
+  assert.equal(threads(), before)
+})
+
 test('checkpointer: a WAL under 1 MiB starts no checkpoint thread however many ticks pass; past it, the thread starts', async (t) => {
   const { db, path } = file(t)
   const checkpointer = createCheckpointer(db, path, 5)
