@@ -59,11 +59,16 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
   const lockBoundMs = options.lockBoundMs ?? WRITE_LOCK_BOUND_MS
   db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
   // The commit of a batch is fsynced by durable(), off the event loop; and the lock is tried
-  // without the busy handler, which would block the event loop while it waits.
-  const relaxed = db.prepare('PRAGMA synchronous = NORMAL')
-  const strict = db.prepare('PRAGMA synchronous = FULL')
-  const noWait = db.prepare('PRAGMA busy_timeout = 0')
-  const wait = db.prepare(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
+  // without the busy handler, which would block the event loop while it waits. These settings
+  // go through exec() each time: SQLite applies such a PRAGMA while compiling it, so a prepared
+  // one did nothing on its first run, and the first batch of every writer ran with the busy
+  // handler (up to 100 ms on the event loop behind another process's lock) and fsynced its
+  // commit on the event loop (test/storage/sqlite-writer-edges.test.ts, the first write).
+  const setting = (sql: string) => (): void => { db.exec(sql) }
+  const relaxed = setting('PRAGMA synchronous = NORMAL')
+  const strict = setting('PRAGMA synchronous = FULL')
+  const noWait = setting('PRAGMA busy_timeout = 0')
+  const wait = setting(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
   const begin = db.prepare('BEGIN IMMEDIATE')
   const commit = db.prepare('COMMIT')
   const rollback = db.prepare('ROLLBACK')
@@ -96,8 +101,8 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
 
   /** BEGIN IMMEDIATE without waiting: false when another connection holds the write lock. */
   function tryBegin (): boolean {
-    noWait.run()
-    relaxed.run()
+    noWait()
+    relaxed()
     try {
       begin.run()
       return true
@@ -113,8 +118,8 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
    * the next BEGIN fails and rejects its writes, so nothing waits forever.
    */
   function restore (): void {
-    try { strict.run() } catch { /* see above */ }
-    try { wait.run() } catch { /* see above */ }
+    try { strict() } catch { /* see above */ }
+    try { wait() } catch { /* see above */ }
   }
 
   /** Ends the transaction if SQLite has not already; a failed ROLLBACK must not hide the cause. */
