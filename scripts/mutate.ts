@@ -37,11 +37,12 @@ export const PARTS: Record<string, Part> = {
   },
   access: {
     mutate: ['src/access/*.ts', 'src/http/access.ts'],
-    // The decision's unit test first (a mutant it kills never waits for a server), then the other
-    // unit tests, then the HTTP tests of the hook. In-process tests: a mutant that never answers
+    // The unit tests first, named (a mutant they kill never waits for a server), then the other
+    // tests of test/access/ (address-subject, ban-restore and ban-sync build apps or start
+    // servers), then the HTTP tests of the hook. In-process tests: a mutant that never answers
     // would otherwise cost 30 s.
     timeoutMS: 10000,
-    tests: ['test/access/access.service.test.ts', 'test/access/*.test.ts', 'test/http/access.test.ts', 'test/http/key-access.test.ts', 'test/http/access*.test.ts']
+    tests: ['test/access/access.service.test.ts', 'test/access/access-decisions.test.ts', 'test/access/key-cache.test.ts', 'test/access/refusals.test.ts', 'test/access/ban-record.test.ts', 'test/access/ban-sync-poll.test.ts', 'test/access/client-subject.test.ts', 'test/access/key-events.test.ts', 'test/access/usage.test.ts', 'test/access/usage-flush.test.ts', 'test/http/access-paths.test.ts', 'test/access/*.test.ts', 'test/http/access.test.ts', 'test/http/key-access.test.ts', 'test/http/access*.test.ts']
   },
   checks: {
     mutate: ['src/storage/checks.ts'],
