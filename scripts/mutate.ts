@@ -42,7 +42,7 @@ export const PARTS: Record<string, Part> = {
     // servers), then the HTTP tests of the hook. In-process tests: a mutant that never answers
     // would otherwise cost 30 s.
     timeoutMS: 10000,
-    tests: ['test/access/access.service.test.ts', 'test/access/access-decisions.test.ts', 'test/access/key-cache.test.ts', 'test/access/refusals.test.ts', 'test/access/ban-record.test.ts', 'test/access/ban-sync-poll.test.ts', 'test/access/client-subject.test.ts', 'test/access/key-events.test.ts', 'test/access/usage.test.ts', 'test/access/usage-flush.test.ts', 'test/http/access-paths.test.ts', 'test/access/*.test.ts', 'test/http/access.test.ts', 'test/http/key-access.test.ts', 'test/http/access*.test.ts']
+    tests: ['test/access/access.service.test.ts', 'test/access/access-decisions.test.ts', 'test/access/access-bans.test.ts', 'test/access/access-failures.test.ts', 'test/access/key-cache.test.ts', 'test/access/refusals.test.ts', 'test/access/ban-record.test.ts', 'test/access/ban-sync-poll.test.ts', 'test/access/client-subject.test.ts', 'test/access/key-events.test.ts', 'test/access/usage.test.ts', 'test/access/usage-flush.test.ts', 'test/http/access-paths.test.ts', 'test/access/*.test.ts', 'test/http/access.test.ts', 'test/http/key-access.test.ts', 'test/http/access*.test.ts']
   },
   checks: {
     mutate: ['src/storage/checks.ts'],
