@@ -120,12 +120,8 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
     if (request.key === null || request.preflight) return charge(anonymous(request))
     const key = request.key
     const now = clock.now()
-    let known: Principal | Refused | undefined
-    try {
-      known = cache.cached(key, now)
-    } catch (error) {
-      return charge(failed(request, error))
-    }
+    // Memory lookups and at most one hash: never throws.
+    const known = cache.cached(key, now)
     if (known !== undefined) return charge(found(request, known))
     // A key this instance has never resolved is read only while the client address may still
     // call: a banned or exhausted address is answered from the limiter (charged, so its strikes
@@ -161,8 +157,9 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
     const quota = principal === null ? ANONYMOUS_QUOTA : principal.quota
     // Preflights, and free operations called with a valid key, cost nothing: a browser app's
     // preflights must not eat its users' quota, and a client must be able to ask how long to
-    // wait. A wrong key is charged everywhere, so guessing is never free.
-    const charged = !(c.request.preflight || (c.request.free && principal !== null && c.failure === null))
+    // wait. A wrong key is charged everywhere, so guessing is never free (nor is a key that could
+    // not be read: it has no principal).
+    const charged = !(c.request.preflight || (c.request.free && principal !== null))
     const decision = charged ? limiter.consume(subject, quota) : limiter.peek(subject, quota)
     if (isPromise(decision)) return decision.then((d) => conclude(c, { principal, decision: d, quota, subject, charged, refusal: null }))
     return conclude(c, { principal, decision, quota, subject, charged, refusal: null })

@@ -162,7 +162,7 @@ export function presentedKey (request: FastifyRequest): string | null {
   const header = request.headers['x-api-key']
   if (typeof header === 'string' && header !== '') return header
   const authorization = request.headers.authorization
-  if (typeof authorization === 'string' && authorization.length > 7 && /^bearer /i.test(authorization)) {
+  if (typeof authorization === 'string' && /^bearer /i.test(authorization)) {
     const token = authorization.slice(7).trim()
     if (token !== '') return token
   }

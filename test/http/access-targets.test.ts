@@ -1,0 +1,80 @@
+// The access hook on odd request targets (src/http/access.ts): a path with an empty segment is
+// 404 under any key but a 429 stays a 429; a target that never reaches routing
+// (answerMalformedUrl) is a bare 400 outside /v1 and charged under it; and a limiter that throws
+// or rejects gives the error's own answer, never a hang. Written against the survivors of
+// `npm run mutate -- access` (docs/testing.md); every operation in every spelling over a socket
+// is access-routes.test.ts.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { AppError } from '../../src/errors.ts'
+import type { Quota } from '../../src/ratelimit/limiter.ts'
+import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
+import { buildTestApp } from '../helpers/app.ts'
+
+test('a path with an empty segment under /v1 is 404 not_found, charged, with or without a valid key, and without WWW-Authenticate', async (t) => {
+  const { app, keys } = await buildTestApp(t)
+  for (const [url, key] of [['/v1/pets/', null], ['/v1//pets', null], ['/v1/pets/', keys.customer], ['/v1/admin/keys/', keys.customer], ['/v1/admin/keys/', keys.admin]] as const) {
+    const res = await app.inject({ method: 'GET', url, headers: key === null ? {} : { 'x-api-key': key } })
+    assert.equal(res.statusCode, 404, `${url} ${key === null ? 'without a key' : 'with a key'}`)
+    assert.equal(res.json().code, 'not_found')
+    assert.equal(res.headers['www-authenticate'], undefined)
+    assert.ok(res.headers['x-ratelimit-remaining'] !== undefined)
+  }
+  assert.equal((await app.inject({ method: 'GET', url: '/v1/pets' })).headers['www-authenticate'], 'Bearer realm="petstore"', 'the canonical path is 401 with the challenge')
+})
+
+test('an exhausted address gets 429 on a path with an empty segment too', async (t) => {
+  const { app } = await buildTestApp(t)
+  for (let i = 0; i < 60; i++) await app.inject({ method: 'GET', url: '/v1/pets' })
+  const res = await app.inject({ method: 'GET', url: '/v1/pets/' })
+  assert.equal(res.statusCode, 429)
+  assert.equal(res.json().code, 'rate_limited')
+})
+
+const MALFORMED = 'the request URL is malformed (bad percent-encoding or an over-long path segment)'
+
+test('a malformed URL outside /v1 is 400 with a request id and no rate-limit headers; under /v1 it is charged', async (t) => {
+  const { app } = await buildTestApp(t)
+  const outside = await app.inject({ method: 'GET', url: '/docs/%E0%A4%A' })
+  assert.equal(outside.statusCode, 400)
+  assert.deepEqual([outside.json().code, outside.json().message], ['validation_failed', MALFORMED])
+  assert.equal(outside.headers['x-ratelimit-limit'], undefined)
+  assert.match(String(outside.headers['request-id']), /^[0-9a-f-]{36}$/)
+  const inside = await app.inject({ method: 'GET', url: '/v1/pets/%E0%A4%A' })
+  assert.equal(inside.statusCode, 400)
+  assert.deepEqual([inside.json().code, inside.json().message], ['validation_failed', MALFORMED])
+  assert.equal(inside.headers['x-ratelimit-remaining'], '59')
+  assert.match(String(inside.headers['request-id']), /^[0-9a-f-]{36}$/)
+})
+
+test('a malformed URL under /v1 from an exhausted address is 429 rate_limited with Retry-After', async (t) => {
+  const { app } = await buildTestApp(t)
+  for (let i = 0; i < 60; i++) await app.inject({ method: 'GET', url: '/v1/pets' })
+  const res = await app.inject({ method: 'GET', url: '/v1/pets/%E0%A4%A' })
+  assert.equal(res.statusCode, 429)
+  assert.equal(res.json().code, 'rate_limited')
+  assert.equal(res.headers['retry-after'], '30')
+  assert.equal(res.headers['x-ratelimit-remaining'], '0')
+})
+
+for (const how of ['throws', 'rejects'] as const) {
+  test(`a limiter that ${how} answers the error itself, for a malformed URL and for a request the hook charges`, async (t) => {
+    const outage = new AppError('service_unavailable', 'the rate limiter is unavailable')
+    const { app } = await buildTestApp(t, {
+      limiter: (now) => {
+        const memory = createMemoryRateLimiter({ now })
+        const consume = how === 'throws'
+          ? (_s: string, _q: Quota): never => { throw outage }
+          : async (_s: string, _q: Quota): Promise<never> => { throw outage }
+        const peek = async (_s: string, _q: Quota): Promise<never> => { throw outage }
+        return { ...memory, consume, ...(how === 'rejects' && { peek }) }
+      }
+    })
+    const malformed = await app.inject({ method: 'GET', url: '/v1/pets/%E0%A4%A' })
+    assert.equal(malformed.statusCode, 503)
+    assert.equal(malformed.json().code, 'service_unavailable')
+    const res = await app.inject({ method: 'GET', url: '/v1/pets' })
+    assert.equal(res.statusCode, 503)
+    assert.equal(res.json().code, 'service_unavailable')
+  })
+}
