@@ -48,7 +48,7 @@ export const PARTS: Record<string, Part> = {
     // In-process tests: a mutant that never answers would otherwise cost 30 s.
     timeoutMS: 10000,
     tests: [
-      'test/access/access.service.test.ts', 'test/access/access-decisions.test.ts', 'test/access/access-bans.test.ts', 'test/access/access-failures.test.ts',
+      'test/access/access.service.test.ts', 'test/access/access-decisions.test.ts', 'test/access/access-bans.test.ts', 'test/access/access-failures.test.ts', 'test/access/access-known-keys.test.ts',
       'test/access/key-cache.test.ts', 'test/access/refusals.test.ts', 'test/access/ban-record.test.ts', 'test/access/ban-sync-poll.test.ts',
       'test/access/client-subject.test.ts', 'test/access/key-events.test.ts', 'test/access/usage.test.ts', 'test/access/usage-flush.test.ts',
       'test/http/access-paths.test.ts', 'test/http/access-headers.test.ts', 'test/http/access-route-roles.test.ts', 'test/access/address-subject.test.ts',
