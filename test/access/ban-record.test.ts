@@ -139,3 +139,19 @@ test('observers that throw change nothing: the failure is still answered and a r
   assert.equal(recorded.length, 2)
   assert.deepEqual(await inForce(), ['ip:192.0.2.1', 'ip:192.0.2.2'])
 })
+
+test('a recorder without observers records a ban and keeps a failed one all the same', async (t) => {
+  const clock = manualClock(T)
+  const stores = createSqliteStores(':memory:')
+  t.after(() => stores.close())
+  const bans = createBanRecorder({ keys: stores.keys, clock })
+  const ban: NewBan = { keyId: null, subject: 'ip:192.0.2.1', startedAt: T, endsAt: T + 15 * 60_000, reason: 'r' }
+  assert.equal(await bans.record(ban), undefined)
+  const record = stores.keys.recordBan.bind(stores.keys)
+  const outage = new Error('database is out')
+  stores.keys.recordBan = async () => { throw outage }
+  assert.equal(await bans.record({ ...ban, subject: 'ip:192.0.2.2' }), outage)
+  stores.keys.recordBan = record
+  assert.equal(await bans.retryPending(), 0)
+  assert.deepEqual((await stores.keys.activeBans(T, 10)).map((b) => b.subject).sort(), ['ip:192.0.2.1', 'ip:192.0.2.2'])
+})
