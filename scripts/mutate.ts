@@ -50,7 +50,7 @@ export const PARTS: Record<string, Part> = {
     tests: [
       'test/access/access.service.test.ts', 'test/access/access-decisions.test.ts', 'test/access/access-bans.test.ts', 'test/access/access-failures.test.ts', 'test/access/access-known-keys.test.ts',
       'test/access/key-cache.test.ts', 'test/access/refusals.test.ts', 'test/access/ban-record.test.ts', 'test/access/ban-sync-poll.test.ts',
-      'test/access/client-subject.test.ts', 'test/access/key-events.test.ts', 'test/access/usage.test.ts', 'test/access/usage-flush.test.ts', 'test/access/timers-unref.test.ts',
+      'test/access/client-subject.test.ts', 'test/access/key-events.test.ts', 'test/access/usage.test.ts', 'test/access/usage-flush.test.ts',
       'test/http/access-paths.test.ts', 'test/http/access-headers.test.ts', 'test/http/access-route-roles.test.ts', 'test/access/address-subject.test.ts',
       'test/http/access-outage.test.ts', 'test/access/ban-sync.test.ts', 'test/http/access-logs.test.ts', 'test/http/access-charged.test.ts',
       'test/http/access-targets.test.ts', 'test/http/access-secrets.test.ts', 'test/http/access.test.ts'

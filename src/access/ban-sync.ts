@@ -49,8 +49,9 @@ export function createBanSync (keys: KeyStore, limiter: RateLimiter, options: Ba
     for (const [id, endsAt] of applied) if (endsAt <= t) applied.delete(id)
     const lifted = await keys.bansLiftedSince(t - LIFT_LOOKBACK_MS, t)
     let dropped = 0
+    // The store gives lifted bans that end after t only (KeyStore.bansLiftedSince).
     for (const ban of lifted) {
-      if (ban.liftedAt === null || ban.endsAt <= t || applied.has(ban.id)) continue
+      if (applied.has(ban.id)) continue
       const current = (await limiter.peek(ban.subject, { perMinute: 1, perDay: 1 })).ban
       // Only the ban that was lifted: a newer ban of the same subject stays.
       if (current !== null && current.startedAt <= ban.startedAt) {
@@ -88,8 +89,9 @@ export const RESTORED_BANS_MAX = 100_000
  * restart pardons no one. Returns how many were loaded; 0 for a limiter that cannot take them.
  */
 export async function restoreBans (keys: KeyStore, limiter: RateLimiter, now: number): Promise<number> {
-  // Claims the load (the Redis sentinel), so that the first poll does not load them again.
-  await limiter.needsBans?.().catch(() => false)
+  // Claims the load (the Redis sentinel), so that the first poll does not load them again; a
+  // failure to claim it only means that poll loads them again.
+  await limiter.needsBans?.().catch(() => {})
   return loadBans(keys, limiter, now)
 }
 

@@ -11,11 +11,16 @@ export function subjectOfAddress (address: string): string {
   if (!address.includes(':')) return `ip:${address}`
   const lower = address.toLowerCase()
   if (lower.startsWith('::ffff:') && lower.includes('.')) return `ip:${lower.slice(7)}`
-  const zone = lower.indexOf('%')
-  const bare = zone === -1 ? lower : lower.slice(0, zone)
-  const gap = bare.indexOf('::')
-  const head = (gap === -1 ? bare : bare.slice(0, gap)).split(':').filter((g) => g !== '')
-  const tail = gap === -1 ? [] : bare.slice(gap + 2).split(':').filter((g) => g !== '')
-  const groups = gap === -1 ? head : [...head, ...new Array<string>(Math.max(0, 8 - head.length - tail.length)).fill('0'), ...tail]
+  // Only the first four of the eight groups count. A zone index (fe80::1%eth0) rides on the last
+  // group, past them, and is left as is; so is an empty group after a final '::'.
+  const gap = lower.indexOf('::')
+  let groups: string[]
+  if (gap === -1) {
+    groups = lower.split(':')
+  } else {
+    const head = lower.slice(0, gap).split(':').filter((g) => g !== '')
+    const tail = lower.slice(gap + 2).split(':')
+    groups = [...head, ...new Array<string>(Math.max(0, 8 - head.length - tail.length)).fill('0'), ...tail]
+  }
   return `ip6:${groups.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`
 }

@@ -179,3 +179,45 @@ test('on a Redis that lost its bans the next poll puts back those in force; afte
   assert.equal(await createBanSync(stores.keys, limiter, { now: clock.now }).tick(), 0)
   assert.equal(await banEnd(), null, 'restoreBans claimed the load')
 })
+
+test('a lift does not drop a newer ban of the subject that started before the poll read it; a lift of a ban the limiter does not hold drops nothing', async (t) => {
+  const { clock, stores, limiter, bannedKey, banned } = setup(t)
+  const key = await bannedKey(clock.now() - 60_000, clock.now() + 60_000)
+  await stores.keys.liftBans(key.id, clock.now())
+  await limiter.unban(key.subject)
+  await limiter.restoreBan?.(key.subject, { startedAt: clock.now(), until: clock.now() + 30 * 60_000 }) // a newer ban, before the poll
+  const gone = await bannedKey()
+  await stores.keys.liftBans(gone.id, clock.now())
+  await limiter.unban(gone.subject) // this instance dropped it already (its own admin API)
+  const sync = createBanSync(stores.keys, limiter, { now: clock.now })
+  assert.equal(await sync.tick(), 0)
+  assert.equal(banned(key.subject), true, 'the newer ban stays')
+  assert.equal(banned(gone.subject), false)
+})
+
+test('a started poll whose tick fails, with no onError, leaves no unhandled rejection', async (t) => {
+  const { stores, limiter } = setup(t)
+  t.mock.timers.enable({ apis: ['setInterval'] })
+  const unhandled: unknown[] = []
+  const listener = (reason: unknown) => { unhandled.push(reason) }
+  process.on('unhandledRejection', listener)
+  t.after(() => process.off('unhandledRejection', listener))
+  stores.keys.bansLiftedSince = async () => { throw new Error('database is out') }
+  const sync = createBanSync(stores.keys, limiter, { now: () => T })
+  sync.start()
+  t.after(() => sync.stop())
+  t.mock.timers.tick(BAN_SYNC_INTERVAL_MS)
+  await settle()
+  assert.deepEqual(unhandled, [])
+})
+
+test('a started poll keeps no process alive: its timer is not among the resources that hold the event loop', (t) => {
+  const { stores, limiter } = setup(t)
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length
+  const before = timers()
+  const sync = createBanSync(stores.keys, limiter)
+  sync.start()
+  const after = timers()
+  sync.stop()
+  assert.equal(after, before)
+})

@@ -8,6 +8,10 @@ import { subjectOfAddress } from '../../src/access/client-subject.ts'
 
 test('subjectOfAddress fills a :: gap with exactly the groups it stands for, even when the /64 ends past it', () => {
   assert.equal(subjectOfAddress('2001::1:2:3:4:5:6'), 'ip6:2001:0:1:2::/64')
+  assert.equal(subjectOfAddress('1::2:3:4:5:6:7'), 'ip6:1:0:2:3::/64')
+  assert.equal(subjectOfAddress('1::2'), 'ip6:1:0:0:0::/64')
+  assert.equal(subjectOfAddress('::'), 'ip6:0:0:0:0::/64')
+  assert.equal(subjectOfAddress('fe80:1:2:3:4:5:6:7%eth0'), 'ip6:fe80:1:2:3::/64', 'a zone index rides on the last group')
   assert.equal(subjectOfAddress('2001:db8:1::5:6:7'), 'ip6:2001:db8:1:0::/64')
   assert.equal(subjectOfAddress('::2:3:4:5:6:7:8'), 'ip6:0:2:3:4::/64')
   assert.equal(subjectOfAddress('1:2:3:4:5:6:7::'), 'ip6:1:2:3:4::/64')

@@ -188,3 +188,32 @@ test('a recorder with its own interval flushes at that interval', async (t) => {
   for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve))
   assert.equal(writes(), 1)
 })
+
+test('a flush timer whose flush fails, with no onError, leaves no unhandled rejection', async (t) => {
+  const { stores, a, failWith } = await setup(t)
+  t.mock.timers.enable({ apis: ['setInterval'] })
+  const unhandled: unknown[] = []
+  const listener = (reason: unknown) => { unhandled.push(reason) }
+  process.on('unhandledRejection', listener)
+  t.after(() => process.off('unhandledRejection', listener))
+  const recorder = createUsageRecorder(stores.keys)
+  recorder.start()
+  recorder.record(a, 'allowed', T)
+  failWith(new Error('database is out'))
+  t.mock.timers.tick(USAGE_FLUSH_INTERVAL_MS)
+  for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve))
+  assert.deepEqual(unhandled, [])
+  failWith(null)
+  await recorder.stop()
+})
+
+test('a started flush timer keeps no process alive: it is not among the resources that hold the event loop', async (t) => {
+  const { stores } = await setup(t)
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length
+  const before = timers()
+  const recorder = createUsageRecorder(stores.keys)
+  recorder.start()
+  const after = timers()
+  await recorder.stop()
+  assert.equal(after, before)
+})
