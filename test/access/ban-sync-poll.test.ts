@@ -185,7 +185,8 @@ test('a lift does not drop a newer ban of the subject that started before the po
   const key = await bannedKey(clock.now() - 60_000, clock.now() + 60_000)
   await stores.keys.liftBans(key.id, clock.now())
   await limiter.unban(key.subject)
-  await limiter.restoreBan?.(key.subject, { startedAt: clock.now(), until: clock.now() + 30 * 60_000 }) // a newer ban, before the poll
+  const newer = { startedAt: clock.now(), until: clock.now() + 30 * 60_000 }
+  await limiter.restoreBan?.(key.subject, newer) // a newer ban, before the poll
   const gone = await bannedKey()
   await stores.keys.liftBans(gone.id, clock.now())
   await limiter.unban(gone.subject) // this instance dropped it already (its own admin API)
