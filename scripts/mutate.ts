@@ -13,6 +13,8 @@ interface Part {
   tests: string[]
   /** Added to a mutant's expected run time before it counts as timed out (default 30 s). */
   timeoutMS?: number
+  /** More arguments for each test file's node (after --test-reporter=tap). */
+  nodeArgs?: string[]
 }
 
 export const PARTS: Record<string, Part> = {
@@ -45,8 +47,11 @@ export const PARTS: Record<string, Part> = {
     // (rotation, expiry and forgetting are pinned in key-cache.test.ts and
     // access-decisions.test.ts; the proxy address is Fastify's), and ban-restore (servers on a
     // file; restoreBans is pinned in ban-sync-poll.test.ts).
-    // In-process tests: a mutant that never answers would otherwise cost 30 s.
+    // In-process tests: a mutant that never answers would otherwise cost 30 s. A mutant that
+    // makes the hook never call done() leaves a request waiting: each test ends at 30 s
+    // (--test-timeout) rather than at Stryker's timeout of 2.5 times the covering files' time.
     timeoutMS: 10000,
+    nodeArgs: ['--test-timeout=30000'],
     tests: [
       'test/access/access.service.test.ts', 'test/access/access-decisions.test.ts', 'test/access/access-bans.test.ts', 'test/access/access-failures.test.ts', 'test/access/access-known-keys.test.ts',
       'test/access/key-cache.test.ts', 'test/access/refusals.test.ts', 'test/access/ban-record.test.ts', 'test/access/ban-sync-poll.test.ts',
@@ -94,7 +99,7 @@ function main (args: string[]): number {
   const config = {
     $schema: './node_modules/@stryker-mutator/core/schema/stryker-schema.json',
     testRunner: 'tap',
-    tap: { testFiles: part.tests, nodeArgs: ['--test-reporter=tap'] },
+    tap: { testFiles: part.tests, nodeArgs: ['--test-reporter=tap', ...(part.nodeArgs ?? [])] },
     checkers: [],
     coverageAnalysis: 'perTest',
     mutate: part.mutate,

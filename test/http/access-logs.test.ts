@@ -37,3 +37,11 @@ for (const recorded of [true, false]) {
     }
   })
 }
+
+test('a request outside /v1, which the hook does not charge, logs no error', async (t) => {
+  const log = capturedLogger()
+  const { app } = await buildTestApp(t, { deps: { logger: log.logger } })
+  assert.equal((await app.inject({ method: 'GET', url: '/openapi.json' })).statusCode, 200)
+  assert.equal((await app.inject({ method: 'GET', url: '/no/such/page' })).statusCode, 404)
+  assert.deepEqual(log.lines().filter((l) => l.level >= 50), [])
+})

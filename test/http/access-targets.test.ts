@@ -6,7 +6,11 @@
 // is access-routes.test.ts.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { buildApp } from '../../src/app.ts'
+import { loadConfig } from '../../src/config.ts'
 import { AppError } from '../../src/errors.ts'
+import { manualClock } from '../../src/shared/clock.ts'
+import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
 import type { Quota } from '../../src/ratelimit/limiter.ts'
 import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { buildTestApp } from '../helpers/app.ts'
@@ -29,6 +33,28 @@ test('an exhausted address gets 429 on a path with an empty segment too', async 
   const res = await app.inject({ method: 'GET', url: '/v1/pets/' })
   assert.equal(res.statusCode, 429)
   assert.equal(res.json().code, 'rate_limited')
+})
+
+test('a 404 and a 405 under /v1 are charged to the caller; only OPTIONS without a route role is a free preflight', async (t) => {
+  const { app, keys } = await buildTestApp(t, { plan: 'free' })
+  const remaining = async (method: 'GET' | 'PATCH' | 'OPTIONS', url: string) => (await app.inject({ method, url, headers: { 'x-api-key': keys.customer } })).headers['x-ratelimit-remaining']
+  assert.equal(await remaining('GET', '/v1/no/such/path'), '59')
+  assert.equal(await remaining('PATCH', '/v1/pets'), '58')
+  assert.equal(await remaining('OPTIONS', '/v1/pets'), '60', 'a preflight describes the address, uncharged')
+  assert.equal(await remaining('GET', '/v1/no/such/path'), '57')
+})
+
+test('a route that declares a role is checked even outside /v1', async (t) => {
+  const clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 30))
+  const stores = createSqliteStores(':memory:')
+  t.after(() => stores.close())
+  const app = await buildApp({ config: loadConfig({ DATABASE_URL: 'sqlite::memory:' }), stores, limiter: createMemoryRateLimiter({ now: clock.now }), clock })
+  t.after(() => app.close())
+  app.get('/outside', { config: { role: 'admin' } }, async () => ({ secret: true }))
+  await app.ready()
+  const res = await app.inject({ method: 'GET', url: '/outside' })
+  assert.equal(res.statusCode, 401)
+  assert.equal(res.json().code, 'unauthenticated')
 })
 
 const MALFORMED = 'the request URL is malformed (bad percent-encoding or an over-long path segment)'
