@@ -20,7 +20,7 @@ test('a path with an empty segment under /v1 is 404 not_found, charged, with or 
   for (const [url, key] of [['/v1/pets/', null], ['/v1//pets', null], ['/v1/pets/', keys.customer], ['/v1/admin/keys/', keys.customer], ['/v1/admin/keys/', keys.admin]] as const) {
     const res = await app.inject({ method: 'GET', url, headers: key === null ? {} : { 'x-api-key': key } })
     assert.equal(res.statusCode, 404, `${url} ${key === null ? 'without a key' : 'with a key'}`)
-    assert.equal(res.json().code, 'not_found')
+    assert.deepEqual(res.json(), { code: 'not_found', message: 'no operation at this path: paths have no empty segment (no trailing or doubled slash); see /openapi.json', status: 404, requestId: res.headers['request-id'] })
     assert.equal(res.headers['www-authenticate'], undefined)
     assert.ok(res.headers['x-ratelimit-remaining'] !== undefined)
   }
@@ -55,6 +55,28 @@ test('a route that declares a role is checked even outside /v1', async (t) => {
   const res = await app.inject({ method: 'GET', url: '/outside' })
   assert.equal(res.statusCode, 401)
   assert.equal(res.json().code, 'unauthenticated')
+})
+
+test('only a 401 carries the challenge: a 403 and a 400 for a key in the URL do not', async (t) => {
+  const { app, keys } = await buildTestApp(t)
+  const forbidden = await app.inject({ method: 'POST', url: '/v1/categories', headers: { 'x-api-key': keys.customer }, payload: { name: 'Dogs' } })
+  assert.equal(forbidden.statusCode, 403)
+  assert.equal(forbidden.headers['www-authenticate'], undefined)
+  const inQuery = await app.inject({ method: 'GET', url: `/v1/pets?api_key=${keys.customer}`, headers: { 'x-api-key': keys.customer } })
+  assert.equal(inQuery.statusCode, 400)
+  assert.equal(inQuery.headers['www-authenticate'], undefined)
+})
+
+test('a malformed URL under /v1 sent with a valid key is charged to that key, and is 400 even when the key cannot be read', async (t) => {
+  const { app, keys, stores } = await buildTestApp(t, { plan: 'free' })
+  const first = await app.inject({ method: 'GET', url: '/v1/pets/%E0%A4%A', headers: { 'x-api-key': keys.customer } })
+  const second = await app.inject({ method: 'GET', url: '/v1/pets/%E0%A4%A', headers: { 'x-api-key': keys.customer } })
+  assert.deepEqual([first.statusCode, second.statusCode], [400, 400])
+  assert.deepEqual([first.headers['x-ratelimit-remaining'], second.headers['x-ratelimit-remaining']], ['59', '58'])
+  stores.keys.findKeyByHash = async () => { throw new AppError('service_unavailable', 'the database is unavailable') }
+  const out = await app.inject({ method: 'GET', url: '/v1/pets/%E0%A4%A', headers: { 'x-api-key': 'psk_' + 'u'.repeat(43) } })
+  assert.equal(out.statusCode, 400)
+  assert.equal(out.json().code, 'validation_failed')
 })
 
 const MALFORMED = 'the request URL is malformed (bad percent-encoding or an over-long path segment)'
