@@ -7,47 +7,13 @@ import assert from 'node:assert/strict'
 import { readFileSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
-import { test, type TestContext } from 'node:test'
-import { AppError } from '../../src/errors.ts'
+import { test } from 'node:test'
 import { openSqlite, type Db } from '../../src/storage/sqlite/database.ts'
 import { createWriter } from '../../src/storage/sqlite/writer.ts'
 import { tempDir } from '../helpers/temp.ts'
-
-function file (t: TestContext): { db: Db; path: string } {
-  const path = join(tempDir(t, 'petstore-writer-'), 'petstore.db')
-  const db = openSqlite(path)
-  db.exec('CREATE TABLE t (x TEXT)')
-  t.after(() => { if (db.isOpen) db.close() })
-  return { db, path }
-}
-
-const insert = (db: Db, x: string) => (): number => Number(db.prepare('INSERT INTO t (x) VALUES (?)').run(x).lastInsertRowid)
-
-const rows = (path: string): unknown[] => {
-  const other = new DatabaseSync(path)
-  try {
-    return other.prepare('SELECT x FROM t ORDER BY rowid').all().map((row) => row.x)
-  } finally {
-    other.close()
-  }
-}
+import { file, insert, rows, turns, watch } from './writer-helpers.ts'
 
 const pragma = (db: Db, name: string): unknown => Object.values(db.prepare(`PRAGMA ${name}`).get() as Record<string, unknown>)[0]
-
-/** Lets every pending immediate and promise callback run, `count` times over. */
-async function turns (count = 20): Promise<void> {
-  for (let i = 0; i < count; i++) await new Promise((resolve) => setImmediate(resolve))
-}
-
-/** Records how a promise settled, so a test can assert that it did (or not yet). */
-function watch<T> (promise: Promise<T>): { outcome: string | null } {
-  const state: { outcome: string | null } = { outcome: null }
-  promise.then(
-    (value) => { state.outcome = `ok ${String(value)}` },
-    (error: unknown) => { state.outcome = `error ${error instanceof AppError ? error.code : (error as Error).message}` }
-  )
-  return state
-}
 
 test('writer: a write, the first one included, runs without the busy handler and with synchronous NORMAL (the writer fsyncs itself); after a commit and after a failed write the connection has busy_timeout 100 and synchronous FULL again', async (t) => {
   const { db, path } = file(t)

@@ -8,10 +8,10 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
-import { AppError } from '../../src/errors.ts'
 import { openSqlite, transaction, type Db } from '../../src/storage/sqlite/database.ts'
 import { createWriter, type Writer } from '../../src/storage/sqlite/writer.ts'
 import { tempDir } from '../helpers/temp.ts'
+import { rows, turns, watch } from './writer-helpers.ts'
 
 /** A file database with a table t(x) and a writer whose fsync is immediate. */
 function open (t: TestContext, options: { lockBoundMs?: number } = {}): { db: Db; writer: Writer; path: string } {
@@ -24,21 +24,6 @@ function open (t: TestContext, options: { lockBoundMs?: number } = {}): { db: Db
   return { db, writer, path }
 }
 
-/** Lets every pending immediate and promise callback run, `turns` times over. */
-async function turns (count = 20): Promise<void> {
-  for (let i = 0; i < count; i++) await new Promise((resolve) => setImmediate(resolve))
-}
-
-/** Records how a promise settled, so a test can assert that it did instead of hanging on it. */
-function watch<T> (promise: Promise<T>): { outcome: string | null } {
-  const state: { outcome: string | null } = { outcome: null }
-  promise.then(
-    (value) => { state.outcome = `ok ${String(value)}` },
-    (error: unknown) => { state.outcome = `error ${error instanceof AppError ? error.code : (error as Error).message}` }
-  )
-  return state
-}
-
 /** Limits the file to a few pages more than it has: a large row then fails with SQLITE_FULL. */
 function nearlyFull (db: Db): void {
   const pages = Number((db.prepare('PRAGMA page_count').get() as { page_count: number }).page_count)
@@ -47,15 +32,6 @@ function nearlyFull (db: Db): void {
 
 const insert = (db: Db, x: Uint8Array | string, parent: number | null = null) => (): number =>
   Number(db.prepare('INSERT INTO t (x, parent) VALUES (?, ?)').run(x, parent).lastInsertRowid)
-
-const rows = (path: string): unknown[] => {
-  const other = new DatabaseSync(path)
-  try {
-    return other.prepare('SELECT x FROM t ORDER BY rowid').all().map((row) => row.x)
-  } finally {
-    other.close()
-  }
-}
 
 test('writer: a write whose error ends the transaction (SQLITE_FULL) fails, the write before it fails with the same error, the write after it runs in the next commit, and close() returns', async (t) => {
   // Fault caught: `ROLLBACK TO write` threw "no such savepoint" after SQLite had rolled the

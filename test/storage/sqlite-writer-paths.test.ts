@@ -6,36 +6,13 @@ import assert from 'node:assert/strict'
 import { existsSync, readdirSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
-import { test, type TestContext } from 'node:test'
+import { test } from 'node:test'
 import { AppError } from '../../src/errors.ts'
 import { migrateSqlite, openSqlite, transaction, type Db } from '../../src/storage/sqlite/database.ts'
 import { SQLITE_MIGRATIONS } from '../../src/storage/sqlite/migrations.ts'
 import { createWriter } from '../../src/storage/sqlite/writer.ts'
 import { tempDir } from '../helpers/temp.ts'
-
-function file (t: TestContext): { db: Db; path: string } {
-  const path = join(tempDir(t, 'petstore-writer-'), 'petstore.db')
-  const db = openSqlite(path)
-  db.exec('CREATE TABLE t (x TEXT)')
-  t.after(() => { if (db.isOpen) db.close() })
-  return { db, path }
-}
-
-const insert = (db: Db, x: string) => (): number => Number(db.prepare('INSERT INTO t (x) VALUES (?)').run(x).lastInsertRowid)
-
-const rows = (path: string): unknown[] => {
-  const other = new DatabaseSync(path)
-  try {
-    return other.prepare('SELECT x FROM t ORDER BY rowid').all().map((row) => row.x)
-  } finally {
-    other.close()
-  }
-}
-
-/** Lets every pending immediate and promise callback run, `count` times over. */
-async function turns (count = 20): Promise<void> {
-  for (let i = 0; i < count; i++) await new Promise((resolve) => setImmediate(resolve))
-}
+import { file, insert, rows, turns } from './writer-helpers.ts'
 
 /** An fsync the test completes by hand. */
 function gatedSync (): { sync: () => Promise<void>; calls: () => number; finish: () => void; fail: (error: Error) => void } {
