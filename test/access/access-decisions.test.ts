@@ -10,6 +10,7 @@ import type { Quota } from '../../src/ratelimit/limiter.ts'
 import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { manualClock } from '../../src/shared/clock.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
+import { countKeyReads } from './key-reads.ts'
 
 const ADDRESS = '192.0.2.1'
 
@@ -17,20 +18,13 @@ async function setup (t: TestContext) {
   const clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 30))
   const stores = createSqliteStores(':memory:')
   t.after(() => stores.close())
-  let reads = 0
-  let failure: Error | null = null
-  const find = stores.keys.findKeyByHash.bind(stores.keys)
-  stores.keys.findKeyByHash = async (hash) => {
-    reads++
-    if (failure !== null) throw failure
-    return find(hash)
-  }
+  const { reads, failWith } = countKeyReads(stores.keys)
   const decisions: string[] = []
   const access = createAccessService({ keys: stores.keys, limiter: createMemoryRateLimiter({ now: clock.now }), clock, onDecision: (d) => decisions.push(d) })
   const admin = createKeyAdmin(stores.keys, clock)
   const make = async (role: 'customer' | 'admin' = 'customer') => await admin.create({ role, plan: 'pro' })
   const request = (key: string | null, more: Partial<AccessRequest> = {}): AccessRequest => ({ key, address: ADDRESS, role: 'customer', free: false, preflight: false, keyInQuery: null, ...more })
-  return { access, admin, clock, make, request, decisions, reads: () => reads, failWith: (e: Error | null) => { failure = e } }
+  return { access, admin, clock, make, request, decisions, reads, failWith }
 }
 
 test('a preflight never reads its key, is not charged, and is answered for the client address', async (t) => {

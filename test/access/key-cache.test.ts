@@ -11,6 +11,7 @@ import type { Principal } from '../../src/access/principal.ts'
 import { createKeyAdmin } from '../../src/keys/keys.service.ts'
 import { manualClock } from '../../src/shared/clock.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
+import { countKeyReads } from './key-reads.ts'
 
 const T = Date.UTC(2026, 10, 21, 12, 0, 30)
 
@@ -18,18 +19,11 @@ function setup (t: TestContext, options: Omit<KeyCacheOptions, 'keys'> = {}) {
   const clock = manualClock(T)
   const stores = createSqliteStores(':memory:')
   t.after(() => stores.close())
-  let reads = 0
-  let failure: Error | null = null
-  const find = stores.keys.findKeyByHash.bind(stores.keys)
-  stores.keys.findKeyByHash = async (hash) => {
-    reads++
-    if (failure !== null) throw failure
-    return await find(hash)
-  }
+  const { reads, failWith } = countKeyReads(stores.keys)
   const cache = createKeyCache({ keys: stores.keys, ...options })
   const admin = createKeyAdmin(stores.keys, clock)
   const make = async (more: { expiresAt?: string } = {}) => await admin.create({ role: 'customer', plan: 'pro', ...more })
-  return { clock, cache, admin, make, reads: () => reads, failWith: (e: Error | null) => { failure = e } }
+  return { clock, cache, admin, make, reads, failWith }
 }
 
 const principalOf = (value: Principal | Refused | undefined): Principal => {
