@@ -24,7 +24,7 @@ export const PARTS: Record<string, Part> = {
     // test/cli/effects.test.ts (49 s a run: the same commands as cli.test.ts and
     // keys-lifecycle.test.ts, against server processes, which matters for src/access/, not here)
     // and the per-request tests, which are the access part's since src/access/ left src/keys/.
-    tests: ['test/keys/keys.service.test.ts', 'test/keys/*.test.ts', 'test/cli/keys-lifecycle.test.ts', 'test/cli/cli.test.ts', 'test/http/key-lifecycle.test.ts', 'test/http/console-admin.test.ts', 'test/http/key-access.test.ts', 'test/http/access-revocation.test.ts']
+    tests: ['test/keys/keys.service.test.ts', 'test/keys/*.test.ts', 'test/cli/keys-lifecycle.test.ts', 'test/cli/cli.test.ts', 'test/keys/key-lifecycle.http.test.ts', 'test/keys/console-admin.http.test.ts', 'test/access/key-access.http.test.ts', 'test/access/access-revocation.http.test.ts']
   },
   ratelimit: {
     mutate: ['src/ratelimit/*.ts'],
@@ -56,14 +56,14 @@ export const PARTS: Record<string, Part> = {
       'test/access/access.service.test.ts', 'test/access/access-decisions.test.ts', 'test/access/access-bans.test.ts', 'test/access/access-failures.test.ts', 'test/access/access-known-keys.test.ts',
       'test/access/key-cache.test.ts', 'test/access/refusals.test.ts', 'test/access/ban-record.test.ts', 'test/access/ban-sync-poll.test.ts',
       'test/access/client-subject.test.ts', 'test/access/key-events.test.ts', 'test/access/usage.test.ts', 'test/access/usage-flush.test.ts',
-      'test/http/access-paths.test.ts', 'test/http/access-headers.test.ts', 'test/http/access-route-roles.test.ts', 'test/access/address-subject.test.ts',
-      'test/http/access-outage.test.ts', 'test/access/ban-sync.test.ts', 'test/http/access-logs.test.ts', 'test/http/access-charged.test.ts',
-      'test/http/access-targets.test.ts', 'test/http/access-secrets.test.ts', 'test/http/access.test.ts'
+      'test/access/access-paths.http.test.ts', 'test/access/access-headers.http.test.ts', 'test/access/access-route-roles.http.test.ts', 'test/access/address-subject.test.ts',
+      'test/access/access-outage.http.test.ts', 'test/access/ban-sync.test.ts', 'test/access/access-logs.http.test.ts', 'test/access/access-charged.http.test.ts',
+      'test/access/access-targets.http.test.ts', 'test/access/access-secrets.http.test.ts', 'test/access/access.http.test.ts'
     ]
   },
   checks: {
     mutate: ['src/storage/checks.ts'],
-    tests: ['test/storage/checks.test.ts', 'test/storage/sqlite.test.ts', 'test/http/pets.test.ts', 'test/http/categories.test.ts', 'test/http/orders.test.ts', 'test/http/inventory.test.ts', 'test/http/key-lifecycle.test.ts']
+    tests: ['test/storage/checks.test.ts', 'test/storage/sqlite/stores.test.ts', 'test/pets/pets.http.test.ts', 'test/categories/categories.http.test.ts', 'test/orders/orders.http.test.ts', 'test/inventory/inventory.http.test.ts', 'test/keys/key-lifecycle.http.test.ts']
   },
   writer: {
     mutate: ['src/storage/sqlite/database.ts', 'src/storage/sqlite/writer.ts', 'src/storage/sqlite/checkpoint.ts'],
@@ -72,7 +72,7 @@ export const PARTS: Record<string, Part> = {
     // 32 MiB) and the store tests. Left out: the pet cache's tests (they test the cache), and for
     // time the lock and crash tests (HTTP servers and child processes, 25 s a mutant); the unit
     // tests take the writer's paths directly.
-    tests: ['test/storage/sqlite-open.test.ts', 'test/storage/sqlite-writer-edges.test.ts', 'test/storage/sqlite-writer-paths.test.ts', 'test/storage/sqlite-writer-failures.test.ts', 'test/storage/sqlite-writer.test.ts', 'test/storage/sqlite-checkpointer.test.ts', 'test/storage/sqlite-checkpoint.test.ts', 'test/storage/sqlite.test.ts'],
+    tests: ['test/storage/sqlite/open.test.ts', 'test/storage/sqlite/writer-edges.test.ts', 'test/storage/sqlite/writer-paths.test.ts', 'test/storage/sqlite/writer-failures.test.ts', 'test/storage/sqlite/writer.test.ts', 'test/storage/sqlite/checkpointer.test.ts', 'test/storage/sqlite/checkpoint.test.ts', 'test/storage/sqlite/stores.test.ts'],
     // The tests run in a few seconds; a mutant that makes the writer wait forever (a retry loop,
     // a close() that is never told) would otherwise cost 30 s.
     timeoutMS: 10000

@@ -1,5 +1,5 @@
 // The store contract: what every engine must do, port by port, success and failure paths alike.
-// Each engine's test file runs it on a fresh database per test (sqlite.test.ts, postgres.test.ts).
+// Each engine's test file runs it on a fresh database per test (sqlite/stores.test.ts, postgres/stores.test.ts).
 // Errors are checked by their stable code (the one the HTTP layer maps to a status) and their message.
 import assert from 'node:assert/strict'
 import { describe, test, type TestContext } from 'node:test'

@@ -7,14 +7,14 @@ import { randomBytes } from 'node:crypto'
 import { createServer, type Socket } from 'node:net'
 import { test, type TestContext } from 'node:test'
 import pg from 'pg'
-import { loadConfig } from '../../src/config.ts'
-import { AppError, ServiceUnavailableError } from '../../src/errors.ts'
-import { InfraError, openStores } from '../../src/infra.ts'
-import { POSTGRES_MIGRATIONS } from '../../src/storage/postgres/migrations.ts'
-import { createPostgresStores } from '../../src/storage/postgres/index.ts'
-import { serviceGate } from '../helpers/services.ts'
-import { createTestSchema, openPostgresTestStores, testPostgresReason, TEST_DATABASE_URL } from '../helpers/stores.ts'
-import { runStoreContract } from './contract.ts'
+import { loadConfig } from '../../../src/config.ts'
+import { AppError, ServiceUnavailableError } from '../../../src/errors.ts'
+import { InfraError, openStores } from '../../../src/infra.ts'
+import { POSTGRES_MIGRATIONS } from '../../../src/storage/postgres/migrations.ts'
+import { createPostgresStores } from '../../../src/storage/postgres/index.ts'
+import { serviceGate } from '../../helpers/services.ts'
+import { createTestSchema, openPostgresTestStores, testPostgresReason, TEST_DATABASE_URL } from '../../helpers/stores.ts'
+import { runStoreContract } from '../contract.ts'
 
 const unavailable = await testPostgresReason()
 const postgres = serviceGate(unavailable)
@@ -104,7 +104,7 @@ function engineTests (): void {
     const stores = await createPostgresStores(TEST_DATABASE_URL, { schema })
     t.after(() => stores.close())
     const { DatabaseSync } = await import('node:sqlite')
-    const { migrateSqlite } = await import('../../src/storage/sqlite/database.ts')
+    const { migrateSqlite } = await import('../../../src/storage/sqlite/database.ts')
     const lite = new DatabaseSync(':memory:')
     migrateSqlite(lite)
     const liteTables = (lite.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name)

@@ -8,9 +8,9 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
-import { openSqlite, transaction, type Db } from '../../src/storage/sqlite/database.ts'
-import { createWriter, type Writer } from '../../src/storage/sqlite/writer.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { openSqlite, transaction, type Db } from '../../../src/storage/sqlite/database.ts'
+import { createWriter, type Writer } from '../../../src/storage/sqlite/writer.ts'
+import { tempDir } from '../../helpers/temp.ts'
 import { rows, turns, watch } from './writer-helpers.ts'
 
 /** A file database with a table t(x) and a writer whose fsync is immediate. */

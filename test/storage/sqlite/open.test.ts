@@ -6,9 +6,9 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test } from 'node:test'
-import { isBusy, openSqlite } from '../../src/storage/sqlite/database.ts'
-import { createWriter } from '../../src/storage/sqlite/writer.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { isBusy, openSqlite } from '../../../src/storage/sqlite/database.ts'
+import { createWriter } from '../../../src/storage/sqlite/writer.ts'
+import { tempDir } from '../../helpers/temp.ts'
 
 const pragma = (db: DatabaseSync, name: string): unknown => Object.values(db.prepare(`PRAGMA ${name}`).get() as Record<string, unknown>)[0]
 

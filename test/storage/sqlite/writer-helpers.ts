@@ -4,9 +4,9 @@
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import type { TestContext } from 'node:test'
-import { AppError } from '../../src/errors.ts'
-import { openSqlite, type Db } from '../../src/storage/sqlite/database.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { AppError } from '../../../src/errors.ts'
+import { openSqlite, type Db } from '../../../src/storage/sqlite/database.ts'
+import { tempDir } from '../../helpers/temp.ts'
 
 /** A database file with a table t(x), closed after the test. */
 export function file (t: TestContext): { db: Db; path: string } {

@@ -5,10 +5,10 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test } from 'node:test'
-import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
-import { buildTestApp } from '../helpers/app.ts'
-import { TEST_ENGINE } from '../helpers/stores.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { createSqliteStores } from '../../../src/storage/sqlite/index.ts'
+import { buildTestApp } from '../../helpers/app.ts'
+import { TEST_ENGINE } from '../../helpers/stores.ts'
+import { tempDir } from '../../helpers/temp.ts'
 
 test('sqlite: while another connection holds the write lock, reads answer 200 and an order answers 503 service_unavailable with Retry-After within the bound, never 500', { skip: TEST_ENGINE !== 'sqlite' && 'SQLite only' }, async (t) => {
   const dir = tempDir(t, 'petstore-lock-')

@@ -7,9 +7,9 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
-import { createCheckpointer, walBytes, WAL_SIZE_LIMIT_BYTES } from '../../src/storage/sqlite/checkpoint.ts'
-import { openSqlite, type Db } from '../../src/storage/sqlite/database.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { createCheckpointer, walBytes, WAL_SIZE_LIMIT_BYTES } from '../../../src/storage/sqlite/checkpoint.ts'
+import { openSqlite, type Db } from '../../../src/storage/sqlite/database.ts'
+import { tempDir } from '../../helpers/temp.ts'
 
 function file (t: TestContext): { db: Db; path: string } {
   const path = join(tempDir(t, 'petstore-checkpointer-'), 'petstore.db')
@@ -174,8 +174,8 @@ test('checkpointer: a worker that fails (it cannot open the database) is made ag
  * Its output and whether it ended by itself within 15 s.
  */
 function child (path: string, rest: string): { stdout: string; ended: boolean } {
-  const database = new URL('../../src/storage/sqlite/database.ts', import.meta.url).href
-  const checkpoint = new URL('../../src/storage/sqlite/checkpoint.ts', import.meta.url).href
+  const database = new URL('../../../src/storage/sqlite/database.ts', import.meta.url).href
+  const checkpoint = new URL('../../../src/storage/sqlite/checkpoint.ts', import.meta.url).href
   const program = `
     import { openSqlite } from ${JSON.stringify(database)}
     import { createCheckpointer, walBytes, WAL_SIZE_LIMIT_BYTES } from ${JSON.stringify(checkpoint)}

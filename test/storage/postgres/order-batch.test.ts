@@ -5,11 +5,11 @@ import assert from 'node:assert/strict'
 import { randomInt } from 'node:crypto'
 import { test, type TestContext } from 'node:test'
 import pg from 'pg'
-import type { AppError } from '../../src/errors.ts'
-import { createBatcher } from '../../src/storage/postgres/batch.ts'
-import { createPostgresStores, type PostgresStores } from '../../src/storage/postgres/index.ts'
-import { serviceGate } from '../helpers/services.ts'
-import { createTestSchema, testPostgresReason, TEST_DATABASE_URL } from '../helpers/stores.ts'
+import type { AppError } from '../../../src/errors.ts'
+import { createBatcher } from '../../../src/storage/postgres/batch.ts'
+import { createPostgresStores, type PostgresStores } from '../../../src/storage/postgres/index.ts'
+import { serviceGate } from '../../helpers/services.ts'
+import { createTestSchema, testPostgresReason, TEST_DATABASE_URL } from '../../helpers/stores.ts'
 
 const NOW = Date.UTC(2026, 10, 24, 12, 0, 0)
 const DAY = 24 * 60 * 60 * 1000

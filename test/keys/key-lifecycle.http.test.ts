@@ -1,7 +1,7 @@
 // Key lifecycle through HTTP (docs/product.md section 9): expiry, rotation with a grace period and
 // one quota identity, usage per key and UTC day, lastUsedAt, and no database write per request.
 // Runs on SQLite and PostgreSQL (PETSTORE_TEST_ENGINE) and on the memory and Redis limiters
-// (PETSTORE_TEST_LIMITER), like the rest of test/http.
+// (PETSTORE_TEST_LIMITER).
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { test } from 'node:test'

@@ -1,8 +1,8 @@
 // The PostgreSQL pool is sized to the machine (issue 20 item 5), and DATABASE_POOL_MAX overrides it.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ConfigError, loadConfig } from '../../src/config.ts'
-import { defaultPoolMax } from '../../src/storage/postgres/database.ts'
+import { ConfigError, loadConfig } from '../../../src/config.ts'
+import { defaultPoolMax } from '../../../src/storage/postgres/database.ts'
 
 test('the pool has 4 connections per CPU, from 4 to 16', () => {
   // Fault caught: a fixed pool, too small for a big machine or larger than a small one can use.

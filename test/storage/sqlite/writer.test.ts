@@ -5,9 +5,9 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
-import { AppError } from '../../src/errors.ts'
-import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { AppError } from '../../../src/errors.ts'
+import { createSqliteStores } from '../../../src/storage/sqlite/index.ts'
+import { tempDir } from '../../helpers/temp.ts'
 
 function tempFile (t: TestContext): string {
   const dir = tempDir(t, 'petstore-writer-')

@@ -1,7 +1,7 @@
 // The admin operations the operator console needs (issue 23, docs/product.md section 10): a
 // key's windows read without charging it, the key list's filters and search, the ban history,
 // and the calls of deprecated operations per key and UTC day, written in the usage flush. Runs
-// on SQLite and PostgreSQL (PETSTORE_TEST_ENGINE) and both limiters, like the rest of test/http.
+// on SQLite and PostgreSQL (PETSTORE_TEST_ENGINE, like every *.http.test.ts) and both limiters.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { utcDay } from '../../src/keys/keys.rules.ts'

@@ -6,12 +6,12 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
-import { loadConfig } from '../../src/config.ts'
-import { createLogger, startServer } from '../../src/server.ts'
-import { WAL_SIZE_LIMIT_BYTES, walBytes } from '../../src/storage/sqlite/checkpoint.ts'
-import { openSqlite } from '../../src/storage/sqlite/database.ts'
-import { createWriter } from '../../src/storage/sqlite/writer.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { loadConfig } from '../../../src/config.ts'
+import { createLogger, startServer } from '../../../src/server.ts'
+import { WAL_SIZE_LIMIT_BYTES, walBytes } from '../../../src/storage/sqlite/checkpoint.ts'
+import { openSqlite } from '../../../src/storage/sqlite/database.ts'
+import { createWriter } from '../../../src/storage/sqlite/writer.ts'
+import { tempDir } from '../../helpers/temp.ts'
 
 const ROW_BYTES = 8192
 const ROWS = 4000 // 32 MiB of rows: eight times the WAL's size limit

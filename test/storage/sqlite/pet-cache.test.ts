@@ -4,8 +4,8 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
-import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { createSqliteStores } from '../../../src/storage/sqlite/index.ts'
+import { tempDir } from '../../helpers/temp.ts'
 
 function tempFile (t: TestContext): string {
   const dir = tempDir(t, 'petstore-cache-')

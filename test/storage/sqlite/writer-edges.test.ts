@@ -8,9 +8,9 @@ import { readFileSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test } from 'node:test'
-import { openSqlite, type Db } from '../../src/storage/sqlite/database.ts'
-import { createWriter } from '../../src/storage/sqlite/writer.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { openSqlite, type Db } from '../../../src/storage/sqlite/database.ts'
+import { createWriter } from '../../../src/storage/sqlite/writer.ts'
+import { tempDir } from '../../helpers/temp.ts'
 import { file, insert, rows, turns, watch } from './writer-helpers.ts'
 
 const pragma = (db: Db, name: string): unknown => Object.values(db.prepare(`PRAGMA ${name}`).get() as Record<string, unknown>)[0]

@@ -4,10 +4,10 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
-import { SQLITE_MIGRATIONS } from '../../src/storage/sqlite/migrations.ts'
-import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
-import { runStoreContract } from './contract.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { SQLITE_MIGRATIONS } from '../../../src/storage/sqlite/migrations.ts'
+import { createSqliteStores } from '../../../src/storage/sqlite/index.ts'
+import { runStoreContract } from '../contract.ts'
+import { tempDir } from '../../helpers/temp.ts'
 
 function tempFile (t: TestContext): string {
   const dir = tempDir(t, 'petstore-sqlite-')
