@@ -117,8 +117,32 @@ function firstEffect (node, visitorKeys) {
   return null
 }
 
+// --- Background work ----------------------------------------------------------------------------
+
+// A repeating timer starts in src/jobs/ only (issue 29): there it is declared, stopped on close,
+// unref'ed, and its failures logged and counted. Any mention of setInterval elsewhere is
+// reported, whatever the way in (the global, globalThis.setInterval, node:timers,
+// timers/promises' async iterator). A one-shot setTimeout (a deadline, a retry within a call) is
+// not background work and stays allowed. An exception is a disable comment on its line, with
+// its reason; test/lint/repeating-timer.test.ts holds the list of them.
+const REPEATING_TIMER_MESSAGE = 'a repeating timer is background work: declare a job in src/jobs/jobs.ts (docs/architecture.md "Background jobs"); a one-shot setTimeout for a deadline is fine'
+
 const LOCAL = {
   rules: {
+    'no-repeating-timer': {
+      meta: { type: 'problem', docs: { description: 'forbid setInterval outside src/jobs/' }, schema: [] },
+      create (context) {
+        return {
+          Identifier (node) {
+            if (node.name === 'setInterval') context.report({ node, message: REPEATING_TIMER_MESSAGE })
+          },
+          // timers['setInterval'] names it in a string.
+          Literal (node) {
+            if (node.value === 'setInterval' && node.parent?.type === 'MemberExpression' && node.parent.property === node) context.report({ node, message: REPEATING_TIMER_MESSAGE })
+          }
+        }
+      }
+    },
     'no-effects-in-optional-call': {
       meta: { type: 'problem', docs: { description: 'forbid await and calls in the arguments of an optional call' }, schema: [] },
       create (context) {
@@ -260,6 +284,12 @@ export default tseslint.config(
     files: ['**/*.ts', '**/*.js', '**/*.mjs'],
     plugins: { local: LOCAL },
     rules: { 'local/no-effects-in-optional-call': 'error' }
+  },
+  // The server's code; src/console/*.js runs in the operator's browser, not in the process.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/jobs/**'],
+    rules: { 'local/no-repeating-timer': 'error' }
   },
   FORMATTING
 )

@@ -43,6 +43,7 @@ import { systemClock, type Clock } from './shared/clock.ts'
 import type { Stores } from './storage/stores.ts'
 import { requireRoles, routeConfigOf } from './http/route-config.ts'
 import { installSteps, type Step } from './http/steps.ts'
+import { backgroundJobs, installJobs } from './jobs/jobs.ts'
 
 export interface AppDeps {
   config: Config
@@ -59,8 +60,10 @@ export interface AppDeps {
   keyCacheMs?: number
   /** Key changes from and to the other instances (infra.ts); this app alone when absent. */
   keyEvents?: KeyEvents
-  /** How often usage per key is written (access/usage.ts); 0: only on demand and at close (tests). */
+  /** How often usage per key is written (jobs/usage-flush.ts); 0: only on demand and at close (tests). */
   usageFlushMs?: number
+  /** How often the bans lifted elsewhere are polled (jobs/ban-sync.ts); none when absent: server.ts, which restores the bans, polls. */
+  banSyncMs?: number
   /** Rearranges the installation steps before they are installed: tests only (a wrong order must fail the build). */
   arrangeSteps?: (steps: readonly AppStep[]) => readonly Step[]
 }
@@ -135,12 +138,8 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   requestLog.attach(app.log)
   app.addHook('onClose', (_app, done) => { requestLog.flush(); done() })
 
-  // Usage per key: counted in memory per response, written in batches, flushed at close (before
-  // server.ts closes the stores).
-  const usage = createUsageRecorder(stores.keys, {
-    ...(deps.usageFlushMs !== undefined && deps.usageFlushMs > 0 && { intervalMs: deps.usageFlushMs }),
-    onError: (error) => { app.log.warn({ err: error }, 'usage flush failed; its counts are kept for the next one') }
-  })
+  // Usage per key: counted in memory per response, written in batches by the usage-flush job.
+  const usage = createUsageRecorder(stores.keys)
   // A deprecated operation's call is counted in the metrics and, per key, in the usage flush
   // (the console's deprecation view).
   const onDeprecatedCall = (operationId: string, keyId: number | null): void => {
@@ -210,10 +209,6 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
       needs: ['access'],
       install: (app) => {
         installUsageRecording(app, { recorder: usage, clock, onNearLimit: (window) => { metrics.onNearLimit(window) } })
-        if (deps.usageFlushMs !== 0) app.addHook('onReady', async () => { usage.start() })
-        app.addHook('onClose', async () => {
-          await usage.stop().catch((error: unknown) => { app.log.warn({ err: error }, 'usage flush at close failed') })
-        })
       }
     },
     // After access, where @fastify/cors ran: a refusal of the access step (401, 429) goes out
@@ -259,6 +254,9 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
     { name: 'console-routes', needs: ROUTES_NEED, encapsulated: true, install: consoleRoutes }
   ]
   await installSteps(app, deps.arrangeSteps?.(steps) ?? steps)
+  // Background work (jobs/jobs.ts): from ready to close; the usage flush runs once more at close.
+  const jobDeps = { keys: stores.keys, limiter, clock, usage, orders, ...(deps.usageFlushMs !== undefined && { usageFlushMs: deps.usageFlushMs }), ...(deps.banSyncMs !== undefined && { banSyncMs: deps.banSyncMs }) }
+  installJobs(app, backgroundJobs(jobDeps), { events: metrics })
   return app
 }
 

@@ -10,7 +10,7 @@ import { closeConnectionsAfterAnswer } from './http/header-block.ts'
 import { createMetrics } from './ops/metrics.ts'
 import { requestLogView } from './http/redact.ts'
 import { openInfra, type Infra } from './infra.ts'
-import { createBanSync, restoreBans } from './access/ban-sync.ts'
+import { BAN_SYNC_INTERVAL_MS, restoreBans } from './access/ban-sync.ts'
 import { systemClock } from './shared/clock.ts'
 
 export const LOG_BUFFER_BYTES = 4096
@@ -74,11 +74,11 @@ export async function startServer (config: Config, options: { logger?: Logger; b
   // sample data cannot be loaded, the bans cannot be read): a failed start leaves no database
   // connection, WAL file, Redis client or timer behind (issue 18 item 7).
   let app: FastifyInstance | undefined
-  let banSync: ReturnType<typeof createBanSync> | undefined
   let url: string
   try {
     await options.beforeListen?.(infra)
-    app = await buildApp({ config, stores: infra.stores, limiter: infra.limiter, clock, logger, readiness: infra.readiness, metrics, events: metrics.events, keyEvents: infra.keyEvents })
+    // The background jobs (jobs/jobs.ts) start when the app is ready, within listen() below.
+    app = await buildApp({ config, stores: infra.stores, limiter: infra.limiter, clock, logger, readiness: infra.readiness, metrics, events: metrics.events, keyEvents: infra.keyEvents, banSyncMs: BAN_SYNC_INTERVAL_MS })
     // While stopping, responses to the requests in flight close their connection. A keep-alive
     // connection (a load balancer's) would otherwise stay open after its last answer, and the stop
     // would have to cut it, racing the next request the client may already have sent.
@@ -90,20 +90,17 @@ export async function startServer (config: Config, options: { logger?: Logger; b
     // (http/connections.ts) free them.
     guardConnections(app.server, config.server, reportRefusals(logger, config.server))
     // With in-process counters a restart would pardon every banned caller: the bans in force are
-    // loaded from the database before the first request (before the lift poll starts, so a lift
-    // recorded meanwhile is applied by its first tick).
+    // loaded from the database before the first request (before the ban-sync job starts, so a
+    // lift recorded meanwhile is applied by its first run).
     const loadedAt = clock.now()
     const restored = await restoreBans(infra.stores.keys, infra.limiter, loadedAt)
     if (restored > 0) logger.info({ bans: restored }, 'bans in force restored from the database')
-    banSync = createBanSync(infra.stores.keys, infra.limiter, { now: clock.now, onError: (error) => logger.warn({ err: error }, 'ban sync failed') })
-    banSync.start()
     await app.listen({ host: config.host, port: config.port })
     const address = app.server.address()
     const port = typeof address === 'object' && address !== null ? address.port : config.port
     url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`
     logger.info({ url, database: describeDatabase(config.database), redis: config.redisUrl !== null }, 'listening')
   } catch (error) {
-    banSync?.stop()
     try {
       await app?.close()
     } catch (closeError) {
@@ -117,7 +114,6 @@ export async function startServer (config: Config, options: { logger?: Logger; b
     throw error
   }
   const running = app
-  const lifts = banSync
 
   let closing: Promise<void> | null = null
   return {
@@ -126,9 +122,8 @@ export async function startServer (config: Config, options: { logger?: Logger; b
     url,
     close () {
       // Stop accepting, let requests in flight finish (within the grace period), then close the
-      // stores.
+      // app (its jobs stop there, the usage flushed) and the stores.
       closing ??= (async () => {
-        lifts.stop()
         closeConnectionsAfterAnswer(running.server)
         const { open, cut } = await drain(running.server, config.server.shutdownGraceMs, () => { logger.info('stopping: no new connections; finishing the requests in flight') })
         if (cut > 0) logger.warn({ cut, graceMs: config.server.shutdownGraceMs }, 'grace period over: connections with requests still in flight were closed')
@@ -177,6 +172,8 @@ async function drain (server: Server, graceMs: number, onStop: () => void): Prom
     server.closeIdleConnections()
     // An answer that was already being sent when the stop began may leave its connection open
     // and idle afterwards: sweep until none is left.
+    // Not background work: part of the stop, cleared when the drain ends (within the grace period).
+    // eslint-disable-next-line local/no-repeating-timer -- the drain's own loop, bounded by its deadline
     sweep = setInterval(() => server.closeIdleConnections(), 100)
   }, Math.min(DRAIN_LAST_CALL_MS, graceMs))
   let cut = 0

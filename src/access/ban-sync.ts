@@ -1,6 +1,7 @@
 // Lifting a ban happens in the database (admin API on any instance, or `petstore keys unban`
 // with no server at all); each instance polls for lifts and drops them from its limiter, so a
-// lift reaches every instance within one poll interval (2 s), with or without Redis.
+// lift reaches every instance within one poll interval (2 s), with or without Redis. The poll
+// runs as the ban-sync job (jobs/ban-sync.ts).
 //
 // The poll keeps no cursor on lift times: a lift time comes from the clock of whichever process
 // lifted the ban, and a lift may commit after a later one, so a cursor moved to the largest time
@@ -19,12 +20,9 @@ export const LIFT_LOOKBACK_MS = BAN_MAX_MS + 60 * 60_000
 export interface BanSync {
   /** One poll: applies the lifts not applied yet; resolves to how many bans it dropped from the limiter. */
   tick (): Promise<number>
-  start (): void
-  stop (): void
 }
 
 export interface BanSyncOptions {
-  onError?: (error: unknown) => void
   /** Epoch ms (the limiter's clock); Date.now by default. */
   now?: () => number
   /** Ignored (the poll keeps no cursor, see above); accepted so callers need not change. */
@@ -35,8 +33,6 @@ export function createBanSync (keys: KeyStore, limiter: RateLimiter, options: Ba
   const now = options.now ?? Date.now
   /** The lifts applied already, by ban id, with the ban's end (dropped once it has passed). */
   const applied = new Map<number, number>()
-  let timer: NodeJS.Timeout | null = null
-  let running = false
 
   async function tick (): Promise<number> {
     const t = now()
@@ -63,22 +59,7 @@ export function createBanSync (keys: KeyStore, limiter: RateLimiter, options: Ba
     return dropped
   }
 
-  return {
-    tick,
-    start () {
-      if (timer !== null) return
-      timer = setInterval(() => {
-        if (running) return
-        running = true
-        tick().catch((error: unknown) => options.onError?.(error)).finally(() => { running = false })
-      }, BAN_SYNC_INTERVAL_MS)
-      timer.unref()
-    },
-    stop () {
-      if (timer !== null) clearInterval(timer)
-      timer = null
-    }
-  }
+  return { tick }
 }
 
 /** The most bans a starting instance loads; the latest ending first. */

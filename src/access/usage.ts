@@ -1,13 +1,13 @@
 // Usage per key and UTC day, and each key's lastUsedAt, without a database write per request
 // (docs/product.md section 9). Requests are counted in memory; a flush every
-// USAGE_FLUSH_INTERVAL_MS adds the counts to the database in one transaction (a few statements,
+// USAGE_FLUSH_INTERVAL_MS (the usage-flush job, jobs/usage-flush.ts) adds the counts to the database in one transaction (a few statements,
 // whatever the traffic). Counts are added, never set, so instances flush independently and the
 // database holds the sum of them all.
 //
 // Calls of deprecated operations (the console's deprecation view) ride the same flush: counted
 // per operation, key and UTC day in memory, written in the same transaction as the usage.
 //
-// What may be lost: a graceful stop flushes (the app's onClose), so nothing is lost then. A
+// What may be lost: a graceful stop flushes (the job's run at stop), so nothing is lost then. A
 // crash (SIGKILL, power loss) loses what this instance counted since its last flush: at most one
 // interval's worth. A flush the database refuses keeps its counts for the next attempt.
 import { DAY_MS, type Decision } from '../ratelimit/limiter.ts'
@@ -41,14 +41,9 @@ export interface UsageRecorder {
   lastUsedAt (keyId: number): number | null
   /** Writes what is pending now (one store call); flushes never overlap. */
   flush (): Promise<void>
-  /** Flushes every `intervalMs` until stop(). */
-  start (): void
-  /** Stops the timer and flushes what is left. */
-  stop (): Promise<void>
 }
 
-export function createUsageRecorder (keys: KeyStore, options: { intervalMs?: number; onError?: (error: unknown) => void } = {}): UsageRecorder {
-  const intervalMs = options.intervalMs ?? USAGE_FLUSH_INTERVAL_MS
+export function createUsageRecorder (keys: KeyStore): UsageRecorder {
   // Pending counts by UTC day, then key id: a request costs two map lookups, no string built.
   let counts = new Map<string, Map<number, UsageRow>>()
   let lastUsed = new Map<number, number>()
@@ -61,7 +56,6 @@ export function createUsageRecorder (keys: KeyStore, options: { intervalMs?: num
   // Taken by the flush in progress: still reported by lastUsedAt until it is written.
   let writing = new Map<number, number>()
   let queue: Promise<void> = Promise.resolve()
-  let timer: NodeJS.Timeout | null = null
   // The last day seen and its map: one Date per UTC day, not per request.
   let dayIndex = -1
   let dayText = ''
@@ -153,16 +147,6 @@ export function createUsageRecorder (keys: KeyStore, options: { intervalMs?: num
       if (pending === undefined) return inFlight ?? null
       return inFlight === undefined || pending > inFlight ? pending : inFlight
     },
-    flush,
-    start () {
-      if (timer !== null) return
-      timer = setInterval(() => { flush().catch((error: unknown) => options.onError?.(error)) }, intervalMs)
-      timer.unref()
-    },
-    async stop () {
-      if (timer !== null) clearInterval(timer)
-      timer = null
-      await flush()
-    }
+    flush
   }
 }

@@ -34,6 +34,10 @@ export interface Metrics {
   trackPool (stats: () => PoolStats): void
   /** Reports sqlite_wal_bytes from this function at each scrape (once per Metrics). */
   trackWal (bytes: () => number): void
+  /** A background job (jobs/runner.ts JobEvents): its job_runs_total and job_failures_total start at 0. */
+  onJobDeclared (job: string): void
+  /** One run of a background job, and whether it failed. */
+  onJobRun (job: string, failed: boolean): void
   /** The Prometheus text and its content type. */
   scrape (): Promise<{ contentType: string; body: string }>
   /** http_requests_total and http_request_duration_seconds (see HttpSeries). */
@@ -246,6 +250,9 @@ export function createMetrics (): Metrics {
     registers
   })
   degraded.set(0)
+  // Labelled by the job's name: a fixed list (jobs/jobs.ts). Runs are seconds apart: plain inc().
+  const jobRuns = new Counter({ name: 'job_runs_total', help: 'Runs of each background job, failed ones included.', labelNames: ['job'] as const, registers })
+  const jobFailures = new Counter({ name: 'job_failures_total', help: 'Failed runs of each background job (the error is in the log line with the job\'s name).', labelNames: ['job'] as const, registers })
 
   let poolTracked = false
   let walTracked = false
@@ -263,6 +270,11 @@ export function createMetrics (): Metrics {
     },
     onLimiterState (state) { degraded.set(state === 'degraded' ? 1 : 0) },
     onNearLimit (window) { nearLimit.inc({ window }) },
+    onJobDeclared (job) { jobRuns.inc({ job }, 0); jobFailures.inc({ job }, 0) },
+    onJobRun (job, failed) {
+      jobRuns.inc({ job })
+      if (failed) jobFailures.inc({ job })
+    },
     trackPool (stats) {
       if (poolTracked) return
       poolTracked = true

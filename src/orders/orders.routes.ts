@@ -6,7 +6,7 @@ import { etagOf, idempotencyClaimOf, ifMatchOf, setNextLink } from '../http/cond
 import type { Clock } from '../shared/clock.ts'
 import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, idempotencyKeyHeaders } from '../shared/schemas.ts'
 import { type Order, CancelOrderIdParams, NewOrderSchema, OrderIdParams, OrderListQuery, OrderPatchSchema, OrderSchema, OrdersSchema } from './orders.schema.ts'
-import { SWEEP_EVERY_MS, type Caller, type OrderService } from './orders.service.ts'
+import type { Caller, OrderService } from './orders.service.ts'
 import type { OrderRecord } from './orders.store.ts'
 
 export interface OrderRoutesOptions { orders: OrderService; clock: Clock }
@@ -34,27 +34,6 @@ function callerOf (request: FastifyRequest): Caller {
 export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: OrderRoutesOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const tags = ['Orders']
-
-  // Rule 10: expired orders are swept lazily (a placement sweeps its pet first) and by this one
-  // timer per process, which deletes a bounded batch and returns the stock; it runs once at start
-  // too, so the stock of orders that lapsed while no instance ran is back at once. Every
-  // instance sweeps: each expired order is deleted once (the database decides), so two
-  // instances only share the work.
-  let timer: NodeJS.Timeout | null = null
-  let running: Promise<unknown> = Promise.resolve()
-  const sweep = (): void => {
-    running = orders.sweep().catch((error: unknown) => { fastify.log.warn({ err: error }, 'the sweep of expired orders failed; the next one retries') })
-  }
-  fastify.addHook('onReady', async () => {
-    sweep()
-    await running
-    timer = setInterval(sweep, SWEEP_EVERY_MS)
-    timer.unref()
-  })
-  fastify.addHook('onClose', async () => {
-    if (timer !== null) clearInterval(timer)
-    await running
-  })
 
   app.get('/store/orders', {
     schema: {

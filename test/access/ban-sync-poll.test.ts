@@ -1,5 +1,5 @@
-// The poll for lifted bans (src/access/ban-sync.ts) on its own: its timer (one at a time, never
-// two ticks at once, errors reported, stopped for good), how far back it reads lift times, and
+// The poll for lifted bans (src/access/ban-sync.ts) on its own: its timer, the ban-sync job on
+// the jobs runner (one at a time, never two ticks at once, errors reported, stopped for good), how far back it reads lift times, and
 // what it puts back into a limiter that lost its bans (Redis) or cannot take them. On a real
 // SQLite store and real limiters; the interval is Node's mock timer. Written against the
 // survivors of `npm run mutate -- access` (docs/testing.md).
@@ -11,7 +11,9 @@ import { createKeyAdmin } from '../../src/keys/keys.service.ts'
 import { BAN_MAX_MS } from '../../src/ratelimit/limiter.ts'
 import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { createRedisRateLimiter } from '../../src/ratelimit/redis.ts'
-import { manualClock } from '../../src/shared/clock.ts'
+import { manualClock, systemClock } from '../../src/shared/clock.ts'
+import { banSyncJob } from '../../src/jobs/ban-sync.ts'
+import { runJob } from '../jobs/run.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
 import { connectTestRedis, testRedisReason } from '../helpers/limiter.ts'
 import { deleteRedisKeys, requireService } from '../helpers/services.ts'
@@ -47,12 +49,12 @@ test('a started poll reads the lifts every BAN_SYNC_INTERVAL_MS, one timer howev
   let reads = 0
   const read = stores.keys.bansLiftedSince.bind(stores.keys)
   stores.keys.bansLiftedSince = async (since, endingAfter) => { reads++; return await read(since, endingAfter) }
-  const sync = createBanSync(stores.keys, limiter, { now: () => T })
+  const sync = runJob(banSyncJob({ keys: stores.keys, limiter, clock: { now: () => T }, banSyncMs: BAN_SYNC_INTERVAL_MS }))
   assert.equal(BAN_SYNC_INTERVAL_MS, 2000)
-  sync.stop() // stopping a poll never started is harmless
-  sync.start()
+  await sync.stop() // stopping a poll never started is harmless
+  await sync.start()
   t.mock.timers.tick(1000)
-  sync.start() // a second timer would tick at 3000, 5000 …
+  await sync.start() // a second timer would tick at 3000, 5000 …
   t.mock.timers.tick(999)
   await settle()
   assert.equal(reads, 0)
@@ -65,15 +67,15 @@ test('a started poll reads the lifts every BAN_SYNC_INTERVAL_MS, one timer howev
   t.mock.timers.tick(1000)
   await settle()
   assert.equal(reads, 2)
-  sync.stop()
+  await sync.stop()
   t.mock.timers.tick(10 * BAN_SYNC_INTERVAL_MS)
   await settle()
   assert.equal(reads, 2, 'stopped')
-  sync.start()
+  await sync.start()
   t.mock.timers.tick(BAN_SYNC_INTERVAL_MS)
   await settle()
   assert.equal(reads, 3, 'started again')
-  sync.stop()
+  await sync.stop()
 })
 
 test('a tick still running when the timer fires again is not doubled; a failed tick is reported and the next one runs', async (t) => {
@@ -90,11 +92,11 @@ test('a tick still running when the timer fires again is not doubled; a failed t
     return await read(since, endingAfter)
   }
   const errors: unknown[] = []
-  const sync = createBanSync(stores.keys, limiter, { now: () => T, onError: (error) => errors.push(error) })
+  const sync = runJob(banSyncJob({ keys: stores.keys, limiter, clock: { now: () => T }, banSyncMs: BAN_SYNC_INTERVAL_MS }), errors)
   t.after(() => sync.stop())
   let release!: () => void
   hold = new Promise((resolve) => { release = resolve })
-  sync.start()
+  await sync.start()
   t.mock.timers.tick(BAN_SYNC_INTERVAL_MS)
   await settle()
   assert.equal(reads, 1)
@@ -196,7 +198,7 @@ test('a lift does not drop a newer ban of the subject that started before the po
   assert.equal(banned(gone.subject), false)
 })
 
-test('a started poll whose tick fails, with no onError, leaves no unhandled rejection', async (t) => {
+test('a started poll whose tick fails leaves no unhandled rejection', async (t) => {
   const { stores, limiter } = setup(t)
   t.mock.timers.enable({ apis: ['setInterval'] })
   const unhandled: unknown[] = []
@@ -204,21 +206,21 @@ test('a started poll whose tick fails, with no onError, leaves no unhandled reje
   process.on('unhandledRejection', listener)
   t.after(() => process.off('unhandledRejection', listener))
   stores.keys.bansLiftedSince = async () => { throw new Error('database is out') }
-  const sync = createBanSync(stores.keys, limiter, { now: () => T })
-  sync.start()
+  const sync = runJob(banSyncJob({ keys: stores.keys, limiter, clock: { now: () => T }, banSyncMs: BAN_SYNC_INTERVAL_MS }))
+  await sync.start()
   t.after(() => sync.stop())
   t.mock.timers.tick(BAN_SYNC_INTERVAL_MS)
   await settle()
   assert.deepEqual(unhandled, [])
 })
 
-test('a started poll keeps no process alive: its timer is not among the resources that hold the event loop', (t) => {
+test('a started poll keeps no process alive: its timer is not among the resources that hold the event loop', async (t) => {
   const { stores, limiter } = setup(t)
   const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length
   const before = timers()
-  const sync = createBanSync(stores.keys, limiter)
-  sync.start()
+  const sync = runJob(banSyncJob({ keys: stores.keys, limiter, clock: systemClock, banSyncMs: BAN_SYNC_INTERVAL_MS }))
+  await sync.start()
   const after = timers()
-  sync.stop()
+  await sync.stop()
   assert.equal(after, before)
 })

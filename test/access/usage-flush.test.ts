@@ -1,11 +1,13 @@
 // The usage recorder (src/access/usage.ts) against a real SQLite store: how a finished request
 // counts, what each kind of pending use makes a flush write, what a failed flush gives back
-// (every count, the latest use), the flush timer, and lastUsedAt with uses out of order. The
+// (every count, the latest use), the flush timer (the usage-flush job on the jobs runner), and lastUsedAt with uses out of order. The
 // store's recordUsage is wrapped only to count, hold or fail its calls. Written against the
 // survivors of `npm run mutate -- access` (docs/testing.md).
 import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
 import { createUsageRecorder, usageOutcome, USAGE_FLUSH_INTERVAL_MS } from '../../src/access/usage.ts'
+import { usageFlushJob } from '../../src/jobs/usage-flush.ts'
+import { runJob } from '../jobs/run.ts'
 import { createKeyAdmin } from '../../src/keys/keys.service.ts'
 import { manualClock } from '../../src/shared/clock.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
@@ -139,12 +141,13 @@ test('the flush timer runs every USAGE_FLUSH_INTERVAL_MS by default, once howeve
   const { stores, a, counts, writes, failWith } = await setup(t)
   t.mock.timers.enable({ apis: ['setInterval'] })
   const errors: unknown[] = []
-  const recorder = createUsageRecorder(stores.keys, { onError: (error) => errors.push(error) })
+  const recorder = createUsageRecorder(stores.keys)
+  const flushing = runJob(usageFlushJob({ usage: recorder }), errors)
   const settle = async () => { for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve)) }
   assert.equal(USAGE_FLUSH_INTERVAL_MS, 2000)
-  recorder.start()
+  await flushing.start()
   t.mock.timers.tick(1000)
-  recorder.start() // a second timer would flush at 3000
+  await flushing.start() // a second timer would flush at 3000
   recorder.record(a, 'allowed', T)
   t.mock.timers.tick(999)
   await settle()
@@ -163,33 +166,34 @@ test('the flush timer runs every USAGE_FLUSH_INTERVAL_MS by default, once howeve
   await settle()
   assert.deepEqual(errors, [outage])
   failWith(null)
-  await recorder.stop()
+  await flushing.stop()
   assert.deepEqual(await counts(a), [[DAY, 2, 0, 0]], 'stop() flushed what was left')
   const after = writes()
   recorder.record(a, 'allowed', T + 2)
   t.mock.timers.tick(10 * USAGE_FLUSH_INTERVAL_MS)
   await settle()
   assert.equal(writes(), after, 'stopped')
-  recorder.start()
+  await flushing.start()
   t.mock.timers.tick(USAGE_FLUSH_INTERVAL_MS)
   await settle()
   assert.deepEqual(await counts(a), [[DAY, 3, 0, 0]], 'started again')
-  await recorder.stop()
+  await flushing.stop()
 })
 
 test('a recorder with its own interval flushes at that interval', async (t) => {
   const { stores, a, writes } = await setup(t)
   t.mock.timers.enable({ apis: ['setInterval'] })
-  const recorder = createUsageRecorder(stores.keys, { intervalMs: 500 })
-  t.after(() => recorder.stop())
-  recorder.start()
+  const recorder = createUsageRecorder(stores.keys)
+  const flushing = runJob(usageFlushJob({ usage: recorder, usageFlushMs: 500 }))
+  t.after(() => flushing.stop())
+  await flushing.start()
   recorder.record(a, 'allowed', T)
   t.mock.timers.tick(500)
   for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve))
   assert.equal(writes(), 1)
 })
 
-test('a flush timer whose flush fails, with no onError, leaves no unhandled rejection', async (t) => {
+test('a flush timer whose flush fails leaves no unhandled rejection', async (t) => {
   const { stores, a, failWith } = await setup(t)
   t.mock.timers.enable({ apis: ['setInterval'] })
   const unhandled: unknown[] = []
@@ -197,23 +201,24 @@ test('a flush timer whose flush fails, with no onError, leaves no unhandled reje
   process.on('unhandledRejection', listener)
   t.after(() => process.off('unhandledRejection', listener))
   const recorder = createUsageRecorder(stores.keys)
-  recorder.start()
+  const flushing = runJob(usageFlushJob({ usage: recorder }))
+  await flushing.start()
   recorder.record(a, 'allowed', T)
   failWith(new Error('database is out'))
   t.mock.timers.tick(USAGE_FLUSH_INTERVAL_MS)
   for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve))
   assert.deepEqual(unhandled, [])
   failWith(null)
-  await recorder.stop()
+  await flushing.stop()
 })
 
 test('a started flush timer keeps no process alive: it is not among the resources that hold the event loop', async (t) => {
   const { stores } = await setup(t)
   const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length
   const before = timers()
-  const recorder = createUsageRecorder(stores.keys)
-  recorder.start()
+  const flushing = runJob(usageFlushJob({ usage: createUsageRecorder(stores.keys) }))
+  await flushing.start()
   const after = timers()
-  await recorder.stop()
+  await flushing.stop()
   assert.equal(after, before)
 })

@@ -4,6 +4,8 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { KeyStore, UsageBatch } from '../../src/keys/keys.store.ts'
 import { createUsageRecorder } from '../../src/access/usage.ts'
+import { usageFlushJob } from '../../src/jobs/usage-flush.ts'
+import { runJob } from '../jobs/run.ts'
 import { utcDay } from '../../src/keys/keys.rules.ts'
 
 const T = Date.UTC(2026, 10, 21, 23, 59, 59, 500)
@@ -100,10 +102,11 @@ test('flushes never overlap; lastUsedAt reports a use while its flush is in flig
 
 test('stop() stops the timer and flushes what is left', async () => {
   const { store, batches } = fakeStore()
-  const recorder = createUsageRecorder(store, { intervalMs: 60_000 })
-  recorder.start()
+  const recorder = createUsageRecorder(store)
+  const flushing = runJob(usageFlushJob({ usage: recorder, usageFlushMs: 60_000 }))
+  await flushing.start()
   recorder.record(3, 'limited', T)
-  await recorder.stop()
+  await flushing.stop()
   assert.equal(batches.length, 1)
 })
 

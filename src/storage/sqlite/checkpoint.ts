@@ -118,6 +118,10 @@ export function createCheckpointer (db: Db, path: string, intervalMs: number): C
     if (restart) restartSince = Date.now()
     worker.postMessage(restart ? 'restart' : 'passive')
   }
+  // Not a job (src/jobs/): it stands in for SQLite's automatic checkpoint, turned off above, so it
+  // lives exactly as long as this connection, in every process that opens it (the CLI, tests),
+  // and stops only when the stores close, after the last write of the jobs' stop.
+  // eslint-disable-next-line local/no-repeating-timer -- the engine's own checkpoint, see above
   const timer = setInterval(tick, intervalMs)
   timer.unref()
   return {

@@ -1,0 +1,46 @@
+// The app's background jobs, declared in one list like the installation steps of app.ts: each
+// job's module says its name, its interval and what it needs, and takes it from JobDeps. Adding
+// a job is its module and one line below. They start when the app is ready and stop when it
+// closes (runner.ts), so a test app built by buildApp runs them as the server does.
+import type { FastifyInstance } from 'fastify'
+import type { UsageRecorder } from '../access/usage.ts'
+import type { KeyStore } from '../keys/keys.store.ts'
+import type { OrderService } from '../orders/orders.service.ts'
+import type { RateLimiter } from '../ratelimit/limiter.ts'
+import type { Clock } from '../shared/clock.ts'
+import { banSyncJob } from './ban-sync.ts'
+import { orderSweepJob } from './order-sweep.ts'
+import { createJobRunner, type Job, type JobEvents, type JobTimers } from './runner.ts'
+import { usageFlushJob } from './usage-flush.ts'
+
+/** Everything a job may need, built by buildApp; each job's module picks its part. */
+export interface JobDeps {
+  keys: KeyStore
+  limiter: RateLimiter
+  clock: Clock
+  usage: UsageRecorder
+  orders: OrderService
+  /** How often the ban sync polls (AppDeps.banSyncMs); none when absent. */
+  banSyncMs?: number
+  /** How often usage is flushed (AppDeps.usageFlushMs); 0: at close only. */
+  usageFlushMs?: number
+}
+
+export function backgroundJobs (deps: JobDeps): Job[] {
+  return [
+    banSyncJob(deps),
+    usageFlushJob(deps),
+    orderSweepJob(deps)
+  ]
+}
+
+/**
+ * Runs `jobs` from the app's ready (before it listens: the order sweep's first run is done before
+ * the first request) to its close (before server.ts closes the stores: the usage flush at stop
+ * reaches the database). Failures are logged through the app's logger and counted by `events`.
+ */
+export function installJobs (app: FastifyInstance, jobs: readonly Job[], options: { events?: JobEvents; timers?: JobTimers } = {}): void {
+  const runner = createJobRunner(jobs, { log: app.log, ...options })
+  app.addHook('onReady', async () => { await runner.start() })
+  app.addHook('onClose', async () => { await runner.stop() })
+}

@@ -1,0 +1,124 @@
+// The one place a repeating timer starts (issue 29): the app's background jobs, declared in
+// jobs/jobs.ts, run here. Each job runs at its interval, never twice at once, never keeping the
+// process alive; a failed run is logged and counted and the next one runs as planned. stop()
+// waits for the runs in flight, then runs the jobs that must finish at close (the usage flush),
+// so that nothing a job holds is lost on a graceful stop. Lint forbids setInterval outside this
+// folder (eslint.config.js local/no-repeating-timer).
+
+export interface Job {
+  /** A metric label and a log field: short, fixed, kebab-case. */
+  readonly name: string
+  /** Milliseconds from one run's start to the next; 0: never on a timer (only at start or stop, if asked). */
+  readonly everyMs: number
+  /** One run. A run still going when the next is due makes the runner skip that one. */
+  readonly run: () => Promise<unknown>
+  /** Runs once as the runner starts, and start() waits for it: the first request finds its work done. */
+  readonly atStart?: boolean
+  /** Runs once more as the runner stops, after the run in flight: what the job holds is not lost. */
+  readonly atStop?: boolean
+  /** The log line of a failed run (what happens next); `<name> failed` when absent. */
+  readonly failure?: string
+}
+
+/** A repeating timer's handle: the runner unrefs it, so no job keeps the process alive. */
+export interface JobTimer { unref (): unknown }
+
+/** Node's setInterval and clearInterval, or a test's. */
+export interface JobTimers {
+  setInterval (fn: () => void, ms: number): JobTimer
+  clearInterval (timer: JobTimer): void
+}
+
+/** Node's timers, looked up at each call (node:test's mock timers replace the globals). */
+export const systemTimers: JobTimers = {
+  setInterval: (fn, ms) => setInterval(fn, ms),
+  clearInterval: (timer) => { clearInterval(timer as NodeJS.Timeout) }
+}
+
+/** Where a run's outcome goes: ops/metrics.ts counts them (job_runs_total, job_failures_total). */
+export interface JobEvents {
+  /** Once per job as the runner is made: its counters start at 0. */
+  onJobDeclared? (job: string): void
+  onJobRun? (job: string, failed: boolean): void
+}
+
+export interface JobRunnerOptions {
+  /** A pino logger (the app's): a failed run is a warning with the error and the job's name. */
+  log: { warn (fields: { err: unknown; job: string }, message: string): void }
+  events?: JobEvents
+  timers?: JobTimers
+}
+
+export interface JobRunner {
+  /** Arms every job's timer and runs the atStart jobs, waiting for them. A second call while started does nothing. */
+  start (): Promise<void>
+  /** Disarms the timers, waits for the runs in flight, then runs the atStop jobs. Idempotent; start() may follow. */
+  stop (): Promise<void>
+}
+
+interface Slot { readonly job: Job; timer: JobTimer | null; inFlight: Promise<void> | null }
+
+export function createJobRunner (jobs: readonly Job[], options: JobRunnerOptions): JobRunner {
+  const timers = options.timers ?? systemTimers
+  const names = new Set<string>()
+  for (const job of jobs) {
+    if (names.has(job.name)) throw new Error(`two background jobs are named ${job.name}`)
+    names.add(job.name)
+    options.events?.onJobDeclared?.(job.name)
+  }
+  const slots: Slot[] = jobs.map((job) => ({ job, timer: null, inFlight: null }))
+  let started = false
+  /** The stop in progress, if any: a start waits for it. */
+  let stopping: Promise<void> | null = null
+
+  /** One run of the slot's job; its failure is reported here and never rejects. */
+  function run (slot: Slot): Promise<void> {
+    const { job } = slot
+    const done = (async () => {
+      try {
+        await job.run()
+        options.events?.onJobRun?.(job.name, false)
+      } catch (error) {
+        options.events?.onJobRun?.(job.name, true)
+        options.log.warn({ err: error, job: job.name }, job.failure ?? `${job.name} failed`)
+      }
+    })()
+    slot.inFlight = done
+    void done.then(() => { if (slot.inFlight === done) slot.inFlight = null })
+    return done
+  }
+
+  return {
+    async start () {
+      if (started) return
+      started = true
+      // Armed at once when no stop is in progress: a test's mock timers may tick right after.
+      if (stopping !== null) await stopping
+      if (!started) return
+      for (const slot of slots) {
+        if (slot.job.everyMs <= 0) continue
+        // A run still in flight when the next is due is skipped, not queued: runs never overlap,
+        // and a slow database is not handed a backlog.
+        const timer = timers.setInterval(() => { if (slot.inFlight === null) void run(slot) }, slot.job.everyMs)
+        timer.unref()
+        slot.timer = timer
+      }
+      await Promise.all(slots.filter((slot) => slot.job.atStart === true).map((slot) => slot.inFlight ?? run(slot)))
+    },
+    stop () {
+      if (!started) return stopping ?? Promise.resolve()
+      started = false
+      const stop = (async () => {
+        for (const slot of slots) {
+          if (slot.timer !== null) timers.clearInterval(slot.timer)
+          slot.timer = null
+        }
+        await Promise.all(slots.map((slot) => slot.inFlight))
+        await Promise.all(slots.filter((slot) => slot.job.atStop === true).map(run))
+      })()
+      stopping = stop
+      void stop.then(() => { if (stopping === stop) stopping = null })
+      return stop
+    }
+  }
+}
