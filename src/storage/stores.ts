@@ -1,4 +1,5 @@
 // The set of ports an engine provides. infra.ts picks the engine from the configuration.
+import type { EventStore } from '../events/events.store.ts'
 import type { CategoryStore } from '../categories/categories.store.ts'
 import type { InventoryStore } from '../inventory/inventory.store.ts'
 import type { KeyStore } from '../keys/keys.store.ts'
@@ -12,6 +13,8 @@ export interface Stores {
   readonly orders: OrderStore
   readonly inventory: InventoryStore
   readonly keys: KeyStore
+  /** The events every change above writes in its own transaction (the outbox), and their feed. */
+  readonly events: EventStore
   /** Connections of the engine's pool (metrics); absent where there is no pool (SQLite). */
   poolStats? (): { total: number; idle: number; waiting: number }
   /** Size in bytes of the write-ahead log (metrics); absent where there is none (PostgreSQL). */

@@ -2,6 +2,7 @@
 import type { Stores } from '../stores.ts'
 import { createPostgresCategoryStore } from './categories.ts'
 import { createDb, createPool, migratePostgres, type PoolOptions } from './database.ts'
+import { createPostgresEventStore } from './events.ts'
 import { createPostgresIdempotency } from './idempotency.ts'
 import { createPostgresInventoryStore } from './inventory.ts'
 import { createPostgresKeyStore } from './keys.ts'
@@ -43,6 +44,7 @@ export async function createPostgresStores (url: string, options: PostgresStores
     orders: createPostgresOrderStore(db, idempotency),
     inventory: createPostgresInventoryStore(db),
     keys: createPostgresKeyStore(db),
+    events: createPostgresEventStore(db),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async ping () { await db.query('SELECT 1') },
     /** Waits for the connections in use to be released, then closes them all. Idempotent. */

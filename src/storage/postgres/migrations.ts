@@ -294,5 +294,30 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     END LOOP;
   END
   $fn$;
+  `,
+  // Events, as SQLite's version 5 (here version 7), with one more column: tx, the writing
+  // transaction, because PostgreSQL hands out seq in one order and may commit in another. The
+  // feed returns only rows of transactions below the oldest one still running, in (tx, seq)
+  // order, so a row can never appear behind a reader's cursor (storage/postgres/events.ts).
+  `
+  CREATE TABLE events (
+    seq            bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tx             xid8    NOT NULL DEFAULT pg_current_xact_id(),
+    id             text    NOT NULL CONSTRAINT events_id_key UNIQUE,
+    type           text    NOT NULL,
+    created_at     bigint  NOT NULL,
+    audience       text    NOT NULL CONSTRAINT events_audience_check CHECK (audience IN ('order', 'catalog', 'inventory', 'key', 'webhook')),
+    subject_key_id bigint,
+    data           text    NOT NULL
+  );
+  CREATE INDEX events_by_position ON events (tx, seq);
+  CREATE INDEX events_by_age ON events (created_at);
+  CREATE INDEX events_by_subject ON events (subject_key_id, seq);
+
+  CREATE TABLE event_cursors (
+    name text   PRIMARY KEY,
+    tx   xid8   NOT NULL DEFAULT '0',
+    seq  bigint NOT NULL DEFAULT 0
+  );
   `
 ]

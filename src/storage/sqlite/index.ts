@@ -3,6 +3,7 @@ import type { Stores } from '../stores.ts'
 import { createSqliteCategoryStore } from './categories.ts'
 import { walBytes } from './checkpoint.ts'
 import { migrateSqlite, openSqlite } from './database.ts'
+import { createSqliteEventStore } from './events.ts'
 import { createSqliteIdempotency } from './idempotency.ts'
 import { createSqliteInventoryStore } from './inventory.ts'
 import { createSqliteKeyStore } from './keys.ts'
@@ -30,6 +31,7 @@ export function createSqliteStores (path: string, options: { migrate?: boolean; 
     orders: createSqliteOrderStore(db, writer, idempotency, pets),
     inventory: createSqliteInventoryStore(db, writer, pets),
     keys: createSqliteKeyStore(db),
+    events: createSqliteEventStore(db, writer),
     async ping () { ping.get() },
     walBytes: () => walBytes(path),
     async close () {

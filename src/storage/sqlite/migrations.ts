@@ -118,5 +118,28 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
     PRIMARY KEY (operation, key_id, day)
   );
   CREATE INDEX deprecated_calls_by_day ON deprecated_calls (day);
+  `,
+  // Events (docs/product.md, events): the outbox. Each change appends its events in its own
+  // transaction (storage/sqlite/events.ts); the feed reads them in seq order, which on SQLite is
+  // also commit order (one writer). data is the record as stored, rendered when read.
+  // event_cursors: where a background reader of the feed (the webhook fan-out) has got to.
+  `
+  CREATE TABLE events (
+    seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+    id             TEXT    NOT NULL UNIQUE,
+    type           TEXT    NOT NULL,
+    created_at     INTEGER NOT NULL,
+    audience       TEXT    NOT NULL CHECK (audience IN ('order', 'catalog', 'inventory', 'key', 'webhook')),
+    subject_key_id INTEGER,
+    data           TEXT    NOT NULL
+  );
+  CREATE INDEX events_by_age ON events (created_at);
+  CREATE INDEX events_by_subject ON events (subject_key_id, seq);
+
+  CREATE TABLE event_cursors (
+    name TEXT    PRIMARY KEY,
+    tx   TEXT    NOT NULL DEFAULT '0',
+    seq  INTEGER NOT NULL DEFAULT 0
+  );
   `
 ]

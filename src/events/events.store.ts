@@ -1,0 +1,70 @@
+// The events port (docs/product.md, events): the outbox every change writes into, in the same
+// transaction as the change, and the feed the pull API and the webhook dispatcher read.
+//
+// A store method that changes state appends its events through the engine's own event log
+// (storage/sqlite/events.ts inside the writer's callback, storage/postgres/events.ts inside the
+// transaction or the PL/pgSQL function), never through a separate step a crash could skip.
+import { randomUUID } from 'node:crypto'
+
+/** Which rule of visibility an event falls under (see `Visibility`). */
+export type EventAudience = 'order' | 'catalog' | 'inventory' | 'key' | 'webhook'
+
+/** An event about to be written with the change it reports. */
+export interface EventDraft {
+  type: string
+  audience: EventAudience
+  /** The key whose holder may see it: an order's owner, the key a key event is about, a webhook's owner. */
+  subjectKeyId: number | null
+  /**
+   * The record as the store knows it (rendered to the API's shape when read, by
+   * events/render.ts), or the final object for the small-object events.
+   */
+  data: unknown
+}
+
+/**
+ * A position in the feed. On SQLite commits follow `seq`, so `tx` is always '0'. On PostgreSQL
+ * `tx` is the writing transaction's id (xid8, as decimal text): the feed returns only rows of
+ * transactions that have all finished, in (tx, seq) order, so no row can appear behind a cursor.
+ */
+export interface FeedPosition { tx: string; seq: number }
+
+export interface StoredEvent {
+  id: string
+  type: string
+  createdAt: number
+  audience: EventAudience
+  subjectKeyId: number | null
+  data: unknown
+  position: FeedPosition
+}
+
+/** Who is reading: admin sees everything; staff the shop's events and its own; a customer its own. */
+export type Visibility =
+  | { role: 'admin' }
+  | { role: 'staff' | 'customer'; keyId: number }
+
+/** `order.*` matches a prefix; other names match exactly. Empty or absent: every type. */
+export interface TypeFilter { exact: readonly string[]; prefixes: readonly string[] }
+
+export interface EventFeedQuery {
+  visibility: Visibility
+  types?: TypeFilter
+  /** Strictly after this position; null: from the oldest kept. */
+  after: FeedPosition | null
+  limit: number
+}
+
+export interface EventStore {
+  /** The events after `after`, oldest first, that the reader may see. */
+  listEvents (query: EventFeedQuery): Promise<StoredEvent[]>
+  /** Null when absent or not visible to the reader. */
+  getEvent (id: string, visibility: Visibility): Promise<StoredEvent | null>
+  /** Deletes up to `max` events created before `before` (epoch ms); returns how many. */
+  pruneEvents (before: number, max: number): Promise<number>
+}
+
+/** A new event id: `evt_` and 32 lowercase hex digits (the same form PostgreSQL's functions make). */
+export function newEventId (): string {
+  return `evt_${randomUUID().replaceAll('-', '')}`
+}

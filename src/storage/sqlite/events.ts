@@ -1,0 +1,69 @@
+// The events port on SQLite, and the event log the other stores append to inside the writer's
+// callback (the same transaction as their change). One writer means commits follow seq, so the
+// feed's position is seq alone (tx '0').
+import type { EventDraft, EventStore, StoredEvent } from '../../events/events.store.ts'
+import { newEventId } from '../../events/events.store.ts'
+import { eventFilterSql } from '../event-filters.ts'
+import type { Db } from './database.ts'
+import type { Writer } from './writer.ts'
+
+export interface SqliteEventLog {
+  /** Appends the events; call it only inside a writer callback, with the change they report. */
+  append (drafts: readonly EventDraft[], now: number): void
+}
+
+interface EventRow {
+  seq: number
+  id: string
+  type: string
+  created_at: number
+  audience: StoredEvent['audience']
+  subject_key_id: number | null
+  data: string
+}
+
+const COLUMNS = 'e.seq, e.id, e.type, e.created_at, e.audience, e.subject_key_id, e.data'
+
+function toEvent (row: EventRow): StoredEvent {
+  return {
+    id: row.id,
+    type: row.type,
+    createdAt: row.created_at,
+    audience: row.audience,
+    subjectKeyId: row.subject_key_id,
+    data: JSON.parse(row.data),
+    position: { tx: '0', seq: row.seq }
+  }
+}
+
+export function createSqliteEventLog (db: Db): SqliteEventLog {
+  const insert = db.prepare('INSERT INTO events (id, type, created_at, audience, subject_key_id, data) VALUES (?, ?, ?, ?, ?, ?)')
+  return {
+    append (drafts, now) {
+      for (const draft of drafts) insert.run(newEventId(), draft.type, now, draft.audience, draft.subjectKeyId, JSON.stringify(draft.data))
+    }
+  }
+}
+
+export function createSqliteEventStore (db: Db, writer: Writer): EventStore {
+  const prune = db.prepare('DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE created_at < ? ORDER BY seq LIMIT ?)')
+  return {
+    async listEvents ({ visibility, types, after, limit }) {
+      const params: unknown[] = []
+      const param = (value: unknown): string => { params.push(value); return '?' }
+      const where = `e.seq > ${param(after?.seq ?? 0)} AND ${eventFilterSql(visibility, types, param)}`
+      const sql = `SELECT ${COLUMNS} FROM events e WHERE ${where} ORDER BY e.seq LIMIT ${param(limit)}`
+      return (db.prepare(sql).all(...(params as Array<string | number>)) as unknown as EventRow[]).map(toEvent)
+    },
+    async getEvent (id, visibility) {
+      const params: unknown[] = [id]
+      const param = (value: unknown): string => { params.push(value); return '?' }
+      const row = db.prepare(`SELECT ${COLUMNS} FROM events e WHERE e.id = ? AND ${eventFilterSql(visibility, undefined, param)}`)
+        .get(...(params as Array<string | number>)) as EventRow | undefined
+      return row === undefined ? null : toEvent(row)
+    },
+    async pruneEvents (before, max) {
+      return await writer.run(() => Number(prune.run(before, max).changes))
+    }
+  }
+}
