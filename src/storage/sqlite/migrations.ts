@@ -126,6 +126,7 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE events (
     seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+    tx             TEXT    NOT NULL DEFAULT '0', -- always '0': PostgreSQL's writing transaction (same columns)
     id             TEXT    NOT NULL UNIQUE,
     type           TEXT    NOT NULL,
     created_at     INTEGER NOT NULL,
