@@ -1,0 +1,48 @@
+// Standard Webhooks signatures (https://www.standardwebhooks.com): what a receiver checks with the
+// official `standardwebhooks` package or the typed client's verifyWebhook. Written here on
+// node:crypto because signing is one HMAC; the package is a test dependency that verifies it.
+import { createHmac, randomBytes } from 'node:crypto'
+
+const SECRET_PREFIX = 'whsec_'
+const SECRET_BYTES = 32
+// Strict base64: Buffer.from(…, 'base64') would silently skip stray characters and sign with
+// other bytes than the receiver decodes.
+const SECRET_PATTERN = /^whsec_(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
+/** A new endpoint secret: `whsec_` and the base64 of 32 random bytes. */
+export function newSecret (): string {
+  return SECRET_PREFIX + randomBytes(SECRET_BYTES).toString('base64')
+}
+
+export interface SignInput {
+  /** The event id: the webhook-id header, the same on every attempt. */
+  id: string
+  /** Unix seconds of this attempt: the webhook-timestamp header. */
+  timestamp: number
+  /** The exact bytes sent as the request body. */
+  body: string
+  /** The endpoint's secrets; during a rotation the old and the new, so a receiver holding either accepts. */
+  secrets: readonly string[]
+}
+
+/** The webhook-signature header: `v1,<base64 HMAC-SHA256 of id.timestamp.body>` per secret, space-separated. */
+export function sign ({ id, timestamp, body, secrets }: SignInput): string {
+  if (secrets.length === 0) throw new TypeError('a webhook is signed with at least one secret')
+  if (!Number.isSafeInteger(timestamp)) throw new TypeError('the webhook timestamp is whole Unix seconds')
+  const content = `${id}.${timestamp}.${body}`
+  return secrets.map((secret) => `v1,${createHmac('sha256', secretKey(secret)).update(content).digest('base64')}`).join(' ')
+}
+
+/** The three Standard Webhooks headers of one attempt. */
+export function webhookHeaders (input: SignInput): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
+  return {
+    'webhook-id': input.id,
+    'webhook-timestamp': String(input.timestamp),
+    'webhook-signature': sign(input)
+  }
+}
+
+function secretKey (secret: string): Buffer {
+  if (!SECRET_PATTERN.test(secret) || secret.length === SECRET_PREFIX.length) throw new TypeError('a webhook secret is whsec_ followed by base64')
+  return Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64')
+}
