@@ -10,6 +10,8 @@ import { newSecret, webhookHeaders } from '../../src/webhooks/signature.ts'
 import { checkWebhookUrl, type Resolve, type UrlCheck } from '../../src/webhooks/url-guard.ts'
 import { closedPort, selfSignedCert, startReceiver } from './receiver.ts'
 
+// A hanging attempt must fail its test, not hold the run: no test here needs more than a few seconds.
+const BOUNDED = { timeout: 20_000 }
 const LOOPBACK = { address: '127.0.0.1', family: 4 } as const
 const body = JSON.stringify({ type: 'order.created', timestamp: '2026-11-20T10:00:00.000Z', data: { id: 7, status: 'placed' } })
 
@@ -30,7 +32,7 @@ function streamForever (res: ServerResponse): void {
   pump()
 }
 
-test('a delivery POSTs the exact body with content-type and the webhook headers to the URL\'s path, and standardwebhooks verifies it', async (t) => {
+test('a delivery POSTs the exact body with content-type and the webhook headers to the URL\'s path, and standardwebhooks verifies it', BOUNDED, async (t) => {
   const receiver = await startReceiver(t)
   const secret = newSecret()
   const headers = signed(secret, 'evt_42')
@@ -57,7 +59,7 @@ test('a delivery POSTs the exact body with content-type and the webhook headers 
   assert.deepEqual(new Webhook(secret).verify(delivery.body, asReceived), JSON.parse(body))
 })
 
-test('the connection goes to the pinned address, not to what the name resolves to now', async (t) => {
+test('the connection goes to the pinned address, not to what the name resolves to now', BOUNDED, async (t) => {
   // localhost resolves to 127.0.0.1 or ::1; the receiver listens on 127.0.0.3 only.
   const receiver = await startReceiver(t, undefined, { host: '127.0.0.3' })
   const result = await attemptDelivery(input(`http://localhost:${receiver.port}/`, { address: { address: '127.0.0.3', family: 4 } }))
@@ -65,14 +67,23 @@ test('the connection goes to the pinned address, not to what the name resolves t
   assert.deepEqual(receiver.received.map((r) => [r.localAddress, r.headers.host]), [['127.0.0.3', `localhost:${receiver.port}`]])
 })
 
-test('a literal host that is not the checked address is not contacted (a literal bypasses the pinned lookup)', async (t) => {
+test('two attempts to one name and port, pinned to two addresses, each reach their own address (no pooled connection is reused)', BOUNDED, async (t) => {
+  const first = await startReceiver(t, undefined, { host: '127.0.0.5' })
+  const second = await startReceiver(t, undefined, { host: '127.0.0.6', port: first.port })
+  const url = `http://hooks.test:${first.port}/`
+  assert.equal((await attemptDelivery(input(url, { address: { address: '127.0.0.5', family: 4 } }))).outcome, 'succeeded')
+  assert.equal((await attemptDelivery(input(url, { address: { address: '127.0.0.6', family: 4 } }))).outcome, 'succeeded')
+  assert.deepEqual([first.received.length, second.received.length], [1, 1])
+})
+
+test('a literal host that is not the checked address is not contacted (a literal bypasses the pinned lookup)', BOUNDED, async (t) => {
   const receiver = await startReceiver(t)
   const result = await attemptDelivery(input(`http://127.0.0.1:${receiver.port}/`, { address: { address: '127.0.0.2', family: 4 } }))
   assert.deepEqual(result, { outcome: 'failed', error: 'address does not match the URL', durationMs: 0 })
   assert.equal(receiver.received.length, 0)
 })
 
-test('every 2xx succeeds; 4xx and 5xx fail with their status', async (t) => {
+test('every 2xx succeeds; 4xx and 5xx fail with their status', BOUNDED, async (t) => {
   for (const [status, outcome, error] of [[200, 'succeeded', undefined], [202, 'succeeded', undefined], [299, 'succeeded', undefined],
     [400, 'failed', 'HTTP 400'], [410, 'failed', 'HTTP 410'], [500, 'failed', 'HTTP 500'], [503, 'failed', 'HTTP 503']] as const) {
     const receiver = await startReceiver(t, (_req, res) => { res.writeHead(status).end('answer') })
@@ -81,7 +92,7 @@ test('every 2xx succeeds; 4xx and 5xx fail with their status', async (t) => {
   }
 })
 
-test('a redirect is a failure and is never followed: its target receives nothing', async (t) => {
+test('a redirect is a failure and is never followed: its target receives nothing', BOUNDED, async (t) => {
   const target = await startReceiver(t)
   for (const status of [301, 302, 303, 307, 308]) {
     const redirecting = await startReceiver(t, (_req, res) => { res.writeHead(status, { location: `http://127.0.0.1:${target.port}/stolen` }).end() })
@@ -92,7 +103,7 @@ test('a redirect is a failure and is never followed: its target receives nothing
   assert.equal(target.received.length, 0)
 })
 
-test('a failing answer ends the attempt at its status line: its body is neither waited for nor reported', async (t) => {
+test('a failing answer ends the attempt at its status line: its body is neither waited for nor reported', BOUNDED, async (t) => {
   const secret = newSecret()
   const headers = signed(secret)
   // The receiver echoes the request's headers and never ends its body.
@@ -104,14 +115,14 @@ test('a failing answer ends the attempt at its status line: its body is neither 
   assert.ok(!reported.includes(headers['webhook-signature'].slice(3, 20)) && !reported.includes(secret.slice(6, 20)))
 })
 
-test('a receiver that never answers fails the attempt at the deadline', async (t) => {
+test('a receiver that never answers fails the attempt at the deadline', BOUNDED, async (t) => {
   const receiver = await startReceiver(t, () => {})
   const result = await attemptDelivery(input(`http://hooks.test:${receiver.port}/`, { timeoutMs: 300 }))
   assert.deepEqual([result.outcome, result.status, result.error], ['failed', undefined, 'timed out after 300 ms'])
   assert.ok(result.durationMs >= 290 && result.durationMs < 2000, `took ${result.durationMs} ms`)
 })
 
-test('the deadline is total: a 200 whose body trickles a byte every 50 ms fails at the deadline (an idle timeout never fires)', async (t) => {
+test('the deadline is total: a 200 whose body trickles a byte every 50 ms fails at the deadline (an idle timeout never fires)', BOUNDED, async (t) => {
   let written = 0
   const receiver = await startReceiver(t, (_req, res) => {
     res.writeHead(200)
@@ -124,7 +135,7 @@ test('the deadline is total: a 200 whose body trickles a byte every 50 ms fails 
   assert.ok(written >= 3, `the body was flowing (${written} writes)`)
 })
 
-test('a 200 that streams forever succeeds once 64 KiB are read, long before the deadline, and the connection is closed', async (t) => {
+test('a 200 that streams forever succeeds once 64 KiB are read, long before the deadline, and the connection is closed', BOUNDED, async (t) => {
   let closed!: Promise<unknown>
   const receiver = await startReceiver(t, (_req, res) => { closed = once(res, 'close'); streamForever(res) })
   const result = await attemptDelivery(input(`http://hooks.test:${receiver.port}/`, { timeoutMs: 10_000 }))
@@ -133,7 +144,7 @@ test('a 200 that streams forever succeeds once 64 KiB are read, long before the 
   await closed
 })
 
-test('a 10 MB answer is not read to its end: the receiver sees the connection closed before it finished writing', async (t) => {
+test('a 10 MB answer is not read to its end: the receiver sees the connection closed before it finished writing', BOUNDED, async (t) => {
   let finished: boolean | undefined
   let closed!: Promise<unknown>
   const receiver = await startReceiver(t, (_req, res) => {
@@ -146,20 +157,20 @@ test('a 10 MB answer is not read to its end: the receiver sees the connection cl
   assert.equal(finished, false)
 })
 
-test('maxResponseBytes bounds what is read: with 1 KiB, a body that stops after 2 KiB without ending still succeeds at once', async (t) => {
+test('maxResponseBytes bounds what is read: with 1 KiB, a body that stops after 2 KiB without ending still succeeds at once', BOUNDED, async (t) => {
   const receiver = await startReceiver(t, (_req, res) => { res.writeHead(200).write(Buffer.alloc(2048, 'z')) })
   const result = await attemptDelivery(input(`http://hooks.test:${receiver.port}/`, { maxResponseBytes: 1024, timeoutMs: 3000 }))
   assert.equal(result.outcome, 'succeeded')
   assert.ok(result.durationMs < 2000, `took ${result.durationMs} ms`)
 })
 
-test('a refused connection fails with a short error and no status', async () => {
+test('a refused connection fails with a short error and no status', BOUNDED, async () => {
   const port = await closedPort()
   const result = await attemptDelivery(input(`http://hooks.test:${port}/`))
   assert.deepEqual([result.outcome, result.status, result.error], ['failed', undefined, 'connection refused'])
 })
 
-test('https: the pinned address is reached while SNI, Host and the certificate check use the URL\'s name', async (t) => {
+test('https: the pinned address is reached while SNI, Host and the certificate check use the URL\'s name', BOUNDED, async (t) => {
   const tls = selfSignedCert(t, 'hooks.test')
   const receiver = await startReceiver(t, undefined, { tls })
   const result = await attemptDelivery(input(`https://hooks.test:${receiver.port}/in`, { tls: { ca: tls.cert } }))
@@ -167,7 +178,7 @@ test('https: the pinned address is reached while SNI, Host and the certificate c
   assert.deepEqual(receiver.received.map((r) => [r.localAddress, r.servername, r.headers.host, r.body]), [['127.0.0.1', 'hooks.test', `hooks.test:${receiver.port}`, body]])
 })
 
-test('https: an untrusted certificate and a certificate for another name fail with a short TLS error, sending nothing', async (t) => {
+test('https: an untrusted certificate and a certificate for another name fail with a short TLS error, sending nothing', BOUNDED, async (t) => {
   const tls = selfSignedCert(t, 'hooks.test')
   const receiver = await startReceiver(t, undefined, { tls })
   const untrusted = await attemptDelivery(input(`https://hooks.test:${receiver.port}/`))
@@ -189,7 +200,7 @@ async function deliverOnce (url: string, resolve: Resolve, allowedHosts: string[
   return await attemptDelivery({ url: check.url, address, headers: signed(newSecret()), body, timeoutMs: 5000, ...extra })
 }
 
-test('check then attempt: an allowed host over http is delivered to the address the check resolved', async (t) => {
+test('check then attempt: an allowed host over http is delivered to the address the check resolved', BOUNDED, async (t) => {
   const receiver = await startReceiver(t, undefined, { host: '127.0.0.4' })
   const resolve: Resolve = async () => [{ address: '127.0.0.4', family: 4 }]
   const result = await deliverOnce(`http://receiver.test:${receiver.port}/hooks`, resolve, ['receiver.test'])
@@ -198,7 +209,7 @@ test('check then attempt: an allowed host over http is delivered to the address 
   assert.deepEqual(receiver.received.map((r) => [r.localAddress, r.url]), [['127.0.0.4', '/hooks']])
 })
 
-test('a name that resolved to a public address at creation and resolves to loopback at attempt time is refused then, and nothing is sent', async (t) => {
+test('a name that resolved to a public address at creation and resolves to loopback at attempt time is refused then, and nothing is sent', BOUNDED, async (t) => {
   const tls = selfSignedCert(t, 'localhost')
   const receiver = await startReceiver(t, undefined, { tls })
   const answers = ['93.184.216.34', '127.0.0.1']

@@ -32,6 +32,8 @@ export interface Receiver {
 
 export interface ReceiverOptions {
   host?: string
+  /** A fixed port (two receivers on two addresses can share one); 0 by default. */
+  port?: number
   tls?: { key: string; cert: string }
 }
 
@@ -54,7 +56,7 @@ export async function startReceiver (t: TestContext, answer: Answer = (_req, res
     })
   }
   const server: Server = options.tls === undefined ? createHttpServer(handle) : createHttpsServer(options.tls, handle)
-  await new Promise<void>((resolve) => server.listen(0, options.host ?? '127.0.0.1', resolve))
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve))
   t.after(async () => {
     server.closeAllConnections()
     await new Promise((resolve) => server.close(resolve))
