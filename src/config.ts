@@ -1,7 +1,7 @@
 // The one module that reads configuration. loadConfig is a pure function of an environment
 // object, so tests build a Config from a literal and the entry passes process.env.
 import { isIP } from 'node:net'
-import { PLAN_ORDER_LIMITS, PLANS, type OrderLimits, type Plan } from './keys/keys.schema.ts'
+import { PLAN_ORDER_LIMITS, PLANS, type OrderLimits, type Plan } from './accounts/plans.ts'
 
 export interface Config {
   host: string
@@ -31,7 +31,7 @@ export interface Config {
 export interface OrderSettings {
   /** An open order expires this long after it was placed and its stock goes back (ORDER_HOLD_MINUTES, default 30). */
   holdMs: number
-  /** Caps per plan; null: none (ORDER_LIMITS overrides the defaults of keys.schema.ts). */
+  /** Caps per plan; null: none (ORDER_LIMITS overrides the defaults of accounts/plans.ts). */
   limits: Record<Plan, OrderLimits | null>
 }
 

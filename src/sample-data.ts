@@ -3,7 +3,7 @@
 // to 3), so a test generated from the document runs against such a server: keep them in step
 // (test/openapi/examples.test.ts walks every operation with its examples on this data).
 import { createKeyAdmin } from './keys/keys.service.ts'
-import type { Role } from './keys/keys.schema.ts'
+import type { Role } from './accounts/plans.ts'
 import type { Clock } from './shared/clock.ts'
 import type { Stores } from './storage/stores.ts'
 

@@ -14,8 +14,8 @@
 // and the limiter answers synchronously), so the common request costs no promise; otherwise it
 // returns a promise.
 import type { Decision, Quota, RateLimiter } from '../ratelimit/limiter.ts'
-import type { KeyStore } from '../keys/keys.store.ts'
-import type { Role } from '../keys/keys.schema.ts'
+import type { KeyStore } from '../accounts/keys.store.ts'
+import type { Role } from '../accounts/plans.ts'
 import type { Clock } from '../shared/clock.ts'
 import { createBanRecorder, type BanFailureListener, type BanListener } from './ban-record.ts'
 import { subjectOfAddress } from './client-subject.ts'

@@ -3,7 +3,7 @@
 // fails is reported, kept, and retried at most every BAN_RETRY_MS (on the next charged request,
 // or by retryPending()). A ban that is over by the time it is recorded is still recorded: its
 // history makes the next ban escalate.
-import type { BanRecord, KeyStore } from '../keys/keys.store.ts'
+import type { BanRecord, KeyStore } from '../accounts/keys.store.ts'
 import type { Clock } from '../shared/clock.ts'
 
 /** A ban whose record in the database failed is tried again at most this often. */

@@ -11,7 +11,7 @@
 // read is bounded by the bans lifted in the last 25 hours.
 import type { RateLimiter } from '../ratelimit/limiter.ts'
 import { BAN_MAX_MS } from '../ratelimit/limiter.ts'
-import type { KeyStore } from '../keys/keys.store.ts'
+import type { KeyStore } from '../accounts/keys.store.ts'
 
 export const BAN_SYNC_INTERVAL_MS = 2000
 /** How far back a poll looks at lift times: the longest ban, plus this margin for clocks that disagree. */

@@ -2,9 +2,8 @@
 // costs no hash), refused keys by their hash (a flood of wrong keys costs one hash each and no
 // database read). Both are bounded in size and time; a resolved key is reused for 2 s, the bound
 // on cross-instance staleness without Redis (docs/architecture.md).
-import { hashKey } from '../keys/keys.service.ts'
-import { isExpired } from '../keys/keys.rules.ts'
-import type { KeyRecord, KeyStore } from '../keys/keys.store.ts'
+import { hashKey, isExpired } from '../accounts/keys.rules.ts'
+import type { KeyRecord, KeyStore } from '../accounts/keys.store.ts'
 import { principalOf, type Principal } from './principal.ts'
 
 /**

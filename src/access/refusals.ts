@@ -1,7 +1,7 @@
 // The texts of the access service's refusals (docs/product.md sections 3 and 4). They carry no
 // HTTP headers: the hook (http/access.ts) sets Retry-After and WWW-Authenticate from the decision.
 import { AppError } from '../errors.ts'
-import { ROLE_RANK, type Role } from '../keys/keys.schema.ts'
+import { ROLE_RANK, type Role } from '../accounts/plans.ts'
 import type { Decision } from '../ratelimit/limiter.ts'
 import type { Principal } from './principal.ts'
 

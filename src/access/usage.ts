@@ -11,8 +11,8 @@
 // crash (SIGKILL, power loss) loses what this instance counted since its last flush: at most one
 // interval's worth. A flush the database refuses keeps its counts for the next attempt.
 import { DAY_MS, type Decision } from '../ratelimit/limiter.ts'
-import { utcDay } from '../keys/keys.rules.ts'
-import type { DeprecatedCallRow, KeyStore, UsageRow } from '../keys/keys.store.ts'
+import { utcDay } from '../accounts/keys.rules.ts'
+import type { DeprecatedCallRow, KeyStore, UsageRow } from '../accounts/keys.store.ts'
 
 /** Well within the 5 seconds the product allows before counts and lastUsedAt reach the database. */
 export const USAGE_FLUSH_INTERVAL_MS = 2000

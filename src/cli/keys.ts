@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
 import { openStores } from '../infra.ts'
-import { PLANS, ROLES, type Plan, type Role } from '../keys/keys.schema.ts'
+import { PLANS, ROLES, type Plan, type Role } from '../accounts/plans.ts'
 import { createKeyAdmin, type KeyAdmin } from '../keys/keys.service.ts'
 import { toApiKey } from '../keys/keys.view.ts'
 import { systemClock } from '../shared/clock.ts'

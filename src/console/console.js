@@ -9,7 +9,7 @@
 //   explained and the key is shown again as it now is.
 const STORAGE_KEY = 'petstore.console.apiKey'
 const DAY_MS = 86_400_000
-const EXPIRING_WITHIN_MS = 7 * DAY_MS // keys/keys.status.ts
+const EXPIRING_WITHIN_MS = 7 * DAY_MS // accounts/keys.status.ts
 
 const $ = (id) => document.getElementById(id)
 const views = ['sign-in', 'keys-view', 'key-view', 'deprecations-view']
@@ -99,7 +99,7 @@ function explain (error) {
   return `The API could not be reached: ${error.message}`
 }
 
-// ---- status, as keys/keys.status.ts decides it ----------------------------------------------
+// ---- status, as accounts/keys.status.ts decides it ----------------------------------------------
 
 function statusOf (key, now = Date.now()) {
   if (key.revokedAt !== null) return 'revoked'

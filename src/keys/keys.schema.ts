@@ -1,40 +1,10 @@
-// API keys, roles and plans (docs/product.md sections 3 and 4). Examples name the keys
+// The key administration API's shapes (docs/product.md sections 3 and 4; roles and plans are
+// accounts/plans.ts). Examples name the keys
 // `serve --sample-data` makes: 1 customer, 2 staff, 3 admin.
 import { Type, type Static } from 'typebox'
 import { IdParam, Int64, NO_CONTROLS, PageQuery, paramDescription, StringEnum } from '../shared/schemas.ts'
-import { KEY_STATUSES } from './keys.status.ts'
-
-export const ROLES = ['customer', 'staff', 'admin'] as const
-export const RoleSchema = StringEnum(ROLES, { title: 'Role', description: 'customer: browse and order; staff: also manage catalogue, stock and all orders; admin: also manage keys.', examples: ['customer'] })
-export type Role = Static<typeof RoleSchema>
-
-export const PLANS = ['free', 'pro', 'business', 'enterprise'] as const
-export const PlanSchema = StringEnum(PLANS, { title: 'Plan', description: 'The plan sets the quotas; enterprise quotas are set per key.', examples: ['pro'] })
-export type Plan = Static<typeof PlanSchema>
-
-/** Quotas by plan (docs/product.md 4.1). Enterprise has none of its own: each key carries them. */
-export const PLAN_QUOTAS: Record<Exclude<Plan, 'enterprise'>, { perMinute: number; perDay: number }> = {
-  free: { perMinute: 60, perDay: 1_000 },
-  pro: { perMinute: 300, perDay: 10_000 },
-  business: { perMinute: 1_000, perDay: 100_000 }
-}
-
-/**
- * What one customer may hold in open orders, per plan (docs/product.md rule 9): how many open
- * orders at once, and how many units of one pet across them; null: no cap. Staff and admin are
- * never capped. Enterprise is uncapped by default (its terms are set per key by an admin, and
- * wholesale buyers order in bulk); ORDER_LIMITS overrides any plan (config.ts).
- */
-export interface OrderLimits { openOrders: number; unitsPerPet: number }
-export const PLAN_ORDER_LIMITS: Record<Plan, OrderLimits | null> = {
-  free: { openOrders: 5, unitsPerPet: 10 },
-  pro: { openOrders: 25, unitsPerPet: 100 },
-  business: { openOrders: 100, unitsPerPet: 1_000 },
-  enterprise: null
-}
-
-/** Role rank: each role may do everything the roles below it may. */
-export const ROLE_RANK: Record<Role, number> = { customer: 0, staff: 1, admin: 2 }
+import { KEY_STATUSES } from '../accounts/keys.status.ts'
+import { PLANS, PlanSchema, ROLES, RoleSchema, type Plan, type Role } from '../accounts/plans.ts'
 
 const keyIdParams = (example: number) => Type.Object({ keyId: IdParam('The key id.', [example]) }, { additionalProperties: false })
 export const KeyIdParams = keyIdParams(1)

@@ -1,15 +1,16 @@
 // API keys: making them, checking them, and administering them.
-import { createHash, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { AppError, notFound } from '../errors.ts'
 import type { Clock } from '../shared/clock.ts'
 import type { DeprecatedOperation } from '../shared/deprecation.ts'
 import { isStorableId, pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { IfMatch } from '../shared/store.ts'
 import { DAY_MS, type Decision, type Quota } from '../ratelimit/limiter.ts'
-import { subjectOf, utcDay } from './keys.rules.ts'
-import { BAN_HISTORY_MAX, DEPRECATION_DAYS, GRACE_PERIOD_DEFAULT_S, GRACE_PERIOD_MAX_S, PLAN_QUOTAS, USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, type ApiKeyPatch, type Deprecations, type KeyBans, type KeyRateLimit, type KeyUsage, type NewApiKey, type Plan, type Role, type RotateApiKey } from './keys.schema.ts'
-import type { KeyStatus } from './keys.status.ts'
-import type { BanRecord, KeyRecord, KeyStore } from './keys.store.ts'
+import { hashKey, quotaOf, subjectOf, utcDay } from '../accounts/keys.rules.ts'
+import type { Plan, Role } from '../accounts/plans.ts'
+import { BAN_HISTORY_MAX, DEPRECATION_DAYS, GRACE_PERIOD_DEFAULT_S, GRACE_PERIOD_MAX_S, USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, type ApiKeyPatch, type Deprecations, type KeyBans, type KeyRateLimit, type KeyUsage, type NewApiKey, type RotateApiKey } from './keys.schema.ts'
+import type { KeyStatus } from '../accounts/keys.status.ts'
+import type { BanRecord, KeyRecord, KeyStore } from '../accounts/keys.store.ts'
 
 /**
  * Keys are 32 random bytes (256 bits) behind a readable prefix. They are stored as SHA-256
@@ -19,13 +20,6 @@ import type { BanRecord, KeyRecord, KeyStore } from './keys.store.ts'
 export function generateKey (): { key: string; hash: string; prefix: string } {
   const key = `psk_${randomBytes(32).toString('base64url')}`
   return { key, hash: hashKey(key), prefix: key.slice(0, 12) }
-}
-
-export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex')
-
-export function quotaOf (key: Pick<KeyRecord, 'plan' | 'perMinute' | 'perDay'>): { perMinute: number; perDay: number } {
-  if (key.plan === 'enterprise') return { perMinute: key.perMinute ?? 1, perDay: key.perDay ?? 1 }
-  return PLAN_QUOTAS[key.plan]
 }
 
 /**
@@ -83,7 +77,7 @@ export interface KeyAdmin {
   rotate (id: number, input: RotateApiKey): Promise<KeyState & { key: string; old: KeyRecord }>
   /** Requests per UTC day over the last `days` days (today included), days with traffic only. */
   usage (id: number, query: { days?: number }): Promise<KeyUsage>
-  /** Filters: docs/product.md section 10 (keys/keys.status.ts for the statuses). */
+  /** Filters: docs/product.md section 10 (accounts/keys.status.ts for the statuses). */
   list (query: { limit?: number; cursor?: string; status?: KeyStatus; role?: Role; plan?: Plan; q?: string }): Promise<Page<KeyState>>
   /** The key's minute and day windows and ban, read from the limiter without charging anything. */
   rateLimit (id: number): Promise<KeyRateLimit>

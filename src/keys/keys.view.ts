@@ -2,7 +2,7 @@
 // The routes and the CLI map with it; the service itself returns records.
 import type { ApiKey } from './keys.schema.ts'
 import type { KeyState } from './keys.service.ts'
-import { quotaOf } from './keys.service.ts'
+import { quotaOf } from '../accounts/keys.rules.ts'
 
 const iso = (ms: number | null): string | null => ms === null ? null : new Date(ms).toISOString()
 

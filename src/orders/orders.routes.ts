@@ -1,12 +1,12 @@
 // Orders over HTTP: schema, one service call, status code.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { AppError } from '../errors.ts'
+import { requireCaller } from '../access/principal.ts'
 import { etagOf, idempotencyClaimOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
 import type { Clock } from '../shared/clock.ts'
 import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, idempotencyKeyHeaders } from '../shared/schemas.ts'
 import { type Order, CancelOrderIdParams, NewOrderSchema, OrderIdParams, OrderListQuery, OrderPatchSchema, OrderSchema, OrdersSchema } from './orders.schema.ts'
-import type { Caller, OrderService } from './orders.service.ts'
+import type { OrderService } from './orders.service.ts'
 import type { OrderRecord } from './orders.store.ts'
 
 export interface OrderRoutesOptions { orders: OrderService; clock: Clock }
@@ -19,17 +19,6 @@ export const toPublicOrder = (record: OrderRecord): Order => ({
   complete: record.complete,
   expiresAt: record.expiresAt === null ? null : new Date(record.expiresAt).toISOString()
 })
-
-/**
- * The caller's identity (access/principal.ts callerOf); every route here names a role, so the
- * access hook has already authenticated it. Orders belong to the first key of its rotation chain,
- * so a rotated key's successor keeps its customer's orders.
- */
-function callerOf (request: FastifyRequest): Caller {
-  const principal = request.principal
-  if (principal === null) throw new AppError('unauthenticated', 'an API key is required')
-  return principal.caller
-}
 
 export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: OrderRoutesOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -45,7 +34,7 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
     },
     config: { role: 'customer', errors: ['validation_failed'] }
   }, async (request, reply) => {
-    const page = await orders.list(request.query, callerOf(request))
+    const page = await orders.list(request.query, requireCaller(request.principal))
     setNextLink(request, reply, page.nextCursor)
     return page.items.map(toPublicOrder)
   })
@@ -60,7 +49,7 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
     },
     config: { role: 'customer', errors: ['validation_failed', 'pet_not_found', 'pet_not_available', 'insufficient_stock', 'order_limit_reached', 'idempotency_key_reused'] }
   }, async (request, reply) => {
-    const { record } = await orders.place(request.body, callerOf(request), idempotencyClaimOf(request, clock.now()))
+    const { record } = await orders.place(request.body, requireCaller(request.principal), idempotencyClaimOf(request, clock.now()))
     reply.code(201).header('location', `/v1/store/orders/${record.id}`).header('etag', etagOf(record))
     return toPublicOrder(record)
   })
@@ -74,7 +63,7 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
     },
     config: { role: 'customer', errors: ['validation_failed', 'not_found'] }
   }, async (request, reply) => {
-    const order = await orders.get(request.params.orderId, callerOf(request))
+    const order = await orders.get(request.params.orderId, requireCaller(request.principal))
     reply.header('etag', etagOf(order))
     return toPublicOrder(order)
   })
@@ -100,7 +89,7 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
     },
     config: { role: 'customer', errors: ['validation_failed', 'not_found', 'precondition_failed', 'order_already_complete'] }
   }, async (request, reply) => {
-    await orders.cancel(request.params.orderId, callerOf(request), ifMatchOf(request))
+    await orders.cancel(request.params.orderId, requireCaller(request.principal), ifMatchOf(request))
     return reply.code(204).send(null)
   })
 }

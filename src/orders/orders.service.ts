@@ -1,15 +1,13 @@
 // The order rules (docs/product.md section 5, rules 2 to 5). The stock arithmetic itself is atomic in
 // the store; here: who may see and touch which order, and what completing means.
 import { AppError, notFound, petNotFound } from '../errors.ts'
-import type { OrderLimits, Plan, Role } from '../keys/keys.schema.ts'
+import type { Caller } from '../accounts/caller.ts'
+import type { OrderLimits, Plan } from '../accounts/plans.ts'
 import type { Clock } from '../shared/clock.ts'
 import { isStorableId, pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { Created, IdempotencyClaim, IfMatch } from '../shared/store.ts'
 import type { NewOrder, OrderListQuery, OrderPatch } from './orders.schema.ts'
 import type { OrderChanges, OrderOwner, OrderRecord, OrderStore } from './orders.store.ts'
-
-/** The API key making the request. */
-export interface Caller { keyId: number; role: Role; plan: Plan }
 
 export interface OrderSettings {
   /** Rule 10: how long an open order holds its stock. */

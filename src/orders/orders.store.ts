@@ -3,7 +3,7 @@
 // transaction. Engines must take stock with a conditional UPDATE
 // (`SET stock = stock - q ... WHERE id = ? AND status = 'available' AND stock >= q`), so that
 // orders accepted for a pet never add up to more than its stock under any concurrency.
-import type { OrderLimits } from '../keys/keys.schema.ts'
+import type { OrderLimits } from '../accounts/plans.ts'
 import type { Created, IdempotencyClaim, IfMatch, PageRequest } from '../shared/store.ts'
 
 export interface OrderRecord {

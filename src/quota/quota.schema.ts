@@ -1,6 +1,6 @@
 // The answer of GET /v1/rate_limit: the caller's plan, role, both quota windows and ban.
 import { Type } from 'typebox'
-import { PlanSchema, RoleSchema } from '../keys/keys.schema.ts'
+import { PlanSchema, RoleSchema } from '../accounts/plans.ts'
 
 const WindowSchema = Type.Object({
   limit: Type.Integer({ description: 'The quota of the window.' }),

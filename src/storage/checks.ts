@@ -2,7 +2,7 @@
 // with its own SQL, inside its own transaction (and, on PostgreSQL, under its row locks), then
 // asks these functions what the rows mean; so an engine keeps only its SQL and its locking.
 import { idempotencyKeyReused, insufficientStock, notFound, orderAlreadyComplete, orderLimitReached, petHasOpenOrders, petNotAvailable, petNotFound, preconditionFailed, type AppError } from '../errors.ts'
-import type { OrderLimits } from '../keys/keys.schema.ts'
+import type { OrderLimits } from '../accounts/plans.ts'
 import type { OrderOwner } from '../orders/orders.store.ts'
 import type { PetStatus } from '../pets/pets.schema.ts'
 import { IDEMPOTENCY_TTL_MS, matchesVersion, type IdempotencyClaim, type IfMatch } from '../shared/store.ts'

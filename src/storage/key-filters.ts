@@ -1,10 +1,10 @@
 // The key list's filters (KeyFilter) as one SQL condition both engines run: the status order of
-// keys/keys.status.ts written in SQL, the role and plan, and the search. `param` adds a value and
+// accounts/keys.status.ts written in SQL, the role and plan, and the search. `param` adds a value and
 // returns its placeholder (`?` for SQLite, `$n` for PostgreSQL), so the text and the values stay
 // in step. "banned" is an EXISTS over the bans in force of any key sharing the row's quota
 // identity, as activeBan reads them, so the filter and each key's `ban` agree.
-import type { KeyFilter } from '../keys/keys.store.ts'
-import { EXPIRING_WITHIN_MS } from '../keys/keys.status.ts'
+import type { KeyFilter } from '../accounts/keys.store.ts'
+import { EXPIRING_WITHIN_MS } from '../accounts/keys.status.ts'
 
 const BANNED = (now: string): string =>
   `EXISTS (SELECT 1 FROM bans b JOIN api_keys o ON o.id = b.key_id WHERE coalesce(o.quota_key_id, o.id) = coalesce(k.quota_key_id, k.id) AND b.lifted_at IS NULL AND b.ends_at > ${now})`

@@ -3,8 +3,8 @@
 // in its own folder; only the mapping lives here, once.
 import type { CategoryRecord } from '../categories/categories.store.ts'
 import type { InventoryRecord } from '../inventory/inventory.store.ts'
-import type { Plan, Role } from '../keys/keys.schema.ts'
-import type { BanRecord, DeprecatedCallRow, KeyRecord, UsageRow } from '../keys/keys.store.ts'
+import type { Plan, Role } from '../accounts/plans.ts'
+import type { BanRecord, DeprecatedCallRow, KeyRecord, UsageRow } from '../accounts/keys.store.ts'
 import type { OrderRecord } from '../orders/orders.store.ts'
 import type { PetStatus } from '../pets/pets.schema.ts'
 import type { PetRecord } from '../pets/pets.store.ts'

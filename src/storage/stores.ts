@@ -2,7 +2,7 @@
 import type { EventStore } from '../events/events.store.ts'
 import type { CategoryStore } from '../categories/categories.store.ts'
 import type { InventoryStore } from '../inventory/inventory.store.ts'
-import type { KeyStore } from '../keys/keys.store.ts'
+import type { KeyStore } from '../accounts/keys.store.ts'
 import type { OrderStore } from '../orders/orders.store.ts'
 import type { PetStore } from '../pets/pets.store.ts'
 

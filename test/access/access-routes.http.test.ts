@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict'
 import { connect } from 'node:net'
 import { test } from 'node:test'
-import type { Role } from '../../src/keys/keys.schema.ts'
-import { ROLE_RANK } from '../../src/keys/keys.schema.ts'
+import type { Role } from '../../src/accounts/plans.ts'
+import { ROLE_RANK } from '../../src/accounts/plans.ts'
 import { buildTestApp, type TestApp } from '../helpers/app.ts'
 
 interface Prepared { path: string; body?: unknown }

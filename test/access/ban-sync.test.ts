@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { createBanSync } from '../../src/access/ban-sync.ts'
-import { subjectOfKey } from '../../src/keys/keys.rules.ts'
+import { subjectOfKey } from '../../src/accounts/keys.rules.ts'
 import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { manualClock } from '../../src/shared/clock.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'

@@ -1,6 +1,6 @@
 // A key store's reads by hash, counted and made to fail on demand: the access tests check that a
 // key is read only when it must be, and what a failed read does. Wraps the real store in place.
-import type { KeyStore } from '../../src/keys/keys.store.ts'
+import type { KeyStore } from '../../src/accounts/keys.store.ts'
 
 export function countKeyReads (keys: KeyStore): { reads: () => number; failWith: (error: Error | null) => void } {
   let reads = 0

@@ -2,11 +2,11 @@
 // flushes never overlap (access/usage.ts).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import type { KeyStore, UsageBatch } from '../../src/keys/keys.store.ts'
+import type { KeyStore, UsageBatch } from '../../src/accounts/keys.store.ts'
 import { createUsageRecorder } from '../../src/access/usage.ts'
 import { usageFlushJob } from '../../src/jobs/usage-flush.ts'
 import { runJob } from '../jobs/run.ts'
-import { utcDay } from '../../src/keys/keys.rules.ts'
+import { utcDay } from '../../src/accounts/keys.rules.ts'
 
 const T = Date.UTC(2026, 10, 21, 23, 59, 59, 500)
 

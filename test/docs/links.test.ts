@@ -100,7 +100,7 @@ test('every relative link of README.md, SECURITY.md and docs/*.md reaches a file
 })
 
 /**
- * The repository paths a page names in inline code (`src/http/access.ts`, `keys/keys.rules.ts`,
+ * The repository paths a page names in inline code (`src/http/access.ts`, `accounts/keys.rules.ts`,
  * `test/fuzz/`): relative to the repository, to src/ (as docs/architecture.md writes them) or to
  * the client's folder (its section). Globs, placeholders and URL paths are not paths.
  */

@@ -7,7 +7,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { buildApp, type AppDeps } from '../../src/app.ts'
 import { loadConfig, type Config } from '../../src/config.ts'
 import { createKeyAdmin } from '../../src/keys/keys.service.ts'
-import type { Plan, Role } from '../../src/keys/keys.schema.ts'
+import type { Plan, Role } from '../../src/accounts/plans.ts'
 import type { RateLimiter } from '../../src/ratelimit/limiter.ts'
 import { manualClock } from '../../src/shared/clock.ts'
 import type { Stores } from '../../src/storage/stores.ts'

@@ -4,8 +4,8 @@
 // on SQLite and PostgreSQL (PETSTORE_TEST_ENGINE, like every *.http.test.ts) and both limiters.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { utcDay } from '../../src/keys/keys.rules.ts'
-import type { KeyStore } from '../../src/keys/keys.store.ts'
+import { utcDay } from '../../src/accounts/keys.rules.ts'
+import type { KeyStore } from '../../src/accounts/keys.store.ts'
 import { loadSampleData } from '../../src/sample-data.ts'
 import { openTestStores } from '../helpers/stores.ts'
 import { buildTestApp, T0, type TestApp } from '../helpers/app.ts'

@@ -1,11 +1,11 @@
-// A key's status (src/keys/keys.status.ts, docs/product.md rule 10.2): the first that applies of
+// A key's status (src/accounts/keys.status.ts, docs/product.md rule 10.2): the first that applies of
 // revoked, rotated, expired, banned, expiring, active, each at its boundary instant; and the key
 // list's status filter, which the SQL of the store applies (storage/key-filters.ts), agreeing with
 // it key by key. Faults caught: a rule out of order, a boundary off by one millisecond, and the SQL
 // and the function drifting apart (the console shows one, filters by the other).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { EXPIRING_WITHIN_MS, KEY_STATUSES, keyStatus, type KeyStatus } from '../../src/keys/keys.status.ts'
+import { EXPIRING_WITHIN_MS, KEY_STATUSES, keyStatus, type KeyStatus } from '../../src/accounts/keys.status.ts'
 import { openTestStores } from '../helpers/stores.ts'
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0)

@@ -1,6 +1,6 @@
 // KeyStore on SQLite.
-import { rotationRefusal } from '../../keys/keys.rules.ts'
-import type { KeyStore } from '../../keys/keys.store.ts'
+import { rotationRefusal } from '../../accounts/keys.rules.ts'
+import type { KeyStore } from '../../accounts/keys.store.ts'
 import type { IfMatch } from '../../shared/store.ts'
 import { currentRow } from '../checks.ts'
 import { transaction, type Db } from './database.ts'

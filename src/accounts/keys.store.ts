@@ -1,7 +1,7 @@
 // The API keys port: keys (stored as hashes), the ban records admins list and lift, and usage
 // per key and UTC day.
 import type { IfMatch, PageRequest } from '../shared/store.ts'
-import type { Plan, Role } from './keys.schema.ts'
+import type { Plan, Role } from './plans.ts'
 import type { KeyStatus } from './keys.status.ts'
 
 export interface KeyRecord {
@@ -77,7 +77,7 @@ export interface UsageBatch {
 
 /** The key list's filters (GET /admin/keys); every one given must hold. */
 export interface KeyFilter {
-  /** keys/keys.status.ts: one status per key, computed at `now`. */
+  /** accounts/keys.status.ts: one status per key, computed at `now`. */
   status?: KeyStatus
   role?: Role
   plan?: Plan

@@ -1,8 +1,19 @@
 // Key lifecycle rules that both engines apply inside their transactions and the access check
 // applies on every request (docs/product.md section 9, key lifecycle).
+import { createHash } from 'node:crypto'
 import { AppError } from '../errors.ts'
 import { DAY_MS } from '../ratelimit/limiter.ts'
+import { PLAN_QUOTAS } from './plans.ts'
 import type { KeyRecord } from './keys.store.ts'
+
+/** A key as stored and looked up: its SHA-256 (keys/keys.service.ts generateKey says why not a slow hash). */
+export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex')
+
+/** The quotas in force for a key: its plan's, or an enterprise key's own. */
+export function quotaOf (key: Pick<KeyRecord, 'plan' | 'perMinute' | 'perDay'>): { perMinute: number; perDay: number } {
+  if (key.plan === 'enterprise') return { perMinute: key.perMinute ?? 1, perDay: key.perDay ?? 1 }
+  return PLAN_QUOTAS[key.plan]
+}
 
 /** Expiry is an instant: from `expiresAt` on (inclusive) the key no longer works. */
 export const isExpired = (key: Pick<KeyRecord, 'expiresAt'>, now: number): boolean =>
