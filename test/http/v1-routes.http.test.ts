@@ -33,8 +33,8 @@ test('no file in src/http/ registers a /v1 route; each /v1 route comes from a fe
 
   const v1 = [...owners].filter(([route]) => / \/v1(\/|$)/.test(route))
   assert.ok(v1.length >= 30, `the /v1 routes were traced (${v1.length})`)
-  assert.ok(owners.get('GET /v1/rate_limit') === 'quota/quota.routes.ts', `GET /v1/rate_limit comes from ${owners.get('GET /v1/rate_limit')}`)
+  assert.ok(owners.get('GET /v1/rate_limit') === 'rate-limit-status/rate-limit-status.routes.ts', `GET /v1/rate_limit comes from ${owners.get('GET /v1/rate_limit')}`)
   const inHttp = v1.filter(([, file]) => file.startsWith('http/'))
   assert.deepEqual(inHttp, [], 'routes under /v1 registered by a file of src/http/')
-  for (const [route, file] of v1) assert.match(file, /^[a-z]+\/[a-z-]+\.routes\.ts$/, `${route} is declared in ${file}, not in a feature's routes file`)
+  for (const [route, file] of v1) assert.match(file, /^[a-z-]+\/[a-z-]+\.routes\.ts$/, `${route} is declared in ${file}, not in a feature's routes file`)
 })

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { NoQuery, Reply } from '../shared/schemas.ts'
-import { RateLimitStatusSchema } from './quota.schema.ts'
+import { RateLimitStatusSchema } from './rate-limit-status.schema.ts'
 
 export async function rateLimitRoutes (fastify: FastifyInstance): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
