@@ -22,7 +22,7 @@ export interface Config {
   limiterMaxSubjects: number
   /** Most PostgreSQL connections per process (DATABASE_POOL_MAX); null: sized to the machine (storage/postgres/database.ts). */
   databasePoolMax: number | null
-  /** Connection limits and the stop's grace period (http/connections.ts, server.ts). */
+  /** Connection limits and the stop's grace period (transport/connections.ts, server.ts). */
   server: ServerLimits
   /** Open orders: how long one holds its stock, and the caps per plan (docs/product.md rules 9 and 10). */
   orders: OrderSettings
@@ -52,7 +52,7 @@ export interface ServerLimits {
   maxConnections: number
   /**
    * Open connections per client address, an IPv6 address by its /64 (MAX_CONNECTIONS_PER_ADDRESS):
-   * below MAX_CONNECTIONS, so that one address cannot hold them all (http/connections.ts).
+   * below MAX_CONNECTIONS, so that one address cannot hold them all (transport/connections.ts).
    */
   maxConnectionsPerAddress: number
   /** How long a SIGTERM waits for requests in flight before closing their connections (SHUTDOWN_GRACE_MS). */

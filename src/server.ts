@@ -5,8 +5,8 @@ import type { FastifyInstance } from 'fastify'
 import { pino, type DestinationStream, type Logger } from 'pino'
 import { buildApp } from './app.ts'
 import { describeDatabase, type Config } from './config.ts'
-import { guardConnections, reportRefusals } from './http/connections.ts'
-import { closeConnectionsAfterAnswer } from './http/header-block.ts'
+import { guardConnections, reportRefusals } from './transport/connections.ts'
+import { closeConnectionsAfterAnswer } from './transport/header-block.ts'
 import { createMetrics } from './ops/metrics.ts'
 import { requestLogView } from './http/redact.ts'
 import { openInfra, type Infra } from './infra.ts'
@@ -83,11 +83,11 @@ export async function startServer (config: Config, options: { logger?: Logger; b
     // connection (a load balancer's) would otherwise stay open after its last answer, and the stop
     // would have to cut it, racing the next request the client may already have sent.
     // Node writes that header itself for a response that does not keep its connection: the
-    // server is marked, not every response checked in a hook (http/header-block.ts).
+    // server is marked, not every response checked in a hook (transport/header-block.ts).
     // Past the caps (per process, and per client address) the connection idle longest is closed to
     // make room, or the new one when none is idle: a flood of idle or slow connections costs at most
     // this many descriptors and buffers, one address cannot hold them all, and the timeouts
-    // (http/connections.ts) free them.
+    // (transport/connections.ts) free them.
     guardConnections(app.server, config.server, reportRefusals(logger, config.server))
     // With in-process counters a restart would pardon every banned caller: the bans in force are
     // loaded from the database before the first request (before the ban-sync job starts, so a

@@ -1,7 +1,7 @@
 // Categories over HTTP: schema, one service call, status code.
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { etagOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
+import { etagOf, ifMatchOf, setNextLink } from '../routing/conditional.ts'
 import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery } from '../shared/schemas.ts'
 import { type Category, CategoriesSchema, CategoryIdParams, DeleteCategoryIdParams, CategoryListQuery, CategorySchema, NewCategorySchema } from './categories.schema.ts'
 import type { CategoryService } from './categories.service.ts'

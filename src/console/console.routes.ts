@@ -1,7 +1,7 @@
 // /console: the operator console (docs/product.md section 10), served by the API like /docs.
 // GET /console is a small HTML page naming its two assets by versioned names; GET
 // /console/assets/* serves them (console.js, console.css) compressed, with the same caching as
-// the docs assets (http/static.ts servePage: immutable for a year, the page revalidates).
+// the docs assets (transport/static.ts servePage: immutable for a year, the page revalidates).
 // Everything the page does goes through the public admin API with the operator's key.
 //
 // Content-Security-Policy, on every console response: scripts and styles from this origin only
@@ -10,7 +10,7 @@
 // no base URL. Nothing is loaded from another host.
 import type { FastifyInstance } from 'fastify'
 import { readFile } from 'node:fs/promises'
-import { onceSucceeded, servePage, staticEntity, versionedAsset } from '../http/static.ts'
+import { onceSucceeded, servePage, staticEntity, versionedAsset } from '../transport/static.ts'
 
 export const CONSOLE_CSP = [
   "default-src 'none'",

@@ -20,7 +20,7 @@ import type { Clock } from '../shared/clock.ts'
 import { sendError, toAppError } from './errors.ts'
 import { setRateLimitHeaders } from './rate-limit-headers.ts'
 import { keyParameterOf } from './redact.ts'
-import { routeConfigOf } from './route-config.ts'
+import { routeConfigOf } from '../routing/route-config.ts'
 
 export type { AccessEvents } from '../access/access.service.ts'
 

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import { AppError } from '../errors.ts'
 import type { Clock } from '../shared/clock.ts'
 import type { DeprecatedOperation } from '../shared/deprecation.ts'
-import { lifecycleHeaders, type Lifecycle } from './lifecycle.ts'
+import { lifecycleHeaders, type Lifecycle } from '../routing/lifecycle.ts'
 
 export interface LifecycleHookOptions {
   clock: Clock

@@ -2,7 +2,7 @@
 // must be read only as the type it declares, and key administration (key records and new keys)
 // must never be stored by a cache. Set in the first hook, so that 401s and 429s carry them too.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { routeConfigOf } from './route-config.ts'
+import { routeConfigOf } from '../routing/route-config.ts'
 
 export const NO_STORE_PREFIX = '/v1/admin'
 

@@ -1,7 +1,7 @@
 // Inventory over HTTP: schema, one service call, status code.
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { etagOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
+import { etagOf, ifMatchOf, setNextLink } from '../routing/conditional.ts'
 import { PetIdParams } from '../pets/pets.schema.ts'
 import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, NoQuery } from '../shared/schemas.ts'
 import { type InventoryItem, InventoryItemSchema, InventoryItemsSchema, InventoryListQuery, InventoryUpdateSchema } from './inventory.schema.ts'

@@ -1,7 +1,7 @@
 // API key administration over HTTP (admin role).
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { etagOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
+import { etagOf, ifMatchOf, setNextLink } from '../routing/conditional.ts'
 import { ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, Reply } from '../shared/schemas.ts'
 import { ApiKeyPatchSchema, ApiKeySchema, ApiKeysSchema, CreatedApiKeySchema, DeprecationsSchema, KeyBansSchema, KeyIdParams, KeyRateLimitSchema, KeyListQuery, KeyUsageQuery, KeyUsageSchema, NewApiKeySchema, RevokeKeyIdParams, RotateApiKeySchema } from './keys.schema.ts'
 import type { KeyAdmin } from './keys.service.ts'

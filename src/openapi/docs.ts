@@ -41,7 +41,7 @@
 // the API, whose server URL is relative (`/v1`) and which Scalar resolves against the page.
 import type { FastifyInstance } from 'fastify'
 import { readFile } from 'node:fs/promises'
-import { onceSucceeded, servePage, staticEntity, versionedAsset } from '../http/static.ts'
+import { onceSucceeded, servePage, staticEntity, versionedAsset } from '../transport/static.ts'
 
 export interface DocsOptions { specUrl: string; title?: string }
 

@@ -1,8 +1,8 @@
 // GET /openapi.json and GET /openapi.yaml: the finished document (openapi.ts), built and
-// compressed on the first request (YAML's library loaded then too) (http/static.ts), then revalidated by ETag. Outside /v1 and
+// compressed on the first request (YAML's library loaded then too) (transport/static.ts), then revalidated by ETag. Outside /v1 and
 // hidden from the document itself.
 import type { FastifyInstance } from 'fastify'
-import { onceSucceeded, sendStatic, staticEntity, type StaticEntity } from '../http/static.ts'
+import { onceSucceeded, sendStatic, staticEntity, type StaticEntity } from '../transport/static.ts'
 
 export interface ServeOpenApiOptions {
   /** Builds a served entity (compression in the thread pool); injectable so a test can make it fail. */

@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { AccessEvents } from '../http/access.ts'
 import type { LifecycleHookOptions } from '../http/lifecycle-hooks.ts'
-import { routeContextOf } from '../http/route-config.ts'
+import { routeContextOf } from '../routing/route-config.ts'
 
 /** Connection counts of a database pool (PostgreSQL; SQLite has one connection and no pool). */
 export interface PoolStats {

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { requireCaller } from '../access/principal.ts'
-import { etagOf, idempotencyClaimOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
+import { etagOf, idempotencyClaimOf, ifMatchOf, setNextLink } from '../routing/conditional.ts'
 import type { Clock } from '../shared/clock.ts'
 import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, idempotencyKeyHeaders } from '../shared/schemas.ts'
 import { type Order, CancelOrderIdParams, NewOrderSchema, OrderIdParams, OrderListQuery, OrderPatchSchema, OrderSchema, OrdersSchema } from './orders.schema.ts'

@@ -1,8 +1,8 @@
 // Pets over HTTP: schema, one service call, status code.
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { etagOf, idempotencyClaimOf, ifMatchOf, setNextLink } from '../http/conditional.ts'
-import type { Lifecycle } from '../http/lifecycle.ts'
+import { etagOf, idempotencyClaimOf, ifMatchOf, setNextLink } from '../routing/conditional.ts'
+import type { Lifecycle } from '../routing/lifecycle.ts'
 import type { Clock } from '../shared/clock.ts'
 import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, idempotencyKeyHeaders } from '../shared/schemas.ts'
 import { type Pet, DeletePetIdParams, NewPetSchema, PetIdParams, PetListQuery, PetPatchSchema, PetSchema, PetsSchema } from './pets.schema.ts'

@@ -1,9 +1,9 @@
 // Every operation under /v1 names the least role that may call it (requireRoles in
-// http/route-config.ts): a route without one fails the app at start, not at its first request.
+// routing/route-config.ts): a route without one fails the app at start, not at its first request.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import Fastify from 'fastify'
-import { requireRoles } from '../../src/http/route-config.ts'
+import { requireRoles } from '../../src/routing/route-config.ts'
 
 test('a /v1 route without a role fails the app at start; one with a role, or outside /v1, does not', async () => {
   const app = Fastify()

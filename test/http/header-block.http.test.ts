@@ -1,11 +1,11 @@
-// http/header-block.ts writes the response head itself for the common answer: the head, and the
+// transport/header-block.ts writes the response head itself for the common answer: the head, and the
 // state Node keeps for the connection, must be exactly what Node's own _storeHeader makes, and an
 // answer it does not handle must go to Node (same head, same errors).
 import assert from 'node:assert/strict'
 import { IncomingMessage, ServerResponse } from 'node:http'
 import { Socket } from 'node:net'
 import { test } from 'node:test'
-import { headBlocks, HeaderBlockResponse } from '../../src/http/header-block.ts'
+import { headBlocks, HeaderBlockResponse } from '../../src/transport/header-block.ts'
 
 interface Setup { keepAlive?: boolean; keepAliveTimeout?: number; maxRequestsPerSocket?: number; maxReached?: boolean; sendDate?: boolean; method?: string }
 
@@ -72,7 +72,7 @@ for (const [name, setup, status, headers, here] of CASES) {
     node.writeHead(status, { ...headers } as never)
     const before = headBlocks.written
     ours.writeHead(status, { ...headers } as never)
-    assert.equal(headBlocks.written - before, here ? 1 : 0, 'written by http/header-block.ts')
+    assert.equal(headBlocks.written - before, here ? 1 : 0, 'written by transport/header-block.ts')
     // Both made in the same second, barring a second boundary between the two lines above.
     const a = state(node)
     const b = state(ours)

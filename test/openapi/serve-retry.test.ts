@@ -6,7 +6,7 @@ import { test } from 'node:test'
 import Fastify from 'fastify'
 import { registerOpenApi } from '../../src/openapi/openapi.ts'
 import { serveOpenApi } from '../../src/openapi/serve.ts'
-import { staticEntity } from '../../src/http/static.ts'
+import { staticEntity } from '../../src/transport/static.ts'
 
 test('GET /openapi.json and /openapi.yaml: a failed build answers 500 once, the next request builds again and answers 200; a success is built only once', async (t) => {
   // Fault caught: the rejected promise of the first build was kept, so one failure was served

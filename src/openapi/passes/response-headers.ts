@@ -8,7 +8,7 @@ import type { OpenApiDocument } from '../types.ts'
 /** Route schemas name headers in lower case (Fastify's); the document spells them as sent. */
 const HEADER_NAMES: Record<string, string> = { etag: 'ETag', location: 'Location', link: 'Link', 'retry-after': 'Retry-After' }
 
-/** Headers of every response of a deprecated operation (http/lifecycle.ts sends them). */
+/** Headers of every response of a deprecated operation (routing/lifecycle.ts sends them). */
 const DEPRECATION_HEADERS = {
   Deprecation: { description: 'RFC 9745: when the operation was deprecated, as `@` and Unix seconds.', schema: { type: 'string' } },
   Sunset: { description: 'RFC 8594: when the operation stops working, as an HTTP-date.', schema: { type: 'string' } },
@@ -36,14 +36,14 @@ const OTHER_HEADERS = {
 const EVERY_RESPONSE_HEADERS = [...Object.keys(RATE_LIMIT_HEADERS), 'X-Content-Type-Options']
 
 /**
- * Statuses Node answers at the connection level (http/connections.ts), before a request exists:
+ * Statuses Node answers at the connection level (transport/connections.ts), before a request exists:
  * nothing is charged, so they carry Request-Id but no rate-limit or lifecycle header.
  */
 const CONNECTION_LEVEL_STATUSES = new Set(['408', '431'])
 
 /**
  * Node also answers malformed HTTP at the connection level, with a 400 that carries only these
- * (http/connections.ts). Every other header of a 400 is therefore documented as not required:
+ * (transport/connections.ts). Every other header of a 400 is therefore documented as not required:
  * the 400s of a parsed request (validation_failed) do carry them, charged as any request.
  */
 const MALFORMED_HTTP_STATUS = '400'

@@ -11,7 +11,7 @@ declare module 'fastify' {
     role?: Principal['role']
     /** Error codes particular to the operation; the cross-cutting ones are added for it. */
     errors?: ErrorCode[]
-    /** Stability, deprecation and sunset (http/lifecycle.ts). */
+    /** Stability, deprecation and sunset (routing/lifecycle.ts). */
     lifecycle?: Lifecycle
     /** 'free' operations cost no quota (GET /rate_limit). */
     quota?: 'free'

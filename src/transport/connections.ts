@@ -43,7 +43,7 @@ export function connectionOptions (limits: ServerLimits): Pick<FastifyHttpOption
     // error object and no nosniff: the server below answers it instead.
     requireHostHeader: false,
     // Answers whose head Node would build one header at a time are written in one pass
-    // (http/header-block.ts); the bytes are the same.
+    // (transport/header-block.ts); the bytes are the same.
     ServerResponse: HeaderBlockResponse
   }
   return {

@@ -9,7 +9,7 @@
 // is checked once per process) and one regular expression over all values; anything else
 // (Connection, Transfer-Encoding, Date, Expect, Trailer, Keep-Alive, a header given twice, a
 // value Node would refuse) goes to Node's own `_storeHeader`, which answers or throws exactly
-// as before. The server is made with it in http/connections.ts (`ServerResponse` option).
+// as before. The server is made with it in transport/connections.ts (`ServerResponse` option).
 //
 // What Node adds after the headers is reproduced as Node 24 does it (`_storeHeader` in
 // lib/_http_outgoing.js): `Date`, then `Connection: keep-alive` and `Keep-Alive: timeout=…` or
@@ -18,7 +18,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 
 // node:http's CommonJS exports, not an ES import: that would evaluate every export of the module,
-// and its WebSocket getters load undici (see http/connections.ts, docs/performance.md "Memory").
+// and its WebSocket getters load undici (see transport/connections.ts, docs/performance.md "Memory").
 const { ServerResponse } = process.getBuiltinModule('node:http')
 
 /** Node's checkIsHttpToken and checkInvalidHeaderChar. */
