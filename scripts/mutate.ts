@@ -19,7 +19,7 @@ interface Part {
 
 export const PARTS: Record<string, Part> = {
   keys: {
-    mutate: ['src/keys/*.ts', '!src/keys/*.schema.ts', '!src/keys/*.routes.ts'],
+    mutate: ['src/keys/*.ts', 'src/accounts/*.ts', '!src/keys/*.schema.ts', '!src/keys/*.routes.ts', '!src/accounts/plans.ts'],
     // Fastest first (the unit tests take 4 s a run, the HTTP ones 6 to 15 s). Not listed:
     // test/cli/effects.test.ts (49 s a run: the same commands as cli.test.ts and
     // keys-lifecycle.test.ts, against server processes, which matters for src/access/, not here)
