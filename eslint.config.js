@@ -1,11 +1,35 @@
 // Lint config: the recommended JS and TypeScript rules, type-aware where it pays (promises), and
 // the architecture of docs/architecture.md as rules (test/lint/architecture.test.ts shows that
 // each one reports a deliberate violation).
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
 import js from '@eslint/js'
 import stylistic from '@stylistic/eslint-plugin'
 import tseslint from 'typescript-eslint'
 
 // --- The architecture -------------------------------------------------------------------------
+
+// The folders and root modules of src/, read from the disk: a new folder is placed by the rules
+// below (a feature unless named as something else) without editing a list.
+const SRC_ENTRIES = readdirSync(join(import.meta.dirname, 'src'), { withFileTypes: true })
+export const SRC_FOLDERS = SRC_ENTRIES.filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort()
+export const SRC_MODULES = SRC_ENTRIES.filter((entry) => entry.isFile() && entry.name.endsWith('.ts')).map((entry) => entry.name).sort()
+
+// The layers, bottom up (docs/architecture.md). The foundation: what every other folder stands
+// on, each foundation folder importing only the ones named for it and errors.ts. accounts/ is
+// the key model (roles, plans, quotas, the key port and rules, the caller).
+export const FOUNDATION = { shared: [], ratelimit: ['shared'], accounts: ['shared', 'ratelimit'] }
+// The request pipeline: the guard (access/), the route declarations and helpers routes use
+// (routing/), the hooks (http/), the transport under them (transport/). It never imports a feature.
+export const PIPELINE = ['access', 'routing', 'http', 'transport']
+// The top: composed by app.ts, server.ts and the CLI; and the engines (storage/).
+export const TOP_FOLDERS = ['openapi', 'ops']
+export const OTHER_FOLDERS = ['storage', 'cli']
+// Every other folder is a feature: its routes, service, store port and schema.
+export const FEATURES = SRC_FOLDERS.filter((name) => !(name in FOUNDATION) && ![...PIPELINE, ...TOP_FOLDERS, ...OTHER_FOLDERS].includes(name))
+
+const folderPattern = (names) => `(^|/)(${names.join('|')})/`
+const escapeName = (name) => name.replace(/[.]/g, '\\.')
 
 // Services and store ports hold the rules; they must run without a framework or a driver.
 const DRIVERS = {
@@ -18,10 +42,16 @@ const DRIVERS = {
     message: 'services, store ports and shared/ never import Fastify or a driver: only http/, storage/ and infra.ts do (docs/architecture.md)'
   }]
 }
+// Route modules speak HTTP and call a service: the store and its engine are behind the service.
+const ROUTES_MESSAGE = 'a route module calls its service: it never imports storage/ or a driver (pg, node:sqlite, ioredis) (docs/architecture.md)'
+const ROUTES = {
+  paths: ['pg', 'node:sqlite', 'ioredis'].map((name) => ({ name, message: ROUTES_MESSAGE })),
+  patterns: [{ regex: '^pg-', message: ROUTES_MESSAGE }, { regex: '(^|/)storage/', message: ROUTES_MESSAGE }]
+}
 // http/ is the request pipeline that app.ts installs: nothing it calls may reach back into it.
 const HTTP = {
   paths: [],
-  patterns: [{ regex: '(^|/)http/', message: 'http/ is the request pipeline, installed by app.ts: storage/, infra.ts, services, ports and shared/ never import http/ (docs/architecture.md)' }]
+  patterns: [{ regex: '(^|/)http/', message: 'http/ is the request pipeline, installed by app.ts: only the top (app.ts, server.ts, cli/, openapi/, ops/) imports it (docs/architecture.md)' }]
 }
 // openapi/ (the document, its passes, the docs page) and ops/ (health, readiness, metrics) sit at
 // the top beside the routes: app.ts composes them, server.ts and the CLI hand them their
@@ -29,39 +59,39 @@ const HTTP = {
 // depends on how the API is documented or observed, and both folders can change alone.
 const TOP = {
   paths: [],
-  patterns: [{ regex: '(^|/)(openapi|ops)/', message: 'openapi/ and ops/ are composed by app.ts (and handed their dependencies by server.ts and cli/): nothing else imports them (docs/architecture.md)' }]
+  patterns: [{ regex: folderPattern(TOP_FOLDERS), message: 'openapi/ and ops/ are composed by app.ts (and handed their dependencies by server.ts and cli/): nothing else imports them (docs/architecture.md)' }]
 }
 const STORAGE = {
   paths: [],
   patterns: [{ regex: '(^|/)storage/', message: 'services, ports and shared/ depend on ports, never on a storage engine (docs/architecture.md)' }]
 }
-// shared/ is the bottom layer every feature uses, so it may not depend on any feature.
-const FEATURES = {
-  paths: [],
-  patterns: [{ regex: '(^|/)(pets|categories|orders|inventory|keys|ratelimit|cli)/', message: 'shared/ is below every feature: it never imports a feature module (docs/architecture.md)' }]
+// A foundation folder imports only the foundation folders below it and errors.ts: no feature, no
+// pipeline, no storage, no root module (openapi/ and ops/ have their own message, TOP).
+const FOUNDATION_MESSAGE = 'shared/, ratelimit/ and accounts/ are the foundation: each imports only the foundation folders below it and errors.ts, never a feature, the pipeline or a root module (docs/architecture.md)'
+function foundation (name) {
+  const above = SRC_FOLDERS.filter((folder) => folder !== name && !FOUNDATION[name].includes(folder) && !TOP_FOLDERS.includes(folder))
+  const modules = SRC_MODULES.filter((module) => module !== 'errors.ts').map(escapeName)
+  return {
+    paths: [],
+    patterns: [
+      { regex: folderPattern(above), message: FOUNDATION_MESSAGE },
+      { regex: `^(\\.\\./)+(${modules.join('|')})$`, message: FOUNDATION_MESSAGE }
+    ]
+  }
 }
-
-// The per-request guard (access/) sits between key administration (keys/) and the HTTP
-// pipeline (http/): http/ → access/ → keys/, and never back. http/ never imports keys/ (the
-// hook reads keys through the access service), keys/ never imports access/ (the guard uses key
-// administration, not the reverse), and neither keys/ (but its route module, like every
-// feature's) nor access/ imports http/. No folder cycle is left between the three.
-const KEYS_FROM_HTTP = {
+// The pipeline runs every request before any feature: app.ts registers the features, the
+// pipeline never imports one (the access hook reads keys through access/ and accounts/).
+const FEATURES_FROM_PIPELINE = {
   paths: [],
-  patterns: [{ regex: '(^|/)keys/', message: 'http/ never imports keys/: the access hook reads keys through access/ (docs/architecture.md)' }]
+  patterns: [{ regex: folderPattern(FEATURES), message: 'access/, routing/, http/ and transport/ are the request pipeline: they never import a feature, app.ts registers the features (docs/architecture.md)' }]
 }
-const ACCESS_FROM_KEYS = {
-  paths: [],
-  patterns: [{ regex: '(^|/)access/', message: 'keys/ never imports access/: the guard uses key administration, never the reverse (docs/architecture.md)' }]
-}
-const HTTP_FROM_KEYS = {
-  paths: [],
-  patterns: [{ regex: '(^|/)http/', message: 'keys/ never imports http/, but for its route module: the access hook is in http/, the key rules below it (docs/architecture.md)' }]
-}
+// access/ decides; http/access.ts turns its decisions into headers: never the reverse.
 const HTTP_FROM_ACCESS = {
   paths: [],
   patterns: [{ regex: '(^|/)http/', message: 'access/ never imports http/: http/access.ts calls it and turns its decisions into headers, never the reverse (docs/architecture.md)' }]
 }
+// No folder import loop is left: test/lint/folder-graph.test.ts builds the folder graph of src/
+// from its import statements and fails on any cycle, and on any foundation import upwards.
 
 /** One `no-restricted-imports` setting from several groups (a later config block would replace, not add to, an earlier one). */
 function restrictImports (...groups) {
@@ -224,7 +254,7 @@ export default tseslint.config(
     ignores: ['src/config.ts', 'src/cli/main.ts', 'src/cli/io.ts'],
     rules: {
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: PROCESS_ENV_MESSAGE }],
-      'no-restricted-imports': restrictImports(PROCESS_ENV, TOP)
+      'no-restricted-imports': restrictImports(PROCESS_ENV, HTTP, TOP)
     }
   },
   {
@@ -234,35 +264,30 @@ export default tseslint.config(
   },
   {
     files: ['src/*/*.service.ts', 'src/*/*.store.ts', 'src/*/*.rules.ts'],
-    ignores: ['src/shared/**'],
+    ignores: Object.keys(FOUNDATION).map((name) => `src/${name}/**`),
     rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, HTTP, STORAGE, TOP) }
   },
   {
-    files: ['src/keys/*.service.ts', 'src/keys/*.store.ts', 'src/keys/*.rules.ts'],
-    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, HTTP, STORAGE, ACCESS_FROM_KEYS, TOP) }
-  },
-  {
-    files: ['src/keys/**/*.ts'],
-    ignores: ['src/keys/*.service.ts', 'src/keys/*.store.ts', 'src/keys/*.rules.ts', 'src/keys/*.routes.ts'],
-    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, HTTP_FROM_KEYS, ACCESS_FROM_KEYS, TOP) }
-  },
-  {
-    files: ['src/keys/*.routes.ts'],
-    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, ACCESS_FROM_KEYS, TOP) }
+    files: ['src/*/*.routes.ts'],
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, ROUTES, HTTP, TOP) }
   },
   {
     // Like a service: no framework, no driver, no engine; and below http/.
     files: ['src/access/**/*.ts'],
-    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, STORAGE, HTTP_FROM_ACCESS, TOP) }
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, STORAGE, HTTP_FROM_ACCESS, FEATURES_FROM_PIPELINE, TOP) }
   },
   {
     files: ['src/http/**/*.ts'],
-    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, KEYS_FROM_HTTP, TOP) }
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, FEATURES_FROM_PIPELINE, STORAGE, TOP) }
   },
   {
-    files: ['src/shared/**/*.ts'],
-    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, DRIVERS, HTTP, STORAGE, FEATURES, TOP) }
+    files: ['src/routing/**/*.ts', 'src/transport/**/*.ts'],
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, FEATURES_FROM_PIPELINE, HTTP, STORAGE, TOP) }
   },
+  ...Object.keys(FOUNDATION).map((name) => ({
+    files: [`src/${name}/**/*.ts`],
+    rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, ...(name === 'ratelimit' ? [] : [DRIVERS]), foundation(name), TOP) }
+  })),
   {
     files: ['src/storage/**/*.ts', 'src/infra.ts'],
     rules: { 'no-restricted-imports': restrictImports(PROCESS_ENV, HTTP, TOP) }

@@ -42,8 +42,8 @@ const allowed = [
   { what: 'app.ts composes openapi/ and ops/', file: 'src/app.ts', code: "import { x } from './openapi/openapi.ts'\nimport { y } from './ops/metrics.ts'\nexport const z = [x, y]\n" },
   { what: 'server.ts makes the metrics', file: 'src/server.ts', code: "import { x } from './ops/metrics.ts'\nexport const y = x\n" },
   { what: 'a CLI command uses openapi/', file: 'src/cli/openapi.ts', code: "import { x } from '../openapi/openapi.ts'\nexport const y = x\n" },
-  { what: 'openapi/ imports the pipeline\'s helpers and itself', file: 'src/openapi/serve.ts', code: "import { x } from '../http/static.ts'\nimport { y } from './openapi.ts'\nexport const z = [x, y]\n" },
-  { what: 'ops/ imports the pipeline\'s helpers', file: 'src/ops/metrics.ts', code: "import { x } from '../http/route-config.ts'\nexport const y = x\n" }
+  { what: 'openapi/ imports the pipeline\'s helpers and itself', file: 'src/openapi/serve.ts', code: "import { x } from '../transport/static.ts'\nimport { y } from './openapi.ts'\nexport const z = [x, y]\n" },
+  { what: 'ops/ imports the pipeline\'s helpers', file: 'src/ops/metrics.ts', code: "import { x } from '../routing/route-config.ts'\nexport const y = x\n" }
 ]
 
 for (const { what, file, code } of allowed) {
