@@ -1,7 +1,7 @@
 // The category rules: a category with pets cannot be deleted (the store enforces it atomically).
 import { notFound } from '../errors.ts'
 import type { IfMatch } from '../shared/store.ts'
-import { isStorableId, pageRequest, toPage, type Page } from '../shared/pagination.ts'
+import { pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { CategoryListQuery, NewCategory } from './categories.schema.ts'
 import type { CategoryRecord, CategoryStore } from './categories.store.ts'
 
@@ -20,7 +20,7 @@ export function createCategoryService (categories: CategoryStore): CategoryServi
       return toPage(await categories.listCategories(page), page)
     },
     async get (id) {
-      const category = isStorableId(id) ? await categories.getCategory(id) : null
+      const category = await categories.getCategory(id)
       if (category === null) throw notFound(`category ${id}`)
       return category
     },
@@ -28,11 +28,9 @@ export function createCategoryService (categories: CategoryStore): CategoryServi
       return await categories.createCategory(input)
     },
     async replace (id, input, ifMatch) {
-      if (!isStorableId(id)) throw notFound(`category ${id}`)
       return await categories.replaceCategory(id, input, ifMatch)
     },
     async remove (id, ifMatch) {
-      if (!isStorableId(id)) throw notFound(`category ${id}`)
       await categories.deleteCategory(id, ifMatch)
     }
   }

@@ -1,6 +1,6 @@
 // The inventory rules (docs/product.md section 5, rules 6 and 7); the status change rides in the store's transaction.
 import { notFound } from '../errors.ts'
-import { isStorableId, pageRequest, toPage, type Page } from '../shared/pagination.ts'
+import { pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { IfMatch } from '../shared/store.ts'
 import type { InventoryListQuery } from './inventory.schema.ts'
 import type { InventoryRecord, InventoryStore } from './inventory.store.ts'
@@ -22,13 +22,12 @@ export function createInventoryService (inventory: InventoryStore): InventorySer
     },
 
     async get (petId) {
-      const entry = isStorableId(petId) ? await inventory.getInventory(petId) : null
+      const entry = await inventory.getInventory(petId)
       if (entry === null) throw notFound(`pet ${petId}`)
       return entry
     },
 
     async setStock (petId, quantity, ifMatch) {
-      if (!isStorableId(petId)) throw notFound(`pet ${petId}`)
       return await inventory.setStock(petId, quantity, ifMatch)
     }
   }

@@ -1,10 +1,10 @@
 // The order rules (docs/product.md section 5, rules 2 to 5). The stock arithmetic itself is atomic in
 // the store; here: who may see and touch which order, and what completing means.
-import { AppError, notFound, petNotFound } from '../errors.ts'
+import { AppError, notFound } from '../errors.ts'
 import type { Caller } from '../accounts/caller.ts'
 import type { OrderLimits, Plan } from '../accounts/plans.ts'
 import type { Clock } from '../shared/clock.ts'
-import { isStorableId, pageRequest, toPage, type Page } from '../shared/pagination.ts'
+import { pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { Created, IdempotencyClaim, IfMatch } from '../shared/store.ts'
 import type { NewOrder, OrderListQuery, OrderPatch } from './orders.schema.ts'
 import type { OrderChanges, OrderOwner, OrderRecord, OrderStore } from './orders.store.ts'
@@ -50,7 +50,6 @@ export function createOrderService (orders: OrderStore, clock: Clock, settings: 
   return {
     async list (query, caller) {
       const page = pageRequest(query)
-      if (query.petId !== undefined && !isStorableId(query.petId)) return { items: [], nextCursor: null }
       const owner = ownerOf(caller)
       const filter = {
         ...(query.petId !== undefined && { petId: query.petId }),
@@ -61,17 +60,13 @@ export function createOrderService (orders: OrderStore, clock: Clock, settings: 
     },
 
     async get (id, caller) {
-      const order = isStorableId(id) ? await orders.getOrder(id, ownerOf(caller), clock.now()) : null
+      const order = await orders.getOrder(id, ownerOf(caller), clock.now())
       if (order === null) throw notFound(`order ${id}`)
       return order
     },
 
     async place (input, caller, idempotency) {
       const shipDate = input.shipDate === undefined ? null : epochOf(input.shipDate, 'shipDate')
-      if (!isStorableId(input.petId)) {
-        // An int64 we never assigned names no pet. The claim is not recorded: nothing was created.
-        throw petNotFound(input.petId)
-      }
       const now = clock.now()
       return await orders.placeOrder({
         petId: input.petId, quantity: input.quantity, shipDate, ownerKeyId: caller.keyId, now,
@@ -80,7 +75,6 @@ export function createOrderService (orders: OrderStore, clock: Clock, settings: 
     },
 
     async update (id, patch, ifMatch) {
-      if (!isStorableId(id)) throw notFound(`order ${id}`)
       const changes: OrderChanges = {}
       if (patch.shipDate !== undefined) changes.shipDate = epochOf(patch.shipDate, 'shipDate')
       if (patch.complete === true) {
@@ -92,7 +86,6 @@ export function createOrderService (orders: OrderStore, clock: Clock, settings: 
     },
 
     async cancel (id, caller, ifMatch) {
-      if (!isStorableId(id)) throw notFound(`order ${id}`)
       await orders.cancelOrder(id, ownerOf(caller), ifMatch, clock.now())
     },
 

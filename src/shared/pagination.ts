@@ -34,6 +34,3 @@ export function toPage<T extends { id: number }> (rows: T[], page: PageRequest):
   const items = rows.slice(0, size)
   return { items, nextCursor: encodeCursor(items[items.length - 1]!.id) }
 }
-
-/** Ids we assign stay below 2^53; a larger int64 is valid input that can name no record. */
-export const isStorableId = (id: number): boolean => Number.isSafeInteger(id) && id > 0

@@ -13,6 +13,13 @@ import { ERROR_CATALOGUE, MAX_DETAIL_TEXT, MAX_ERROR_DETAILS, type ErrorCode } f
  */
 export const MAX_ID = Number.MAX_SAFE_INTEGER
 
+/**
+ * Whether a number is an id the API accepts (Int64's range, 1 to MAX_ID). A request's ids are
+ * checked by its schema; this is for the callers no schema checks (the CLI reaches the key
+ * service directly): an id out of the range names no record.
+ */
+export const isStorableId = (id: number): boolean => Number.isInteger(id) && id >= 1 && id <= MAX_ID
+
 /** Integer identifiers: int64, 1 to 2^53 - 1 (see MAX_ID). */
 export const Int64 = (options: { description?: string; examples?: number[] } = {}) =>
   Type.Integer({ format: 'int64', minimum: 1, maximum: MAX_ID, ...options })
