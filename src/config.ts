@@ -2,6 +2,8 @@
 // object, so tests build a Config from a literal and the entry passes process.env.
 import { isIP } from 'node:net'
 import { PLAN_ORDER_LIMITS, PLANS, type OrderLimits, type Plan } from './accounts/plans.ts'
+import type { OrderSettings } from './orders/orders.service.ts'
+import { DEFAULT_ORDER_HOLD_MS } from './orders/orders.store.ts'
 
 export interface Config {
   host: string
@@ -28,14 +30,7 @@ export interface Config {
   orders: OrderSettings
 }
 
-export interface OrderSettings {
-  /** An open order expires this long after it was placed and its stock goes back (ORDER_HOLD_MINUTES, default 30). */
-  holdMs: number
-  /** Caps per plan; null: none (ORDER_LIMITS overrides the defaults of accounts/plans.ts). */
-  limits: Record<Plan, OrderLimits | null>
-}
-
-export const DEFAULT_ORDER_HOLD_MINUTES = 30
+export const DEFAULT_ORDER_HOLD_MINUTES = DEFAULT_ORDER_HOLD_MS / 60_000
 
 /**
  * Limits at the edge (docs/product.md section 9), all in milliseconds but the cap. The table of

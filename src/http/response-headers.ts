@@ -1,7 +1,7 @@
 // Headers for typed and sensitive answers (docs/product.md section 9): every response says it
 // must be read only as the type it declares, and key administration (key records and new keys)
 // must never be stored by a cache. Set in the first hook, so that 401s and 429s carry them too.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { routeConfigOf } from '../routing/route-config.ts'
 
 export const NO_STORE_PREFIX = '/v1/admin'
@@ -20,8 +20,4 @@ export function setResponseHeaders (request: FastifyRequest, reply: FastifyReply
   const headers = responseHeadersOf(request)
   reply.header('x-content-type-options', 'nosniff')
   if (headers !== TYPED) reply.header('cache-control', 'no-store')
-}
-
-export function installResponseHeaders (app: FastifyInstance): void {
-  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => { setResponseHeaders(request, reply) })
 }

@@ -108,11 +108,6 @@ const INT64_MAX = 2n ** 63n - 1n
 export const DECIMAL_MESSAGE = 'must be a decimal integer: digits only, no sign, no leading zero, no spaces'
 const INT64_MESSAGE = 'must be a 64-bit integer'
 
-/** Whether `text` is written as the rule wants: `0` or digits without a leading zero. */
-export function isDecimalText (text: string): boolean {
-  return DECIMAL_TEXT.test(text)
-}
-
 /** Whether `text` is a decimal int64 (0 to 2^63 - 1; the schemas' bounds then narrow it). */
 export function isInt64Text (text: string): boolean {
   if (!DECIMAL_TEXT.test(text) || text.length > 19) return false

@@ -10,9 +10,9 @@ import type { NewOrder, OrderListQuery, OrderPatch } from './orders.schema.ts'
 import type { OrderChanges, OrderOwner, OrderRecord, OrderStore } from './orders.store.ts'
 
 export interface OrderSettings {
-  /** Rule 10: how long an open order holds its stock. */
+  /** Rule 10: how long an open order holds its stock (ORDER_HOLD_MINUTES, default DEFAULT_ORDER_HOLD_MS). */
   holdMs: number
-  /** Rule 9: caps per plan (null: none). */
+  /** Rule 9: caps per plan (null: none); ORDER_LIMITS overrides the defaults of accounts/plans.ts. */
   limits: Record<Plan, OrderLimits | null>
 }
 

@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../errors.ts'
+import { IDEMPOTENCY_KEY_PATTERN } from '../shared/schemas.ts'
 import type { IdempotencyClaim, IfMatch } from '../shared/store.ts'
 
 /** A record's ETag is its version: strong, and it changes whenever the row changes. */
@@ -21,7 +22,7 @@ export function ifMatchOf (request: FastifyRequest): IfMatch {
   return versions
 }
 
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
+const IDEMPOTENCY_KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN)
 
 /**
  * The Idempotency-Key claim of a create, or null without the header. The fingerprint binds the

@@ -112,13 +112,14 @@ export const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(Type.String({ minLength: 1, maxLength: 1000, pattern: HEADER_TEXT, description: 'Apply the change only to this version: the `ETag` of a read (`"3"`), several of them (`"3", "4"`), or `*` (any version). A version that is no longer current is `412 precondition_failed`.', examples: ['*'] }))
 })
 
+/** An Idempotency-Key: 1 to 255 visible ASCII characters (the schema, and routing/conditional.ts for the claim). */
+export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7e]{1,255}$'
+
 /**
  * Request headers of an operation that honours Idempotency-Key. The example differs per
  * operation: a key is bound to one operation and body, so one example shared by two creates
  * would be a reuse (409) when a generated test sends both.
  */
 export const idempotencyKeyHeaders = (example: string) => Type.Object({
-  'idempotency-key': Type.Optional(Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$', description: 'Makes the create safe to retry: 1 to 255 visible ASCII characters, unique per intended create (a UUID is a good choice). Remembered for 24 hours.', examples: [example] }))
+  'idempotency-key': Type.Optional(Type.String({ pattern: IDEMPOTENCY_KEY_PATTERN, description: 'Makes the create safe to retry: 1 to 255 visible ASCII characters, unique per intended create (a UUID is a good choice). Remembered for 24 hours.', examples: [example] }))
 })
-
-export const IdempotencyKeyHeaders = idempotencyKeyHeaders('0b7c6a52-5f0e-4d3c-9a51-2f4d1c6e8a90')
