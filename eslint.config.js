@@ -22,9 +22,10 @@ export const FOUNDATION = { shared: [], ratelimit: ['shared'], accounts: ['share
 // The request pipeline: the guard (access/), the route declarations and helpers routes use
 // (routing/), the hooks (http/), the transport under them (transport/). It never imports a feature.
 export const PIPELINE = ['access', 'routing', 'http', 'transport']
-// The top: composed by app.ts, server.ts and the CLI; and the engines (storage/).
+// The top, composed by app.ts, server.ts and the CLI; then the engines (storage/), the entries
+// (cli/) and background work (jobs/), which are neither features nor the pipeline.
 export const TOP_FOLDERS = ['openapi', 'ops']
-export const OTHER_FOLDERS = ['storage', 'cli']
+export const OTHER_FOLDERS = ['storage', 'cli', 'jobs']
 // Every other folder is a feature: its routes, service, store port and schema.
 export const FEATURES = SRC_FOLDERS.filter((name) => !(name in FOUNDATION) && ![...PIPELINE, ...TOP_FOLDERS, ...OTHER_FOLDERS].includes(name))
 

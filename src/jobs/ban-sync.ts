@@ -2,7 +2,7 @@
 // run at start: server.ts restores the bans in force before the app is ready (restoreBans), and
 // a start that cannot read them fails.
 import { createBanSync } from '../access/ban-sync.ts'
-import type { KeyStore } from '../keys/keys.store.ts'
+import type { KeyStore } from '../accounts/keys.store.ts'
 import type { RateLimiter } from '../ratelimit/limiter.ts'
 import type { Clock } from '../shared/clock.ts'
 import type { Job } from './runner.ts'

@@ -4,7 +4,7 @@
 // closes (runner.ts), so a test app built by buildApp runs them as the server does.
 import type { FastifyInstance } from 'fastify'
 import type { UsageRecorder } from '../access/usage.ts'
-import type { KeyStore } from '../keys/keys.store.ts'
+import type { KeyStore } from '../accounts/keys.store.ts'
 import type { OrderService } from '../orders/orders.service.ts'
 import type { RateLimiter } from '../ratelimit/limiter.ts'
 import type { Clock } from '../shared/clock.ts'

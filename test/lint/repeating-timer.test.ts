@@ -45,7 +45,7 @@ for (const { what, file, code, expected } of violations) {
 }
 
 test('lint allows a one-shot setTimeout (a deadline) anywhere in src/, and setInterval in src/jobs/', async () => {
-  assert.deepEqual(await reports('export function deadline (ms: number, onLate: () => void): () => void {\n  const timer = setTimeout(onLate, ms)\n  return () => { clearTimeout(timer) }\n}\n', 'src/http/connections.ts'), [])
+  assert.deepEqual(await reports('export function deadline (ms: number, onLate: () => void): () => void {\n  const timer = setTimeout(onLate, ms)\n  return () => { clearTimeout(timer) }\n}\n', 'src/transport/connections.ts'), [])
   assert.deepEqual(await reports('export const timer = setInterval(() => {}, 1000)\n', 'src/jobs/runner.ts'), [])
   assert.deepEqual(await reports('export const timer = setInterval(() => {}, 1000)\n', 'src/jobs/retention.ts'), [], 'a new job module')
 })
