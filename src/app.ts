@@ -20,7 +20,7 @@ import type { DeprecatedOperation } from './shared/deprecation.ts'
 import { healthRoutes } from './ops/health.ts'
 import { setResponseHeaders } from './http/response-headers.ts'
 import { createMetrics, installMetrics, malformedUrlCounter, metricsRoutes, type Metrics } from './ops/metrics.ts'
-import { registerOpenApi } from './openapi/openapi.ts'
+import { API_VERSION, registerOpenApi } from './openapi/openapi.ts'
 import { serveOpenApi } from './openapi/serve.ts'
 import { acceptedRequestId, bindRequestLogger, lazyChildLogger, observeFrameworkAnswers, RequestLog } from './http/request-log.ts'
 import { installValidation, parseJsonBody } from './http/validation.ts'
@@ -33,6 +33,9 @@ import { createKeyAdmin } from './keys/keys.service.ts'
 import { createUsageRecorder } from './access/usage.ts'
 import { installUsageRecording } from './http/usage.ts'
 import { orderRoutes } from './orders/orders.routes.ts'
+import { mcpRoutes } from './mcp/mcp.routes.ts'
+import { collectTools, type Tool } from './mcp/tools.ts'
+import { MCP_CHANNEL_HEADER, MCP_CHANNEL_TOKEN } from './shared/channel.ts'
 import { createOrderService } from './orders/orders.service.ts'
 import { rateLimitRoutes } from './rate-limit-status/rate-limit-status.routes.ts'
 import { petRoutes } from './pets/pets.routes.ts'
@@ -71,7 +74,7 @@ export interface AppDeps {
 /** The installation steps of buildApp, in their order. */
 export type StepName =
   | 'deprecations' | 'roles' | 'request-id' | 'validation' | 'errors' | 'metrics' | 'json' | 'access' | 'sunset' | 'usage' | 'cors' | 'openapi'
-  | 'v1-routes' | 'health-routes' | 'metrics-routes' | 'openapi-routes' | 'docs-routes' | 'console-routes'
+  | 'mcp-tools' | 'v1-routes' | 'mcp-routes' | 'health-routes' | 'metrics-routes' | 'openapi-routes' | 'docs-routes' | 'console-routes'
 export type AppStep = Step<StepName>
 
 /** The steps every request runs through (hooks and parsers): every routes step comes after them all. */
@@ -83,7 +86,7 @@ const PIPELINE: StepName[] = ['request-id', 'validation', 'errors', 'metrics', '
  * be missing from the document and from the deprecations list, and a /v1 route without a role
  * would not fail the build.
  */
-const ROUTES_NEED: StepName[] = [...PIPELINE, 'openapi', 'deprecations', 'roles']
+const ROUTES_NEED: StepName[] = [...PIPELINE, 'openapi', 'deprecations', 'roles', 'mcp-tools']
 
 /** The 1.0.0 release deprecated GET /pets/{petId}; its sunset comes from the configuration. */
 export const GET_PET_DEPRECATED_AT = new Date('2026-11-21T00:00:00Z')
@@ -148,6 +151,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   }
   const lifecycleOptions = { clock, docsUrl: '/docs', onDeprecatedCall }
   let deprecatedOperations: DeprecatedOperation[] = []
+  let tools: Tool[] = []
 
   const pets = createPetService(stores.pets)
   const categories = createCategoryService(stores.categories)
@@ -231,6 +235,8 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
     },
     // @fastify/swagger and the error responses: both read each route as it is declared.
     { name: 'openapi', needs: [], install: registerOpenApi },
+    // Reads each /v1 route as it is declared: the MCP tools are made from the routes themselves.
+    { name: 'mcp-tools', needs: [], install: (app) => { tools = collectTools(app) } },
     {
       name: 'v1-routes',
       needs: ROUTES_NEED,
@@ -244,6 +250,21 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
         await v1.register(keyRoutes, { admin })
         await v1.register(rateLimitRoutes)
       }
+    },
+    // The MCP endpoint (mcp/): its tools call the /v1 routes through app.inject, so after them;
+    // the prose of each operation comes from the finished document (openapi).
+    {
+      name: 'mcp-routes',
+      needs: [...ROUTES_NEED, 'v1-routes'],
+      encapsulated: true,
+      install: (app) => mcpRoutes(app, {
+        tools,
+        describe: (operationId) => describeOperation(app, operationId),
+        clock,
+        repeatLimit: config.mcp.repeatLimit,
+        channel: { header: MCP_CHANNEL_HEADER, value: MCP_CHANNEL_TOKEN },
+        version: API_VERSION
+      })
     },
     { name: 'health-routes', needs: ROUTES_NEED, encapsulated: true, install: (app) => healthRoutes(app, { readiness: deps.readiness ?? { check: async () => { await stores.ping(); return { status: 'ok', checks: { database: { status: 'ok' } } } } } }) },
     { name: 'metrics-routes', needs: ROUTES_NEED, encapsulated: true, install: (app) => metricsRoutes(app, { metrics }) },
@@ -265,4 +286,13 @@ function trustFunction (trust: Config['trustProxy']): false | string[] | ((addre
   if (typeof trust !== 'number') return trust
   const hops = trust
   return (_address, hop) => hop < hops
+}
+
+/** The description the finished document gives an operation (its prose file included). */
+function describeOperation (app: FastifyInstance, operationId: string): string | undefined {
+  const document = (app as unknown as { swagger?: () => { paths?: Record<string, Record<string, { operationId?: string; description?: string }>> } }).swagger?.()
+  for (const item of Object.values(document?.paths ?? {})) {
+    for (const operation of Object.values(item)) if (operation.operationId === operationId) return operation.description
+  }
+  return undefined
 }

@@ -28,6 +28,8 @@ export interface Config {
   server: ServerLimits
   /** Open orders: how long one holds its stock, and the caps per plan (docs/product.md rules 9 and 10). */
   orders: OrderSettings
+  /** The MCP endpoint's loop breaker: the same tool call, per key and minute (MCP_REPEAT_LIMIT). */
+  mcp: { repeatLimit: number }
 }
 
 export const DEFAULT_ORDER_HOLD_MINUTES = DEFAULT_ORDER_HOLD_MS / 60_000
@@ -149,8 +151,10 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
     limits: parseOrderLimits(env.ORDER_LIMITS, problems)
   }
 
+  const mcp = { repeatLimit: readInteger(env, 'MCP_REPEAT_LIMIT', 20, 1, 10_000, problems) }
+
   if (problems.length > 0) throw new ConfigError(problems)
-  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, trustProxy, limiterMaxSubjects, databasePoolMax, server, orders }
+  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, trustProxy, limiterMaxSubjects, databasePoolMax, server, orders, mcp }
 }
 
 /** A whole number from `min` to `max`, or `fallback` when the variable is unset or empty. */

@@ -26,6 +26,7 @@ export const ERROR_CATALOGUE = {
   pet_not_found: { status: 422, description: 'The body names a pet that does not exist.' },
   headers_too_large: { status: 431, description: 'The request line and headers exceed 16 KiB. Answered before the request is read, so without rate-limit headers; the connection is closed.' },
   rate_limited: { status: 429, description: 'A quota window is used up; retry after Retry-After seconds.' },
+  tool_call_repeated: { status: 429, description: 'Through MCP only (a tool result, never an HTTP answer): the same tool with the same arguments was called more than MCP_REPEAT_LIMIT times in a minute by one key; change the arguments or wait retryAfter seconds.' },
   api_key_banned: { status: 429, description: 'The key kept calling while told to wait and is banned until Retry-After.' },
   internal_error: { status: 500, description: 'An unexpected error; it is logged with the request id.' },
   service_unavailable: { status: 503, description: 'A backing service is unreachable; retry after Retry-After seconds.' }

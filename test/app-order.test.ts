@@ -34,7 +34,7 @@ const notRegistered = (dependency: string, plugin: string) => (error: Error & { 
 test('the declared order builds an app that answers', async (t) => {
   let names: StepName[] = []
   await buildWith(t, (steps) => { names = steps.map((s) => s.name); return steps })
-  assert.deepEqual(names, ['deprecations', 'roles', 'request-id', 'validation', 'errors', 'metrics', 'json', 'access', 'sunset', 'usage', 'cors', 'openapi', 'v1-routes', 'health-routes', 'metrics-routes', 'openapi-routes', 'docs-routes', 'console-routes'])
+  assert.deepEqual(names, ['deprecations', 'roles', 'request-id', 'validation', 'errors', 'metrics', 'json', 'access', 'sunset', 'usage', 'cors', 'openapi', 'mcp-tools', 'v1-routes', 'mcp-routes', 'health-routes', 'metrics-routes', 'openapi-routes', 'docs-routes', 'console-routes'])
 })
 
 test('usage recording installed before access fails the build, naming both (it reads the decision access sets)', async (t) => {
@@ -47,6 +47,10 @@ test('the access hook installed before the request id hook fails the build (a re
 
 test('the /v1 routes declared before the OpenAPI hooks fail the build (they would be missing from the document)', async (t) => {
   await assert.rejects(buildWith(t, moveBefore('v1-routes', 'openapi')), notRegistered('openapi', 'v1-routes'))
+})
+
+test('the /v1 routes declared before the MCP tool collector fail the build (their tools would be missing)', async (t) => {
+  await assert.rejects(buildWith(t, moveBefore('v1-routes', 'mcp-tools')), notRegistered('mcp-tools', 'v1-routes'))
 })
 
 test('a step left out fails the build of every step that needs it', async (t) => {

@@ -11,6 +11,7 @@
 // - refusals (429) are aggregated: the first of each window is written in full, the others of the
 //   window are counted and written as one "requests refused" line when the next window begins
 //   (or the app closes), so 20,000 refused calls write a handful of lines, not 20,000.
+import { viaMcp } from '../shared/channel.ts'
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify'
 import { pino } from 'pino'
 import type { Clock } from '../shared/clock.ts'
@@ -169,7 +170,7 @@ export class RequestLog extends LogController {
       const keyId = request.principal?.keyId
       // The id (a UUID, or a caller's id of [A-Za-z0-9._:-]: acceptedRequestId) and the method
       // (a token: Node's parser accepts no other) never need escaping; the URL may.
-      fast.write(`${fast.head()},"reqId":"${request.id}"${keyId === undefined ? '' : `,"keyId":${keyId}`},"method":"${request.method}","url":${quoted(redactUrl(request.url))},"statusCode":${statusCode},"responseTime":${reply.elapsedTime},"msg":"request completed"${fast.end}`)
+      fast.write(`${fast.head()},"reqId":"${request.id}"${keyId === undefined ? '' : `,"keyId":${keyId}`}${viaMcp(request.headers) ? ',"via":"mcp"' : ''},"method":"${request.method}","url":${quoted(redactUrl(request.url))},"statusCode":${statusCode},"responseTime":${reply.elapsedTime},"msg":"request completed"${fast.end}`)
       return
     }
     // Written by the app's logger with the ids spelled out: no per-request child is built for it.
@@ -181,6 +182,7 @@ export class RequestLog extends LogController {
       statusCode,
       responseTime
     }
+    if (viaMcp(request.headers)) line.via = 'mcp'
     const failure = request.failure
     if (failure !== null) {
       line.code = failure.code
