@@ -52,7 +52,7 @@ export interface ServerProcess {
 /**
  * Starts `petstore serve --port 0` on the Node running the tests (process.execPath: signals reach
  * the server itself, not a wrapper), with this environment on top of the test's. Resolves once it
- * prints its address; rejects when it exits first or does not start within 20 s. `args` go after
+ * prints its address; rejects when it exits first or does not start within 60 s (a loaded machine; tracing imports its SDK first). `args` go after
  * `serve --port 0` (`--sample-data`, `--keys-file PATH`).
  */
 export async function startServerProcess (cleanup: ReturnType<typeof cleanupStack>, env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
@@ -76,7 +76,7 @@ export async function startServerProcess (cleanup: ReturnType<typeof cleanupStac
   cleanup(stop)
 
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not start within 20 s:\n${out}${err}`)), 20_000)
+    const timer = setTimeout(() => reject(new Error(`the server did not start within 60 s:\n${out}${err}`)), 60_000)
     const onData = () => {
       const match = /Petstore API on (\S+)\/v1/.exec(out)
       if (match !== null) {
