@@ -23,9 +23,10 @@ export const FOUNDATION = { shared: [], ratelimit: ['shared'], accounts: ['share
 // (routing/), the hooks (http/), the transport under them (transport/). It never imports a feature.
 export const PIPELINE = ['access', 'routing', 'http', 'transport']
 // The top, composed by app.ts, server.ts and the CLI; then the engines (storage/), the entries
-// (cli/) and background work (jobs/), which are neither features nor the pipeline.
+// (cli/), background work (jobs/) and tracing (telemetry/: its seams are read by the pipeline and
+// the SQLite writer), which are neither features nor the pipeline.
 export const TOP_FOLDERS = ['openapi', 'ops']
-export const OTHER_FOLDERS = ['storage', 'cli', 'jobs']
+export const OTHER_FOLDERS = ['storage', 'cli', 'jobs', 'telemetry']
 // Every other folder is a feature: its routes, service, store port and schema.
 export const FEATURES = SRC_FOLDERS.filter((name) => !(name in FOUNDATION) && ![...PIPELINE, ...TOP_FOLDERS, ...OTHER_FOLDERS].includes(name))
 

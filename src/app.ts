@@ -47,6 +47,7 @@ import type { Stores } from './storage/stores.ts'
 import { requireRoles, routeConfigOf } from './routing/route-config.ts'
 import { installSteps, type Step } from './http/steps.ts'
 import { backgroundJobs, installJobs } from './jobs/jobs.ts'
+import { telemetry } from './telemetry/hooks.ts'
 
 export interface AppDeps {
   config: Config
@@ -139,6 +140,8 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
     genReqId: (request) => acceptedRequestId(request.headers['request-id']) ?? randomUUID()
   })
   requestLog.attach(app.log)
+  // The access decision on each request's span: only when tracing is on (telemetry/).
+  telemetry.installApp?.(app)
   app.addHook('onClose', (_app, done) => { requestLog.flush(); done() })
 
   // Usage per key: counted in memory per response, written in batches by the usage-flush job.

@@ -3,8 +3,8 @@ import { open } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
 import { loadSampleData, loadSampleKeysAndOrders } from '../sample-data.ts'
-import { startServer } from '../server.ts'
 import { systemClock } from '../shared/clock.ts'
+import { startTracingIfEnabled } from '../telemetry/enabled.ts'
 import type { Io } from './io.ts'
 
 export async function serve (args: string[], io: Io): Promise<number> {
@@ -14,6 +14,10 @@ export async function serve (args: string[], io: Io): Promise<number> {
     return 2
   }
   const config = loadConfig({ ...io.env, ...(values.host !== undefined && { HOST: values.host }), ...(values.port !== undefined && { PORT: values.port }) })
+  // Tracing starts before the server's modules load, so the drivers it instruments are patched as
+  // they load; off, nothing of OpenTelemetry is imported (telemetry/enabled.ts).
+  const tracing = await startTracingIfEnabled(io.env)
+  const { startServer } = await import('../server.ts')
   const server = await startServer(config, {
     beforeListen: async (infra) => {
       if (!values['sample-data']) return
@@ -45,5 +49,7 @@ export async function serve (args: string[], io: Io): Promise<number> {
   const signal = await (io.stopSignal ?? new Promise<string>(() => {}))
   io.out(`${signal}: finishing requests in flight, then stopping`)
   await server.close()
+  // The last spans go out now; a collector that is gone costs them, never the clean stop.
+  await tracing?.shutdown().catch((error: unknown) => { io.err(`serve: traces not flushed at stop: ${(error as Error).message}`) })
   return 0
 }

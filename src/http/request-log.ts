@@ -16,6 +16,7 @@ import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyR
 import { pino } from 'pino'
 import type { Clock } from '../shared/clock.ts'
 import { redactUrl } from './redact.ts'
+import { telemetry } from '../telemetry/hooks.ts'
 
 type Bindings = Record<string, unknown>
 type LogFn = (...args: unknown[]) => void
@@ -164,13 +165,15 @@ export class RequestLog extends LogController {
     const statusCode = reply.statusCode
     if (statusCode === 429 && error == null && this.#aggregate(request)) return
     const fast = this.#fast
+    // With tracing on, the line names the request's trace (telemetry/); off, nothing is looked up.
+    const traceId = telemetry.traceIdOf === null ? undefined : telemetry.traceIdOf(request)
     if (fast !== null && error == null && request.failure === null) {
       // The common line, built here as pino would build it (docs/performance.md).
       if (!fast.enabled()) return
       const keyId = request.principal?.keyId
       // The id (a UUID, or a caller's id of [A-Za-z0-9._:-]: acceptedRequestId) and the method
       // (a token: Node's parser accepts no other) never need escaping; the URL may.
-      fast.write(`${fast.head()},"reqId":"${request.id}"${keyId === undefined ? '' : `,"keyId":${keyId}`}${viaMcp(request.headers) ? ',"via":"mcp"' : ''},"method":"${request.method}","url":${quoted(redactUrl(request.url))},"statusCode":${statusCode},"responseTime":${reply.elapsedTime},"msg":"request completed"${fast.end}`)
+      fast.write(`${fast.head()},"reqId":"${request.id}"${keyId === undefined ? '' : `,"keyId":${keyId}`}${viaMcp(request.headers) ? ',"via":"mcp"' : ''},"method":"${request.method}","url":${quoted(redactUrl(request.url))},"statusCode":${statusCode},"responseTime":${reply.elapsedTime}${traceId === undefined ? '' : `,"traceId":"${traceId}"`},"msg":"request completed"${fast.end}`)
       return
     }
     // Written by the app's logger with the ids spelled out: no per-request child is built for it.
@@ -180,7 +183,8 @@ export class RequestLog extends LogController {
       method: request.method,
       url: redactUrl(request.url),
       statusCode,
-      responseTime
+      responseTime,
+      traceId
     }
     if (viaMcp(request.headers)) line.via = 'mcp'
     const failure = request.failure

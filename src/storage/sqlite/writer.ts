@@ -2,6 +2,7 @@
 import { closeSync, fsync, openSync } from 'node:fs'
 import { BUSY_TIMEOUT_MS, isBusy, locked, type Db } from './database.ts'
 import { CHECKPOINT_INTERVAL_MS, createCheckpointer } from './checkpoint.ts'
+import { telemetry, type WriteTrace } from '../../telemetry/hooks.ts'
 
 /** How long the writer keeps retrying, without blocking, to take a lock another process holds. */
 export const WRITE_LOCK_BOUND_MS = 1000
@@ -36,6 +37,8 @@ interface Pending {
   resolve: (value: unknown) => void
   reject: (error: unknown) => void
   since: number
+  /** The caller's trace context when tracing is on (telemetry/hooks.ts). */
+  trace: WriteTrace | undefined
 }
 
 /**
@@ -199,13 +202,16 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
     // The error that lost the transaction, if one did; `ran` counts the writes of the batch run.
     let lost: { error: unknown } | null = null
     let ran = 0
+    // Tracing off (telemetry.writer null): no span, no allocation.
+    const tracing = telemetry.writer
+    const batchSpan = tracing === null ? undefined : tracing.startBatch(batch.map((p) => p.trace))
     try {
       while (ran < batch.length && lost === null) {
         const p = batch[ran++]!
         let result: unknown
         try {
           savepoint.run()
-          result = p.fn()
+          result = tracing === null || p.trace === undefined ? p.fn() : tracing.write(p.trace, p.fn)
           release.run()
         } catch (error) {
           p.reject(error)
@@ -228,6 +234,7 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
         queue.unshift(...batch.slice(ran))
       }
       restore()
+      batchSpan?.end(lost?.error)
     }
     if (done.length > 0) {
       durable().then(
@@ -240,7 +247,7 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
   return {
     run<T> (fn: () => T): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        queue.push({ fn, resolve: resolve as (value: unknown) => void, reject, since: Date.now() })
+        queue.push({ fn, resolve: resolve as (value: unknown) => void, reject, since: Date.now(), trace: telemetry.writer?.capture() })
         schedule()
       })
     },
