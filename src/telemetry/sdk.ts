@@ -5,7 +5,6 @@
 import { FastifyOtelInstrumentation } from '@fastify/otel'
 import { context, ROOT_CONTEXT, trace, type Context, type Span } from '@opentelemetry/api'
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http'
-import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis'
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg'
 import { NodeSDK } from '@opentelemetry/sdk-node'
 import type { Env } from './enabled.ts'
@@ -29,8 +28,7 @@ export function startTracing (env: Env): { shutdown (): Promise<void> } {
       new HttpInstrumentation({ requireParentforOutgoingSpans: true }),
       // Names the server span after the route template; hooks get no span each (a dozen per request).
       new FastifyOtelInstrumentation({ registerOnInitialization: true, instrumentHooks: false }),
-      new PgInstrumentation(),
-      new IORedisInstrumentation()
+      new PgInstrumentation()
     ]
   })
   sdk.start()
