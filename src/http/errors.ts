@@ -63,7 +63,9 @@ export function installErrorHandling (app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     if (route.url === '*' || route.url.endsWith('/*')) return
     const methods = Array.isArray(route.method) ? route.method : [route.method]
-    const pattern = new RegExp('^' + route.url.split('/').map((part) => part.startsWith(':') ? '[^/]+' : escapeRegExp(part)).join('/') + '/?$')
+    // The path exactly as declared: the router matches no trailing slash, so `GET /metrics/` is a
+    // 404, not a 405 refusing GET while its Allow header offers GET.
+    const pattern = new RegExp('^' + route.url.split('/').map((part) => part.startsWith(':') ? '[^/]+' : escapeRegExp(part)).join('/') + '$')
     for (const method of methods) routes.push({ pattern, method })
   })
 
