@@ -51,7 +51,8 @@ export interface PetstoreClientOptions {
    * The longest rate-limit wait (a window's reset, a Retry-After) a call sits through, in ms
    * (default 60000). A longer one rejects the call at once with a PetstoreError `rate_limited`
    * whose retryAfter says when to come back, instead of holding its promise (a spent day quota
-   * would hold it until the next UTC day).
+   * would hold it until the next UTC day). A 503's Retry-After past it rejects at once too, with
+   * that 503.
    */
   maxWaitMs?: number
   /** Every request goes through it (default: the global fetch). */
@@ -208,7 +209,10 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
       lastError = error
       if (response.status === 429 && error.code !== 'api_key_banned' && !waitTooLong) continue
       if (response.status === 503 && retryable) {
-        if (retry < maxRetries) await sleep(error.retryAfter !== null ? error.retryAfter * 1000 + Math.floor(random() * JITTER_MS) : backoffMs(retry + 1))
+        // A Retry-After past maxWaitMs rejects at once, as a 429's does: the 503 tells when to come back.
+        const retryAfterMs = error.retryAfter !== null ? error.retryAfter * 1000 : null
+        if (retryAfterMs !== null && retryAfterMs > maxWaitMs) throw error
+        if (retry < maxRetries) await sleep(retryAfterMs !== null ? retryAfterMs + Math.floor(random() * JITTER_MS) : backoffMs(retry + 1))
         continue
       }
       throw error

@@ -411,3 +411,25 @@ test('a 503 with Retry-After to a GET waits that many seconds plus jitter (rando
   assert.deepEqual(await client.pets.list(), [])
   assert.deepEqual([exchanges.map((e) => e.status), waits], [[503, 200], [2500]])
 })
+
+test('maxWaitMs caps a 503 as a 429: a Retry-After past it rejects the GET at once with that 503, sleeping nothing; one of exactly maxWaitMs is waited out', async (t) => {
+  // Catches: a 503's Retry-After (an hour of maintenance, say) held the call's promise that long.
+  const server = await serveForClient(t)
+  const unavailable = (seconds: number) => new Response(JSON.stringify({ code: 'service_unavailable', message: 'down for maintenance' }), { status: 503, headers: { 'content-type': 'application/json', 'retry-after': String(seconds), 'request-id': `maintenance-${seconds}` } })
+  const long = recordingFetch(async () => unavailable(3600))
+  const waits: number[] = []
+  const impatient = server.client({ fetch: long.fetch, maxWaitMs: 30_000, random: () => 0, sleep: async (ms) => { waits.push(ms) } })
+  const error = await impatient.pets.list().then(() => assert.fail('resolved'), (e: unknown) => e as PetstoreError)
+  assert.deepEqual({ status: error.status, code: error.code, retryAfter: error.retryAfter, requestId: error.requestId }, { status: 503, code: 'service_unavailable', retryAfter: 3600, requestId: 'maintenance-3600' })
+  assert.deepEqual([long.exchanges.length, waits], [1, []])
+
+  let first = true
+  const exact = recordingFetch(async (input, init) => {
+    if (!first) return globalThis.fetch(input, init)
+    first = false
+    return unavailable(30)
+  })
+  const patient = server.client({ fetch: exact.fetch, maxWaitMs: 30_000, random: () => 0, sleep: async (ms) => { waits.push(ms) } })
+  assert.deepEqual(await patient.pets.list(), [])
+  assert.deepEqual([exact.exchanges.map((e) => e.status), waits], [[503, 200], [30_000]])
+})
