@@ -36,14 +36,16 @@ const RESTART_PAUSE_MS = 250
 /** How long the checkpointing connection waits for the write lock for a RESTART checkpoint (in its own thread). */
 const RESTART_WAIT_MS = 200
 
-// The checkpointing connection, in a worker thread: a plain script (eval'd, so CommonJS) that
-// opens the file and runs a passive checkpoint on each message. With synchronous=FULL the
+// The checkpointing connection, in a worker thread: an ES module (a data: URL, so read as a
+// module whatever the process was started with: a string run with `eval: true` takes the
+// process's --input-type, and a CommonJS one failed at every tick under --input-type=module)
+// that opens the file and runs a checkpoint on each message. With synchronous=FULL the
 // checkpoint fsyncs the WAL before it copies pages and the database file before it lets SQLite
 // reuse the WAL: an acknowledged write is in one of the two, durably, at every instant, as with
 // SQLite's automatic checkpoint.
-const CHECKPOINT_WORKER = `
-const { parentPort, workerData } = require('node:worker_threads')
-const { DatabaseSync } = require('node:sqlite')
+const CHECKPOINT_WORKER = new URL('data:text/javascript,' + encodeURIComponent(`
+import { parentPort, workerData } from 'node:worker_threads'
+import { DatabaseSync } from 'node:sqlite'
 const db = new DatabaseSync(workerData.path)
 db.exec('PRAGMA synchronous = FULL')
 db.exec('PRAGMA busy_timeout = ${RESTART_WAIT_MS}')
@@ -62,7 +64,7 @@ parentPort.on('message', (message) => {
     parentPort.postMessage({ error: String(error && error.message) })
   }
 })
-`
+`))
 
 /**
  * Takes the WAL checkpoint off the event loop: SQLite's automatic one is turned off on the serving
@@ -105,7 +107,7 @@ export function createCheckpointer (db: Db, path: string, intervalMs: number): C
       // A thread costs about 10 MiB of resident memory: a process that hardly writes (a CLI
       // command, a read-mostly instance) does without until its WAL passes WORKER_START_BYTES.
       if (walBytes(path) < WORKER_START_BYTES) return
-      const started = new Worker(CHECKPOINT_WORKER, { eval: true, workerData: { path } })
+      const started = new Worker(CHECKPOINT_WORKER, { workerData: { path } })
       worker = started
       exited = new Promise<void>((resolve) => started.once('exit', () => resolve()))
       started.on('message', done)

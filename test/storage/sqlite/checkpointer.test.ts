@@ -171,9 +171,10 @@ test('checkpointer: a worker that fails (it cannot open the database) is made ag
  * Runs a short program in a child process that opens a file database, starts a checkpointer on it
  * and writes past the WAL limit, waits until the checkpoint thread has run a checkpoint (the next
  * commit then starts the WAL over, under the limit: nothing else checkpoints), then runs `rest`.
- * Its output and whether it ended by itself within 15 s.
+ * Its output and whether it ended by itself within 15 s. The program is a file, or with `eval` a
+ * string run with `--input-type=module`, a flag the checkpoint thread inherits.
  */
-function child (path: string, rest: string): { stdout: string; ended: boolean } {
+function child (path: string, rest: string, started: 'file' | 'eval' = 'file'): { stdout: string; ended: boolean } {
   const database = new URL('../../../src/storage/sqlite/database.ts', import.meta.url).href
   const checkpoint = new URL('../../../src/storage/sqlite/checkpoint.ts', import.meta.url).href
   const program = `
@@ -190,10 +191,10 @@ function child (path: string, rest: string): { stdout: string; ended: boolean } 
     process.stdout.write('started ')
     ${rest}
   `
-  // A file, not --input-type=module: the worker inherits that flag and would read its CommonJS script as a module.
   const file = join(dirname(path), 'program.mjs')
   writeFileSync(file, program)
-  const result = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 15_000 })
+  const args = started === 'file' ? [file] : ['--input-type=module', '-e', program]
+  const result = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 15_000 })
   return { stdout: result.stdout, ended: result.signal === null && result.status === 0 }
 }
 
@@ -206,6 +207,16 @@ test('checkpointer: close() keeps the process alive until the thread has closed 
   const path = join(tempDir(t, 'petstore-checkpointer-'), 'petstore.db')
   const rest = "await checkpointer.close(); db.close(); process.stdout.write('closed')"
   assert.deepEqual(child(path, rest), { stdout: 'started closed', ended: true })
+  assert.equal(walBytes(path), 0, 'no WAL left')
+})
+
+test('checkpointer: in a process started with --input-type=module the thread checkpoints too, and close() removes the WAL', (t) => {
+  // Catches: a worker script that depends on how the process was started (a CommonJS string run
+  // with eval: true is read as a module under --input-type=module and fails at every tick, so the
+  // WAL is never started over and the program never gets past its loop).
+  const path = join(tempDir(t, 'petstore-checkpointer-'), 'petstore.db')
+  const rest = "await checkpointer.close(); db.close(); process.stdout.write('closed')"
+  assert.deepEqual(child(path, rest, 'eval'), { stdout: 'started closed', ended: true })
   assert.equal(walBytes(path), 0, 'no WAL left')
 })
 
