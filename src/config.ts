@@ -14,6 +14,8 @@ export interface Config {
   getPetSunset: Date
   corsOrigins: '*' | string[]
   logLevel: LogLevel
+  /** LOG_FORMAT: JSON lines, readable lines, or (auto) readable when standard output is a terminal. */
+  logFormat: LogFormat
   /**
    * Which proxies' X-Forwarded-For is believed (Fastify's trustProxy): false (none), a hop count,
    * or the proxies' addresses and CIDRs. Never "any": the client address is the one the nearest
@@ -77,6 +79,8 @@ export type DatabaseConfig =
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 const LOG_LEVELS: readonly string[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+export type LogFormat = 'json' | 'pretty' | 'auto'
+const LOG_FORMATS: readonly string[] = ['json', 'pretty', 'auto']
 
 /**
  * The default sunset of GET /pets/{petId}: fixed in code (not "now + 6 months", which would move
@@ -136,6 +140,8 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
 
   const logLevel = (env.LOG_LEVEL?.trim() || 'info') as LogLevel
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`)
+  const logFormat = (env.LOG_FORMAT?.trim() || 'auto') as LogFormat
+  if (!LOG_FORMATS.includes(logFormat)) problems.push(`LOG_FORMAT must be one of ${LOG_FORMATS.join(', ')}, got "${env.LOG_FORMAT}"`)
 
   const trustProxy = parseTrustProxy(env.TRUST_PROXY, problems)
 
@@ -154,7 +160,7 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
   const mcp = { repeatLimit: readInteger(env, 'MCP_REPEAT_LIMIT', 20, 1, 10_000, problems) }
 
   if (problems.length > 0) throw new ConfigError(problems)
-  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, trustProxy, limiterMaxSubjects, databasePoolMax, server, orders, mcp }
+  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, logFormat, trustProxy, limiterMaxSubjects, databasePoolMax, server, orders, mcp }
 }
 
 /** A whole number from `min` to `max`, or `fallback` when the variable is unset or empty. */

@@ -1,11 +1,13 @@
 // petstore serve [--sample-data [--keys-file PATH]] [--host H] [--port P]
 import { open } from 'node:fs/promises'
+import { isatty } from 'node:tty'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
 import { loadSampleData, loadSampleKeysAndOrders } from '../sample-data.ts'
 import { systemClock } from '../shared/clock.ts'
 import { startTracingIfEnabled } from '../telemetry/enabled.ts'
 import type { Io } from './io.ts'
+import { prettyStdout, prettyWanted } from './pretty-log.ts'
 
 export async function serve (args: string[], io: Io): Promise<number> {
   const { values } = parseArgs({ args, strict: true, options: { 'sample-data': { type: 'boolean', default: false }, 'keys-file': { type: 'string' }, host: { type: 'string' }, port: { type: 'string' } } })
@@ -17,8 +19,11 @@ export async function serve (args: string[], io: Io): Promise<number> {
   // Tracing starts before the server's modules load, so the drivers it instruments are patched as
   // they load; off, nothing of OpenTelemetry is imported (telemetry/enabled.ts).
   const tracing = await startTracingIfEnabled(io.env)
-  const { startServer } = await import('../server.ts')
+  const { createLogger, startServer } = await import('../server.ts')
+  // The log goes to file descriptor 1 (server.ts): readable lines when a person watches it there.
+  const logger = prettyWanted(config.logFormat, isatty(1)) ? createLogger(config, await prettyStdout()) : undefined
   const server = await startServer(config, {
+    ...(logger !== undefined && { logger }),
     beforeListen: async (infra) => {
       if (!values['sample-data']) return
       if (!await loadSampleData(infra.stores)) return
