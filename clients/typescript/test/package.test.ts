@@ -61,7 +61,7 @@ test('the packed client installs in a fresh project, type-checks under strict (N
   const [tarball] = JSON.parse(packed) as PackResult[]
   assert.ok(tarball !== undefined)
   const files = tarball.files.map((f) => f.path).sort()
-  assert.deepEqual(files, ['README.md', ...['errors', 'gate', 'headers', 'index', 'openapi'].flatMap((m) => [`dist/${m}.d.ts`, `dist/${m}.js`]), 'package.json'], 'dist, README and package.json only: no sources, tests or scripts')
+  assert.deepEqual(files, ['LICENSE', 'README.md', ...['errors', 'gate', 'headers', 'index', 'openapi'].flatMap((m) => [`dist/${m}.d.ts`, `dist/${m}.js`]), 'package.json'], 'dist, README, LICENSE and package.json only: no sources, tests or scripts')
 
   const app = join(work, 'app')
   await mkdir(app)
@@ -99,15 +99,22 @@ test('the packed client installs in a fresh project, type-checks under strict (N
   assert.equal(result.missing, 'not_found', 'PetstoreError from the package is the class the package throws')
 })
 
-test('npm publish --dry-run is clean: name, version, license, repository, files and README, with nothing to correct', { timeout: 120_000 }, async () => {
+test('npm publish --dry-run is clean: name, version, license (with its text), repository as the root declares it, files and README, with nothing to correct', { timeout: 120_000 }, async () => {
   // Catches: metadata npm would auto-correct or lack (a bare repository string, no files list),
-  // and a publish that would fail.
+  // a placeholder repository the root does not declare, a license without its text, and a
+  // publish that would fail.
   const manifest = JSON.parse(await readFile(join(PACKAGE_DIR, 'package.json'), 'utf8')) as Record<string, unknown>
+  const root = JSON.parse(await readFile(join(PACKAGE_DIR, '../../package.json'), 'utf8')) as Record<string, unknown>
   assert.deepEqual(
     { name: manifest.name, version: manifest.version, license: manifest.license, files: manifest.files, type: manifest.type, dependencies: manifest.dependencies },
     { name: 'petstore-client', version: '1.0.0', license: 'MIT', files: ['dist', 'README.md'], type: 'module', dependencies: undefined }
   )
-  assert.equal((manifest.repository as { directory?: string }).directory, 'clients/typescript')
+  // The repository has no canonical URL (the root declares none): the client names none either.
+  const rootRepository = root.repository as Record<string, unknown> | undefined
+  assert.deepEqual(manifest.repository, rootRepository === undefined ? undefined : { ...rootRepository, directory: 'clients/typescript' })
+  const license = await readFile(join(PACKAGE_DIR, 'LICENSE'), 'utf8')
+  assert.equal(license, await readFile(join(PACKAGE_DIR, '../../LICENSE'), 'utf8'), 'the client ships the repository\'s license')
+  assert.match(license, /^MIT License\n\nCopyright \(c\) 2026 Petstore API contributors\n/)
   const { stdout, stderr } = await run('npm', ['publish', '--dry-run', '--json'], { cwd: PACKAGE_DIR })
   const warnings = stderr.split('\n').filter((line) => /\bwarn\b/i.test(line) && !ENVIRONMENT_NOTICES.test(line))
   assert.deepEqual(warnings, [], 'npm publish --dry-run warned')
