@@ -3,11 +3,12 @@
 // Fastify's default Ajv coerces types and strips unknown properties everywhere. docs/product.md 5.5
 // says JSON bodies are never coerced ("7" is not an integer) and unknown fields are rejected, so
 // bodies get a strict Ajv; path and query values are strings on the wire and must be coerced.
-import { Ajv, type Options as AjvOptions } from 'ajv'
+import { Ajv, type ErrorObject, type Options as AjvOptions } from 'ajv'
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats'
+import type { TSchema } from 'typebox'
 import type { FastifyInstance, FastifySchema, FastifySchemaCompiler, preParsingHookHandler, preValidationHookHandler } from 'fastify'
 import { AppError, clipText } from '../errors.ts'
-import { HEADER_TEXT, MULTILINE_TEXT, NAME_PATTERN, NO_CONTROLS } from '../shared/schemas.ts'
+import { CONTROL_RANGES, HEADER_TEXT, MULTILINE_TEXT, NAME_PATTERN, NO_CONTROLS } from '../shared/schemas.ts'
 
 // ajv-formats is CommonJS with a default export; under Node's ESM loader it arrives wrapped.
 const addFormats = ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin
@@ -21,26 +22,60 @@ function makeAjv (options: AjvOptions): Ajv {
 }
 
 export function installValidation (app: FastifyInstance): void {
-  // `discriminator`: a oneOf keyed by a property (the key's plan) is checked against the branch
-  // the property names, so the errors speak of that branch only.
-  const bodyAjv = makeAjv({ coerceTypes: false, useDefaults: false, removeAdditional: false, discriminator: true })
+  const bodyAjv = makeBodyAjv()
   // 'array' also wraps a single query value into an array where the schema wants one (?id=1).
   const partsAjv = makeAjv({ coerceTypes: 'array', useDefaults: true, removeAdditional: false })
   const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
     (httpPart === 'body' ? bodyAjv : partsAjv).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>
   app.setValidatorCompiler(compiler)
-  app.setSchemaErrorFormatter((errors, dataVar) => {
-    const details = errors.map((e) => ({
-      path: clipText(dataVar === 'body' ? bodyPath(e.instancePath, e.keyword, e.params) : describeParam(e.instancePath, e.params)),
-      message: clipText(describeError(e.keyword, e.message, e.params))
-    }))
-    const first = details[0]
-    const where = dataVar === 'querystring' ? 'query' : dataVar
-    return new AppError('validation_failed', `invalid ${where}: ${first ? `${first.path} ${first.message}` : 'malformed'}`, { details })
-  })
+  app.setSchemaErrorFormatter((errors, dataVar) => validationError(dataVar === 'querystring' ? 'query' : dataVar, problemsOf(errors, dataVar === 'body')))
 
   installIntegerGuard(app)
   installBodylessGuard(app)
+}
+
+// `discriminator`: a oneOf keyed by a property (the key's plan) is checked against the branch
+// the property names, so the errors speak of that branch only.
+const makeBodyAjv = (): Ajv => makeAjv({ coerceTypes: false, useDefaults: false, removeAdditional: false, discriminator: true })
+
+/** One problem of a value against its schema: the error's detail, and the field it is about. */
+export interface Problem {
+  path: string
+  message: string
+  /** The top-level field concerned (the one named by an unknown or missing property, too); null: the whole value. */
+  field: string | null
+  /** Ajv's keyword: `additionalProperties` (a field not allowed here), `required` (a missing one), `pattern` … */
+  keyword: string
+}
+
+function problemsOf (errors: readonly ErrorObject[], body: boolean): Problem[] {
+  return errors.map((e) => {
+    const params = e.params as Record<string, unknown>
+    const named = typeof params.additionalProperty === 'string' ? params.additionalProperty : typeof params.missingProperty === 'string' ? params.missingProperty : null
+    const field = e.instancePath.split('/')[1] ?? named ?? (e.keyword === 'discriminator' && typeof params.tag === 'string' ? params.tag : null)
+    return {
+      path: clipText(body ? bodyPath(e.instancePath, e.keyword, params) : describeParam(e.instancePath, params)),
+      message: clipText(describeError(e.keyword, e.message, params)),
+      field: field === '' ? null : field,
+      keyword: e.keyword
+    }
+  })
+}
+
+function validationError (where: string, problems: Problem[]): AppError {
+  const details = problems.map(({ path, message }) => ({ path, message }))
+  const first = details[0]
+  return new AppError('validation_failed', `invalid ${where}: ${first ? `${first.path} ${first.message}` : 'malformed'}`, { details })
+}
+
+/**
+ * The API's own check of a request body, for the callers that reach a service without HTTP (the
+ * CLI, docs/operating.md): the same Ajv settings and the same problems as a request's 400, so
+ * the rules are written once, in the schema.
+ */
+export function bodyCheck (schema: TSchema): (value: unknown) => Problem[] {
+  const validate = makeBodyAjv().compile(schema)
+  return (value) => validate(value) ? [] : problemsOf(validate.errors ?? [], true)
 }
 
 /**
@@ -82,10 +117,10 @@ function describeParam (instancePath: string, params: Record<string, unknown>): 
 function describeError (keyword: string, message: string | undefined, params: Record<string, unknown>): string {
   if (keyword === 'additionalProperties') return `has an unknown field "${String(params.additionalProperty)}"`
   if (keyword === 'pattern') {
-    if (params.pattern === NAME_PATTERN) return 'must not be blank, and must not contain control characters (U+0000 to U+001F)'
-    if (params.pattern === NO_CONTROLS) return 'must not contain control characters (U+0000 to U+001F)'
-    if (params.pattern === MULTILINE_TEXT) return 'must not contain control characters (U+0000 to U+001F) other than tab, line feed and carriage return'
-    if (params.pattern === HEADER_TEXT) return 'must not contain control characters (U+0000 to U+001F) other than tab'
+    if (params.pattern === NAME_PATTERN) return `must not be blank, and must not contain control characters (${CONTROL_RANGES})`
+    if (params.pattern === NO_CONTROLS) return `must not contain control characters (${CONTROL_RANGES})`
+    if (params.pattern === MULTILINE_TEXT) return `must not contain control characters (${CONTROL_RANGES}) other than tab, line feed and carriage return`
+    if (params.pattern === HEADER_TEXT) return `must not contain control characters (${CONTROL_RANGES}) other than tab`
   }
   if (keyword === 'discriminator') return 'must be one of the documented values'
   return message ?? 'is invalid'
@@ -178,20 +213,139 @@ function checkIntegers (where: string, values: Record<string, unknown>, fields: 
 }
 
 /**
- * The JSON body parser. JSON.parse is used as is, except that integer literals beyond 2^53 are
- * checked exactly against the int64 range (with the reviver's source text, Node 22+): JSON.parse
- * would silently round 9223372036854775808 to a value that passes a `maximum` check. The
- * reviver only runs when the text has a run of 16+ digits, so ordinary bodies pay nothing.
+ * The JSON body parser. JSON.parse is used as is, then three things it lets through are refused
+ * (400 validation_failed, docs/product.md 5.5 and 5.11), each checked only when the text can
+ * hold it, so an ordinary body pays a few scans of its text:
+ * - integer literals beyond 2^53, checked exactly against the int64 range (with the reviver's
+ *   source text, Node 22+): JSON.parse would silently round 9223372036854775808 to a value that
+ *   passes a `maximum` check. The reviver only runs when the text has a run of 16+ digits;
+ * - lone surrogates (`"\ud800"`): JSON.parse makes a string no UTF-8 can carry, which both engines
+ *   stored as U+FFFD. The text itself is decoded UTF-8 and has none, so only a `\uD800`-`\uDFFF`
+ *   escape can make one: the parsed value is walked only then;
+ * - a field given twice in one object, at any depth (`{"quantity":1,"quantity":50}`): JSON.parse
+ *   keeps the last, a proxy or a log reader may take the first, and the two would see different
+ *   requests. Every field name in the text is a string followed by `:`, so when the text has no
+ *   more such colons than the parsed value has fields, no field was lost and the text is not
+ *   scanned: the scan runs only when a colon follows a quote inside a string, or a field repeats.
  */
 export function parseJsonBody (text: string): unknown {
   if (text.length === 0 || /^\s*$/.test(text)) throw new AppError('validation_failed', 'the body is empty; send a JSON document')
+  let value: unknown
   try {
-    if (!/\d{16}/.test(text)) return JSON.parse(text)
-    return JSON.parse(text, int64Reviver as (this: unknown, key: string, value: unknown) => unknown)
+    value = /\d{16}/.test(text) ? JSON.parse(text, int64Reviver as (this: unknown, key: string, value: unknown) => unknown) : JSON.parse(text)
   } catch (error) {
     if (error instanceof AppError) throw error
     throw new AppError('validation_failed', 'the body is not valid JSON')
   }
+  const lone = SURROGATE_ESCAPE.test(text) ? loneSurrogateAt(value) : null
+  if (lone !== null) throw bodyProblem(lone, 'must not contain a lone surrogate (U+D800 to U+DFFF outside a pair)')
+  const colons = nameColons(text)
+  const repeated = colons > 1 && colons > fieldCount(value) ? repeatedField(text) : null
+  if (repeated !== null) throw bodyProblem(repeated, 'is given more than once in its object; send each field once')
+  return value
+}
+
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/
+
+const bodyProblem = (path: string, message: string): AppError =>
+  validationError('body', [{ path: clipText(path), message, field: null, keyword: 'body' }])
+
+const pointerPart = (name: string): string => name.replace(/~/g, '~0').replace(/\//g, '~1')
+
+/**
+ * The JSON Pointer of the first string (value or field name) that is not well-formed UTF-16.
+ * A walk with a stack of its own: a body may nest as deep as JSON.parse goes, deeper than a
+ * recursion could.
+ */
+function loneSurrogateAt (root: unknown): string | null {
+  const stack: [unknown, string][] = [[root, '']]
+  for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+    const [value, path] = top
+    if (typeof value === 'string') {
+      if (!value.isWellFormed()) return path || '/'
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push([value[i], `${path}/${i}`])
+    } else if (typeof value === 'object' && value !== null) {
+      const entries = Object.entries(value)
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [name, item] = entries[i]!
+        if (!name.isWellFormed()) return `${path}/${pointerPart(name.toWellFormed())}`
+        stack.push([item, `${path}/${pointerPart(name)}`])
+      }
+    }
+  }
+  return null
+}
+
+/** How many `:` follow a `"` (white space between): at least one per field name in the text. */
+function nameColons (text: string): number {
+  let count = 0
+  for (let i = text.indexOf(':'); i !== -1; i = text.indexOf(':', i + 1)) {
+    let j = i - 1
+    for (let c = text.charCodeAt(j); c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = text.charCodeAt(--j));
+    if (text.charCodeAt(j) === 0x22) count++
+  }
+  return count
+}
+
+/** How many fields the parsed value holds, at every depth (a stack of its own, as above). */
+function fieldCount (root: unknown): number {
+  let count = 0
+  const stack: unknown[] = [root]
+  for (let value = stack.pop(); value !== undefined; value = stack.pop()) {
+    if (typeof value !== 'object' || value === null) continue
+    if (Array.isArray(value)) {
+      for (const item of value) if (typeof item === 'object' && item !== null) stack.push(item)
+      continue
+    }
+    for (const key in value) {
+      count++
+      const item = (value as Record<string, unknown>)[key]
+      if (typeof item === 'object' && item !== null) stack.push(item)
+    }
+  }
+  return count
+}
+
+/** The tokens that matter for field names: a string, or a bracket or comma (strings skipped natively). */
+const TOKEN = /"[^"\\]*(?:\\.[^"\\]*)*"|[{}[\],]/g
+
+/**
+ * The JSON Pointer of the first field given twice in one object, or null. `text` is valid JSON
+ * (JSON.parse took it), so one pass over its tokens suffices: a frame per open object (its
+ * field names so far) or array (its index). Names are compared decoded (`"q\u0075antity"` is
+ * `quantity`).
+ */
+function repeatedField (text: string): string | null {
+  const frames: { names: Set<string> | null; at: string | number }[] = []
+  let expectName = false
+  TOKEN.lastIndex = 0
+  for (let match = TOKEN.exec(text); match !== null; match = TOKEN.exec(text)) {
+    const token = match[0]
+    const c = token.charCodeAt(0)
+    if (c === 0x22) {
+      if (!expectName) continue
+      const frame = frames[frames.length - 1]!
+      const name = token.includes('\\') ? JSON.parse(token) as string : token.slice(1, -1)
+      if (frame.names!.has(name)) return frames.map((f, k) => `/${pointerPart(String(k === frames.length - 1 ? name : f.at))}`).join('')
+      frame.names!.add(name)
+      frame.at = name
+      expectName = false
+    } else if (c === 0x7b) {
+      frames.push({ names: new Set(), at: '' })
+      expectName = true
+    } else if (c === 0x5b) {
+      frames.push({ names: null, at: 0 })
+    } else if (c === 0x7d || c === 0x5d) {
+      frames.pop()
+      expectName = false
+    } else {
+      const frame = frames[frames.length - 1]!
+      if (frame.names === null) frame.at = (frame.at as number) + 1
+      else expectName = true
+    }
+  }
+  return null
 }
 
 function int64Reviver (_key: string, value: unknown, context?: { source?: string }): unknown {

@@ -53,17 +53,21 @@ export function StringEnum<const T extends readonly string[]> (values: T, option
 /**
  * Control characters in text (docs/product.md 5.11). PostgreSQL refuses U+0000 in text (a 500
  * before this rule) and SQLite stores it, so the schemas refuse it, with the other C0 controls,
+ * DEL (U+007F) and the C1 controls (U+0080 to U+009F: a terminal may take U+009B for an escape),
  * on both engines alike: 400 validation_failed. Each pattern scans the text once (no nested
  * repetition, so no backtracking blow-up on a 64 KiB body); http/validation.ts words its error.
- * - NO_CONTROLS: names, key names, filters, cursors: no U+0000 to U+001F at all;
- * - MULTILINE_TEXT: descriptions: tab, line feed and carriage return allowed, no other C0 control;
+ * Lone surrogates never reach a pattern: the body parser refuses them (http/validation.ts).
+ * - NO_CONTROLS: names, key names, filters, cursors: no control character at all;
+ * - MULTILINE_TEXT: descriptions: tab, line feed and carriage return allowed, no other control;
  * - HEADER_TEXT: request header values: tab allowed (HTTP's own white space), no other.
  */
-export const NO_CONTROLS = '^[^\\u0000-\\u001F]*$'
-export const MULTILINE_TEXT = '^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F]*$'
-export const HEADER_TEXT = '^[^\\u0000-\\u0008\\u000A-\\u001F]*$'
+export const NO_CONTROLS = '^[^\\u0000-\\u001F\\u007F-\\u009F]*$'
+export const MULTILINE_TEXT = '^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$'
+export const HEADER_TEXT = '^[^\\u0000-\\u0008\\u000A-\\u001F\\u007F-\\u009F]*$'
 /** A visible character somewhere, and no control character (the lookahead scans once). */
-export const NAME_PATTERN = '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001F]*$'
+export const NAME_PATTERN = '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001F\\u007F-\\u009F]*$'
+/** The ranges the patterns refuse, as their messages name them. */
+export const CONTROL_RANGES = 'U+0000 to U+001F, U+007F to U+009F'
 
 /**
  * Names count characters (code points; JSON Schema's maxLength does), must not be blank and hold

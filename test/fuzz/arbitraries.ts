@@ -25,8 +25,9 @@ export interface FuzzRequest {
   caller: 'admin' | 'customer' | 'none'
   /**
    * Set when the request breaks a documented rule on purpose (an integer not written in decimal
-   * digits, a control character where the field's pattern refuses it): the answer must be
-   * `400 validation_failed` naming that parameter or field (docs/product.md 5.10, 5.11).
+   * digits, a control character where the field's pattern refuses it, a lone surrogate in a body
+   * string, a body field given twice): the answer must be `400 validation_failed` naming that
+   * parameter or field (docs/product.md 5.10, 5.11).
    */
   expect?: { status: 400; path: string }
 }
@@ -44,8 +45,11 @@ export const BAD_NUMBERS = ['Infinity', '-Infinity', '+Infinity', 'infinity', 'N
 export const WHITESPACE = [' ', '\t', '\n', '\r', '\r\n', '\v', '\f', '\u0085', '\u00a0', '\u1680', '\u180e', '\u2000', '\u2001', '\u2002', '\u2003', '\u2004', '\u2005', '\u2006',
   '\u2007', '\u2008', '\u2009', '\u200a', '\u200b', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff', '\u0000']
 
-/** C0 control characters (U+0000 to U+001F). */
-export const CONTROLS = Array.from({ length: 0x20 }, (_, i) => String.fromCharCode(i))
+/** Control characters: C0 (U+0000 to U+001F), DEL (U+007F) and C1 (U+0080 to U+009F). */
+export const CONTROLS = [...Array.from({ length: 0x20 }, (_, i) => i), 0x7f, ...Array.from({ length: 0x20 }, (_, i) => 0x80 + i)].map((c) => String.fromCharCode(c))
+
+/** Lone surrogates: high or low, alone, reversed, or a high one cut from its pair. */
+export const LONE_SURROGATES = ['\uD800', '\uDBFF', '\uDC00', '\uDFFF', '\uDC00\uD800', '\uD83D', 'x\uDE00']
 
 /** A number the decimal rule refuses: one of BAD_NUMBERS, or good digits padded with white space. */
 export const badNumber: fc.Arbitrary<string> = fc.oneof(
@@ -53,14 +57,21 @@ export const badNumber: fc.Arbitrary<string> = fc.oneof(
   { weight: 2, arbitrary: fc.tuple(fc.constantFrom(...WHITESPACE), fc.constantFrom('1', '7', '20', '90', '100'), fc.nat(2)).map(([w, n, where]) => where === 0 ? w + n : where === 1 ? n + w : w + n + w) },
   { weight: 1, arbitrary: fc.tuple(fc.constantFrom('+', '-', '0', '00'), fc.integer({ min: 1, max: 100 })).map(([sign, n]) => `${sign}${n}`) })
 
-/** Text with a C0 control somewhere: at the start, inside or at the end. */
-export const controlText: fc.Arbitrary<string> = fc.tuple(fc.constantFrom(...CONTROLS), fc.string({ maxLength: 8 }).map((t) => [...t].filter((ch) => ch >= ' ').join('') || 'x'), fc.nat(2))
-  .map(([c, text, where]) => where === 0 ? c + text : where === 1 ? text.slice(0, 1) + c + text.slice(1) : text + c)
+/** `c` in some printable text: at the start, inside or at the end. */
+const somewhereIn = (c: fc.Arbitrary<string>): fc.Arbitrary<string> =>
+  fc.tuple(c, fc.string({ maxLength: 8 }).map((t) => [...t].filter((ch) => ch > '\u009f' || (ch >= ' ' && ch < '\u007f')).join('') || 'x'), fc.nat(2))
+    .map(([c, text, where]) => where === 0 ? c + text : where === 1 ? text.slice(0, 1) + c + text.slice(1) : text + c)
+
+/** Text with a control character somewhere. */
+export const controlText: fc.Arbitrary<string> = somewhereIn(fc.constantFrom(...CONTROLS))
+
+/** Text with a lone surrogate somewhere (JSON.stringify writes it as a `\uD800` escape). */
+export const loneSurrogateText: fc.Arbitrary<string> = somewhereIn(fc.constantFrom(...LONE_SURROGATES))
 
 const INT64_EDGES = ['0', '-1', '1', '2', '3', '9007199254740991', '9007199254740992', '9007199254740993',
   '9223372036854775807', '9223372036854775808', '-9223372036854775808', '1e3', ' 7', '07', '0x10', '1.5', ...BAD_NUMBERS]
-const NASTY_STRINGS = ['', ' ', '\u0000', 'a\u0000b', 'Rex\u0000', '\u0001', '\u0008', '\u001b[31m', '\u001f', '\t', 'a\tb', 'a\nb', 'a\r\nb', '\u007f', '\u0085', '😀'.repeat(3), '𝔘𝔫𝔦𝔠𝔬𝔡𝔢', 'a'.repeat(101), 'é'.repeat(100), '<script>', "'; DROP TABLE pets; --",
-  '__proto__', 'constructor', '%00', '../../etc/passwd', '\uD800', 'null', 'true', '7']
+const NASTY_STRINGS = ['', ' ', '\u0000', 'a\u0000b', 'Rex\u0000', '\u0001', '\u0008', '\u001b[31m', '\u001f', '\t', 'a\tb', 'a\nb', 'a\r\nb', '\u007f', '\u0085', '\u009b[31m', '😀'.repeat(3), '𝔘𝔫𝔦𝔠𝔬𝔡𝔢', 'a'.repeat(101), 'é'.repeat(100), '<script>', "'; DROP TABLE pets; --",
+  '__proto__', 'constructor', '%00', '../../etc/passwd', '\uD800', 'a\uDC00b', 'null', 'true', '7']
 const EXTRA_NAMES = ['x', '__proto__', 'constructor', 'api_key', 'id', 'limit', '😀', 'a'.repeat(300)]
 
 function resolve (doc: Doc, schema: Schema): Schema {
@@ -247,7 +258,8 @@ export function operationsOf (doc: Doc): { operationId: string; arbitrary: fc.Ar
   return out
 }
 
-type Target = { in: 'path' | 'query' | 'header' | 'body'; name: string; value: fc.Arbitrary<string> }
+/** A value to put in one place; `twice`: the body field is given twice instead (its value is ignored). */
+type Target = { in: 'path' | 'query' | 'header' | 'body'; name: string; value: fc.Arbitrary<string>; twice?: true }
 
 /** A string the pattern refuses because of a control character (the pattern decides, not us). */
 function controlTextFor (pattern: string): fc.Arbitrary<string> {
@@ -261,15 +273,27 @@ function patternOf (doc: Doc, schema: Schema | undefined): string | null {
   return resolved.type === 'string' && typeof resolved.pattern === 'string' && !new RegExp(resolved.pattern, 'u').test('\u0000') ? resolved.pattern : null
 }
 
-/** The string properties of a body schema (and of each of its oneOf branches) whose pattern refuses a NUL. */
-function bodyTargets (doc: Doc, schema: Schema): Map<string, string> {
+/** The properties of a body schema and of each of its oneOf branches. */
+function bodyProperties (doc: Doc, schema: Schema): Map<string, Schema> {
   const resolved = resolve(doc, schema)
-  const targets = new Map<string, string>()
+  const properties = new Map<string, Schema>()
   for (const branch of [resolved, ...((resolved.oneOf ?? []) as Schema[]).map((b) => resolve(doc, b))]) {
-    for (const [name, property] of Object.entries((branch.properties ?? {}) as Record<string, Schema>)) {
-      const pattern = patternOf(doc, property)
-      if (pattern !== null) targets.set(name, pattern)
-    }
+    for (const [name, property] of Object.entries((branch.properties ?? {}) as Record<string, Schema>)) properties.set(name, resolve(doc, property))
+  }
+  return properties
+}
+
+/**
+ * What a body can break: a control character in a string field whose pattern refuses it, a lone
+ * surrogate in any string field (the parser refuses it, whatever the schema), any field twice.
+ */
+function bodyTargets (doc: Doc, schema: Schema): Target[] {
+  const targets: Target[] = []
+  for (const [name, property] of bodyProperties(doc, schema)) {
+    const pattern = patternOf(doc, property)
+    if (pattern !== null) targets.push({ in: 'body', name, value: controlTextFor(pattern) })
+    if (property.type === 'string') targets.push({ in: 'body', name, value: loneSurrogateText })
+    targets.push({ in: 'body', name, value: fc.constant(''), twice: true })
   }
   return targets
 }
@@ -293,9 +317,7 @@ export function ruleBreakerOf (doc: Doc, path: string, method: string, operation
     if (pattern !== null) targets.push({ in: where, name: p.name, value: controlTextFor(pattern) })
   }
   const bodySchema = operation.requestBody?.content['application/json']?.schema
-  if (bodySchema !== undefined) {
-    for (const [name, pattern] of bodyTargets(doc, bodySchema)) targets.push({ in: 'body', name, value: controlTextFor(pattern) })
-  }
+  if (bodySchema !== undefined) targets.push(...bodyTargets(doc, bodySchema))
   if (targets.length === 0) return null
   const pathParams = params.filter((p) => p.in === 'path')
   const segments: Record<string, fc.Arbitrary<string>> = {}
@@ -320,8 +342,11 @@ export function ruleBreakerOf (doc: Doc, path: string, method: string, operation
     let payload: string | undefined
     if (value !== undefined) {
       const object = (value !== null && typeof value === 'object' && !Array.isArray(value) ? { ...(value as Record<string, unknown>) } : {})
-      if (target.in === 'body') object[target.name] = bad
+      if (target.in === 'body' && target.twice !== true) object[target.name] = bad
+      if (target.twice === true) delete object[target.name]
       payload = JSON.stringify(object)
+      // The field twice, after the others: `{…,"quantity":1,"quantity":1}`.
+      if (target.twice === true) payload = `${payload.slice(0, -1)}${payload === '{}' ? '' : ','}${JSON.stringify(target.name)}:1,${JSON.stringify(target.name)}:1}`
       headers['content-type'] = 'application/json'
     }
     const where = target.in === 'body' ? `/${target.name}` : target.name
