@@ -203,7 +203,7 @@ function parseServerLimits (env: Record<string, string | undefined>, problems: s
  * (`free=3/5,enterprise=1000/100000`); the plans not named keep their defaults.
  */
 function parseOrderLimits (raw: string | undefined, problems: string[]): Record<Plan, OrderLimits | null> {
-  const limits = { ...PLAN_ORDER_LIMITS }
+  const limits: Record<Plan, OrderLimits | null> = { ...PLAN_ORDER_LIMITS }
   const value = raw?.trim() ?? ''
   if (value === '') return limits
   for (const entry of value.split(',').map((e) => e.trim()).filter((e) => e !== '')) {

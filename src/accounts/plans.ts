@@ -22,15 +22,17 @@ export const PLAN_QUOTAS: Record<Exclude<Plan, 'enterprise'>, { perMinute: numbe
 /**
  * What one customer may hold in open orders, per plan (docs/product.md rule 9): how many open
  * orders at once, and how many units of one pet across them; null: no cap. Staff and admin are
- * never capped. Enterprise is uncapped by default (its terms are set per key by an admin, and
- * wholesale buyers order in bulk); ORDER_LIMITS overrides any plan (config.ts).
+ * never capped. Every plan has a cap by default: enterprise buyers order in bulk, so theirs is
+ * ten times business's, but one enterprise key must not be able to hold the whole shop (issue 30:
+ * 200 open orders of 1,000 units each). ORDER_LIMITS overrides any plan (config.ts), and
+ * `enterprise=none` lifts the cap on purpose.
  */
 export interface OrderLimits { openOrders: number; unitsPerPet: number }
-export const PLAN_ORDER_LIMITS: Record<Plan, OrderLimits | null> = {
+export const PLAN_ORDER_LIMITS: Record<Plan, OrderLimits> = {
   free: { openOrders: 5, unitsPerPet: 10 },
   pro: { openOrders: 25, unitsPerPet: 100 },
   business: { openOrders: 100, unitsPerPet: 1_000 },
-  enterprise: null
+  enterprise: { openOrders: 1_000, unitsPerPet: 10_000 }
 }
 
 /** Role rank: each role may do everything the roles below it may. */
