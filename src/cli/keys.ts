@@ -4,13 +4,17 @@
 // at most 2 s (access/key-cache.ts) and polls ban lifts every 2 s (access/ban-sync.ts).
 // test/cli/effects.test.ts checks each command's effect on the database and on running servers.
 import { parseArgs } from 'node:util'
+import type { TSchema } from 'typebox'
 import { loadConfig } from '../config.ts'
 import { openStores } from '../infra.ts'
-import { PLANS, ROLES, type Plan, type Role } from '../accounts/plans.ts'
+import { PLANS, type Plan, type Role } from '../accounts/plans.ts'
+import type { Problem } from '../http/validation.ts'
+import { NewApiKeySchema, type NewApiKey } from '../keys/keys.schema.ts'
 import { createKeyAdmin, type KeyAdmin } from '../keys/keys.service.ts'
 import { toApiKey } from '../keys/keys.view.ts'
 import { systemClock } from '../shared/clock.ts'
 import type { Io } from './io.ts'
+import { printable, printableJson } from './printable.ts'
 
 export const KEYS_USAGE = `usage:
   petstore keys create --role customer|staff|admin --plan free|pro|business|enterprise [--name TEXT] [--per-minute N --per-day N] [--expires-in DURATION | --expires-at ISO] [--json]
@@ -52,10 +56,6 @@ async function create (admin: KeyAdmin, args: string[], io: Io): Promise<number>
       'expires-in': { type: 'string' }, 'expires-at': { type: 'string' }, json: { type: 'boolean', default: false }
     }
   })
-  if (!ROLES.includes(values.role as Role) || !PLANS.includes(values.plan as Plan)) {
-    io.err(`--role must be one of ${ROLES.join(', ')} and --plan one of ${PLANS.join(', ')}`)
-    return 2
-  }
   const perMinute = positiveInt(values['per-minute'], '--per-minute', io)
   const perDay = positiveInt(values['per-day'], '--per-day', io)
   if (perMinute === false || perDay === false) return 2
@@ -67,17 +67,24 @@ async function create (admin: KeyAdmin, args: string[], io: Io): Promise<number>
   if (values['expires-in'] !== undefined) {
     const ms = durationMs(values['expires-in'], '--expires-in', io)
     if (ms === false) return 2
-    expiresAt = new Date(systemClock.now() + ms).toISOString()
+    const at = new Date(systemClock.now() + ms)
+    if (Number.isNaN(at.getTime())) {
+      io.err(`--expires-in ${values['expires-in']} ends after the last date a date-time can hold`)
+      return 2
+    }
+    expiresAt = at.toISOString()
   }
-  const { key, ...state } = await admin.create({
-    role: values.role as Role, plan: values.plan as Plan,
+  const input = {
     ...(values.name !== undefined && { name: values.name }),
-    ...(expiresAt !== undefined && { expiresAt }),
+    role: values.role as Role, plan: values.plan as Plan,
     ...(perMinute !== undefined && { perMinute }),
-    ...(perDay !== undefined && { perDay })
-  })
+    ...(perDay !== undefined && { perDay }),
+    ...(expiresAt !== undefined && { expiresAt })
+  } satisfies NewApiKey
+  if (!await fitsSchema(NewApiKeySchema, input, io)) return 2
+  const { key, ...state } = await admin.create(input)
   const view = toApiKey(state)
-  if (values.json) io.out(JSON.stringify({ ...view, key }))
+  if (values.json) io.out(printableJson({ ...view, key }))
   else io.out(`key ${view.id} (${view.role}, ${view.plan}: ${view.limits.perMinute}/min, ${view.limits.perDay}/day${view.expiresAt !== null ? `, expires ${view.expiresAt}` : ''})\n${key}\nShown once: only its hash is stored.`)
   return 0
 }
@@ -94,7 +101,7 @@ async function rotate (admin: KeyAdmin, args: string[], io: Io): Promise<number>
   }
   const { key, old, ...state } = await admin.rotate(id, gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds })
   const view = toApiKey(state)
-  if (values.json) io.out(JSON.stringify({ ...view, key }))
+  if (values.json) io.out(printableJson({ ...view, key }))
   else io.out(`key ${view.id} replaces key ${id}, which stops working at ${new Date(old.expiresAt!).toISOString()}\n${key}\nShown once: only its hash is stored.`)
   return 0
 }
@@ -116,6 +123,34 @@ async function usage (admin: KeyAdmin, args: string[], io: Io): Promise<number> 
     for (const d of report.days) io.out(`${d.date}  ${String(d.allowed).padStart(9)}  ${String(d.limited).padStart(9)}  ${String(d.banned).padStart(9)}`)
   }
   return 0
+}
+
+/** The option each field of the API's body comes from. */
+const FLAGS: Record<string, string> = {
+  name: '--name', role: '--role', plan: '--plan', perMinute: '--per-minute', perDay: '--per-day', expiresAt: '--expires-at'
+}
+
+/**
+ * The API's own schema check of what the command is about to store (http/validation.ts: the
+ * same Ajv and schema as the request's 400), so the CLI stores nothing the API would refuse; the
+ * first problem is told as one line, in the command's words.
+ */
+async function fitsSchema (schema: TSchema, value: Record<string, unknown>, io: Io): Promise<boolean> {
+  const { bodyCheck } = await import('../http/validation.ts')
+  const problem = bodyCheck(schema)(value)[0]
+  if (problem === undefined) return true
+  io.err(describeProblem(problem, value))
+  return false
+}
+
+function describeProblem (problem: Problem, value: Record<string, unknown>): string {
+  const flag = problem.field === null ? 'the arguments' : FLAGS[problem.field] ?? problem.field
+  if (problem.keyword === 'additionalProperties') return `${flag} is not accepted with --plan ${String(value.plan)}`
+  if (problem.keyword === 'required') return `${flag} is required${problem.field === 'role' || problem.field === 'plan' ? '' : ` with --plan ${String(value.plan)}`}`
+  // The plan picks the schema's branch: an unknown one is told with every plan.
+  if (problem.field === 'plan') return `--plan must be one of ${PLANS.join(', ')}`
+  if (problem.allowed !== undefined) return `${flag} must be one of ${problem.allowed.join(', ')}`
+  return `${flag} ${problem.message}`
 }
 
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
@@ -146,8 +181,8 @@ async function list (admin: KeyAdmin, args: string[], io: Io): Promise<number> {
   do {
     const page = await admin.list({ limit: 100, ...(cursor !== undefined && { cursor }) })
     for (const key of page.items.map(toApiKey)) {
-      if (values.json) io.out(JSON.stringify(key))
-      else io.out(`${String(key.id).padStart(5)}  ${key.prefix}…  ${key.role.padEnd(8)} ${key.plan.padEnd(10)} ${key.limits.perMinute}/min ${key.limits.perDay}/day${key.revokedAt !== null ? '  revoked ' + key.revokedAt : ''}${key.expiresAt !== null ? '  expires ' + key.expiresAt : ''}${key.replacedBy !== null ? '  replaced by ' + key.replacedBy : ''}${key.ban !== null ? '  banned until ' + key.ban.until : ''}${key.name !== null ? '  ' + key.name : ''}`)
+      if (values.json) io.out(printableJson(key))
+      else io.out(`${String(key.id).padStart(5)}  ${key.prefix}…  ${key.role.padEnd(8)} ${key.plan.padEnd(10)} ${key.limits.perMinute}/min ${key.limits.perDay}/day${key.revokedAt !== null ? '  revoked ' + key.revokedAt : ''}${key.expiresAt !== null ? '  expires ' + key.expiresAt : ''}${key.replacedBy !== null ? '  replaced by ' + key.replacedBy : ''}${key.ban !== null ? '  banned until ' + key.ban.until : ''}${key.name !== null ? '  ' + printable(key.name) : ''}`)
     }
     cursor = page.nextCursor ?? undefined
   } while (cursor !== undefined)

@@ -46,6 +46,8 @@ export interface Problem {
   field: string | null
   /** Ajv's keyword: `additionalProperties` (a field not allowed here), `required` (a missing one), `pattern` … */
   keyword: string
+  /** An enumeration's values, when the value is not one of them. */
+  allowed?: readonly unknown[]
 }
 
 function problemsOf (errors: readonly ErrorObject[], body: boolean): Problem[] {
@@ -57,7 +59,8 @@ function problemsOf (errors: readonly ErrorObject[], body: boolean): Problem[] {
       path: clipText(body ? bodyPath(e.instancePath, e.keyword, params) : describeParam(e.instancePath, params)),
       message: clipText(describeError(e.keyword, e.message, params)),
       field: field === '' ? null : field,
-      keyword: e.keyword
+      keyword: e.keyword,
+      ...(Array.isArray(params.allowedValues) && { allowed: params.allowedValues as unknown[] })
     }
   })
 }
