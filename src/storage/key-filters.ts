@@ -9,6 +9,16 @@ import { EXPIRING_WITHIN_MS } from '../accounts/keys.status.ts'
 const BANNED = (now: string): string =>
   `EXISTS (SELECT 1 FROM bans b JOIN api_keys o ON o.id = b.key_id WHERE coalesce(o.quota_key_id, o.id) = coalesce(k.quota_key_id, k.id) AND b.lifted_at IS NULL AND b.ends_at > ${now})`
 
+/**
+ * The case fold of the key search, on the query here and on the names in SQL: JavaScript's
+ * toLowerCase (full Unicode: `É` is `é`), with `İ` folded to a plain `i` (toLowerCase gives `i`
+ * and a combining dot) as PostgreSQL's lower() does. SQLite's own lower() folds ASCII only, so
+ * the SQLite connection registers this function as lower() (storage/sqlite/database.ts); on
+ * PostgreSQL lower() follows the database's LC_CTYPE (a UTF-8 locale folds all of Unicode).
+ * `ß` stays `ß` (neither engine turns it into `ss`).
+ */
+export const searchFold = (text: string): string => text.toLowerCase().replace(/i\u0307/g, 'i')
+
 /** `%`, `_` and the escape itself are literal in a search. */
 export const likeEscape = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
@@ -20,7 +30,7 @@ export function keyFilterSql (filter: KeyFilter | undefined, param: (value: unkn
   if (filter.plan !== undefined) parts.push(`k.plan = ${param(filter.plan)}`)
   if (filter.q !== undefined && filter.q !== '') {
     // Each placeholder takes its own value (SQLite's `?` are positional).
-    const like = param(`%${likeEscape(filter.q.toLowerCase())}%`)
+    const like = param(`%${likeEscape(searchFold(filter.q))}%`)
     const length = param(filter.q.length)
     const q = param(filter.q)
     parts.push(`(lower(coalesce(k.name, '')) LIKE ${like} ESCAPE '\\' OR substr(k.key_prefix, 1, ${length}) = ${q})`)

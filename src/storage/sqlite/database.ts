@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { ServiceUnavailableError } from '../../errors.ts'
 import { refuseNewerSchema } from '../checks.ts'
+import { searchFold } from '../key-filters.ts'
 import { SQLITE_MIGRATIONS } from './migrations.ts'
 
 export type Db = DatabaseSync
@@ -32,6 +33,8 @@ export function openSqlite (path: string): Db {
   if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
   db.exec('PRAGMA synchronous = FULL')
   db.exec('PRAGMA foreign_keys = ON')
+  // SQLite's lower() folds ASCII only: the key search's fold instead, as on PostgreSQL (key-filters.ts).
+  db.function('lower', { deterministic: true }, (text) => typeof text === 'string' ? searchFold(text) : text)
   return db
 }
 
