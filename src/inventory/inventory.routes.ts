@@ -4,13 +4,11 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { etagOf, ifMatchOf, setNextLink } from '../routing/conditional.ts'
 import { PetIdParams } from '../pets/pets.schema.ts'
 import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, NoQuery } from '../shared/schemas.ts'
-import { type InventoryItem, InventoryItemSchema, InventoryItemsSchema, InventoryListQuery, InventoryUpdateSchema } from './inventory.schema.ts'
+import { InventoryItemSchema, InventoryItemsSchema, InventoryListQuery, InventoryUpdateSchema } from './inventory.schema.ts'
 import type { InventoryService } from './inventory.service.ts'
-import type { InventoryRecord } from './inventory.store.ts'
+import { toPublicInventory as toPublic } from './inventory.view.ts'
 
 export interface InventoryRoutesOptions { inventory: InventoryService }
-
-const toPublic = ({ version: _version, ...entry }: InventoryRecord): InventoryItem => entry
 
 export async function inventoryRoutes (fastify: FastifyInstance, { inventory }: InventoryRoutesOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()

@@ -5,20 +5,11 @@ import { requireCaller } from '../access/principal.ts'
 import { etagOf, idempotencyClaimOf, ifMatchOf, setNextLink } from '../routing/conditional.ts'
 import type { Clock } from '../shared/clock.ts'
 import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, idempotencyKeyHeaders } from '../shared/schemas.ts'
-import { type Order, CancelOrderIdParams, NewOrderSchema, OrderIdParams, OrderListQuery, OrderPatchSchema, OrderSchema, OrdersSchema } from './orders.schema.ts'
+import { CancelOrderIdParams, NewOrderSchema, OrderIdParams, OrderListQuery, OrderPatchSchema, OrderSchema, OrdersSchema } from './orders.schema.ts'
 import type { OrderService } from './orders.service.ts'
-import type { OrderRecord } from './orders.store.ts'
+import { toPublicOrder } from './orders.view.ts'
 
 export interface OrderRoutesOptions { orders: OrderService; clock: Clock }
-
-export const toPublicOrder = (record: OrderRecord): Order => ({
-  id: record.id,
-  petId: record.petId,
-  quantity: record.quantity,
-  ...(record.shipDate !== null && { shipDate: new Date(record.shipDate).toISOString() }),
-  complete: record.complete,
-  expiresAt: record.expiresAt === null ? null : new Date(record.expiresAt).toISOString()
-})
 
 export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: OrderRoutesOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -47,7 +38,7 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
       body: NewOrderSchema,
       response: { 201: Reply('The order, as placed (also on a replay).', OrderSchema, { ...LocationHeader, ...ETagHeader }) }
     },
-    config: { role: 'customer', errors: ['validation_failed', 'pet_not_found', 'pet_not_available', 'insufficient_stock', 'order_limit_reached', 'idempotency_key_reused'] }
+    config: { role: 'customer', errors: ['validation_failed', 'pet_not_found', 'pet_not_available', 'insufficient_stock', 'order_limit_reached', 'order_cooldown', 'idempotency_key_reused'] }
   }, async (request, reply) => {
     const { record } = await orders.place(request.body, requireCaller(request.principal), idempotencyClaimOf(request, clock.now()))
     reply.code(201).header('location', `/v1/store/orders/${record.id}`).header('etag', etagOf(record))
