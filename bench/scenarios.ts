@@ -31,7 +31,7 @@ export async function seed (stores: Stores, pets: number, databaseUrl: string): 
   const createPet = async (i: number): Promise<number> => {
     const status = i % 10 === 7 ? 'pending' : i % 10 === 9 ? 'sold' : 'available'
     const { record } = await stores.pets.createPet({ name: `${CATEGORIES[i % CATEGORIES.length]!.slice(0, -1)} ${i + 1}`, categoryId: categoryIds[i % categoryIds.length]!, status }, null)
-    if (status !== 'available') await stores.inventory.setStock(record.id, 0, null)
+    if (status !== 'available') await stores.inventory.setStock(record.id, 0, null, Date.now())
     return record.id
   }
   const petIds: number[] = []
@@ -41,7 +41,7 @@ export async function seed (stores: Stores, pets: number, databaseUrl: string): 
     petIds.push(...await Promise.all(Array.from({ length: Math.min(32, pets - 1 - i) }, (_, j) => createPet(i + j))))
   }
   const { record: stocked } = await stores.pets.createPet({ name: 'Bench goldfish', categoryId: categoryIds[3]!, status: 'available' }, null)
-  await stores.inventory.setStock(stocked.id, ORDER_STOCK, null)
+  await stores.inventory.setStock(stocked.id, ORDER_STOCK, null, Date.now())
   petIds.push(stocked.id)
   petIds.sort((a, b) => a - b)
 

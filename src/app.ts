@@ -159,7 +159,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const pets = createPetService(stores.pets)
   const categories = createCategoryService(stores.categories)
   const orders = createOrderService(stores.orders, clock, config.orders)
-  const inventory = createInventoryService(stores.inventory)
+  const inventory = createInventoryService(stores.inventory, clock, config.orders)
   const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (_keyId, subject) => { await limiter.unban(subject) }, onKeyChanged: (record) => { access.forgetKey(record.quotaKeyId); keyEvents.publish(record.quotaKeyId) }, usage, peek: (subject, quota) => limiter.peek(subject, quota), deprecatedOperations: () => deprecatedOperations })
   const getPetLifecycle = deprecatedOperation(GET_PET_DEPRECATED_AT, config.getPetSunset, { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' })
 

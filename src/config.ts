@@ -3,7 +3,7 @@
 import { isIP } from 'node:net'
 import { PLAN_ORDER_LIMITS, PLANS, type OrderLimits, type Plan } from './accounts/plans.ts'
 import type { OrderSettings } from './orders/orders.service.ts'
-import { DEFAULT_ORDER_HOLD_MS } from './orders/orders.store.ts'
+import { DEFAULT_LOW_STOCK_THRESHOLD, DEFAULT_ORDER_COOLDOWN_MS, DEFAULT_ORDER_HOLD_MS } from './orders/orders.store.ts'
 
 export interface Config {
   host: string
@@ -28,13 +28,17 @@ export interface Config {
   databasePoolMax: number | null
   /** Connection limits and the stop's grace period (transport/connections.ts, server.ts). */
   server: ServerLimits
-  /** Open orders: how long one holds its stock, and the caps per plan (docs/product.md rules 9 and 10). */
+  /**
+   * Open orders: how long one holds its stock, the caps per plan, the cool-down after a cancel or a
+   * lapse (docs/product.md rules 9 to 11), and the threshold of inventory.low.
+   */
   orders: OrderSettings
   /** The MCP endpoint's loop breaker: the same tool call, per key and minute (MCP_REPEAT_LIMIT). */
   mcp: { repeatLimit: number }
 }
 
 export const DEFAULT_ORDER_HOLD_MINUTES = DEFAULT_ORDER_HOLD_MS / 60_000
+export const DEFAULT_ORDER_COOLDOWN_MINUTES = DEFAULT_ORDER_COOLDOWN_MS / 60_000
 
 /**
  * Limits at the edge (docs/product.md section 9), all in milliseconds but the cap. The table of
@@ -154,7 +158,10 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
 
   const orders: OrderSettings = {
     holdMs: readInteger(env, 'ORDER_HOLD_MINUTES', DEFAULT_ORDER_HOLD_MINUTES, 1, 10_080, problems) * 60_000,
-    limits: parseOrderLimits(env.ORDER_LIMITS, problems)
+    limits: parseOrderLimits(env.ORDER_LIMITS, problems),
+    // 0 turns the cool-down off; at most a day.
+    cooldownMs: readInteger(env, 'ORDER_COOLDOWN_MINUTES', DEFAULT_ORDER_COOLDOWN_MINUTES, 0, 1440, problems) * 60_000,
+    lowStockThreshold: readInteger(env, 'INVENTORY_LOW_THRESHOLD', DEFAULT_LOW_STOCK_THRESHOLD, 0, 1_000_000, problems)
   }
 
   const mcp = { repeatLimit: readInteger(env, 'MCP_REPEAT_LIMIT', 20, 1, 10_000, problems) }

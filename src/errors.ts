@@ -15,6 +15,7 @@ export const ERROR_CATALOGUE = {
   category_in_use: { status: 409, description: 'The category still has pets.' },
   pet_has_open_orders: { status: 409, description: 'The pet has open orders.' },
   order_limit_reached: { status: 409, description: 'The customer key already holds as many open orders, or as many units of this pet in open orders, as its plan allows (free: 5 orders, 10 units of a pet); complete, cancel or let an open order expire first.' },
+  order_cooldown: { status: 409, description: 'The customer key cancelled an order of this pet, or let one lapse, a short while ago (5 minutes by default): it may not hold the same pet again until the cool-down ends, so that others get their turn. The message names the instant it ends.' },
   idempotency_key_reused: { status: 409, description: 'The Idempotency-Key was already used with another request.' },
   api_key_not_rotatable: { status: 409, description: 'Only a live key can be rotated: this one is revoked, expired, or already replaced by an earlier rotation (rotate its successor instead).' },
   operation_sunset: { status: 410, description: 'The operation has passed its sunset date.' },
@@ -92,6 +93,9 @@ export const petHasOpenOrders = (petId: number): AppError =>
   new AppError('pet_has_open_orders', `pet ${petId} has open orders; complete or cancel them first`)
 /** Rule 9: the caller's plan caps its open orders (`openOrders`) and its units of one pet in them (`unitsPerPet`). */
 export const orderLimitReached = (message: string): AppError => new AppError('order_limit_reached', message)
+/** Rule 11: the owner cancelled or let lapse an order of the pet, and may hold it again from `until` (epoch ms). */
+export const orderCooldown = (petId: number, until: number): AppError =>
+  new AppError('order_cooldown', `you cancelled or let lapse an order of pet ${petId} recently; you may order it again from ${new Date(until).toISOString()}`)
 export const idempotencyKeyReused = (): AppError =>
   new AppError('idempotency_key_reused', 'this Idempotency-Key was already used with a different request')
 

@@ -27,8 +27,8 @@ export async function loadSampleData (stores: Stores): Promise<boolean> {
       const { record } = await stores.pets.createPet({ name, categoryId: id, status }, null)
       // A new pet has stock 1 (rule 1); a reserved or sold one has none left. Setting 0 keeps
       // a pending or sold pet as it is (rule 6 only changes an available one).
-      if (status !== 'available') await stores.inventory.setStock(record.id, 0, null)
-      else if (stock !== undefined) await stores.inventory.setStock(record.id, stock, null)
+      if (status !== 'available') await stores.inventory.setStock(record.id, 0, null, Date.now())
+      else if (stock !== undefined) await stores.inventory.setStock(record.id, stock, null, Date.now())
     }
   }
   return true

@@ -11,3 +11,8 @@ export function statusForStock (current: PetStatus, quantity: number, hasOpenOrd
   if (current !== 'available') return current
   return hasOpenOrders ? 'pending' : 'sold'
 }
+
+/** inventory.low: the stock fell from above the threshold to at or below it (by any cause). */
+export function crossesLowStock (before: number, after: number, threshold: number): boolean {
+  return before > threshold && after <= threshold
+}

@@ -1,5 +1,7 @@
 // The inventory rules (docs/product.md section 5, rules 6 and 7); the status change rides in the store's transaction.
 import { notFound } from '../errors.ts'
+import type { OrderPolicy } from '../orders/orders.store.ts'
+import type { Clock } from '../shared/clock.ts'
 import { pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { IfMatch } from '../shared/store.ts'
 import type { InventoryListQuery } from './inventory.schema.ts'
@@ -11,7 +13,8 @@ export interface InventoryService {
   setStock (petId: number, quantity: number, ifMatch: IfMatch): Promise<InventoryRecord>
 }
 
-export function createInventoryService (inventory: InventoryStore): InventoryService {
+/** `policy`: the threshold of inventory.low, and the cool-down of the lapsed orders a change sweeps (config.orders). */
+export function createInventoryService (inventory: InventoryStore, clock: Clock, policy: OrderPolicy): InventoryService {
   return {
     async list (query) {
       const page = pageRequest(query)
@@ -28,7 +31,7 @@ export function createInventoryService (inventory: InventoryStore): InventorySer
     },
 
     async setStock (petId, quantity, ifMatch) {
-      return await inventory.setStock(petId, quantity, ifMatch)
+      return await inventory.setStock(petId, quantity, ifMatch, clock.now(), policy)
     }
   }
 }

@@ -7,9 +7,10 @@ import type { Clock } from '../shared/clock.ts'
 import { pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { Created, IdempotencyClaim, IfMatch } from '../shared/store.ts'
 import type { NewOrder, OrderListQuery, OrderPatch } from './orders.schema.ts'
-import type { OrderChanges, OrderOwner, OrderRecord, OrderStore } from './orders.store.ts'
+import type { OrderChanges, OrderOwner, OrderPolicy, OrderRecord, OrderStore } from './orders.store.ts'
 
-export interface OrderSettings {
+/** Also the OrderPolicy every change of orders and stock takes: the cool-down (rule 11) and the threshold of inventory.low. */
+export interface OrderSettings extends OrderPolicy {
   /** Rule 10: how long an open order holds its stock (ORDER_HOLD_MINUTES, default DEFAULT_ORDER_HOLD_MS). */
   holdMs: number
   /** Rule 9: caps per plan (null: none); ORDER_LIMITS overrides the defaults of accounts/plans.ts. */
@@ -70,7 +71,9 @@ export function createOrderService (orders: OrderStore, clock: Clock, settings: 
       const now = clock.now()
       return await orders.placeOrder({
         petId: input.petId, quantity: input.quantity, shipDate, ownerKeyId: caller.keyId, now,
-        expiresAt: now + settings.holdMs, limits: limitsOf(caller, settings)
+        expiresAt: now + settings.holdMs, limits: limitsOf(caller, settings),
+        // Rule 11: staff and admin place orders for the shop; only customers cool down.
+        checkCooldown: caller.role === 'customer', policy: settings
       }, idempotency)
     },
 
@@ -82,15 +85,15 @@ export function createOrderService (orders: OrderStore, clock: Clock, settings: 
         changes.complete = true
         changes.shipDate ??= clock.now()
       }
-      return await orders.updateOrder(id, changes, ifMatch, clock.now())
+      return await orders.updateOrder(id, changes, ifMatch, clock.now(), settings)
     },
 
     async cancel (id, caller, ifMatch) {
-      await orders.cancelOrder(id, ownerOf(caller), ifMatch, clock.now())
+      await orders.cancelOrder(id, ownerOf(caller), ifMatch, clock.now(), settings)
     },
 
     async sweep () {
-      return await orders.sweepExpired(clock.now(), SWEEP_MAX_PETS)
+      return await orders.sweepExpired(clock.now(), SWEEP_MAX_PETS, settings)
     }
   }
 }

@@ -27,6 +27,28 @@ export interface OrderRecord {
 /** Rule 10: the hold of an order placed without one (the default of ORDER_HOLD_MINUTES). */
 export const DEFAULT_ORDER_HOLD_MS = 30 * 60_000
 
+/**
+ * Rule 11: after a customer cancels an order or lets it lapse, it may not hold that pet again for
+ * this long (the default of ORDER_COOLDOWN_MINUTES). Longer than a rival's polling interval plus
+ * the periodic sweep's 10 s, so a rival who polls every few seconds gets the pet.
+ */
+export const DEFAULT_ORDER_COOLDOWN_MS = 5 * 60_000
+
+/** inventory.low: a stock falling from above this to at or below it (the default of INVENTORY_LOW_THRESHOLD). */
+export const DEFAULT_LOW_STOCK_THRESHOLD = 5
+
+/**
+ * What a change of orders needs besides its own input, for the effects it writes with it: the
+ * cool-downs of the orders it cancels or sweeps (rule 11; 0: none) and the threshold of inventory.low.
+ * Absent: the defaults.
+ */
+export interface OrderPolicy {
+  cooldownMs: number
+  lowStockThreshold: number
+}
+
+export const DEFAULT_ORDER_POLICY: OrderPolicy = { cooldownMs: DEFAULT_ORDER_COOLDOWN_MS, lowStockThreshold: DEFAULT_LOW_STOCK_THRESHOLD }
+
 export interface OrderFilter {
   petId?: number
   complete?: boolean
@@ -47,6 +69,9 @@ export interface NewOrderInput {
   expiresAt?: number
   /** Rule 9: the owner's caps, checked against its live open orders; null or absent: none (staff, admin). */
   limits?: OrderLimits | null
+  /** Rule 11: refuse while the owner is cooling down from this pet (customers; staff and admin are exempt). */
+  checkCooldown?: boolean
+  policy?: OrderPolicy
 }
 
 export interface OrderChanges {
@@ -56,6 +81,12 @@ export interface OrderChanges {
   shipDate?: number
 }
 
+/**
+ * Every change writes its events in its own transaction (docs/product.md, events): order.created,
+ * order.updated (ship date), order.completed, order.cancelled (the order as it was), order.expired
+ * (each lapsed order a sweep deletes, lazy ones included), inventory.low (a placement that takes
+ * the stock from above the threshold to at or below it). Refusals write nothing.
+ */
 export interface OrderStore {
   /**
    * In id order. With `now`, an open order whose expiresAt has passed is left out (rule 10: it
@@ -70,8 +101,10 @@ export interface OrderStore {
    * same transaction (a replay returns the first record and changes nothing).
    * Rule 10 first: the pet's open orders expired at `now` are swept (deleted, stock returned) in
    * the same transaction, so they never refuse an order. Rule 9: with `limits`, the owner's live
-   * open orders (their number, their units of this pet) must leave room for this one.
-   * Throws pet_not_found, pet_not_available, insufficient_stock, order_limit_reached, idempotency_key_reused.
+   * open orders (their number, their units of this pet) must leave room for this one. Rule 11:
+   * with `checkCooldown`, an owner cooling down from the pet is refused (after the sweep, which may
+   * have just started that cool-down).
+   * Throws pet_not_found, pet_not_available, insufficient_stock, order_limit_reached, order_cooldown, idempotency_key_reused.
    */
   placeOrder (input: NewOrderInput, idempotency: IdempotencyClaim | null): Promise<Created<OrderRecord>>
   /**
@@ -79,17 +112,18 @@ export interface OrderStore {
    * with stock 0 completes, the pet becomes sold).
    * Throws not_found, precondition_failed, order_already_complete.
    */
-  updateOrder (id: number, changes: OrderChanges, ifMatch: IfMatch, now?: number): Promise<OrderRecord>
+  updateOrder (id: number, changes: OrderChanges, ifMatch: IfMatch, now: number, policy?: OrderPolicy): Promise<OrderRecord>
   /**
    * Rule 5: deletes the open order and returns its quantity to the pet's stock; a pending pet
-   * becomes available again.
+   * becomes available again. Rule 11: when the owner cancels (`owner` given), its cool-down from the pet starts.
    * Throws not_found (also another owner's order), precondition_failed, order_already_complete.
    */
-  cancelOrder (id: number, owner: OrderOwner, ifMatch: IfMatch, now?: number): Promise<void>
+  cancelOrder (id: number, owner: OrderOwner, ifMatch: IfMatch, now: number, policy?: OrderPolicy): Promise<void>
   /**
    * Rule 10, the periodic sweep: deletes the open orders expired at `now` and returns their stock
-   * (rule 5), for at most `maxPets` pets (all of each pet's expired orders). Returns how many
-   * orders it deleted; fewer pets than `maxPets` swept means none is left.
+   * (rule 5), for at most `maxPets` pets (all of each pet's expired orders), starting each owner's
+   * cool-down (rule 11), and forgets cool-downs that have ended. Returns how many orders it
+   * deleted; fewer pets than `maxPets` swept means none is left.
    */
-  sweepExpired (now: number, maxPets: number): Promise<{ orders: number; pets: number }>
+  sweepExpired (now: number, maxPets: number, policy?: OrderPolicy): Promise<{ orders: number; pets: number }>
 }

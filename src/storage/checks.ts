@@ -1,7 +1,7 @@
 // The rules every storage engine applies the same way, written once. Each engine reads the rows
 // with its own SQL, inside its own transaction (and, on PostgreSQL, under its row locks), then
 // asks these functions what the rows mean; so an engine keeps only its SQL and its locking.
-import { idempotencyKeyReused, insufficientStock, notFound, orderAlreadyComplete, orderLimitReached, petHasOpenOrders, petNotAvailable, petNotFound, preconditionFailed, type AppError } from '../errors.ts'
+import { idempotencyKeyReused, insufficientStock, notFound, orderAlreadyComplete, orderCooldown, orderLimitReached, petHasOpenOrders, petNotAvailable, petNotFound, preconditionFailed, type AppError } from '../errors.ts'
 import type { OrderLimits } from '../accounts/plans.ts'
 import type { OrderOwner } from '../orders/orders.store.ts'
 import type { PetStatus } from '../pets/pets.schema.ts'
@@ -53,6 +53,14 @@ export function orderLimitRefusal (limits: OrderLimits, held: { orders: number; 
     return orderLimitReached(`your plan allows ${limits.unitsPerPet} units of one pet in open orders; you hold ${held.units} of pet ${petId} and asked ${quantity}`)
   }
   return null
+}
+
+/**
+ * Rule 11: the owner's cool-down from the pet, read in the placing transaction (`until`, epoch ms;
+ * undefined: none recorded), refuses the order until it ends.
+ */
+export function cooldownRefusal (petId: number, until: number | undefined, now: number): AppError | null {
+  return until !== undefined && until > now ? orderCooldown(petId, until) : null
 }
 
 /**

@@ -158,7 +158,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       await rejectsWith(pets.deletePet(pet.id, [2]), 'precondition_failed', PRECONDITION_FAILED)
       const { record: order } = await place(1)
       await rejectsWith(pets.deletePet(pet.id, null), 'pet_has_open_orders', `pet ${pet.id} has open orders; complete or cancel them first`)
-      const completed = await stores.orders.updateOrder(order.id, { complete: true, shipDate: NOW }, null)
+      const completed = await stores.orders.updateOrder(order.id, { complete: true, shipDate: NOW }, null, NOW)
       const current = (await pets.getPet(pet.id))!
       await pets.deletePet(pet.id, [current.version])
       assert.equal(await pets.getPet(pet.id), null)
@@ -254,7 +254,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('orders: placing takes the stock; the last unit makes the pet pending; get and list return the order', async (t) => {
       const { stores, pet, owner, place } = await withPet(t)
-      await stores.inventory.setStock(pet.id, 3, null)
+      await stores.inventory.setStock(pet.id, 3, null, NOW)
       const { record: order, replayed } = await place(2)
       assert.equal(replayed, false)
       assert.deepEqual(order, { id: order.id, petId: pet.id, quantity: 2, shipDate: null, complete: false, ownerKeyId: owner.id, createdAt: NOW, expiresAt: NOW + DEFAULT_ORDER_HOLD_MS, version: 1 })
@@ -286,7 +286,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('orders: an Idempotency-Key replays the first order without taking stock twice; another body is idempotency_key_reused', async (t) => {
       const { stores, pet, place } = await withPet(t)
-      await stores.inventory.setStock(pet.id, 5, null)
+      await stores.inventory.setStock(pet.id, 5, null, NOW)
       const first = await place(2, claimOf('o1'))
       const again = await place(2, claimOf('o1'))
       assert.deepEqual(again, { record: first.record, replayed: true })
@@ -297,7 +297,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('orders: 40 concurrent orders of 1 on a stock of 10: exactly 10 are accepted, the rest refused with 409 codes', async (t) => {
       const { stores, pet, owner } = await withPet(t)
-      await stores.inventory.setStock(pet.id, 10, null)
+      await stores.inventory.setStock(pet.id, 10, null, NOW)
       const results = await Promise.allSettled(Array.from({ length: 40 }, (_, i) =>
         stores.orders.placeOrder({ petId: pet.id, quantity: 1, shipDate: null, ownerKeyId: owner.id, now: NOW + i }, null)))
       const accepted = results.filter((r) => r.status === 'fulfilled')
@@ -314,7 +314,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('orders: concurrent orders of several units never take more than the stock', async (t) => {
       const { stores, pet, owner } = await withPet(t)
-      await stores.inventory.setStock(pet.id, 10, null)
+      await stores.inventory.setStock(pet.id, 10, null, NOW)
       const quantities = [3, 4, 2, 5, 1, 3, 2, 4, 1, 2, 3, 1]
       const results = await Promise.allSettled(quantities.map((quantity) =>
         stores.orders.placeOrder({ petId: pet.id, quantity, shipDate: null, ownerKeyId: owner.id, now: NOW }, null)))
@@ -327,26 +327,26 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     test('orders: update sets the ship date, completes, and refuses missing orders, wrong versions and complete orders', async (t) => {
       const { stores, place } = await withPet(t)
       const { record: order } = await place(1)
-      await rejectsWith(stores.orders.updateOrder(order.id + 1000, { shipDate: NOW }, null), 'not_found', `order ${order.id + 1000} not found`)
-      await rejectsWith(stores.orders.updateOrder(order.id, { shipDate: NOW }, [2]), 'precondition_failed', PRECONDITION_FAILED)
-      const dated = await stores.orders.updateOrder(order.id, { shipDate: NOW + 5000 }, [1])
+      await rejectsWith(stores.orders.updateOrder(order.id + 1000, { shipDate: NOW }, null, NOW), 'not_found', `order ${order.id + 1000} not found`)
+      await rejectsWith(stores.orders.updateOrder(order.id, { shipDate: NOW }, [2], NOW), 'precondition_failed', PRECONDITION_FAILED)
+      const dated = await stores.orders.updateOrder(order.id, { shipDate: NOW + 5000 }, [1], NOW)
       assert.deepEqual(dated, { ...order, shipDate: NOW + 5000, version: 2 })
-      const done = await stores.orders.updateOrder(order.id, { complete: true }, null)
+      const done = await stores.orders.updateOrder(order.id, { complete: true }, null, NOW)
       assert.deepEqual(done, { ...order, shipDate: NOW + 5000, complete: true, expiresAt: null, version: 3 }, 'completing keeps a known ship date and ends the hold')
-      await rejectsWith(stores.orders.updateOrder(order.id, { shipDate: NOW }, null), 'order_already_complete', `order ${order.id} is complete and can no longer change`)
-      await rejectsWith(stores.orders.updateOrder(order.id, { complete: true }, null), 'order_already_complete', `order ${order.id} is complete and can no longer change`)
+      await rejectsWith(stores.orders.updateOrder(order.id, { shipDate: NOW }, null, NOW), 'order_already_complete', `order ${order.id} is complete and can no longer change`)
+      await rejectsWith(stores.orders.updateOrder(order.id, { complete: true }, null, NOW), 'order_already_complete', `order ${order.id} is complete and can no longer change`)
       assert.deepEqual(await stores.orders.getOrder(order.id, null), done)
     })
 
     test('orders: completing the last open order of a pet with stock 0 sells the pet; an earlier completion does not', async (t) => {
       const { stores, pet, place } = await withPet(t)
-      await stores.inventory.setStock(pet.id, 2, null)
+      await stores.inventory.setStock(pet.id, 2, null, NOW)
       const { record: a } = await place(1)
       const { record: b } = await place(1)
       assert.equal((await stores.pets.getPet(pet.id))?.status, 'pending')
-      await stores.orders.updateOrder(a.id, { complete: true, shipDate: NOW }, null)
+      await stores.orders.updateOrder(a.id, { complete: true, shipDate: NOW }, null, NOW)
       assert.equal((await stores.pets.getPet(pet.id))?.status, 'pending', 'one order is still open')
-      await stores.orders.updateOrder(b.id, { complete: true, shipDate: NOW }, null)
+      await stores.orders.updateOrder(b.id, { complete: true, shipDate: NOW }, null, NOW)
       assert.equal((await stores.pets.getPet(pet.id))?.status, 'sold')
       assert.equal((await stores.inventory.getInventory(pet.id))?.status, 'sold')
     })
@@ -358,10 +358,10 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       for (let i = 0; i < 9; i++) pets.push((await stores.pets.createPet({ name: `P${i}`, categoryId: pet.categoryId, status: 'available' }, null)).record)
       const orders = []
       for (const p of pets) {
-        await stores.inventory.setStock(p.id, 2, null)
+        await stores.inventory.setStock(p.id, 2, null, NOW)
         orders.push((await place(1, null, p.id)).record, (await place(1, null, p.id)).record)
       }
-      await Promise.all(orders.map((o) => stores.orders.updateOrder(o.id, { complete: true, shipDate: NOW }, null)))
+      await Promise.all(orders.map((o) => stores.orders.updateOrder(o.id, { complete: true, shipDate: NOW }, null, NOW)))
       for (const p of pets) assert.equal((await stores.pets.getPet(p.id))?.status, 'sold', `pet ${p.id}`)
     })
 
@@ -369,43 +369,43 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const { stores, pet, owner, place } = await withPet(t)
       const { record: order } = await place(1)
       assert.equal((await stores.pets.getPet(pet.id))?.status, 'pending')
-      await stores.orders.cancelOrder(order.id, { ownerKeyId: owner.id }, [1])
+      await stores.orders.cancelOrder(order.id, { ownerKeyId: owner.id }, [1], NOW)
       assert.equal(await stores.orders.getOrder(order.id, null), null)
       const entry = await stores.inventory.getInventory(pet.id)
       assert.equal(entry?.quantity, 1)
       assert.equal(entry?.status, 'available')
-      await rejectsWith(stores.orders.cancelOrder(order.id, null, null), 'not_found', `order ${order.id} not found`)
+      await rejectsWith(stores.orders.cancelOrder(order.id, null, null, NOW), 'not_found', `order ${order.id} not found`)
     })
 
     test('orders: cancelling refuses another owner (not_found), a wrong version and a complete order (order_already_complete)', async (t) => {
       const { stores, other, place } = await withPet(t)
       const { record: order } = await place(1)
-      await rejectsWith(stores.orders.cancelOrder(order.id, { ownerKeyId: other.id }, null), 'not_found', `order ${order.id} not found`)
+      await rejectsWith(stores.orders.cancelOrder(order.id, { ownerKeyId: other.id }, null, NOW), 'not_found', `order ${order.id} not found`)
       assert.equal(await stores.orders.getOrder(order.id, { ownerKeyId: other.id }), null, "another customer's order does not exist for them")
-      await rejectsWith(stores.orders.cancelOrder(order.id, null, [2]), 'precondition_failed', PRECONDITION_FAILED)
-      await stores.orders.updateOrder(order.id, { complete: true, shipDate: NOW }, null)
-      await rejectsWith(stores.orders.cancelOrder(order.id, null, null), 'order_already_complete', `order ${order.id} is complete and can no longer change`)
+      await rejectsWith(stores.orders.cancelOrder(order.id, null, [2], NOW), 'precondition_failed', PRECONDITION_FAILED)
+      await stores.orders.updateOrder(order.id, { complete: true, shipDate: NOW }, null, NOW)
+      await rejectsWith(stores.orders.cancelOrder(order.id, null, null, NOW), 'order_already_complete', `order ${order.id} is complete and can no longer change`)
       assert.equal((await stores.orders.getOrder(order.id, null))?.complete, true)
     })
 
     test('orders: concurrent cancels of one order return its stock once', async (t) => {
       const { stores, pet, place } = await withPet(t)
-      await stores.inventory.setStock(pet.id, 5, null)
+      await stores.inventory.setStock(pet.id, 5, null, NOW)
       const { record: order } = await place(3)
-      const results = await Promise.allSettled(Array.from({ length: 5 }, () => stores.orders.cancelOrder(order.id, null, null)))
+      const results = await Promise.allSettled(Array.from({ length: 5 }, () => stores.orders.cancelOrder(order.id, null, null, NOW)))
       assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1)
       assert.equal((await stores.inventory.getInventory(pet.id))?.quantity, 5)
     })
 
     test('orders: list filters by pet, completeness and owner, in keyset pages', async (t) => {
       const { stores, pet, owner, other, place } = await withPet(t)
-      await stores.inventory.setStock(pet.id, 1000, null)
+      await stores.inventory.setStock(pet.id, 1000, null, NOW)
       const { record: pet2 } = await stores.pets.createPet({ name: 'Max', categoryId: pet.categoryId, status: 'available' }, null)
-      await stores.inventory.setStock(pet2.id, 1000, null)
+      await stores.inventory.setStock(pet2.id, 1000, null, NOW)
       const made = []
       for (let i = 0; i < 120; i++) {
         const { record } = await place(1, null, i % 3 === 0 ? pet2.id : pet.id, i % 2 === 0 ? owner.id : other.id)
-        made.push(i % 5 === 0 ? await stores.orders.updateOrder(record.id, { complete: true, shipDate: NOW }, null) : record)
+        made.push(i % 5 === 0 ? await stores.orders.updateOrder(record.id, { complete: true, shipDate: NOW }, null, NOW) : record)
       }
       const cases = [
         { filter: {}, expect: made },
@@ -440,23 +440,23 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     test('inventory: setting stock applies rule 6 and bumps the pet version; refuses missing pets and wrong versions', async (t) => {
       const { stores, pet, place } = await withPet(t)
       const inv = stores.inventory
-      await rejectsWith(inv.setStock(pet.id + 1000, 1, null), 'not_found', `pet ${pet.id + 1000} not found`)
-      await rejectsWith(inv.setStock(pet.id, 1, [2]), 'precondition_failed', PRECONDITION_FAILED)
+      await rejectsWith(inv.setStock(pet.id + 1000, 1, null, NOW), 'not_found', `pet ${pet.id + 1000} not found`)
+      await rejectsWith(inv.setStock(pet.id, 1, [2], NOW), 'precondition_failed', PRECONDITION_FAILED)
       // 0 without open orders: available -> sold.
-      assert.deepEqual(await inv.setStock(pet.id, 0, [1]), { petId: pet.id, quantity: 0, status: 'sold', version: 2 })
+      assert.deepEqual(await inv.setStock(pet.id, 0, [1], NOW), { petId: pet.id, quantity: 0, status: 'sold', version: 2 })
       assert.deepEqual(await stores.pets.getPet(pet.id), { ...pet, status: 'sold', version: 2 })
       // above 0: sold -> available.
-      assert.deepEqual(await inv.setStock(pet.id, 4, null), { petId: pet.id, quantity: 4, status: 'available', version: 3 })
+      assert.deepEqual(await inv.setStock(pet.id, 4, null, NOW), { petId: pet.id, quantity: 4, status: 'available', version: 3 })
       // 0 with an open order: available -> pending; then above 0: pending -> available.
       await place(1)
-      const zero = await inv.setStock(pet.id, 0, null)
+      const zero = await inv.setStock(pet.id, 0, null, NOW)
       assert.equal(zero.status, 'pending')
-      assert.equal((await inv.setStock(pet.id, 2, null)).status, 'available')
+      assert.equal((await inv.setStock(pet.id, 2, null, NOW)).status, 'available')
       // 0 on a pending or sold pet keeps its status; the same stock still bumps the version.
       await stores.pets.updatePet(pet.id, { status: 'pending' }, null)
-      const kept = await inv.setStock(pet.id, 0, null)
+      const kept = await inv.setStock(pet.id, 0, null, NOW)
       assert.equal(kept.status, 'pending')
-      const again = await inv.setStock(pet.id, 0, [kept.version])
+      const again = await inv.setStock(pet.id, 0, [kept.version], NOW)
       assert.equal(again.version, kept.version + 1)
     })
 

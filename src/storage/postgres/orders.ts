@@ -3,8 +3,9 @@
 //
 // Placing one is a call of the function place_order (migration 3): the claim of the
 // Idempotency-Key, the caps, the sweep of the pet's expired orders, the stock and the insert in
-// one round trip and one transaction. The orders that arrive while a batch is in flight are
-// placed together by one call of place_orders (migration 6): one round trip, one transaction and
+// one round trip and one transaction, with its events (migration 8: order.created, inventory.low,
+// order.expired of the sweep) and the cool-down check. The orders that arrive while a batch is in
+// flight are placed together by one call of place_orders (migration 6): one round trip, one transaction and
 // one WAL flush for the batch, each order decided alone (group commit on the API side; the
 // design and figures are in docs/performance.md, "PostgreSQL orders").
 //
@@ -14,20 +15,23 @@
 // waits, then re-checks its WHERE against the committed row, so the stock taken never exceeds
 // the stock there was (the database enforces the rule, not this process's memory). The sweep of
 // expired orders skips the order rows another transaction holds (FOR UPDATE SKIP LOCKED).
-import { idempotencyKeyReused, notFound, ServiceUnavailableError } from '../../errors.ts'
+// Completing, re-dating and cancelling append their events in their transaction (appendEvents).
+import { idempotencyKeyReused, notFound, orderCooldown, ServiceUnavailableError } from '../../errors.ts'
 import type { PetStatus } from '../../pets/pets.schema.ts'
-import { DEFAULT_ORDER_HOLD_MS, type OrderFilter, type OrderOwner, type OrderRecord, type OrderStore } from '../../orders/orders.store.ts'
+import { DEFAULT_ORDER_HOLD_MS, DEFAULT_ORDER_POLICY, type OrderFilter, type OrderOwner, type OrderRecord, type OrderStore } from '../../orders/orders.store.ts'
 import { IDEMPOTENCY_TTL_MS, type IfMatch } from '../../shared/store.ts'
 import { lapsed, openOrder, orderLimitRefusal, orderRefusal, visibleOrder } from '../checks.ts'
+import { orderEvent } from '../order-events.ts'
 import { createBatcher } from './batch.ts'
+import { appendEvents } from './events.ts'
 import type { Db, Tx } from './database.ts'
 import type { PostgresIdempotency } from './idempotency.ts'
 import { ORDER_COLUMNS, toOrder, type OrderRow } from '../rows.ts'
 
 /** What place_order answers: an outcome, its detail, and the order's columns once placed. */
-type PlaceRow = { outcome: 'placed' | 'replayed' | 'reused' | 'limit' | 'refused'; detail: string | null } & OrderRow
+type PlaceRow = { outcome: 'placed' | 'replayed' | 'reused' | 'limit' | 'cooldown' | 'refused'; detail: string | null } & OrderRow
 
-const PLACE_ORDER = `SELECT outcome, detail, ${ORDER_COLUMNS} FROM place_order($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+const PLACE_ORDER = `SELECT outcome, detail, ${ORDER_COLUMNS} FROM place_order($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 const PLACE_ORDERS = `SELECT item, outcome, detail, ${ORDER_COLUMNS} FROM place_orders($1::jsonb, $2)`
 
 /** One order of a batch, as place_orders reads it (the parameters of place_order, by name). */
@@ -43,10 +47,16 @@ interface BatchItem {
   scope: string | null
   key: string | null
   fingerprint: string | null
+  lowStock: number
+  cooldownMs: number
+  checkCooldown: boolean
 }
 
 /** An order's outcome, or why its call failed (the database could not serve it, or a bug). */
 type Placed = { row: PlaceRow } | { error: unknown }
+
+/** Most ended cool-downs one periodic sweep forgets. */
+const MAX_COOLDOWNS_PRUNED = 1000
 
 /** Most orders placed by one call: a batch stays a few milliseconds of the database's time. */
 export const MAX_ORDER_BATCH = 64
@@ -61,10 +71,10 @@ export interface PostgresOrderStoreOptions {
  * lapsed (rule 10) is swept with its pet's other expired orders, and is then no order: null, so
  * the caller answers 404 once the sweep is committed.
  */
-async function lockOpenOrder (tx: Tx, id: number, owner: OrderOwner, ifMatch: IfMatch, now: number | undefined): Promise<OrderRow | null> {
+async function lockOpenOrder (tx: Tx, id: number, owner: OrderOwner, ifMatch: IfMatch, now: number, cooldownMs: number): Promise<OrderRow | null> {
   const found = await tx.first<OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1 FOR UPDATE`, [id])
   if (found !== undefined && visibleOrder(found, owner) !== undefined && lapsed(found, now)) {
-    await tx.query('SELECT sweep_expired_orders($1, $2)', [found.pet_id, now])
+    await tx.query('SELECT sweep_expired_orders($1, $2, $3)', [found.pet_id, now, cooldownMs])
     return null
   }
   return openOrder(found, id, owner, ifMatch)
@@ -74,7 +84,8 @@ export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempoten
   const placeOne = async (item: BatchItem): Promise<Placed> => {
     try {
       const rows = await db.statement<PlaceRow>('place_order', PLACE_ORDER, [item.pet, item.owner, item.quantity, item.shipDate, item.now,
-        item.expiresAt, item.maxOrders, item.maxUnits, item.scope, item.key, item.fingerprint, IDEMPOTENCY_TTL_MS])
+        item.expiresAt, item.maxOrders, item.maxUnits, item.scope, item.key, item.fingerprint, IDEMPOTENCY_TTL_MS,
+        item.lowStock, item.cooldownMs, item.checkCooldown])
       return { row: rows[0]! }
     } catch (error) {
       return { error }
@@ -122,17 +133,20 @@ export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempoten
       // The idempotency step (replay, work, remember) runs inside SQL here, in place_order, not
       // through storage/idempotency.ts: the claim, the order and its result are one round trip.
       const limits = input.limits ?? null
+      const policy = input.policy ?? DEFAULT_ORDER_POLICY
       const placed = await place({
         pet: input.petId, owner: input.ownerKeyId, quantity: input.quantity, shipDate: input.shipDate, now: input.now,
         expiresAt: input.expiresAt ?? input.now + DEFAULT_ORDER_HOLD_MS,
         maxOrders: limits?.openOrders ?? null, maxUnits: limits?.unitsPerPet ?? null,
-        scope: claim?.scope ?? null, key: claim?.key ?? null, fingerprint: claim?.fingerprint ?? null
+        scope: claim?.scope ?? null, key: claim?.key ?? null, fingerprint: claim?.fingerprint ?? null,
+        lowStock: policy.lowStockThreshold, cooldownMs: policy.cooldownMs, checkCooldown: input.checkCooldown === true
       })
       if ('error' in placed) throw placed.error
       const row = placed.row
       switch (row.outcome) {
         case 'replayed': return { record: JSON.parse(row.detail!) as OrderRecord, replayed: true }
         case 'reused': throw idempotencyKeyReused()
+        case 'cooldown': throw orderCooldown(input.petId, Number(row.detail))
         case 'limit': throw orderLimitRefusal(limits!, JSON.parse(row.detail!) as { orders: number; units: number }, input.petId, input.quantity)!
         case 'refused': throw orderRefusal(input.petId, input.quantity, row.detail === null ? undefined : JSON.parse(row.detail) as { status: PetStatus; stock: number })
         case 'placed': break
@@ -141,53 +155,63 @@ export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempoten
       return { record: toOrder(row), replayed: false }
     },
 
-    async updateOrder (id, changes, ifMatch, now) {
+    async updateOrder (id, changes, ifMatch, now, policy = DEFAULT_ORDER_POLICY) {
       const result = await db.transaction(async (tx) => {
-        const row = await lockOpenOrder(tx, id, null, ifMatch, now)
+        const row = await lockOpenOrder(tx, id, null, ifMatch, now, policy.cooldownMs)
         if (row === null) return null
         if (changes.complete !== true) {
-          const updated = await tx.first<OrderRow>(`UPDATE orders SET ship_date = $1, version = version + 1 WHERE id = $2 RETURNING ${ORDER_COLUMNS}`, [changes.shipDate ?? row.ship_date, id])
-          return toOrder(updated!)
+          const updated = toOrder((await tx.first<OrderRow>(`UPDATE orders SET ship_date = $1, version = version + 1 WHERE id = $2 RETURNING ${ORDER_COLUMNS}`, [changes.shipDate ?? row.ship_date, id]))!)
+          await appendEvents(tx, [orderEvent('order.updated', updated)], now)
+          return updated
         }
         // Rule 4 asks whether open orders are left: the pet's lapsed ones are not (rule 10).
-        if (now !== undefined) await tx.query('SELECT sweep_expired_orders($1, $2)', [row.pet_id, now])
+        await tx.query('SELECT sweep_expired_orders($1, $2, $3)', [row.pet_id, now, policy.cooldownMs])
         // Lock the pet before deciding rule 4: two last orders completing at once then run one
         // after the other, and the second sees the first complete (each statement of a READ
         // COMMITTED transaction reads what was committed before it), so the pet is sold.
         await tx.query('SELECT 1 FROM pets WHERE id = $1 FOR UPDATE', [row.pet_id])
         // A complete order never expires (rule 10).
-        const updated = await tx.first<OrderRow>(`UPDATE orders SET complete = true, ship_date = $1, expires_at = NULL, version = version + 1 WHERE id = $2 RETURNING ${ORDER_COLUMNS}`, [changes.shipDate ?? row.ship_date, id])
-        // Rule 4: the pet is sold once its stock is 0 and no open order is left.
+        const updated = toOrder((await tx.first<OrderRow>(`UPDATE orders SET complete = true, ship_date = $1, expires_at = NULL, version = version + 1 WHERE id = $2 RETURNING ${ORDER_COLUMNS}`, [changes.shipDate ?? row.ship_date, id]))!)
+        // Rule 4: the pet is sold once its stock is 0 and no open order is left (a lapsed one
+        // that a cancel holds, so the sweep skipped it, is not open either).
         await tx.query(`UPDATE pets SET status = 'sold', version = version + 1
-          WHERE id = $1 AND stock = 0 AND status <> 'sold' AND NOT EXISTS (SELECT 1 FROM orders WHERE pet_id = $1 AND NOT complete)`, [row.pet_id])
-        return toOrder(updated!)
+          WHERE id = $1 AND stock = 0 AND status <> 'sold' AND NOT EXISTS (SELECT 1 FROM orders WHERE pet_id = $1 AND NOT complete AND expires_at > $2)`, [row.pet_id, now])
+        await appendEvents(tx, [orderEvent('order.completed', updated)], now)
+        return updated
       })
       if (result === null) throw notFound(`order ${id}`)
       return result
     },
 
-    async cancelOrder (id, owner, ifMatch, now) {
+    async cancelOrder (id, owner, ifMatch, now, policy = DEFAULT_ORDER_POLICY) {
       const cancelled = await db.transaction(async (tx) => {
-        const row = await lockOpenOrder(tx, id, owner, ifMatch, now)
+        const row = await lockOpenOrder(tx, id, owner, ifMatch, now, policy.cooldownMs)
         if (row === null) return false
         await tx.query('DELETE FROM orders WHERE id = $1', [id])
         // Rule 5: the quantity goes back; a pending pet has stock again, so it is available.
         // An open order's pet cannot have been deleted (deletePet refuses), so this finds it.
         await tx.query(`UPDATE pets SET stock = stock + $1,
           status = CASE WHEN status = 'pending' THEN 'available' ELSE status END, version = version + 1 WHERE id = $2`, [row.quantity, row.pet_id])
+        await appendEvents(tx, [orderEvent('order.cancelled', toOrder(row))], now)
+        // Rule 11: a customer cancelling its own order; staff cancelling one starts no cool-down.
+        if (owner !== null && policy.cooldownMs > 0) {
+          await tx.query(`INSERT INTO order_cooldowns (owner_key_id, pet_id, until) VALUES ($1, $2, $3)
+            ON CONFLICT (owner_key_id, pet_id) DO UPDATE SET until = greatest(order_cooldowns.until, excluded.until)`, [row.owner_key_id, row.pet_id, now + policy.cooldownMs])
+        }
         return true
       })
       if (!cancelled) throw notFound(`order ${id}`)
     },
 
-    async sweepExpired (now, maxPets) {
+    async sweepExpired (now, maxPets, policy = DEFAULT_ORDER_POLICY) {
       // One statement per pet, each its own transaction: a sweep never holds two pets' rows, so
       // it cannot deadlock with another instance's sweep or with an order.
       const pets = await db.query<{ pet_id: number }>('SELECT DISTINCT pet_id FROM orders WHERE NOT complete AND expires_at <= $1 LIMIT $2', [now, maxPets])
       let orders = 0
       for (const { pet_id: petId } of pets) {
-        orders += (await db.first<{ n: number }>('SELECT sweep_expired_orders($1, $2) AS n', [petId, now]))?.n ?? 0
+        orders += (await db.first<{ n: number }>('SELECT sweep_expired_orders($1, $2, $3) AS n', [petId, now, policy.cooldownMs]))?.n ?? 0
       }
+      await db.query('DELETE FROM order_cooldowns WHERE ctid IN (SELECT ctid FROM order_cooldowns WHERE until <= $1 LIMIT $2)', [now, MAX_COOLDOWNS_PRUNED])
       return { orders, pets: pets.length }
     }
   }

@@ -3,7 +3,7 @@ import type { Stores } from '../stores.ts'
 import { createSqliteCategoryStore } from './categories.ts'
 import { walBytes } from './checkpoint.ts'
 import { migrateSqlite, openSqlite } from './database.ts'
-import { createSqliteEventStore } from './events.ts'
+import { createSqliteEventLog, createSqliteEventStore } from './events.ts'
 import { createSqliteIdempotency } from './idempotency.ts'
 import { createSqliteInventoryStore } from './inventory.ts'
 import { createSqliteKeyStore } from './keys.ts'
@@ -24,12 +24,14 @@ export function createSqliteStores (path: string, options: { migrate?: boolean; 
   const idempotency = createSqliteIdempotency(db)
   const pets = createPetCache(db, options.petCache)
   const ping = db.prepare('SELECT 1')
+  // The outbox every store appends its events to, inside the writer's callback (events.ts).
+  const eventLog = createSqliteEventLog(db)
   return {
     engine: 'sqlite',
     pets: createSqlitePetStore(db, writer, idempotency, pets),
     categories: createSqliteCategoryStore(db, writer),
-    orders: createSqliteOrderStore(db, writer, idempotency, pets),
-    inventory: createSqliteInventoryStore(db, writer, pets),
+    orders: createSqliteOrderStore(db, writer, idempotency, pets, eventLog),
+    inventory: createSqliteInventoryStore(db, writer, pets, eventLog),
     keys: createSqliteKeyStore(db),
     events: createSqliteEventStore(db, writer),
     async ping () { ping.get() },

@@ -142,5 +142,17 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
     tx   TEXT    NOT NULL DEFAULT '0',
     seq  INTEGER NOT NULL DEFAULT 0
   );
+  `,
+  // Rule 11 (issue 30): after cancelling an order or letting it lapse, its owner may not hold the
+  // same pet again until \`until\`. Written with the cancel or the sweep, read by the placement;
+  // the periodic sweep forgets the ended ones (by \`until\`).
+  `
+  CREATE TABLE order_cooldowns (
+    owner_key_id INTEGER NOT NULL REFERENCES api_keys (id),
+    pet_id       INTEGER NOT NULL,
+    until        INTEGER NOT NULL,
+    PRIMARY KEY (owner_key_id, pet_id)
+  );
+  CREATE INDEX order_cooldowns_by_until ON order_cooldowns (until);
   `
 ]

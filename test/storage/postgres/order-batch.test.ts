@@ -89,7 +89,7 @@ async function openStores (t: TestContext): Promise<{ stores: PostgresStores; sc
   t.after(() => stores.close())
   const category = await stores.categories.createCategory({ name: 'Fish' })
   const { record: pet } = await stores.pets.createPet({ name: 'Goldfish', categoryId: category.id, status: 'available' }, null)
-  await stores.inventory.setStock(pet.id, 5, null)
+  await stores.inventory.setStock(pet.id, 5, null, NOW)
   const owner = await stores.keys.createKey({ name: 'owner', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h-owner', prefix: 'psk_owner', now: NOW })
   return { stores, schema, petId: pet.id, ownerId: owner.id }
 }

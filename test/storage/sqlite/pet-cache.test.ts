@@ -29,17 +29,17 @@ test('pet cache: every write of this process (pet, stock, order, cancel, delete)
   assert.equal((await stores.pets.updatePet(id, { name: 'Max' }, null)).name, 'Max')
   assert.deepEqual(await read(), { id, name: 'Max', categoryId: dogs.id, status: 'available', version: 2 })
 
-  await stores.inventory.setStock(id, 2, null)
+  await stores.inventory.setStock(id, 2, null, 0)
   assert.equal((await read())?.version, 3)
 
   const { record: order } = await stores.orders.placeOrder({ petId: id, quantity: 2, shipDate: null, ownerKeyId: 1, now: 0 }, null)
   assert.deepEqual(await read(), { id, name: 'Max', categoryId: dogs.id, status: 'pending', version: 4 })
 
-  await stores.orders.cancelOrder(order.id, null, null)
+  await stores.orders.cancelOrder(order.id, null, null, 0)
   assert.deepEqual(await read(), { id, name: 'Max', categoryId: dogs.id, status: 'available', version: 5 })
 
   const { record: again } = await stores.orders.placeOrder({ petId: id, quantity: 2, shipDate: null, ownerKeyId: 1, now: 0 }, null)
-  await stores.orders.updateOrder(again.id, { complete: true, shipDate: 0 }, null)
+  await stores.orders.updateOrder(again.id, { complete: true, shipDate: 0 }, null, 0)
   assert.equal((await read())?.status, 'sold')
 
   const other = await stores.pets.createPet({ name: 'Spot', categoryId: dogs.id, status: 'available' }, null)

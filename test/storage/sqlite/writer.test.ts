@@ -34,7 +34,7 @@ async function petWithStock (stores: ReturnType<typeof createSqliteStores>, stoc
   await stores.keys.createKey({ name: 'owner', role: 'customer', plan: 'pro', perMinute: null, perDay: null, hash: 'h', prefix: 'psk_', now: 0 })
   const category = await stores.categories.createCategory({ name: 'Dogs' })
   const { record } = await stores.pets.createPet({ name: 'Rex', categoryId: category.id, status: 'available' }, null)
-  await stores.inventory.setStock(record.id, stock, null)
+  await stores.inventory.setStock(record.id, stock, null, 0)
   return record.id
 }
 
