@@ -154,7 +154,9 @@ test('an expired order is gone at once for reads and changes, and its stock retu
   assert.equal(next.statusCode, 201, next.body)
   assert.deepEqual(await inventoryOf(h, h.petId), { quantity: 1, status: 'available' })
   assert.deepEqual(await openOrdersOf(h, h.petId), [next.json().id])
-  assert.equal((await place(h, hoarder, h.petId, 1)).statusCode, 201, 'a lapsed order no longer counts toward the cap')
+  assert.equal((await place(h, hoarder, h.petId, 1)).json().code, 'order_cooldown', 'the hoarder cools down from this pet (rule 11)')
+  h.clock.advance(5 * MINUTE)
+  assert.equal((await place(h, hoarder, h.petId, 1)).statusCode, 201, 'and then orders it again: a lapsed order no longer counts toward the cap')
 })
 
 test('the periodic sweep returns the stock of expired orders of every pet, and leaves live ones', async (t) => {
