@@ -223,3 +223,16 @@ test('two instances sweeping the same expired orders at once return each order\'
   assert.equal(x.orders + y.orders, 30, 'every expired order deleted by one of them')
   for (const petId of pets) assert.deepEqual(await inventoryOf(h, petId), { quantity: 50, status: 'available' })
 })
+
+test('a lapsed order is not an open order for rule 6 before any sweep: setting the stock to 0 sells the pet, and sweeps the lapsed order', async (t) => {
+  // Fault caught: a lapsed order counted as open until the periodic sweep (issue 35 §3.2), so the
+  // pet stays pending with nothing held, and its stock comes back later onto a sold pet.
+  const h = await shop(t, 1)
+  const id = (await place(h, h.keys.customer, h.petId, 1)).json().id as number
+  assert.deepEqual(await inventoryOf(h, h.petId), { quantity: 0, status: 'pending' })
+  h.clock.advance(HOLD)
+  assert.equal((await h.call({ method: 'PUT', url: `/v1/store/inventory/${h.petId}`, role: 'staff', payload: { quantity: 0 } })).statusCode, 200)
+  assert.deepEqual(await inventoryOf(h, h.petId), { quantity: 0, status: 'sold' }, 'no open order is left: sold')
+  assert.deepEqual(await h.stores.orders.sweepExpired(h.clock.now(), 100), { orders: 0, pets: 0 }, 'the stock set swept it')
+  assert.equal((await h.call({ method: 'GET', url: `/v1/store/orders/${id}`, role: 'staff' })).statusCode, 404)
+})
