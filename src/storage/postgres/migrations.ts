@@ -321,7 +321,7 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   );
   `,
   // Events of orders and inventory written inside the functions that make the change (docs/product.md,
-  // events), and rule 11's cool-downs (issue 30), as SQLite's version 7 (here version 8).
+  // events), and rule 11's cool-downs (issue 30), as SQLite's version 6 (here version 8).
   // order_json is the store's OrderRecord as JSON, once: the Idempotency-Key's first result and
   // the data of every order event. place_order and sweep_expired_orders gain parameters (the
   // threshold of inventory.low, the cool-down), so the old versions are dropped, not replaced;
