@@ -37,6 +37,8 @@ import { mcpRoutes } from './mcp/mcp.routes.ts'
 import { collectTools, type Tool } from './mcp/tools.ts'
 import { MCP_CHANNEL_HEADER, MCP_CHANNEL_TOKEN } from './shared/channel.ts'
 import { createOrderService } from './orders/orders.service.ts'
+import { eventRoutes } from './events/events.routes.ts'
+import { createEventService } from './events/events.service.ts'
 import { rateLimitRoutes } from './rate-limit-status/rate-limit-status.routes.ts'
 import { petRoutes } from './pets/pets.routes.ts'
 import { createPetService } from './pets/pets.service.ts'
@@ -156,8 +158,8 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   let deprecatedOperations: DeprecatedOperation[] = []
   let tools: Tool[] = []
 
-  const pets = createPetService(stores.pets)
-  const categories = createCategoryService(stores.categories)
+  const pets = createPetService(stores.pets, clock)
+  const categories = createCategoryService(stores.categories, clock)
   const orders = createOrderService(stores.orders, clock, config.orders)
   const inventory = createInventoryService(stores.inventory, clock, config.orders)
   const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (_keyId, subject) => { await limiter.unban(subject) }, onKeyChanged: (record) => { access.forgetKey(record.quotaKeyId); keyEvents.publish(record.quotaKeyId) }, usage, peek: (subject, quota) => limiter.peek(subject, quota), deprecatedOperations: () => deprecatedOperations })
@@ -252,6 +254,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
         await v1.register(inventoryRoutes, { inventory })
         await v1.register(keyRoutes, { admin })
         await v1.register(rateLimitRoutes)
+        await v1.register(eventRoutes, { events: createEventService(stores.events) })
       }
     },
     // The MCP endpoint (mcp/): its tools call the /v1 routes through app.inject, so after them;

@@ -29,6 +29,7 @@ export const TAGS = [
   { name: 'Categories', description: 'Kinds of animals.' },
   { name: 'Orders', description: 'Orders for pets: placing, following, completing and cancelling them.' },
   { name: 'Inventory', description: 'Stock counts of the pets.' },
+  { name: 'Events', description: 'What changed: every change of orders, the catalogue, stock and keys, written with the change, as a feed to poll.' },
   { name: 'Rate limits', description: 'The caller\'s quotas and ban state.' },
   { name: 'API keys', description: 'Administration of API keys, plans, quotas and bans (admin role).\n\n**Key lifecycle (beta).** A key may expire (`expiresAt`): from that instant it answers `401 api_key_expired`. Rotating a key makes its successor with the same settings; the old key keeps working for a grace period (a day by default, a week at most), and while both work they share one quota and one ban. Usage per key and UTC day (`allowed`, `limited`, `banned`) and `lastUsedAt` are written by every instance within 2 seconds; a crashed instance loses at most its last 2 seconds of counts.' }
 ]
@@ -41,6 +42,7 @@ export const TAGS = [
 export const TAG_GROUPS = [
   { name: 'Pets', tags: ['Pet catalogue', 'Categories'] },
   { name: 'Store', tags: ['Orders', 'Inventory'] },
+  { name: 'Notifications', tags: ['Events'] },
   { name: 'Account', tags: ['Rate limits', 'API keys'] }
 ]
 
