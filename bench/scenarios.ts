@@ -27,10 +27,10 @@ export interface Seeded {
  */
 export async function seed (stores: Stores, pets: number, databaseUrl: string): Promise<Seeded> {
   const categoryIds: number[] = []
-  for (const name of CATEGORIES) categoryIds.push((await stores.categories.createCategory({ name, description: `Benchmark ${name.toLowerCase()}.` })).id)
+  for (const name of CATEGORIES) categoryIds.push((await stores.categories.createCategory({ name, description: `Benchmark ${name.toLowerCase()}.` }, Date.now())).id)
   const createPet = async (i: number): Promise<number> => {
     const status = i % 10 === 7 ? 'pending' : i % 10 === 9 ? 'sold' : 'available'
-    const { record } = await stores.pets.createPet({ name: `${CATEGORIES[i % CATEGORIES.length]!.slice(0, -1)} ${i + 1}`, categoryId: categoryIds[i % categoryIds.length]!, status }, null)
+    const { record } = await stores.pets.createPet({ name: `${CATEGORIES[i % CATEGORIES.length]!.slice(0, -1)} ${i + 1}`, categoryId: categoryIds[i % categoryIds.length]!, status }, null, Date.now())
     if (status !== 'available') await stores.inventory.setStock(record.id, 0, null, Date.now())
     return record.id
   }
@@ -40,7 +40,7 @@ export async function seed (stores: Stores, pets: number, databaseUrl: string): 
   for (let i = 0; i < pets - 1; i += 32) {
     petIds.push(...await Promise.all(Array.from({ length: Math.min(32, pets - 1 - i) }, (_, j) => createPet(i + j))))
   }
-  const { record: stocked } = await stores.pets.createPet({ name: 'Bench goldfish', categoryId: categoryIds[3]!, status: 'available' }, null)
+  const { record: stocked } = await stores.pets.createPet({ name: 'Bench goldfish', categoryId: categoryIds[3]!, status: 'available' }, null, Date.now())
   await stores.inventory.setStock(stocked.id, ORDER_STOCK, null, Date.now())
   petIds.push(stocked.id)
   petIds.sort((a, b) => a - b)

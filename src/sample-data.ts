@@ -4,7 +4,7 @@
 // (test/openapi/examples.test.ts walks every operation with its examples on this data).
 import { createKeyAdmin } from './keys/keys.service.ts'
 import type { Role } from './accounts/plans.ts'
-import type { Clock } from './shared/clock.ts'
+import { systemClock, type Clock } from './shared/clock.ts'
 import type { Stores } from './storage/stores.ts'
 
 const CATALOGUE: { name: string; description: string; pets: [string, 'available' | 'pending' | 'sold', number?][] }[] = [
@@ -19,12 +19,12 @@ const CATALOGUE: { name: string; description: string; pets: [string, 'available'
 ]
 
 /** Loads the sample catalogue when the database has no category yet; returns whether it did. */
-export async function loadSampleData (stores: Stores): Promise<boolean> {
+export async function loadSampleData (stores: Stores, clock: Clock = systemClock): Promise<boolean> {
   if ((await stores.categories.listCategories({ afterId: null, limit: 1 })).length > 0) return false
   for (const category of CATALOGUE) {
-    const { id } = await stores.categories.createCategory({ name: category.name, description: category.description })
+    const { id } = await stores.categories.createCategory({ name: category.name, description: category.description }, clock.now())
     for (const [name, status, stock] of category.pets) {
-      const { record } = await stores.pets.createPet({ name, categoryId: id, status }, null)
+      const { record } = await stores.pets.createPet({ name, categoryId: id, status }, null, clock.now())
       // A new pet has stock 1 (rule 1); a reserved or sold one has none left. Setting 0 keeps
       // a pending or sold pet as it is (rule 6 only changes an available one).
       if (status !== 'available') await stores.inventory.setStock(record.id, 0, null, Date.now())

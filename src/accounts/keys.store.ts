@@ -93,8 +93,8 @@ export interface KeyStore {
   getKey (id: number): Promise<KeyRecord | null>
   /** In id order; with a filter, only the keys it matches (the console's table). */
   listKeys (page: PageRequest, filter?: KeyFilter): Promise<KeyRecord[]>
-  /** Throws not_found, precondition_failed. */
-  updateKey (id: number, changes: { name?: string; role?: Role; plan?: Plan; perMinute?: number | null; perDay?: number | null }, ifMatch: IfMatch): Promise<KeyRecord>
+  /** Throws not_found, precondition_failed. `now`: the instant of its key.updated event. */
+  updateKey (id: number, changes: { name?: string; role?: Role; plan?: Plan; perMinute?: number | null; perDay?: number | null }, ifMatch: IfMatch, now: number): Promise<KeyRecord>
   /** Idempotent; throws not_found. */
   revokeKey (id: number, now: number, ifMatch: IfMatch): Promise<KeyRecord>
   /**

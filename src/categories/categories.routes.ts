@@ -3,13 +3,11 @@ import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { etagOf, ifMatchOf, setNextLink } from '../routing/conditional.ts'
 import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery } from '../shared/schemas.ts'
-import { type Category, CategoriesSchema, CategoryIdParams, DeleteCategoryIdParams, CategoryListQuery, CategorySchema, NewCategorySchema } from './categories.schema.ts'
+import { CategoriesSchema, CategoryIdParams, DeleteCategoryIdParams, CategoryListQuery, CategorySchema, NewCategorySchema } from './categories.schema.ts'
 import type { CategoryService } from './categories.service.ts'
-import type { CategoryRecord } from './categories.store.ts'
+import { toPublicCategory } from './categories.view.ts'
 
 export interface CategoryRoutesOptions { categories: CategoryService }
-
-const toPublic = ({ version: _version, ...category }: CategoryRecord): Category => category
 
 export async function categoryRoutes (fastify: FastifyInstance, { categories }: CategoryRoutesOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -26,7 +24,7 @@ export async function categoryRoutes (fastify: FastifyInstance, { categories }: 
   }, async (request, reply) => {
     const page = await categories.list(request.query)
     setNextLink(request, reply, page.nextCursor)
-    return page.items.map(toPublic)
+    return page.items.map(toPublicCategory)
   })
 
   app.post('/categories', {
@@ -40,7 +38,7 @@ export async function categoryRoutes (fastify: FastifyInstance, { categories }: 
   }, async (request, reply) => {
     const category = await categories.create(request.body)
     reply.code(201).header('location', `/v1/categories/${category.id}`).header('etag', etagOf(category))
-    return toPublic(category)
+    return toPublicCategory(category)
   })
 
   app.get('/categories/:categoryId', {
@@ -54,7 +52,7 @@ export async function categoryRoutes (fastify: FastifyInstance, { categories }: 
   }, async (request, reply) => {
     const category = await categories.get(request.params.categoryId)
     reply.header('etag', etagOf(category))
-    return toPublic(category)
+    return toPublicCategory(category)
   })
 
   app.put('/categories/:categoryId', {
@@ -68,7 +66,7 @@ export async function categoryRoutes (fastify: FastifyInstance, { categories }: 
   }, async (request, reply) => {
     const category = await categories.replace(request.params.categoryId, request.body, ifMatchOf(request))
     reply.header('etag', etagOf(category))
-    return toPublic(category)
+    return toPublicCategory(category)
   })
 
   app.delete('/categories/:categoryId', {

@@ -1,5 +1,6 @@
 // The category rules: a category with pets cannot be deleted (the store enforces it atomically).
 import { notFound } from '../errors.ts'
+import type { Clock } from '../shared/clock.ts'
 import type { IfMatch } from '../shared/store.ts'
 import { pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { CategoryListQuery, NewCategory } from './categories.schema.ts'
@@ -13,7 +14,7 @@ export interface CategoryService {
   remove (id: number, ifMatch: IfMatch): Promise<void>
 }
 
-export function createCategoryService (categories: CategoryStore): CategoryService {
+export function createCategoryService (categories: CategoryStore, clock: Clock): CategoryService {
   return {
     async list (query) {
       const page = pageRequest(query)
@@ -25,13 +26,13 @@ export function createCategoryService (categories: CategoryStore): CategoryServi
       return category
     },
     async create (input) {
-      return await categories.createCategory(input)
+      return await categories.createCategory(input, clock.now())
     },
     async replace (id, input, ifMatch) {
-      return await categories.replaceCategory(id, input, ifMatch)
+      return await categories.replaceCategory(id, input, ifMatch, clock.now())
     },
     async remove (id, ifMatch) {
-      await categories.deleteCategory(id, ifMatch)
+      await categories.deleteCategory(id, ifMatch, clock.now())
     }
   }
 }

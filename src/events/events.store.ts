@@ -68,3 +68,17 @@ export interface EventStore {
 export function newEventId (): string {
   return `evt_${randomUUID().replaceAll('-', '')}`
 }
+
+/** A catalogue event (pet.*, category.*): every staff member and admin sees it. */
+export function catalogEvent (type: string, data: unknown): EventDraft {
+  return { type, audience: 'catalog', subjectKeyId: null, data }
+}
+
+/**
+ * A key administration event (key.*): its data is the key's state `{ record, ban, lastUsedAt }`
+ * (the record holds no secret and no hash), rendered with the key view when read. Its holder
+ * sees it through the key's quota identity, the caller that every key of a rotation chain speaks for.
+ */
+export function keyEvent (type: string, state: { record: { quotaKeyId: number }; ban: unknown; lastUsedAt: number | null }): EventDraft {
+  return { type, audience: 'key', subjectKeyId: state.record.quotaKeyId, data: state }
+}

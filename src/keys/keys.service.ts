@@ -232,7 +232,7 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
         ...(patch.name !== undefined && { name: patch.name }),
         ...(patch.role !== undefined && { role: patch.role }),
         plan, perMinute, perDay
-      }, ifMatch)
+      }, ifMatch, clock.now())
       hooks.onKeyChanged?.(record)
       return stateOf(record)
     },

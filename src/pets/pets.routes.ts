@@ -8,10 +8,9 @@ import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoConten
 import { type Pet, DeletePetIdParams, NewPetSchema, PetIdParams, PetListQuery, PetPatchSchema, PetSchema, PetsSchema } from './pets.schema.ts'
 import type { PetService } from './pets.service.ts'
 import type { PetRecord } from './pets.store.ts'
+import { toPublicPet } from './pets.view.ts'
 
 export interface PetRoutesOptions { pets: PetService; clock: Clock; getPetLifecycle: Lifecycle }
-
-const toPublic = ({ version: _version, ...pet }: PetRecord): Pet => pet
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 
@@ -71,7 +70,7 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
   }, async (request, reply) => {
     const { record } = await pets.create(request.body, idempotencyClaimOf(request, clock.now()))
     reply.code(201).header('location', `/v1/pets/${record.id}`).header('etag', etagOf(record))
-    return toPublic(record)
+    return toPublicPet(record)
   })
 
   app.get('/pets/:petId', {
@@ -102,7 +101,7 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
   }, async (request, reply) => {
     const pet = await pets.replace(request.params.petId, request.body, ifMatchOf(request))
     reply.header('etag', etagOf(pet))
-    return toPublic(pet)
+    return toPublicPet(pet)
   })
 
   app.patch('/pets/:petId', {
@@ -116,7 +115,7 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
   }, async (request, reply) => {
     const pet = await pets.patch(request.params.petId, request.body, ifMatchOf(request))
     reply.header('etag', etagOf(pet))
-    return toPublic(pet)
+    return toPublicPet(pet)
   })
 
   app.delete('/pets/:petId', {

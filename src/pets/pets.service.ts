@@ -1,5 +1,6 @@
 // The pet rules. Status follows the stock rules (see orders); staff may also set it directly.
 import { notFound } from '../errors.ts'
+import type { Clock } from '../shared/clock.ts'
 import type { IdempotencyClaim, IfMatch } from '../shared/store.ts'
 import { pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import type { NewPet, PetListQuery, PetPatch } from './pets.schema.ts'
@@ -16,7 +17,7 @@ export interface PetService {
   remove (id: number, ifMatch: IfMatch): Promise<void>
 }
 
-export function createPetService (pets: PetStore): PetService {
+export function createPetService (pets: PetStore, clock: Clock): PetService {
   const service: PetService = {
     async list (query) {
       const page = pageRequest(query)
@@ -44,21 +45,21 @@ export function createPetService (pets: PetStore): PetService {
     },
 
     async create (input, idempotency) {
-      return await pets.createPet({ name: input.name, categoryId: input.categoryId, status: input.status ?? 'available' }, idempotency)
+      return await pets.createPet({ name: input.name, categoryId: input.categoryId, status: input.status ?? 'available' }, idempotency, clock.now())
     },
 
     async replace (id, input, ifMatch) {
       // PUT replaces name and category; a missing status keeps the current one, because status
       // is driven by stock and orders and silently resetting it would break those rules.
-      return await pets.updatePet(id, { name: input.name, categoryId: input.categoryId, ...(input.status !== undefined && { status: input.status }) }, ifMatch)
+      return await pets.updatePet(id, { name: input.name, categoryId: input.categoryId, ...(input.status !== undefined && { status: input.status }) }, ifMatch, clock.now())
     },
 
     async patch (id, patch, ifMatch) {
-      return await pets.updatePet(id, patch, ifMatch)
+      return await pets.updatePet(id, patch, ifMatch, clock.now())
     },
 
     async remove (id, ifMatch) {
-      await pets.deletePet(id, ifMatch)
+      await pets.deletePet(id, ifMatch, clock.now())
     }
   }
   return service

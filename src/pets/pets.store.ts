@@ -23,10 +23,13 @@ export interface PetStore {
    * its pet cache): the read path then answers in the same turn (docs/performance.md).
    */
   getPetNow?: (id: number) => PetRecord | null
-  /** Creates the pet and its inventory entry (stock 1). Throws category_not_found, idempotency_key_reused. */
-  createPet (input: { name: string; categoryId: number; status: PetStatus }, idempotency: IdempotencyClaim | null): Promise<Created<PetRecord>>
-  /** Throws not_found, precondition_failed (If-Match given and not matching), category_not_found. */
-  updatePet (id: number, changes: PetChanges, ifMatch: IfMatch): Promise<PetRecord>
-  /** Throws not_found, precondition_failed, pet_has_open_orders. Deletes its inventory entry too. */
-  deletePet (id: number, ifMatch: IfMatch): Promise<void>
+  /**
+   * Creates the pet and its inventory entry (stock 1), and writes pet.created (at `now`) in the same
+   * transaction; a replay writes nothing. Throws category_not_found, idempotency_key_reused.
+   */
+  createPet (input: { name: string; categoryId: number; status: PetStatus }, idempotency: IdempotencyClaim | null, now: number): Promise<Created<PetRecord>>
+  /** With pet.updated. Throws not_found, precondition_failed (If-Match given and not matching), category_not_found. */
+  updatePet (id: number, changes: PetChanges, ifMatch: IfMatch, now: number): Promise<PetRecord>
+  /** With pet.deleted. Throws not_found, precondition_failed, pet_has_open_orders. Deletes its inventory entry too. */
+  deletePet (id: number, ifMatch: IfMatch, now: number): Promise<void>
 }

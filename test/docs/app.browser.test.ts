@@ -16,8 +16,8 @@ test('/docs of the real app: groups, deprecation with its sunset, badges, a work
   chromiumGate.check()
   // The system clock: the browser's requests run through the real access hook.
   const { app, stores, keys } = await buildTestApp(t)
-  const category = await stores.categories.createCategory({ name: 'Dogs' })
-  await stores.pets.createPet({ name: 'Rexford', categoryId: category.id, status: 'available' }, null)
+  const category = await stores.categories.createCategory({ name: 'Dogs' }, Date.now())
+  await stores.pets.createPet({ name: 'Rexford', categoryId: category.id, status: 'available' }, null, Date.now())
   const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 })
 
   const browser = await chromium.launch({

@@ -210,7 +210,7 @@ test('GET /v1/pets filters by status, categoryId and a case-insensitive name sub
 
 test('pagination walks 130 pets exactly once through Link rel="next", with filters kept', async (t) => {
   const { call, categoryId, stores } = await withCategory(t)
-  for (let i = 1; i <= 130; i++) await stores.pets.createPet({ name: `Pet ${i}`, categoryId, status: i % 2 === 0 ? 'available' : 'sold' }, null)
+  for (let i = 1; i <= 130; i++) await stores.pets.createPet({ name: `Pet ${i}`, categoryId, status: i % 2 === 0 ? 'available' : 'sold' }, null, Date.now())
   const seen: number[] = []
   let url: string | null = '/v1/pets?limit=7&status=available'
   let pages = 0

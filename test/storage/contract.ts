@@ -50,8 +50,8 @@ const claimOf = (key: string, fingerprint = 'fp-1', now = NOW, scope = 'key:1'):
 export function runStoreContract (engine: string, open: (t: TestContext) => Promise<Stores>): void {
   async function withPet (t: TestContext, status: PetStatus = 'available') {
     const stores = await open(t)
-    const category = await stores.categories.createCategory({ name: 'Dogs' })
-    const { record: pet } = await stores.pets.createPet({ name: 'Rex', categoryId: category.id, status }, null)
+    const category = await stores.categories.createCategory({ name: 'Dogs' }, NOW)
+    const { record: pet } = await stores.pets.createPet({ name: 'Rex', categoryId: category.id, status }, null, NOW)
     const owner = await stores.keys.createKey({ name: 'owner', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h-owner', prefix: 'psk_owner', now: NOW })
     const other = await stores.keys.createKey({ name: 'other', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h-other', prefix: 'psk_other', now: NOW })
     const place = (quantity: number, claim: IdempotencyClaim | null = null, petId = pet.id, ownerKeyId = owner.id) =>
@@ -73,8 +73,8 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('categories: create, get and list return numbers for ids and versions, and omit a missing description', async (t) => {
       const { categories } = await open(t)
-      const dogs = await categories.createCategory({ name: 'Dogs', description: 'Barks' })
-      const cats = await categories.createCategory({ name: 'Cats' })
+      const dogs = await categories.createCategory({ name: 'Dogs', description: 'Barks' }, NOW)
+      const cats = await categories.createCategory({ name: 'Cats' }, NOW)
       assert.deepEqual(dogs, { id: dogs.id, name: 'Dogs', description: 'Barks', version: 1 })
       assert.deepEqual(cats, { id: cats.id, name: 'Cats', version: 1 })
       assert.equal(typeof dogs.id, 'number')
@@ -89,37 +89,37 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('categories: replace bumps the version, drops an absent description, and honours If-Match', async (t) => {
       const { categories } = await open(t)
-      const dogs = await categories.createCategory({ name: 'Dogs', description: 'Barks' })
-      await rejectsWith(categories.replaceCategory(dogs.id + 1000, { name: 'X' }, null), 'not_found', `category ${dogs.id + 1000} not found`)
-      await rejectsWith(categories.replaceCategory(dogs.id, { name: 'X' }, [2]), 'precondition_failed', PRECONDITION_FAILED)
-      await rejectsWith(categories.replaceCategory(dogs.id, { name: 'X' }, []), 'precondition_failed', PRECONDITION_FAILED)
+      const dogs = await categories.createCategory({ name: 'Dogs', description: 'Barks' }, NOW)
+      await rejectsWith(categories.replaceCategory(dogs.id + 1000, { name: 'X' }, null, NOW), 'not_found', `category ${dogs.id + 1000} not found`)
+      await rejectsWith(categories.replaceCategory(dogs.id, { name: 'X' }, [2], NOW), 'precondition_failed', PRECONDITION_FAILED)
+      await rejectsWith(categories.replaceCategory(dogs.id, { name: 'X' }, [], NOW), 'precondition_failed', PRECONDITION_FAILED)
       assert.deepEqual(await categories.getCategory(dogs.id), dogs, 'a refused change changes nothing')
-      const v2 = await categories.replaceCategory(dogs.id, { name: 'Hounds' }, [7, 1])
+      const v2 = await categories.replaceCategory(dogs.id, { name: 'Hounds' }, [7, 1], NOW)
       assert.deepEqual(v2, { id: dogs.id, name: 'Hounds', version: 2 })
-      const v3 = await categories.replaceCategory(dogs.id, { name: 'Hounds', description: 'Woof' }, null)
+      const v3 = await categories.replaceCategory(dogs.id, { name: 'Hounds', description: 'Woof' }, null, NOW)
       assert.deepEqual(v3, { id: dogs.id, name: 'Hounds', description: 'Woof', version: 3 })
       assert.deepEqual(await categories.getCategory(dogs.id), v3)
     })
 
     test('categories: delete refuses a category with pets (category_in_use), a wrong version and a missing one', async (t) => {
       const { categories, pets } = await open(t)
-      const dogs = await categories.createCategory({ name: 'Dogs' })
-      const { record: rex } = await pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, null)
-      await rejectsWith(categories.deleteCategory(dogs.id + 1000, null), 'not_found', `category ${dogs.id + 1000} not found`)
-      await rejectsWith(categories.deleteCategory(dogs.id, [2]), 'precondition_failed', PRECONDITION_FAILED)
-      await rejectsWith(categories.deleteCategory(dogs.id, null), 'category_in_use', `category ${dogs.id} still has pets; move or delete them first`)
-      await pets.deletePet(rex.id, null)
-      await categories.deleteCategory(dogs.id, [1])
+      const dogs = await categories.createCategory({ name: 'Dogs' }, NOW)
+      const { record: rex } = await pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, null, NOW)
+      await rejectsWith(categories.deleteCategory(dogs.id + 1000, null, NOW), 'not_found', `category ${dogs.id + 1000} not found`)
+      await rejectsWith(categories.deleteCategory(dogs.id, [2], NOW), 'precondition_failed', PRECONDITION_FAILED)
+      await rejectsWith(categories.deleteCategory(dogs.id, null, NOW), 'category_in_use', `category ${dogs.id} still has pets; move or delete them first`)
+      await pets.deletePet(rex.id, null, NOW)
+      await categories.deleteCategory(dogs.id, [1], NOW)
       assert.equal(await categories.getCategory(dogs.id), null)
-      await rejectsWith(categories.deleteCategory(dogs.id, null), 'not_found', `category ${dogs.id} not found`)
+      await rejectsWith(categories.deleteCategory(dogs.id, null, NOW), 'not_found', `category ${dogs.id} not found`)
     })
 
     // ---- pets ---------------------------------------------------------------------------------
 
     test('pets: create makes the pet and its inventory entry with stock 1; get returns it', async (t) => {
       const { categories, pets, inventory } = await open(t)
-      const dogs = await categories.createCategory({ name: 'Dogs' })
-      const created = await pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'pending' }, null)
+      const dogs = await categories.createCategory({ name: 'Dogs' }, NOW)
+      const created = await pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'pending' }, null, NOW)
       assert.deepEqual(created, { record: { id: created.record.id, name: 'Rex', categoryId: dogs.id, status: 'pending', version: 1 }, replayed: false })
       assert.equal(typeof created.record.id, 'number')
       assert.deepEqual(await pets.getPet(created.record.id), created.record)
@@ -129,22 +129,22 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('pets: create in a missing category is category_not_found and creates nothing', async (t) => {
       const { categories, pets } = await open(t)
-      const dogs = await categories.createCategory({ name: 'Dogs' })
-      await rejectsWith(pets.createPet({ name: 'Rex', categoryId: dogs.id + 1000, status: 'available' }, null), 'category_not_found', `category ${dogs.id + 1000} does not exist`)
+      const dogs = await categories.createCategory({ name: 'Dogs' }, NOW)
+      await rejectsWith(pets.createPet({ name: 'Rex', categoryId: dogs.id + 1000, status: 'available' }, null, NOW), 'category_not_found', `category ${dogs.id + 1000} does not exist`)
       assert.deepEqual(await pets.listPets({}, page(10)), [])
     })
 
     test('pets: update changes what is given, bumps the version, and refuses missing pets, wrong versions and missing categories', async (t) => {
       const { stores, category, pet } = await withPet(t)
       const { pets } = stores
-      const cats = await stores.categories.createCategory({ name: 'Cats' })
-      await rejectsWith(pets.updatePet(pet.id + 1000, { name: 'X' }, null), 'not_found', `pet ${pet.id + 1000} not found`)
-      await rejectsWith(pets.updatePet(pet.id, { name: 'X' }, [2]), 'precondition_failed', PRECONDITION_FAILED)
-      await rejectsWith(pets.updatePet(pet.id, { categoryId: cats.id + 1000 }, null), 'category_not_found', `category ${cats.id + 1000} does not exist`)
+      const cats = await stores.categories.createCategory({ name: 'Cats' }, NOW)
+      await rejectsWith(pets.updatePet(pet.id + 1000, { name: 'X' }, null, NOW), 'not_found', `pet ${pet.id + 1000} not found`)
+      await rejectsWith(pets.updatePet(pet.id, { name: 'X' }, [2], NOW), 'precondition_failed', PRECONDITION_FAILED)
+      await rejectsWith(pets.updatePet(pet.id, { categoryId: cats.id + 1000 }, null, NOW), 'category_not_found', `category ${cats.id + 1000} does not exist`)
       assert.deepEqual(await pets.getPet(pet.id), pet, 'a refused change changes nothing')
-      const v2 = await pets.updatePet(pet.id, { name: 'Max' }, [1])
+      const v2 = await pets.updatePet(pet.id, { name: 'Max' }, [1], NOW)
       assert.deepEqual(v2, { id: pet.id, name: 'Max', categoryId: category.id, status: 'available', version: 2 })
-      const v3 = await pets.updatePet(pet.id, { categoryId: cats.id, status: 'sold' }, null)
+      const v3 = await pets.updatePet(pet.id, { categoryId: cats.id, status: 'sold' }, null, NOW)
       assert.deepEqual(v3, { id: pet.id, name: 'Max', categoryId: cats.id, status: 'sold', version: 3 })
       // The search name follows the name.
       assert.deepEqual((await pets.listPets({ nameContains: 'max' }, page(10))).map((p) => p.id), [pet.id])
@@ -154,30 +154,30 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     test('pets: delete refuses missing pets, wrong versions and pets with open orders (pet_has_open_orders), and removes the inventory entry', async (t) => {
       const { stores, pet, place } = await withPet(t)
       const { pets } = stores
-      await rejectsWith(pets.deletePet(pet.id + 1000, null), 'not_found', `pet ${pet.id + 1000} not found`)
-      await rejectsWith(pets.deletePet(pet.id, [2]), 'precondition_failed', PRECONDITION_FAILED)
+      await rejectsWith(pets.deletePet(pet.id + 1000, null, NOW), 'not_found', `pet ${pet.id + 1000} not found`)
+      await rejectsWith(pets.deletePet(pet.id, [2], NOW), 'precondition_failed', PRECONDITION_FAILED)
       const { record: order } = await place(1)
-      await rejectsWith(pets.deletePet(pet.id, null), 'pet_has_open_orders', `pet ${pet.id} has open orders; complete or cancel them first`)
+      await rejectsWith(pets.deletePet(pet.id, null, NOW), 'pet_has_open_orders', `pet ${pet.id} has open orders; complete or cancel them first`)
       const completed = await stores.orders.updateOrder(order.id, { complete: true, shipDate: NOW }, null, NOW)
       const current = (await pets.getPet(pet.id))!
-      await pets.deletePet(pet.id, [current.version])
+      await pets.deletePet(pet.id, [current.version], NOW)
       assert.equal(await pets.getPet(pet.id), null)
       assert.equal(await stores.inventory.getInventory(pet.id), null)
       // A complete order outlives its pet, as history.
       assert.deepEqual(await stores.orders.getOrder(order.id, null), completed)
-      await rejectsWith(pets.deletePet(pet.id, null), 'not_found', `pet ${pet.id} not found`)
+      await rejectsWith(pets.deletePet(pet.id, null, NOW), 'not_found', `pet ${pet.id} not found`)
     })
 
     test('pets: keyset pages walk more than 100 rows exactly once, with every filter and their combinations', async (t) => {
       const { categories, pets } = await open(t)
-      const dogs = await categories.createCategory({ name: 'Dogs' })
-      const cats = await categories.createCategory({ name: 'Cats' })
+      const dogs = await categories.createCategory({ name: 'Dogs' }, NOW)
+      const cats = await categories.createCategory({ name: 'Cats' }, NOW)
       const statuses: PetStatus[] = ['available', 'pending', 'sold']
       const made: { id: number; name: string; categoryId: number; status: PetStatus; version: number }[] = []
       for (let i = 0; i < 230; i++) {
         // Every seventh name carries a non-ASCII upper-case needle; the store sees it lower-cased.
         const name = i % 7 === 0 ? `ÉMILE ${i}` : `Pet ${i}`
-        made.push((await pets.createPet({ name, categoryId: i % 2 === 0 ? dogs.id : cats.id, status: statuses[i % 3]! }, null)).record)
+        made.push((await pets.createPet({ name, categoryId: i % 2 === 0 ? dogs.id : cats.id, status: statuses[i % 3]! }, null, NOW)).record)
       }
       const cases: { filter: Parameters<Stores['pets']['listPets']>[0]; expect: typeof made }[] = [
         { filter: {}, expect: made },
@@ -205,14 +205,14 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('idempotency: the same key and request replays the first pet; another request is idempotency_key_reused; other scopes are apart', async (t) => {
       const { categories, pets } = await open(t)
-      const dogs = await categories.createCategory({ name: 'Dogs' })
+      const dogs = await categories.createCategory({ name: 'Dogs' }, NOW)
       const input = { name: 'Rex', categoryId: dogs.id, status: 'available' as const }
-      const first = await pets.createPet(input, claimOf('k1'))
+      const first = await pets.createPet(input, claimOf('k1'), NOW)
       assert.equal(first.replayed, false)
-      const again = await pets.createPet(input, claimOf('k1', 'fp-1', NOW + 1000))
+      const again = await pets.createPet(input, claimOf('k1', 'fp-1', NOW + 1000), NOW)
       assert.deepEqual(again, { record: first.record, replayed: true })
-      await rejectsWith(pets.createPet(input, claimOf('k1', 'fp-2')), 'idempotency_key_reused', IDEMPOTENCY_KEY_REUSED)
-      const otherScope = await pets.createPet(input, claimOf('k1', 'fp-1', NOW, 'key:2'))
+      await rejectsWith(pets.createPet(input, claimOf('k1', 'fp-2'), NOW), 'idempotency_key_reused', IDEMPOTENCY_KEY_REUSED)
+      const otherScope = await pets.createPet(input, claimOf('k1', 'fp-1', NOW, 'key:2'), NOW)
       assert.equal(otherScope.replayed, false)
       assert.notEqual(otherScope.record.id, first.record.id)
       assert.equal((await pets.listPets({}, page(10))).length, 2)
@@ -220,31 +220,31 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('idempotency: a claim expires after 24 hours and the key can then be used afresh', async (t) => {
       const { categories, pets } = await open(t)
-      const dogs = await categories.createCategory({ name: 'Dogs' })
+      const dogs = await categories.createCategory({ name: 'Dogs' }, NOW)
       const input = { name: 'Rex', categoryId: dogs.id, status: 'available' as const }
-      const first = await pets.createPet(input, claimOf('k1'))
-      const late = await pets.createPet(input, claimOf('k1', 'fp-1', NOW + IDEMPOTENCY_TTL_MS - 1))
+      const first = await pets.createPet(input, claimOf('k1'), NOW)
+      const late = await pets.createPet(input, claimOf('k1', 'fp-1', NOW + IDEMPOTENCY_TTL_MS - 1), NOW)
       assert.deepEqual(late, { record: first.record, replayed: true }, 'still within 24 h')
-      const expired = await pets.createPet(input, claimOf('k1', 'fp-2', NOW + IDEMPOTENCY_TTL_MS))
+      const expired = await pets.createPet(input, claimOf('k1', 'fp-2', NOW + IDEMPOTENCY_TTL_MS), NOW)
       assert.equal(expired.replayed, false, 'after 24 h the key is free, even for another request')
       assert.notEqual(expired.record.id, first.record.id)
-      const replay = await pets.createPet(input, claimOf('k1', 'fp-2', NOW + IDEMPOTENCY_TTL_MS + 1))
+      const replay = await pets.createPet(input, claimOf('k1', 'fp-2', NOW + IDEMPOTENCY_TTL_MS + 1), NOW)
       assert.deepEqual(replay, { record: expired.record, replayed: true }, 'the new use is the one remembered')
     })
 
     test('idempotency: a create that fails records no claim, so a retry with the same key does the work', async (t) => {
       const { categories, pets } = await open(t)
-      const dogs = await categories.createCategory({ name: 'Dogs' })
-      await rejectsWith(pets.createPet({ name: 'Rex', categoryId: dogs.id + 1000, status: 'available' }, claimOf('k1')), 'category_not_found', `category ${dogs.id + 1000} does not exist`)
-      const retry = await pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, claimOf('k1'))
+      const dogs = await categories.createCategory({ name: 'Dogs' }, NOW)
+      await rejectsWith(pets.createPet({ name: 'Rex', categoryId: dogs.id + 1000, status: 'available' }, claimOf('k1'), NOW), 'category_not_found', `category ${dogs.id + 1000} does not exist`)
+      const retry = await pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, claimOf('k1'), NOW)
       assert.equal(retry.replayed, false)
     })
 
     test('idempotency: concurrent uses of one key create one pet; every other use replays it', async (t) => {
       const { categories, pets } = await open(t)
-      const dogs = await categories.createCategory({ name: 'Dogs' })
+      const dogs = await categories.createCategory({ name: 'Dogs' }, NOW)
       const input = { name: 'Rex', categoryId: dogs.id, status: 'available' as const }
-      const results = await Promise.all(Array.from({ length: 12 }, () => pets.createPet(input, claimOf('race'))))
+      const results = await Promise.all(Array.from({ length: 12 }, () => pets.createPet(input, claimOf('race'), NOW)))
       assert.equal(results.filter((r) => !r.replayed).length, 1)
       for (const r of results) assert.deepEqual(r.record, results[0]!.record)
       assert.equal((await pets.listPets({}, page(10))).length, 1)
@@ -276,9 +276,9 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const { stores, pet, place } = await withPet(t)
       await rejectsWith(place(1, null, pet.id + 1000), 'pet_not_found', `pet ${pet.id + 1000} does not exist`)
       await rejectsWith(place(2), 'insufficient_stock', `only 1 left of pet ${pet.id}; 2 asked`)
-      const { record: sold } = await stores.pets.createPet({ name: 'Gone', categoryId: pet.categoryId, status: 'sold' }, null)
+      const { record: sold } = await stores.pets.createPet({ name: 'Gone', categoryId: pet.categoryId, status: 'sold' }, null, NOW)
       await rejectsWith(place(1, null, sold.id), 'pet_not_available', `pet ${sold.id} is sold, not available`)
-      const { record: pending } = await stores.pets.createPet({ name: 'Held', categoryId: pet.categoryId, status: 'pending' }, null)
+      const { record: pending } = await stores.pets.createPet({ name: 'Held', categoryId: pet.categoryId, status: 'pending' }, null, NOW)
       await rejectsWith(place(1, null, pending.id), 'pet_not_available', `pet ${pending.id} is pending, not available`)
       assert.deepEqual(await stores.pets.getPet(pet.id), pet, 'refused orders change nothing')
       assert.deepEqual(await stores.orders.listOrders({}, page(10)), [])
@@ -355,7 +355,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const { stores, pet, place } = await withPet(t)
       // Several pets at once, so the completions of one pet really overlap on an engine with a pool.
       const pets = [pet]
-      for (let i = 0; i < 9; i++) pets.push((await stores.pets.createPet({ name: `P${i}`, categoryId: pet.categoryId, status: 'available' }, null)).record)
+      for (let i = 0; i < 9; i++) pets.push((await stores.pets.createPet({ name: `P${i}`, categoryId: pet.categoryId, status: 'available' }, null, NOW)).record)
       const orders = []
       for (const p of pets) {
         await stores.inventory.setStock(p.id, 2, null, NOW)
@@ -400,7 +400,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     test('orders: list filters by pet, completeness and owner, in keyset pages', async (t) => {
       const { stores, pet, owner, other, place } = await withPet(t)
       await stores.inventory.setStock(pet.id, 1000, null, NOW)
-      const { record: pet2 } = await stores.pets.createPet({ name: 'Max', categoryId: pet.categoryId, status: 'available' }, null)
+      const { record: pet2 } = await stores.pets.createPet({ name: 'Max', categoryId: pet.categoryId, status: 'available' }, null, NOW)
       await stores.inventory.setStock(pet2.id, 1000, null, NOW)
       const made = []
       for (let i = 0; i < 120; i++) {
@@ -425,7 +425,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('inventory: get and list show stock, the pet status and the pet version, in keyset pages', async (t) => {
       const { stores, pet } = await withPet(t)
-      const { record: pet2 } = await stores.pets.createPet({ name: 'Max', categoryId: pet.categoryId, status: 'sold' }, null)
+      const { record: pet2 } = await stores.pets.createPet({ name: 'Max', categoryId: pet.categoryId, status: 'sold' }, null, NOW)
       assert.equal(await stores.inventory.getInventory(pet2.id + 1000), null)
       const all = await stores.inventory.listInventory(page(10))
       assert.deepEqual(all, [
@@ -433,7 +433,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
         { petId: pet2.id, quantity: 1, status: 'sold', version: 1 }
       ])
       assert.deepEqual(await stores.inventory.listInventory(page(10, pet.id)), [all[1]])
-      const renamed = await stores.pets.updatePet(pet.id, { name: 'Rexy' }, null)
+      const renamed = await stores.pets.updatePet(pet.id, { name: 'Rexy' }, null, NOW)
       assert.equal((await stores.inventory.getInventory(pet.id))?.version, renamed.version, 'any change of the pet changes the entry ETag')
     })
 
@@ -453,7 +453,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       assert.equal(zero.status, 'pending')
       assert.equal((await inv.setStock(pet.id, 2, null, NOW)).status, 'available')
       // 0 on a pending or sold pet keeps its status; the same stock still bumps the version.
-      await stores.pets.updatePet(pet.id, { status: 'pending' }, null)
+      await stores.pets.updatePet(pet.id, { status: 'pending' }, null, NOW)
       const kept = await inv.setStock(pet.id, 0, null, NOW)
       assert.equal(kept.status, 'pending')
       const again = await inv.setStock(pet.id, 0, [kept.version], NOW)
@@ -483,11 +483,11 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     test('keys: update changes what is given (null clears a quota) and refuses missing keys and wrong versions', async (t) => {
       const { keys } = await open(t)
       const k = await keys.createKey({ name: 'a', role: 'customer', plan: 'enterprise', perMinute: 10, perDay: 100, hash: 'h', prefix: 'psk_x', now: NOW })
-      await rejectsWith(keys.updateKey(k.id + 1000, { name: 'x' }, null), 'not_found', `key ${k.id + 1000} not found`)
-      await rejectsWith(keys.updateKey(k.id, { name: 'x' }, [2]), 'precondition_failed', PRECONDITION_FAILED)
-      const v2 = await keys.updateKey(k.id, { role: 'staff', perMinute: 20 }, [1])
+      await rejectsWith(keys.updateKey(k.id + 1000, { name: 'x' }, null, NOW), 'not_found', `key ${k.id + 1000} not found`)
+      await rejectsWith(keys.updateKey(k.id, { name: 'x' }, [2], NOW), 'precondition_failed', PRECONDITION_FAILED)
+      const v2 = await keys.updateKey(k.id, { role: 'staff', perMinute: 20 }, [1], NOW)
       assert.deepEqual(v2, { ...k, role: 'staff', perMinute: 20, version: 2 })
-      const v3 = await keys.updateKey(k.id, { plan: 'pro', perMinute: null, perDay: null, name: 'b' }, null)
+      const v3 = await keys.updateKey(k.id, { plan: 'pro', perMinute: null, perDay: null, name: 'b' }, null, NOW)
       assert.deepEqual(v3, { ...k, name: 'b', role: 'staff', plan: 'pro', perMinute: null, perDay: null, version: 3 })
     })
 

@@ -1,9 +1,11 @@
 // KeyStore on PostgreSQL. Updates lock the key row first (SELECT ... FOR UPDATE).
 import { rotationRefusal } from '../../accounts/keys.rules.ts'
-import type { KeyStore } from '../../accounts/keys.store.ts'
+import type { KeyRecord, KeyStore } from '../../accounts/keys.store.ts'
+import { keyEvent } from '../../events/events.store.ts'
 import type { IfMatch } from '../../shared/store.ts'
 import { currentRow } from '../checks.ts'
 import type { Db, Tx } from './database.ts'
+import { appendEvents } from './events.ts'
 import { keyFilterSql } from '../key-filters.ts'
 import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, toUsage, USAGE_COLUMNS, type BanRow, type KeyRow, type UsageRowSql, toDeprecatedCall, type DeprecatedCallSql } from '../rows.ts'
 
@@ -15,13 +17,25 @@ async function lockCurrent (tx: Tx, id: number, ifMatch: IfMatch): Promise<KeyRo
   return currentRow(await tx.first<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 FOR UPDATE`, [id]), `key ${id}`, ifMatch)
 }
 
+/** The key event of a change, in the change's transaction: the key's state, its ban in force at `now` included. */
+async function appendKeyEvent (tx: Tx, type: string, record: KeyRecord, now: number): Promise<void> {
+  const ban = await tx.first<BanRow>(
+    `SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${sameIdentity(1)}) AND lifted_at IS NULL AND ends_at > $2 ORDER BY ends_at DESC LIMIT 1`, [record.id, now])
+  await appendEvents(tx, [keyEvent(type, { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt })], now)
+}
+
 export function createPostgresKeyStore (db: Db): KeyStore {
   return {
     async createKey (k) {
-      const row = await db.first<KeyRow>(
-        `INSERT INTO api_keys (name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${KEY_COLUMNS}`,
-        [k.name, k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null])
-      return toKey(row!)
+      // A transaction, so the key and its key.created event commit together.
+      return db.transaction(async (tx) => {
+        const row = await tx.first<KeyRow>(
+          `INSERT INTO api_keys (name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${KEY_COLUMNS}`,
+          [k.name, k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null])
+        const created = toKey(row!)
+        await appendKeyEvent(tx, 'key.created', created, k.now)
+        return created
+      })
     },
     async findKeyByHash (hash) {
       const row = await db.first<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE key_hash = $1`, [hash])
@@ -36,7 +50,7 @@ export function createPostgresKeyStore (db: Db): KeyStore {
       const where = keyFilterSql(filter, (value) => { values.push(value); return `$${values.length}` })
       return (await db.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys k WHERE k.id > $1 AND ${where} ORDER BY k.id LIMIT $2`, values)).map(toKey)
     },
-    async updateKey (id, changes, ifMatch) {
+    async updateKey (id, changes, ifMatch, now) {
       return db.transaction(async (tx) => {
         const row = await lockCurrent(tx, id, ifMatch)
         const updated = toKey((await tx.first<KeyRow>(
@@ -49,6 +63,7 @@ export function createPostgresKeyStore (db: Db): KeyStore {
           `UPDATE api_keys SET role = $2, plan = $3, per_minute = $4, per_day = $5, version = version + 1 WHERE id IN (${sameIdentity(1)}) AND id <> $1
              AND (role <> $2 OR plan <> $3 OR per_minute IS DISTINCT FROM $4 OR per_day IS DISTINCT FROM $5)`,
           [id, updated.role, updated.plan, updated.perMinute, updated.perDay])
+        await appendKeyEvent(tx, 'key.updated', updated, now)
         return updated
       })
     },
@@ -60,8 +75,9 @@ export function createPostgresKeyStore (db: Db): KeyStore {
           `UPDATE api_keys SET revoked_at = $2, version = version + 1 WHERE id IN (${sameIdentity(1)}) AND id <> $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)`,
           [id, now])
         if (row.revoked_at !== null) return toKey(row)
-        const revoked = await tx.first<KeyRow>(`UPDATE api_keys SET revoked_at = $1, version = version + 1 WHERE id = $2 RETURNING ${KEY_COLUMNS}`, [now, id])
-        return toKey(revoked!)
+        const revoked = toKey((await tx.first<KeyRow>(`UPDATE api_keys SET revoked_at = $1, version = version + 1 WHERE id = $2 RETURNING ${KEY_COLUMNS}`, [now, id]))!)
+        await appendKeyEvent(tx, 'key.revoked', revoked, now)
+        return revoked
       })
     },
     async rotateKey (id, r) {
@@ -75,6 +91,8 @@ export function createPostgresKeyStore (db: Db): KeyStore {
         const expiresAt = row.expires_at === null ? r.graceEndsAt : Math.min(row.expires_at, r.graceEndsAt)
         const old = toKey((await tx.first<KeyRow>(
           `UPDATE api_keys SET expires_at = $1, replaced_by = $2, version = version + 1 WHERE id = $3 RETURNING ${KEY_COLUMNS}`, [expiresAt, created.id, id]))!)
+        // The successor, which names the key it replaces: the key its holder now uses.
+        await appendKeyEvent(tx, 'key.rotated', created, r.now)
         return { old, created }
       })
     },

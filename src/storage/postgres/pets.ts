@@ -6,11 +6,13 @@
 // one statement, `WHERE id = ANY($1)`, so 50 requests in flight cost one round trip, not 50
 // (docs/performance.md, "PostgreSQL orders").
 import { categoryNotFound } from '../../errors.ts'
+import { catalogEvent } from '../../events/events.store.ts'
 import type { PetFilter, PetRecord, PetStore } from '../../pets/pets.store.ts'
 import { currentRow, refuseIfOpenOrders } from '../checks.ts'
 import { idempotentCreate } from '../idempotency.ts'
 import type { Db } from './database.ts'
 import { onConstraint } from './errors.ts'
+import { appendEvents } from './events.ts'
 import type { PostgresIdempotency } from './idempotency.ts'
 import { PET_COLUMNS, toPet, type PetRow } from '../rows.ts'
 
@@ -65,20 +67,22 @@ export function createPostgresPetStore (db: Db, idempotency: PostgresIdempotency
 
     getPet,
 
-    async createPet (input, claim) {
+    async createPet (input, claim, now) {
       const result = await db.transaction((tx) => idempotentCreate(claim, async (): Promise<PetRecord> => {
         // The foreign key checks the category (and locks it against a concurrent delete).
         const row = await tx.first<PetRow>(
           `INSERT INTO pets (name, search_name, category_id, status, stock) VALUES ($1, $2, $3, $4, 1) RETURNING ${PET_COLUMNS}`,
           [input.name, input.name.toLowerCase(), input.categoryId, input.status]
         ).catch(onConstraint({ pets_category_id_fkey: () => categoryNotFound(input.categoryId) }))
-        return toPet(row!)
+        const pet = toPet(row!)
+        await appendEvents(tx, [catalogEvent('pet.created', pet)], now)
+        return pet
       }, idempotency.within(tx)))
       if (claim !== null && !result.replayed) await idempotency.purge(claim.now)
       return result
     },
 
-    async updatePet (id, changes, ifMatch) {
+    async updatePet (id, changes, ifMatch, now) {
       return db.transaction(async (tx) => {
         const row = currentRow(await tx.first<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id = $1 FOR UPDATE`, [id]), `pet ${id}`, ifMatch)
         const name = changes.name ?? row.name
@@ -87,17 +91,20 @@ export function createPostgresPetStore (db: Db, idempotency: PostgresIdempotency
           `UPDATE pets SET name = $1, search_name = $2, category_id = $3, status = $4, version = version + 1 WHERE id = $5 RETURNING ${PET_COLUMNS}`,
           [name, name.toLowerCase(), categoryId, changes.status ?? row.status, id]
         ).catch(onConstraint({ pets_category_id_fkey: () => categoryNotFound(categoryId) }))
-        return toPet(updated!)
+        const pet = toPet(updated!)
+        await appendEvents(tx, [catalogEvent('pet.updated', pet)], now)
+        return pet
       })
     },
 
-    async deletePet (id, ifMatch) {
+    async deletePet (id, ifMatch, now) {
       await db.transaction(async (tx) => {
         // The row lock also orders this delete against orders being placed for the pet, which
         // lock the same row before they insert.
         currentRow(await tx.first<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id = $1 FOR UPDATE`, [id]), `pet ${id}`, ifMatch)
         refuseIfOpenOrders(id, await tx.first('SELECT 1 FROM orders WHERE pet_id = $1 AND NOT complete LIMIT 1', [id]) !== undefined)
         await tx.query('DELETE FROM pets WHERE id = $1', [id])
+        await appendEvents(tx, [catalogEvent('pet.deleted', { id })], now)
       })
     }
   }

@@ -28,11 +28,11 @@ export function createSqliteStores (path: string, options: { migrate?: boolean; 
   const eventLog = createSqliteEventLog(db)
   return {
     engine: 'sqlite',
-    pets: createSqlitePetStore(db, writer, idempotency, pets),
-    categories: createSqliteCategoryStore(db, writer),
+    pets: createSqlitePetStore(db, writer, idempotency, pets, eventLog),
+    categories: createSqliteCategoryStore(db, writer, eventLog),
     orders: createSqliteOrderStore(db, writer, idempotency, pets, eventLog),
     inventory: createSqliteInventoryStore(db, writer, pets, eventLog),
-    keys: createSqliteKeyStore(db),
+    keys: createSqliteKeyStore(db, eventLog),
     events: createSqliteEventStore(db, writer),
     async ping () { ping.get() },
     walBytes: () => walBytes(path),

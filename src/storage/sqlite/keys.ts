@@ -1,16 +1,18 @@
 // KeyStore on SQLite.
 import { rotationRefusal } from '../../accounts/keys.rules.ts'
-import type { KeyStore } from '../../accounts/keys.store.ts'
+import type { KeyRecord, KeyStore } from '../../accounts/keys.store.ts'
+import { keyEvent } from '../../events/events.store.ts'
 import type { IfMatch } from '../../shared/store.ts'
 import { currentRow } from '../checks.ts'
 import { transaction, type Db } from './database.ts'
+import type { SqliteEventLog } from './events.ts'
 import { keyFilterSql } from '../key-filters.ts'
 import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, toUsage, USAGE_COLUMNS, type BanRow, type KeyRow, type UsageRowSql, toDeprecatedCall, type DeprecatedCallSql } from '../rows.ts'
 
 /** The ids of every key sharing the quota identity of key `?` (its rotation chain). */
 const SAME_IDENTITY = `SELECT k.id FROM api_keys k, (SELECT coalesce(quota_key_id, id) AS q FROM api_keys WHERE id = ?) i WHERE k.id = i.q OR k.quota_key_id = i.q`
 
-export function createSqliteKeyStore (db: Db): KeyStore {
+export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore {
   const insert = db.prepare(`INSERT INTO api_keys (name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`)
   const insertSuccessor = db.prepare(`INSERT INTO api_keys (name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, replaces, quota_key_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`)
   const markReplaced = db.prepare(`UPDATE api_keys SET expires_at = ?, replaced_by = ?, version = version + 1 WHERE id = ? RETURNING ${KEY_COLUMNS}`)
@@ -38,11 +40,20 @@ export function createSqliteKeyStore (db: Db): KeyStore {
   const banHistory = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${SAME_IDENTITY}) ORDER BY started_at DESC, id DESC LIMIT ?`)
 
   const current = (id: number, ifMatch: IfMatch): KeyRow => currentRow(byId.get(id) as KeyRow | undefined, `key ${id}`, ifMatch)
+  /** The key event of a change, in the change's transaction: the key's state, its ban in force at `now` included. */
+  const appendKeyEvent = (type: string, record: KeyRecord, now: number): void => {
+    const ban = activeBan.get(record.id, now) as BanRow | undefined
+    events.append([keyEvent(type, { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt })], now)
+  }
 
   return {
     async createKey (k) {
       // Even single statements go through transaction(): a lock held elsewhere is then a 503, not a 500.
-      return transaction(db, () => toKey(insert.get(k.name, k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null) as unknown as KeyRow))
+      return transaction(db, () => {
+        const created = toKey(insert.get(k.name, k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null) as unknown as KeyRow)
+        appendKeyEvent('key.created', created, k.now)
+        return created
+      })
     },
     async findKeyByHash (hash) {
       const row = byHash.get(hash) as KeyRow | undefined
@@ -59,7 +70,7 @@ export function createSqliteKeyStore (db: Db): KeyStore {
       const filtered = db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys k WHERE k.id > ? AND ${where} ORDER BY k.id LIMIT ?`)
       return (filtered.all(page.afterId ?? 0, ...values as (string | number)[], page.limit) as unknown as KeyRow[]).map(toKey)
     },
-    async updateKey (id, changes, ifMatch) {
+    async updateKey (id, changes, ifMatch, now) {
       return transaction(db, () => {
         const row = current(id, ifMatch)
         const updated = toKey(update.get(
@@ -68,6 +79,7 @@ export function createSqliteKeyStore (db: Db): KeyStore {
           changes.perDay === undefined ? row.per_day : changes.perDay, id) as unknown as KeyRow)
         const { role, plan, perMinute, perDay } = updated
         updateSiblings.run(role, plan, perMinute, perDay, id, id, role, plan, perMinute, perDay)
+        appendKeyEvent('key.updated', updated, now)
         return updated
       })
     },
@@ -76,7 +88,9 @@ export function createSqliteKeyStore (db: Db): KeyStore {
         const row = current(id, ifMatch)
         revokeSiblings.run(now, id, id, now)
         if (row.revoked_at !== null) return toKey(row)
-        return toKey(revoke.get(now, id) as unknown as KeyRow)
+        const revoked = toKey(revoke.get(now, id) as unknown as KeyRow)
+        appendKeyEvent('key.revoked', revoked, now)
+        return revoked
       })
     },
     async rotateKey (id, r) {
@@ -87,6 +101,8 @@ export function createSqliteKeyStore (db: Db): KeyStore {
         const created = toKey(insertSuccessor.get(row.name, row.role, row.plan, row.per_minute, row.per_day, r.hash, r.prefix, r.now, row.id, row.quota_key_id ?? row.id) as unknown as KeyRow)
         const expiresAt = row.expires_at === null ? r.graceEndsAt : Math.min(row.expires_at, r.graceEndsAt)
         const old = toKey(markReplaced.get(expiresAt, created.id, id) as unknown as KeyRow)
+        // The successor, which names the key it replaces: the key its holder now uses.
+        appendKeyEvent('key.rotated', created, r.now)
         return { old, created }
       })
     },

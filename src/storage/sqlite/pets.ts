@@ -1,15 +1,17 @@
 // PetStore on SQLite. Every method is one synchronous transaction (see database.ts).
 import { categoryNotFound } from '../../errors.ts'
+import { catalogEvent } from '../../events/events.store.ts'
 import type { PetChanges, PetFilter, PetRecord, PetStore } from '../../pets/pets.store.ts'
 import { currentRow, refuseIfOpenOrders } from '../checks.ts'
 import { idempotentCreate } from '../idempotency.ts'
 import type { Db } from './database.ts'
 import type { Writer } from './writer.ts'
+import type { SqliteEventLog } from './events.ts'
 import type { PetCache } from './pet-cache.ts'
 import type { SqliteIdempotency } from './idempotency.ts'
 import { PET_COLUMNS, toPet, type PetRow } from '../rows.ts'
 
-export function createSqlitePetStore (db: Db, writer: Writer, idempotency: SqliteIdempotency, cache: PetCache): PetStore {
+export function createSqlitePetStore (db: Db, writer: Writer, idempotency: SqliteIdempotency, cache: PetCache, events: SqliteEventLog): PetStore {
   const byId = db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`)
   const categoryExists = db.prepare('SELECT 1 FROM categories WHERE id = ?')
   const insert = db.prepare(`INSERT INTO pets (name, search_name, category_id, status, stock) VALUES (?, ?, ?, ?, 1) RETURNING ${PET_COLUMNS}`)
@@ -77,30 +79,35 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
       return cache.get(id)
     },
 
-    async createPet (input, claim) {
+    async createPet (input, claim, now) {
       return await writer.run(() => idempotentCreate(claim, () => {
         requireCategory(input.categoryId)
-        return toPet(insert.get(input.name, input.name.toLowerCase(), input.categoryId, input.status) as unknown as PetRow)
+        const pet = toPet(insert.get(input.name, input.name.toLowerCase(), input.categoryId, input.status) as unknown as PetRow)
+        events.append([catalogEvent('pet.created', pet)], now)
+        return pet
       }, idempotency))
     },
 
-    async updatePet (id, changes: PetChanges, ifMatch) {
+    async updatePet (id, changes: PetChanges, ifMatch, now) {
       return await writer.run(() => {
         const row = currentRow(byId.get(id) as PetRow | undefined, `pet ${id}`, ifMatch)
         const name = changes.name ?? row.name
         const categoryId = changes.categoryId ?? row.category_id
         if (categoryId !== row.category_id) requireCategory(categoryId)
         cache.forget(id)
-        return toPet(update.get(name, name.toLowerCase(), categoryId, changes.status ?? row.status, id) as unknown as PetRow)
+        const pet = toPet(update.get(name, name.toLowerCase(), categoryId, changes.status ?? row.status, id) as unknown as PetRow)
+        events.append([catalogEvent('pet.updated', pet)], now)
+        return pet
       })
     },
 
-    async deletePet (id, ifMatch) {
+    async deletePet (id, ifMatch, now) {
       await writer.run(() => {
         currentRow(byId.get(id) as PetRow | undefined, `pet ${id}`, ifMatch)
         refuseIfOpenOrders(id, openOrders.get(id) !== undefined)
         cache.forget(id)
         remove.run(id)
+        events.append([catalogEvent('pet.deleted', { id })], now)
       })
     }
   }

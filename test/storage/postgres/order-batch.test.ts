@@ -87,8 +87,8 @@ async function openStores (t: TestContext): Promise<{ stores: PostgresStores; sc
   const schema = await createTestSchema(t)
   const stores = await createPostgresStores(TEST_DATABASE_URL, { schema, poolMax: 4 })
   t.after(() => stores.close())
-  const category = await stores.categories.createCategory({ name: 'Fish' })
-  const { record: pet } = await stores.pets.createPet({ name: 'Goldfish', categoryId: category.id, status: 'available' }, null)
+  const category = await stores.categories.createCategory({ name: 'Fish' }, NOW)
+  const { record: pet } = await stores.pets.createPet({ name: 'Goldfish', categoryId: category.id, status: 'available' }, null, NOW)
   await stores.inventory.setStock(pet.id, 5, null, NOW)
   const owner = await stores.keys.createKey({ name: 'owner', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h-owner', prefix: 'psk_owner', now: NOW })
   return { stores, schema, petId: pet.id, ownerId: owner.id }
@@ -171,8 +171,8 @@ test('postgres orders: an order is answered only after its transaction commits',
 test('postgres pets: reads of pets by id asked together are answered each with its own pet, a missing one with null', { skip: postgres.skip }, async (t) => {
   postgres.check()
   const { stores, petId } = await openStores(t)
-  const category = await stores.categories.createCategory({ name: 'Cats' })
-  const { record: other } = await stores.pets.createPet({ name: 'Tom', categoryId: category.id, status: 'sold' }, null)
+  const category = await stores.categories.createCategory({ name: 'Cats' }, NOW)
+  const { record: other } = await stores.pets.createPet({ name: 'Tom', categoryId: category.id, status: 'sold' }, null, NOW)
   const [a, b, missing, again] = await Promise.all([petId, other.id, other.id + 100, petId].map((id) => stores.pets.getPet(id)))
   assert.deepEqual(a, { id: petId, name: 'Goldfish', categoryId: a!.categoryId, status: 'available', version: a!.version })
   assert.deepEqual(b, other)
@@ -180,6 +180,6 @@ test('postgres pets: reads of pets by id asked together are answered each with i
   assert.deepEqual(again, a)
   assert.notEqual(again, a, 'each caller gets a record of its own')
   // A later turn reads again: a change in between is seen.
-  await stores.pets.updatePet(other.id, { name: 'Thomas' }, null)
+  await stores.pets.updatePet(other.id, { name: 'Thomas' }, null, NOW)
   assert.equal((await stores.pets.getPet(other.id))?.name, 'Thomas')
 })

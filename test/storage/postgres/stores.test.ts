@@ -65,7 +65,7 @@ function engineTests (): void {
   test('postgres: migrations are versioned in schema_migrations and re-opening applies none twice, keeping the data', async (t) => {
     const schema = await createTestSchema(t)
     const first = await createPostgresStores(TEST_DATABASE_URL, { schema })
-    const dogs = await first.categories.createCategory({ name: 'Dogs' })
+    const dogs = await first.categories.createCategory({ name: 'Dogs' }, Date.now())
     await first.close()
     const again = await createPostgresStores(TEST_DATABASE_URL, { schema })
     t.after(() => again.close())
@@ -153,19 +153,19 @@ function engineTests (): void {
     const schema = await createTestSchema(t)
     const stores = await createPostgresStores(TEST_DATABASE_URL, { schema })
     t.after(() => stores.close())
-    const dogs = await stores.categories.createCategory({ name: 'Dogs' })
+    const dogs = await stores.categories.createCategory({ name: 'Dogs' }, Date.now())
     const holder = new pg.Client({ connectionString: TEST_DATABASE_URL, options: `-c search_path=${schema}` })
     await holder.connect()
     t.after(() => holder.end())
     await holder.query('BEGIN')
     await holder.query('SELECT 1 FROM categories WHERE id = $1 FOR UPDATE', [dogs.id])
     const started = Date.now()
-    await assert.rejects(stores.categories.replaceCategory(dogs.id, { name: 'X' }, null), isServiceUnavailable)
+    await assert.rejects(stores.categories.replaceCategory(dogs.id, { name: 'X' }, null, Date.now()), isServiceUnavailable)
     const took = Date.now() - started
     assert.ok(took >= 4500 && took < 8000, `cut after ${took} ms`)
     await holder.query('ROLLBACK')
     // The pool is fine afterwards.
-    assert.equal((await stores.categories.replaceCategory(dogs.id, { name: 'X' }, null)).name, 'X')
+    assert.equal((await stores.categories.replaceCategory(dogs.id, { name: 'X' }, null, Date.now())).name, 'X')
   })
 
   test('postgres: when the server ends our connections, requests get 503 at worst and the pool recovers by itself', async (t) => {
@@ -177,7 +177,7 @@ function engineTests (): void {
     const schema = await createTestSchema(t)
     const stores = await createPostgresStores(url.toString(), { schema, poolMax: 4 })
     t.after(() => stores.close())
-    const dogs = await stores.categories.createCategory({ name: 'Dogs' })
+    const dogs = await stores.categories.createCategory({ name: 'Dogs' }, Date.now())
     // Check out several connections so the pool holds idle ones, then kill them all server side
     // (pg_terminate_backend sends 57P01 admin_shutdown, as a server restart does).
     await Promise.all(Array.from({ length: 4 }, () => stores.categories.getCategory(dogs.id)))
@@ -234,7 +234,7 @@ function engineTests (): void {
     via.port = String(proxyPort)
     const stores = await createPostgresStores(via.toString(), { schema })
     t.after(() => stores.close())
-    const dogs = await stores.categories.createCategory({ name: 'Dogs' })
+    const dogs = await stores.categories.createCategory({ name: 'Dogs' }, Date.now())
 
     setUp(false)
     for (let i = 0; i < 3; i++) {
@@ -243,7 +243,7 @@ function engineTests (): void {
       assert.ok(Date.now() - started < 3000)
     }
     await assert.rejects(stores.ping(), isServiceUnavailable)
-    await assert.rejects(stores.categories.replaceCategory(dogs.id, { name: 'X' }, null), isServiceUnavailable)
+    await assert.rejects(stores.categories.replaceCategory(dogs.id, { name: 'X' }, null, Date.now()), isServiceUnavailable)
 
     setUp(true)
     assert.deepEqual(await stores.categories.getCategory(dogs.id), dogs)

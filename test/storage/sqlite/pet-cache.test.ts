@@ -16,8 +16,8 @@ test('pet cache: every write of this process (pet, stock, order, cancel, delete)
   const stores = createSqliteStores(tempFile(t))
   t.after(() => stores.close())
   await stores.keys.createKey({ name: 'owner', role: 'customer', plan: 'pro', perMinute: null, perDay: null, hash: 'h', prefix: 'psk_', now: 0 })
-  const dogs = await stores.categories.createCategory({ name: 'Dogs' })
-  const { record } = await stores.pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, null)
+  const dogs = await stores.categories.createCategory({ name: 'Dogs' }, Date.now())
+  const { record } = await stores.pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, null, Date.now())
   const id = record.id
   const read = async () => {
     const [one, listed] = await Promise.all([stores.pets.getPet(id), stores.pets.listPets({ ids: [id] }, { limit: 20, afterId: null })])
@@ -26,7 +26,7 @@ test('pet cache: every write of this process (pet, stock, order, cancel, delete)
   }
   assert.deepEqual(await read(), { id, name: 'Rex', categoryId: dogs.id, status: 'available', version: 1 })
 
-  assert.equal((await stores.pets.updatePet(id, { name: 'Max' }, null)).name, 'Max')
+  assert.equal((await stores.pets.updatePet(id, { name: 'Max' }, null, Date.now())).name, 'Max')
   assert.deepEqual(await read(), { id, name: 'Max', categoryId: dogs.id, status: 'available', version: 2 })
 
   await stores.inventory.setStock(id, 2, null, 0)
@@ -42,9 +42,9 @@ test('pet cache: every write of this process (pet, stock, order, cancel, delete)
   await stores.orders.updateOrder(again.id, { complete: true, shipDate: 0 }, null, 0)
   assert.equal((await read())?.status, 'sold')
 
-  const other = await stores.pets.createPet({ name: 'Spot', categoryId: dogs.id, status: 'available' }, null)
+  const other = await stores.pets.createPet({ name: 'Spot', categoryId: dogs.id, status: 'available' }, null, Date.now())
   await stores.pets.getPet(other.record.id)
-  await stores.pets.deletePet(other.record.id, null)
+  await stores.pets.deletePet(other.record.id, null, Date.now())
   assert.equal(await stores.pets.getPet(other.record.id), null)
 })
 
@@ -52,8 +52,8 @@ test('pet cache: a commit by another connection is seen at the next check (every
   const path = tempFile(t)
   const stores = createSqliteStores(path, { petCache: { checkEveryMs: 0 } })
   t.after(() => stores.close())
-  const dogs = await stores.categories.createCategory({ name: 'Dogs' })
-  const { record } = await stores.pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, null)
+  const dogs = await stores.categories.createCategory({ name: 'Dogs' }, Date.now())
+  const { record } = await stores.pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, null, Date.now())
   assert.equal((await stores.pets.getPet(record.id))?.name, 'Rex')
 
   const other = new DatabaseSync(path)
@@ -66,9 +66,9 @@ test('pet cache: a commit by another connection is seen at the next check (every
 test('pet cache: ?id= reads keep id order, the cursor and the limit, and skip missing ids', async (t) => {
   const stores = createSqliteStores(tempFile(t), { petCache: { maxEntries: 2 } })
   t.after(() => stores.close())
-  const dogs = await stores.categories.createCategory({ name: 'Dogs' })
+  const dogs = await stores.categories.createCategory({ name: 'Dogs' }, Date.now())
   const ids: number[] = []
-  for (const name of ['a', 'b', 'c', 'd']) ids.push((await stores.pets.createPet({ name, categoryId: dogs.id, status: 'available' }, null)).record.id)
+  for (const name of ['a', 'b', 'c', 'd']) ids.push((await stores.pets.createPet({ name, categoryId: dogs.id, status: 'available' }, null, Date.now())).record.id)
   const names = async (filterIds: number[], page: { limit: number; afterId: number | null }) => (await stores.pets.listPets({ ids: filterIds }, page)).map((p) => p.name)
   assert.deepEqual(await names([ids[3]!, ids[0]!, 999, ids[2]!], { limit: 20, afterId: null }), ['a', 'c', 'd'])
   assert.deepEqual(await names([ids[3]!, ids[0]!, 999, ids[2]!], { limit: 2, afterId: null }), ['a', 'c'])

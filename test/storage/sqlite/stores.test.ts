@@ -32,7 +32,7 @@ test('sqlite: a file database runs in WAL mode', async (t) => {
 test('sqlite: migrations are versioned by user_version and re-opening applies none twice, keeping the data', async (t) => {
   const path = tempFile(t)
   const first = createSqliteStores(path)
-  const dogs = await first.categories.createCategory({ name: 'Dogs' })
+  const dogs = await first.categories.createCategory({ name: 'Dogs' }, Date.now())
   await first.close()
   const version = () => {
     const db = new DatabaseSync(path)

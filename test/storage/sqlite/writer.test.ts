@@ -32,8 +32,8 @@ const settle = async (): Promise<void> => { for (let i = 0; i < 5; i++) await ne
 /** A pet with that stock (and the key id 1 the orders name as their owner). */
 async function petWithStock (stores: ReturnType<typeof createSqliteStores>, stock: number): Promise<number> {
   await stores.keys.createKey({ name: 'owner', role: 'customer', plan: 'pro', perMinute: null, perDay: null, hash: 'h', prefix: 'psk_', now: 0 })
-  const category = await stores.categories.createCategory({ name: 'Dogs' })
-  const { record } = await stores.pets.createPet({ name: 'Rex', categoryId: category.id, status: 'available' }, null)
+  const category = await stores.categories.createCategory({ name: 'Dogs' }, Date.now())
+  const { record } = await stores.pets.createPet({ name: 'Rex', categoryId: category.id, status: 'available' }, null, Date.now())
   await stores.inventory.setStock(record.id, stock, null, 0)
   return record.id
 }
