@@ -282,7 +282,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   ]
   await installSteps(app, deps.arrangeSteps?.(steps) ?? steps)
   // Background work (jobs/jobs.ts): from ready to close; the usage flush runs once more at close.
-  const jobDeps = { keys: stores.keys, limiter, clock, usage, orders, ...(deps.usageFlushMs !== undefined && { usageFlushMs: deps.usageFlushMs }), ...(deps.banSyncMs !== undefined && { banSyncMs: deps.banSyncMs }) }
+  const jobDeps = { keys: stores.keys, limiter, clock, usage, orders, events: stores.events, eventRetentionDays: config.events.retentionDays, ...(deps.usageFlushMs !== undefined && { usageFlushMs: deps.usageFlushMs }), ...(deps.banSyncMs !== undefined && { banSyncMs: deps.banSyncMs }) }
   installJobs(app, backgroundJobs(jobDeps), { events: metrics })
   return app
 }

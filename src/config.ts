@@ -35,7 +35,11 @@ export interface Config {
   orders: OrderSettings
   /** The MCP endpoint's loop breaker: the same tool call, per key and minute (MCP_REPEAT_LIMIT). */
   mcp: { repeatLimit: number }
+  /** Events: how long they are kept before the prune job deletes them (EVENT_RETENTION_DAYS). */
+  events: { retentionDays: number }
 }
+
+export const DEFAULT_EVENT_RETENTION_DAYS = 30
 
 export const DEFAULT_ORDER_HOLD_MINUTES = DEFAULT_ORDER_HOLD_MS / 60_000
 export const DEFAULT_ORDER_COOLDOWN_MINUTES = DEFAULT_ORDER_COOLDOWN_MS / 60_000
@@ -165,9 +169,10 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
   }
 
   const mcp = { repeatLimit: readInteger(env, 'MCP_REPEAT_LIMIT', 20, 1, 10_000, problems) }
+  const events = { retentionDays: readInteger(env, 'EVENT_RETENTION_DAYS', DEFAULT_EVENT_RETENTION_DAYS, 1, 3650, problems) }
 
   if (problems.length > 0) throw new ConfigError(problems)
-  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, logFormat, trustProxy, limiterMaxSubjects, databasePoolMax, server, orders, mcp }
+  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, logFormat, trustProxy, limiterMaxSubjects, databasePoolMax, server, orders, mcp, events }
 }
 
 /** A whole number from `min` to `max`, or `fallback` when the variable is unset or empty. */

@@ -5,10 +5,12 @@
 import type { FastifyInstance } from 'fastify'
 import type { UsageRecorder } from '../access/usage.ts'
 import type { KeyStore } from '../accounts/keys.store.ts'
+import type { EventStore } from '../events/events.store.ts'
 import type { OrderService } from '../orders/orders.service.ts'
 import type { RateLimiter } from '../ratelimit/limiter.ts'
 import type { Clock } from '../shared/clock.ts'
 import { banSyncJob } from './ban-sync.ts'
+import { eventPruneJob } from './event-prune.ts'
 import { orderSweepJob } from './order-sweep.ts'
 import { createJobRunner, type Job, type JobEvents, type JobTimers } from './runner.ts'
 import { usageFlushJob } from './usage-flush.ts'
@@ -20,6 +22,9 @@ export interface JobDeps {
   clock: Clock
   usage: UsageRecorder
   orders: OrderService
+  events: EventStore
+  /** How long events are kept (EVENT_RETENTION_DAYS, in days). */
+  eventRetentionDays: number
   /** How often the ban sync polls (AppDeps.banSyncMs); none when absent. */
   banSyncMs?: number
   /** How often usage is flushed (AppDeps.usageFlushMs); 0: at close only. */
@@ -30,7 +35,8 @@ export function backgroundJobs (deps: JobDeps): Job[] {
   return [
     banSyncJob(deps),
     usageFlushJob(deps),
-    orderSweepJob(deps)
+    orderSweepJob(deps),
+    eventPruneJob(deps)
   ]
 }
 

@@ -89,7 +89,8 @@ function failingStores (stores: Stores, make: () => Error, keep: Set<string>): S
     categories: failing(stores.categories, 'categories'),
     orders: failing(stores.orders, 'orders'),
     inventory: failing(stores.inventory, 'inventory'),
-    keys: failing(stores.keys, 'keys')
+    keys: failing(stores.keys, 'keys'),
+    events: failing(stores.events, 'events')
   })
 }
 

@@ -109,7 +109,8 @@ test('every id parameter is an int64 from 1 to 2^53-1', async () => {
   for (const operations of Object.values(doc.paths)) {
     for (const op of Object.values(operations)) {
       for (const p of op.parameters ?? []) {
-        if (!/(^id$|Id$)/.test(p.name)) continue
+        // Event ids are opaque strings (evt_…), not row ids.
+        if (!/(^id$|Id$)/.test(p.name) || p.name === 'eventId') continue
         seen++
         const schema = (p.schema.type === 'array' ? p.schema.items : p.schema) as Record<string, unknown>
         assert.deepEqual({ type: schema.type, format: schema.format, minimum: schema.minimum, maximum: schema.maximum }, { type: 'integer', format: 'int64', minimum: 1, maximum: 9007199254740991 }, p.name)

@@ -275,6 +275,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/{eventId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -328,6 +360,39 @@ export interface components {
             name: string;
             description?: string;
         };
+        CategoryCreatedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "category.created";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["Category"];
+        };
+        CategoryDeletedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "category.deleted";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["DeletedCategory"];
+        };
+        CategoryUpdatedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "category.updated";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["Category"];
+        };
         CreatedApiKey: {
             /** Format: int64 */
             id: number;
@@ -353,6 +418,14 @@ export interface components {
             lastUsedAt: string | null;
             ban: components["schemas"]["Ban"];
             key: string;
+        };
+        DeletedCategory: {
+            /** Format: int64 */
+            id: number;
+        };
+        DeletedPet: {
+            /** Format: int64 */
+            id: number;
         };
         Deprecations: {
             /** Format: date */
@@ -386,6 +459,27 @@ export interface components {
                 }[];
             }[];
         };
+        DeprecationUsedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "deprecation.used";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["DeprecationUsedEventData"];
+        };
+        DeprecationUsedEventData: {
+            /** Format: int64 */
+            keyId: number;
+            operationId: string;
+            /** Format: date-time */
+            sunset: string | null;
+            successor: string | null;
+            calls: number;
+            day: string;
+        };
         Error: {
             /** @enum {string} */
             code: "validation_failed" | "unauthenticated" | "api_key_expired" | "forbidden" | "not_found" | "method_not_allowed" | "pet_not_available" | "insufficient_stock" | "order_already_complete" | "category_in_use" | "pet_has_open_orders" | "order_limit_reached" | "order_cooldown" | "idempotency_key_reused" | "api_key_not_rotatable" | "operation_sunset" | "request_timeout" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "category_not_found" | "pet_not_found" | "headers_too_large" | "rate_limited" | "tool_call_repeated" | "api_key_banned" | "internal_error" | "service_unavailable";
@@ -398,6 +492,8 @@ export interface components {
             }[];
             detailsTotal?: number;
         };
+        Event: components["schemas"]["OrderCreatedEvent"] | components["schemas"]["OrderUpdatedEvent"] | components["schemas"]["OrderCompletedEvent"] | components["schemas"]["OrderCancelledEvent"] | components["schemas"]["OrderExpiredEvent"] | components["schemas"]["PetCreatedEvent"] | components["schemas"]["PetUpdatedEvent"] | components["schemas"]["PetDeletedEvent"] | components["schemas"]["CategoryCreatedEvent"] | components["schemas"]["CategoryUpdatedEvent"] | components["schemas"]["CategoryDeletedEvent"] | components["schemas"]["InventoryUpdatedEvent"] | components["schemas"]["InventoryLowEvent"] | components["schemas"]["KeyCreatedEvent"] | components["schemas"]["KeyUpdatedEvent"] | components["schemas"]["KeyRotatedEvent"] | components["schemas"]["KeyRevokedEvent"] | components["schemas"]["KeyExpiringEvent"] | components["schemas"]["KeyBannedEvent"] | components["schemas"]["KeyUnbannedEvent"] | components["schemas"]["QuotaThresholdEvent"] | components["schemas"]["DeprecationUsedEvent"] | components["schemas"]["WebhookTestEvent"] | components["schemas"]["WebhookDisabledEvent"];
+        Events: components["schemas"]["Event"][];
         InventoryItem: {
             /** Format: int64 */
             petId: number;
@@ -405,8 +501,30 @@ export interface components {
             status: components["schemas"]["PetStatus"];
         };
         InventoryItems: components["schemas"]["InventoryItem"][];
+        InventoryLowEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "inventory.low";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["InventoryItem"];
+        };
         InventoryUpdate: {
             quantity: number;
+        };
+        InventoryUpdatedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "inventory.updated";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["InventoryItem"];
         };
         KeyBan: {
             /** Format: int64 */
@@ -419,10 +537,50 @@ export interface components {
             liftedAt: string | null;
             reason: string;
         };
+        KeyBanEventData: {
+            /** Format: int64 */
+            keyId: number;
+            /** Format: date-time */
+            until: string | null;
+            strike: number;
+        };
+        KeyBannedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "key.banned";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["KeyBanEventData"];
+        };
         KeyBans: {
             /** Format: int64 */
             keyId: number;
             bans: components["schemas"]["KeyBan"][];
+        };
+        KeyCreatedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "key.created";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["ApiKey"];
+        };
+        KeyExpiringEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "key.expiring";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["ApiKey"];
         };
         KeyRateLimit: {
             /** Format: int64 */
@@ -439,6 +597,50 @@ export interface components {
             used: number;
             remaining: number;
             reset: number;
+        };
+        KeyRevokedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "key.revoked";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["ApiKey"];
+        };
+        KeyRotatedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "key.rotated";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["ApiKey"];
+        };
+        KeyUnbannedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "key.unbanned";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["KeyBanEventData"];
+        };
+        KeyUpdatedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "key.updated";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["ApiKey"];
         };
         KeyUsage: {
             /** Format: int64 */
@@ -505,6 +707,50 @@ export interface components {
             /** Format: date-time */
             expiresAt: string | null;
         };
+        OrderCancelledEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "order.cancelled";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["Order"];
+        };
+        OrderCompletedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "order.completed";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["Order"];
+        };
+        OrderCreatedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "order.created";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["Order"];
+        };
+        OrderExpiredEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "order.expired";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["Order"];
+        };
         OrderPatch: {
             /** @enum {boolean} */
             complete?: true;
@@ -512,6 +758,17 @@ export interface components {
             shipDate?: string;
         };
         Orders: components["schemas"]["Order"][];
+        OrderUpdatedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "order.updated";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["Order"];
+        };
         Pet: {
             /** Format: int64 */
             id: number;
@@ -519,6 +776,28 @@ export interface components {
             /** Format: int64 */
             categoryId: number;
             status: components["schemas"]["PetStatus"];
+        };
+        PetCreatedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "pet.created";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["Pet"];
+        };
+        PetDeletedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "pet.deleted";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["DeletedPet"];
         };
         PetPatch: {
             name?: string;
@@ -529,8 +808,39 @@ export interface components {
         Pets: components["schemas"]["Pet"][];
         /** @enum {string} */
         PetStatus: "available" | "pending" | "sold";
+        PetUpdatedEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "pet.updated";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["Pet"];
+        };
         /** @enum {string} */
         Plan: "free" | "pro" | "business" | "enterprise";
+        QuotaThresholdEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "quota.threshold";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["QuotaThresholdEventData"];
+        };
+        QuotaThresholdEventData: {
+            /** Format: int64 */
+            keyId: number;
+            /** @enum {string} */
+            window: "day";
+            limit: number;
+            used: number;
+            percent: number;
+        };
         RateLimitStatus: {
             plan: components["schemas"]["Plan"];
             role: components["schemas"]["Role"];
@@ -551,6 +861,31 @@ export interface components {
         };
         /** @enum {string} */
         Role: "customer" | "staff" | "admin";
+        WebhookDisabledEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "webhook.disabled";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["WebhookEventData"];
+        };
+        WebhookEventData: {
+            [key: string]: unknown;
+        };
+        WebhookTestEvent: {
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "webhook.test";
+            /** Format: date-time */
+            createdAt: string;
+            data: components["schemas"]["WebhookEventData"];
+        };
     };
     responses: never;
     parameters: never;
@@ -5882,6 +6217,276 @@ export interface operations {
                     "Request-Id": components["headers"]["Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                type?: string;
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Events"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            400: {
+                headers: {
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    "X-RateLimit-Reset"?: number;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     [name: string]: unknown;
                 };
                 content: {
