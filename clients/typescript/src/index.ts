@@ -27,6 +27,10 @@ export type RateLimitStatus = Schemas['RateLimitStatus']
 export type PetQuery = NonNullable<operations['listPets']['parameters']['query']>
 export type CategoryQuery = NonNullable<operations['listCategories']['parameters']['query']>
 export type OrderQuery = NonNullable<operations['listOrders']['parameters']['query']>
+export type Event = Schemas['Event']
+export type EventQuery = NonNullable<operations['listEvents']['parameters']['query']>
+/** events.list(): the feed from `cursor`; with `follow`, it waits `pollMs` (default 1000) on an empty page and reads on, until the loop stops or `signal` aborts. */
+export type EventFeedOptions = EventQuery & { follow?: boolean; pollMs?: number; signal?: AbortSignal }
 
 export interface DeprecationNotice {
   /** The operation, as the client called it: `GET` and the path template, e.g. `/pets/{petId}`. */
@@ -296,6 +300,41 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     cancel: (id: number, options?: WriteOptions) => request('delete', '/store/orders/{orderId}', { path: { orderId: id }, headers: ifMatch(options) })
   }
 
+  /** One page of the feed and the cursor to read on from (every page has one, the empty ones too). */
+  async function eventPage (url: string): Promise<{ events: Event[]; cursor: string; next: string }> {
+    const { data, response } = await send('GET', '/events', url, undefined, {})
+    const next = linksOf(response.headers.get('link')).get('next')
+    if (next === undefined) throw new TypeError('GET /events answered without its next link')
+    // Only the query (filters and cursor) is ours to reuse, on our own base URL (as in every()).
+    const search = new URL(next, baseUrl + '/').search
+    return { events: data as Event[], cursor: new URLSearchParams(search).get('cursor') ?? '', next: urlOf('/events', undefined, search) }
+  }
+
+  const events = {
+    /** One page of the feed, oldest first, and the cursor to resume from (keep it to read on later). */
+    async page (query?: EventQuery): Promise<{ events: Event[]; cursor: string }> {
+      const { events: page, cursor } = await eventPage(urlOf('/events', undefined, query))
+      return { events: page, cursor }
+    },
+    /**
+     * Every event the caller may see, oldest first, following the cursor: from `cursor` (or the
+     * oldest kept) to the first empty page, or, with `follow`, on and on, polling the feed.
+     */
+    async * list (options: EventFeedOptions = {}): AsyncGenerator<Event, void, undefined> {
+      const { follow = false, pollMs = 1000, signal, ...query } = options
+      let url = urlOf('/events', undefined, query)
+      while (signal?.aborted !== true) {
+        const { events: page, next } = await eventPage(url)
+        for (const event of page) yield event
+        url = next
+        if (page.length > 0) continue
+        if (!follow) return
+        await sleep(pollMs)
+      }
+    },
+    get: (id: string) => request('get', '/events/{eventId}', { path: { eventId: id } })
+  }
+
   const inventory = {
     get: (petId: number) => request('get', '/store/inventory/{petId}', { path: { petId } }),
     set: (petId: number, quantity: number, options?: WriteOptions) => request('put', '/store/inventory/{petId}', { path: { petId }, body: { quantity }, headers: ifMatch(options) })
@@ -306,6 +345,7 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     categories,
     orders,
     inventory,
+    events,
     /** The caller's plan, both windows and ban state; costs no quota. */
     rateLimit: () => request('get', '/rate_limit'),
     request,
