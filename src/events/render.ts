@@ -4,19 +4,16 @@
 // answer" and SQL never formats dates or views. One renderer per type family.
 import type { CategoryRecord } from '../categories/categories.store.ts'
 import { toPublicCategory } from '../categories/categories.view.ts'
-import type { InventoryItem } from '../inventory/inventory.schema.ts'
 import type { InventoryRecord } from '../inventory/inventory.store.ts'
+import { toPublicInventory } from '../inventory/inventory.view.ts'
 import type { KeyState } from '../keys/keys.service.ts'
 import { toApiKey } from '../keys/keys.view.ts'
-import { toPublicOrder } from '../orders/orders.routes.ts'
+import { toPublicOrder } from '../orders/orders.view.ts'
 import type { OrderRecord } from '../orders/orders.store.ts'
 import type { PetRecord } from '../pets/pets.store.ts'
 import { toPublicPet } from '../pets/pets.view.ts'
 import type { ApiEvent } from './events.schema.ts'
 import type { StoredEvent } from './events.store.ts'
-
-/** The inventory entry of a pet as GET /store/inventory/{petId} answers it (the pet row's version stays out). */
-const toInventoryItem = ({ version: _version, ...item }: InventoryRecord): InventoryItem => item
 
 /** `pet.deleted`, `category.deleted`: `{ id }` as stored. */
 const isDeletion = (type: string): boolean => type.endsWith('.deleted')
@@ -26,7 +23,7 @@ const RENDERERS: Record<string, (data: unknown, type: string) => unknown> = {
   order: (data) => toPublicOrder(data as OrderRecord),
   pet: (data, type) => isDeletion(type) ? data : toPublicPet(data as PetRecord),
   category: (data, type) => isDeletion(type) ? data : toPublicCategory(data as CategoryRecord),
-  inventory: (data) => toInventoryItem(data as InventoryRecord),
+  inventory: (data) => toPublicInventory(data as InventoryRecord),
   // key.banned and key.unbanned store `{ keyId, until, strike }`; the others a KeyState.
   key: (data, type) => type === 'key.banned' || type === 'key.unbanned' ? data : toApiKey(data as KeyState)
 }

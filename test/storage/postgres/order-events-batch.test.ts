@@ -20,8 +20,8 @@ test('postgres orders: concurrent placements (batched) write one order.created e
   const schema = await createTestSchema(t)
   const stores = await createPostgresStores(TEST_DATABASE_URL, { schema, poolMax: 4 })
   t.after(() => stores.close())
-  const category = await stores.categories.createCategory({ name: 'Fish' })
-  const { record: pet } = await stores.pets.createPet({ name: 'Goldfish', categoryId: category.id, status: 'available' }, null)
+  const category = await stores.categories.createCategory({ name: 'Fish' }, NOW)
+  const { record: pet } = await stores.pets.createPet({ name: 'Goldfish', categoryId: category.id, status: 'available' }, null, NOW)
   await stores.inventory.setStock(pet.id, 10, null, NOW)
   const owner = await stores.keys.createKey({ name: 'owner', role: 'customer', plan: 'pro', perMinute: null, perDay: null, hash: 'h-owner', prefix: 'psk_owner', now: NOW })
   const claim = (i: number) => ({ scope: `key:${owner.id}`, key: `k-${i}`, fingerprint: 'fp', now: NOW })
@@ -37,7 +37,7 @@ test('postgres orders: concurrent placements (batched) write one order.created e
 
   // The feed shows a transaction once every older one has ended (other tests share the server):
   // a stock set of another pet, written last, marks when everything before it is there.
-  const { record: marker } = await stores.pets.createPet({ name: 'Marker', categoryId: category.id, status: 'available' }, null)
+  const { record: marker } = await stores.pets.createPet({ name: 'Marker', categoryId: category.id, status: 'available' }, null, NOW)
   await stores.inventory.setStock(marker.id, 1, null, NOW)
   let events = await stores.events.listEvents({ visibility: { role: 'admin' }, after: null, limit: 1000 })
   for (let tries = 0; tries < 200 && !events.some((e) => (e.data as { petId?: number }).petId === marker.id); tries++) {
