@@ -115,7 +115,8 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const countMalformedUrl = malformedUrlCounter(metrics)
   // Who may call what, and how much: decided by the access service, built before the app so
   // that Fastify's own error paths (malformed URLs) can charge through it too.
-  const access = createAccessService({ keys: stores.keys, limiter, clock, ...events, ...(deps.keyCacheMs !== undefined && { keyCacheMs: deps.keyCacheMs }) })
+  const onObserverError = (error: unknown): void => { deps.logger?.error({ err: error }, 'an access observer failed; the request was answered all the same') }
+  const access = createAccessService({ keys: stores.keys, limiter, clock, ...events, onObserverError, ...(deps.keyCacheMs !== undefined && { keyCacheMs: deps.keyCacheMs }) })
   // A revocation, role or plan change or rotation made here is forgotten here at once, and on the
   // other instances as soon as the message arrives (Redis), else within the key cache's 2 s.
   const keyEvents = deps.keyEvents ?? localKeyEvents()

@@ -21,6 +21,8 @@ export interface BanRecorderOptions {
   clock: Clock
   onBan?: BanListener
   onBanNotRecorded?: BanFailureListener
+  /** An observer above threw: its error, for the log. The request is answered all the same. */
+  onObserverError?: (error: unknown) => void
 }
 
 export interface BanRecorder {
@@ -32,17 +34,25 @@ export interface BanRecorder {
   retryPending (): Promise<number>
 }
 
-/** Observers must not turn an answer into an error. */
-function report (call: () => void): void {
+/**
+ * Observers must not turn an answer into an error: whether a ban is recorded at once or on a
+ * retry, an observer that throws is reported to `onError` (the log), never to the request.
+ */
+function report (call: () => void, onError: ((error: unknown) => void) | undefined): void {
   try {
     call()
-  } catch {
-    // deliberately ignored, see above
+  } catch (error) {
+    try {
+      onError?.(error)
+    } catch {
+      // the logger itself failed: nothing more can be done without failing the request
+    }
   }
 }
 
 export function createBanRecorder (options: BanRecorderOptions): BanRecorder {
   const { keys, clock } = options
+  const observe = (call: () => void): void => { report(call, options.onObserverError) }
   // By subject and start.
   const pending = new Map<string, NewBan>()
   let nextRetryAt = 0
@@ -59,7 +69,7 @@ export function createBanRecorder (options: BanRecorderOptions): BanRecorder {
           break // still out: the next retry starts here again
         }
         pending.delete(id)
-        report(() => options.onBan?.(record.subject, record.keyId, record.endsAt))
+        observe(() => options.onBan?.(record.subject, record.keyId, record.endsAt))
       }
       return pending.size
     })().finally(() => { retrying = null })
@@ -69,12 +79,12 @@ export function createBanRecorder (options: BanRecorderOptions): BanRecorder {
   return {
     record (ban) {
       return keys.recordBan(ban).then(() => {
-        options.onBan?.(ban.subject, ban.keyId, ban.endsAt)
+        observe(() => options.onBan?.(ban.subject, ban.keyId, ban.endsAt))
         return undefined
       }, (error: unknown) => {
         pending.set(`${ban.subject} ${ban.startedAt}`, ban)
         nextRetryAt = clock.now() + BAN_RETRY_MS
-        report(() => options.onBanNotRecorded?.(ban.subject, ban.endsAt, error))
+        observe(() => options.onBanNotRecorded?.(ban.subject, ban.endsAt, error))
         return error
       })
     },

@@ -155,3 +155,26 @@ test('a recorder without observers records a ban and keeps a failed one all the 
   assert.equal(await bans.retryPending(), 0)
   assert.deepEqual((await stores.keys.activeBans(T, 10)).map((b) => b.subject).sort(), ['ip:192.0.2.1', 'ip:192.0.2.2'])
 })
+
+// Fault caught (issue 35, 3.4): onBan was called bare after the first record, so an observer that
+// threw rejected record() (and with it the request: a 500), while on a retry it was swallowed
+// unseen. Now both ways: the ban is recorded, the error reaches onObserverError, nothing fails.
+test('an observer that throws, on the first record or on a retry, is reported to onObserverError and fails nothing', async (t) => {
+  const clock = manualClock(T)
+  const stores = createSqliteStores(':memory:')
+  t.after(() => stores.close())
+  const failure = new Error('observer failed')
+  const reported: unknown[] = []
+  const bans = createBanRecorder({ keys: stores.keys, clock, onBan: () => { throw failure }, onBanNotRecorded: () => { throw failure }, onObserverError: (error) => reported.push(error) })
+  const ban: NewBan = { keyId: null, subject: 'ip:192.0.2.1', startedAt: T, endsAt: T + 15 * 60_000, reason: 'r' }
+  assert.equal(await bans.record(ban), undefined, 'recorded at once: resolves, does not reject')
+  assert.deepEqual(reported, [failure])
+  const record = stores.keys.recordBan.bind(stores.keys)
+  const outage = new Error('database is out')
+  stores.keys.recordBan = async () => { throw outage }
+  assert.equal(await bans.record({ ...ban, subject: 'ip:192.0.2.2' }), outage)
+  stores.keys.recordBan = record
+  assert.equal(await bans.retryPending(), 0)
+  assert.deepEqual(reported, [failure, failure, failure], 'onBanNotRecorded, then onBan on the retry')
+  assert.deepEqual((await stores.keys.activeBans(T, 10)).map((b) => b.subject).sort(), ['ip:192.0.2.1', 'ip:192.0.2.2'])
+})
