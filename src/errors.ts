@@ -29,6 +29,7 @@ export const ERROR_CATALOGUE = {
   rate_limited: { status: 429, description: 'A quota window is used up; retry after Retry-After seconds.' },
   tool_call_repeated: { status: 429, description: 'Through MCP only (a tool result, never an HTTP answer): the same tool with the same arguments was called more than MCP_REPEAT_LIMIT times in a minute by one key; change the arguments or wait retryAfter seconds.' },
   api_key_banned: { status: 429, description: 'The key kept calling while told to wait and is banned until Retry-After.' },
+  address_banned: { status: 429, description: 'Requests without a valid key from this client address kept calling while told to wait, and are banned until Retry-After; the message names the address. A valid key from the same address is still served.' },
   internal_error: { status: 500, description: 'An unexpected error; it is logged with the request id.' },
   service_unavailable: { status: 503, description: 'A backing service is unreachable; retry after Retry-After seconds.' }
 } as const satisfies Record<string, { status: number; description: string }>

@@ -6,9 +6,11 @@
 // Order matters: the key is resolved first (without failing), then the request is charged to the
 // caller's identity, or to the client address when there is no valid key (so 401s are
 // throttled and carry the headers), and only then are a missing key (401) and the role (403)
-// enforced. A key this instance has not resolved is read from the database only while the client
-// address may still call (a peek of the address first): a banned or exhausted address gets its
-// 429 without a database read, whatever key it sends. A preflight never reads its key.
+// enforced. A key this instance has not resolved is read from the database while the client
+// address may still call (a peek of the address first); a banned or exhausted address gets its
+// 429 without a database read, whatever key it sends, but for one lookup a second
+// (address-lookups.ts), so that a valid key behind a shared address is served all the same. A
+// preflight never reads its key. A refusal of an address names the address (refusals.ts).
 //
 // decide() answers synchronously when it can (the key is cached, refused recently or malformed,
 // and the limiter answers synchronously), so the common request costs no promise; otherwise it
@@ -17,6 +19,7 @@ import type { Decision, Quota, RateLimiter } from '../ratelimit/limiter.ts'
 import type { KeyStore } from '../accounts/keys.store.ts'
 import type { Role } from '../accounts/plans.ts'
 import type { Clock } from '../shared/clock.ts'
+import { createAddressLookups } from './address-lookups.ts'
 import { createBanRecorder, type BanFailureListener, type BanListener } from './ban-record.ts'
 import { subjectOfAddress } from './client-subject.ts'
 import { createKeyCache, isRefused, type KeyCacheOptions, type Refused } from './key-cache.ts'
@@ -71,6 +74,10 @@ export interface AccessEvents {
 export interface AccessServiceOptions extends AccessEvents, Omit<KeyCacheOptions, 'keys'> {
   /** A ban started (and is in force in the limiter), but recording it in the database failed; it is retried. */
   onBanNotRecorded?: BanFailureListener
+  /** An observer (onBan, onBanNotRecorded) threw: its error, for the log; the request is answered all the same. */
+  onObserverError?: (error: unknown) => void
+  /** How often a refused address may still have a key looked up (ADDRESS_LOOKUP_INTERVAL_MS). */
+  addressLookupMs?: number
   keys: KeyStore
   limiter: RateLimiter
   clock: Clock
@@ -105,6 +112,7 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
   const { limiter, clock } = options
   const cache = createKeyCache(options)
   const bans = createBanRecorder(options)
+  const lookups = createAddressLookups(options.addressLookupMs)
 
   const anonymous = (request: AccessRequest): Charge => ({ request, principal: null, failure: null, expiredAt: null })
   const failed = (request: AccessRequest, failure: unknown): Charge => ({ request, principal: null, failure, expiredAt: null })
@@ -123,18 +131,22 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
     // Memory lookups and at most one hash: never throws.
     const known = cache.cached(key, now)
     if (known !== undefined) return charge(found(request, known))
-    // A key this instance has never resolved is read only while the client address may still
-    // call: a banned or exhausted address is answered from the limiter (charged, so its strikes
-    // count), whatever key it sends, and guessing from it costs no database read.
+    // A key this instance has never resolved is read while the client address may still call.
+    // A banned or exhausted address is answered from the limiter (charged, so its strikes
+    // count), whatever key it sends, but for one lookup per ADDRESS_LOOKUP_INTERVAL_MS: guessing
+    // from it costs at most that many reads, and a valid key behind it is served.
     if (!cache.knows(key)) {
+      const address = subjectOfAddress(request.address)
       let gate: Decision | Promise<Decision>
       try {
-        gate = limiter.peek(subjectOfAddress(request.address), ANONYMOUS_QUOTA)
+        gate = limiter.peek(address, ANONYMOUS_QUOTA)
       } catch {
         return readThenCharge(request, key, now)
       }
-      if (isPromise(gate)) return gate.then((g) => g.allowed ? readThenCharge(request, key, now) : charge(anonymous(request)), () => readThenCharge(request, key, now))
-      if (!gate.allowed) return charge(anonymous(request))
+      const pass = (g: Decision): AccessOutcome | Promise<AccessOutcome> =>
+        g.allowed || lookups.take(address, now) ? readThenCharge(request, key, now) : charge(anonymous(request))
+      if (isPromise(gate)) return gate.then(pass, () => readThenCharge(request, key, now))
+      return pass(gate)
     }
     return readThenCharge(request, key, now)
   }
@@ -169,7 +181,7 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
   function conclude (c: Charge, outcome: AccessOutcome): AccessOutcome | Promise<AccessOutcome> {
     const { decision } = outcome
     if (outcome.charged && !decision.allowed) {
-      outcome.refusal = limited(decision, clock.now())
+      outcome.refusal = limited(decision, clock.now(), c.principal === null ? outcome.subject : null)
       options.onDecision?.(decision.code === 'api_key_banned' ? 'banned' : 'limited')
       if (decision.banStarted && decision.ban !== null) {
         const { ban } = decision

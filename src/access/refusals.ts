@@ -13,12 +13,26 @@ export interface RefusalFacts {
   keyInQuery: string | null
 }
 
-/** 429: rate_limited, or api_key_banned naming the end of the ban. */
-export function limited (decision: Decision, now: number): AppError {
+/**
+ * 429: rate_limited, or a ban naming its end. `address`: the limiter subject of the client
+ * address when the request was charged to it (no valid key): then the refusal names the address,
+ * never a key (address_banned), since a valid key from that address may still be served.
+ */
+export function limited (decision: Decision, now: number, address: string | null = null): AppError {
+  const until = new Date(decision.ban?.until ?? now).toISOString()
+  if (address !== null) {
+    const where = addressOf(address)
+    return decision.code === 'api_key_banned'
+      ? new AppError('address_banned', `requests without a valid API key from ${where} are banned until ${until}: they kept calling while told to wait; a valid key is still served`)
+      : new AppError('rate_limited', `too many requests without a valid API key from ${where}; retry in ${decision.retryAfterSeconds} s`)
+  }
   return decision.code === 'api_key_banned'
-    ? new AppError('api_key_banned', `this caller is banned until ${new Date(decision.ban?.until ?? now).toISOString()} for calling while told to wait; back off exponentially after a 429`)
+    ? new AppError('api_key_banned', `this key is banned until ${until} for calling while told to wait; back off exponentially after a 429`)
     : new AppError('rate_limited', `rate limit exceeded; retry in ${decision.retryAfterSeconds} s`)
 }
+
+/** The address as a client reads it: `ip:192.0.2.1` is 192.0.2.1, an IPv6 subject its /64. */
+const addressOf = (subject: string): string => subject.slice(subject.indexOf(':') + 1)
 
 /**
  * 400 for a key in the URL, 401 without a valid key (api_key_expired for a key past its

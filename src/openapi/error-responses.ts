@@ -7,7 +7,7 @@ import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
 import { ErrorSchema, Reply } from '../shared/schemas.ts'
 
 /** Codes any authenticated /v1 operation can return, whatever it declares (validation_failed: a key sent in the query string; request_timeout, headers_too_large: answered by Node at the connection level). */
-const CROSS_CUTTING: ErrorCode[] = ['validation_failed', 'unauthenticated', 'api_key_expired', 'rate_limited', 'api_key_banned', 'internal_error', 'service_unavailable', 'request_timeout', 'headers_too_large']
+const CROSS_CUTTING: ErrorCode[] = ['validation_failed', 'unauthenticated', 'api_key_expired', 'rate_limited', 'api_key_banned', 'address_banned', 'internal_error', 'service_unavailable', 'request_timeout', 'headers_too_large']
 
 /** The error codes an operation can return: its own and the cross-cutting ones, derived from its declaration. */
 export function errorCodesOf (route: Pick<RouteOptions, 'schema' | 'config' | 'method'>): ErrorCode[] {

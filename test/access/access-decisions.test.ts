@@ -66,17 +66,28 @@ test('a valid key is charged to its caller with its plan quota', async (t) => {
   assert.deepEqual(outcome.quota, { perMinute: 300, perDay: 10_000 })
 })
 
-test('an exhausted address gets its 429 without a database read, whatever key it sends', async (t) => {
-  const { access, make, request, reads, decisions } = await setup(t)
+test('an exhausted address gets its 429 for the address without a database read, but for one lookup a second, which serves a valid key', async (t) => {
+  const { access, clock, make, request, reads, decisions } = await setup(t)
   const { key } = await make()
   for (let i = 0; i < 60; i++) await access.decide(request(null))
+  const wrong = await access.decide(request('psk_' + 'w'.repeat(43)))
+  assert.equal(reads(), 1, 'the lookup of this second')
+  assert.equal((wrong.refusal as { code?: string } | null)?.code, 'rate_limited')
   const outcome = await access.decide(request(key))
-  assert.equal(reads(), 0)
+  assert.equal(reads(), 1, 'no second lookup in the same second')
   assert.equal(outcome.charged, true)
   assert.equal(outcome.principal, null)
+  assert.equal(outcome.subject, subjectOfAddress(ADDRESS))
   assert.equal((outcome.refusal as { code?: string } | null)?.code, 'rate_limited')
   assert.equal(decisions.at(-1), 'limited')
   assert.equal(decisions.filter((d) => d === 'allowed').length, 60)
+  clock.advance(999)
+  assert.equal((await access.decide(request(key))).principal, null, 'not yet')
+  clock.advance(1)
+  const served = await access.decide(request(key))
+  assert.equal(reads(), 2)
+  assert.equal(served.refusal, null)
+  assert.equal(served.subject, served.principal?.caller.subject)
 })
 
 test('a key that cannot be read is charged to the address and refused with the store\'s failure', async (t) => {

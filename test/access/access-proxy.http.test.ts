@@ -28,7 +28,7 @@ for (const trust of ['true', '1', PROXY, '10.0.0.0/24']) {
       const res = await app.inject({ method: 'GET', url: '/v1/pets', remoteAddress: PROXY, headers: { 'x-forwarded-for': `${VICTIM}, ${ATTACKER}` } })
       codes.push(res.json().code)
     }
-    assert.deepEqual(codes, [...Array(60).fill('unauthenticated'), ...Array(20).fill('rate_limited'), 'api_key_banned'])
+    assert.deepEqual(codes, [...Array(60).fill('unauthenticated'), ...Array(20).fill('rate_limited'), 'address_banned'])
     const victim = await app.inject({ method: 'GET', url: '/v1/pets', remoteAddress: PROXY, headers: { 'x-forwarded-for': VICTIM } })
     assert.equal(victim.statusCode, 401)
     assert.equal(victim.headers['x-ratelimit-remaining'], '59', 'the victim\'s own, untouched count')

@@ -20,7 +20,7 @@ function fields (error: Error | null) {
   return error === null ? null : { code: error.code, message: error.message, details: error.details }
 }
 
-test('429 rate_limited says when to retry; 429 api_key_banned names the end of the ban, not the time of the request', () => {
+test('429 rate_limited says when to retry; 429 api_key_banned names the end of the ban, not the time of the request; an address is named, never a key', () => {
   const clock = manualClock(T)
   const limiter = createMemoryRateLimiter({ now: clock.now })
   const quota = { perMinute: 1, perDay: 100 }
@@ -33,7 +33,14 @@ test('429 rate_limited says when to retry; 429 api_key_banned names the end of t
   assert.equal(banned.code, 'api_key_banned')
   assert.deepEqual(fields(limited(banned, clock.now())), {
     code: 'api_key_banned',
-    message: 'this caller is banned until 2026-11-21T12:15:30.000Z for calling while told to wait; back off exponentially after a 429',
+    message: 'this key is banned until 2026-11-21T12:15:30.000Z for calling while told to wait; back off exponentially after a 429',
+    details: undefined
+  })
+  // The same decisions charged to a client address (no valid key): the refusal names the address.
+  assert.deepEqual(fields(limited(refused, clock.now(), 'ip:192.0.2.7')), { code: 'rate_limited', message: 'too many requests without a valid API key from 192.0.2.7; retry in 30 s', details: undefined })
+  assert.deepEqual(fields(limited(banned, clock.now(), 'ip6:2001:db8:0:0::/64')), {
+    code: 'address_banned',
+    message: 'requests without a valid API key from 2001:db8:0:0::/64 are banned until 2026-11-21T12:15:30.000Z: they kept calling while told to wait; a valid key is still served',
     details: undefined
   })
 })
