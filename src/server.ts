@@ -8,7 +8,7 @@ import { describeDatabase, type Config } from './config.ts'
 import { guardConnections, reportRefusals } from './transport/connections.ts'
 import { closeConnectionsAfterAnswer } from './transport/header-block.ts'
 import { createMetrics } from './ops/metrics.ts'
-import { requestLogView } from './http/redact.ts'
+import { errorLogView, requestLogView } from './http/redact.ts'
 import { openInfra, type Infra } from './infra.ts'
 import { BAN_SYNC_INTERVAL_MS, restoreBans } from './access/ban-sync.ts'
 import { systemClock } from './shared/clock.ts'
@@ -29,7 +29,8 @@ export function createLogger (config: Pick<Config, 'logLevel'>, destination?: De
     // Keys travel in headers; they must never reach a log line.
     redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'headers["x-api-key"]', 'headers.authorization', 'key'], censor: '[redacted]' },
     // A key sent in the URL is refused, but the URL is logged first: its secrets are cut out.
-    serializers: { req: requestLogView }
+    // No key through an error's message or stack either, whoever logs it.
+    serializers: { req: requestLogView, err: errorLogView }
   }, destination ?? bufferedStdout())
 }
 

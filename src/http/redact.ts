@@ -55,24 +55,52 @@ export function redactUrl (url: string): string {
     if (changed) out = `${url.slice(0, start)}?${pairs.join('&')}`
   }
   if (KEY_PREFIX.test(out)) out = out.replace(KEY_TEXT, REDACTED)
-  // A key spelt with escapes (`%70sk_…`, `psk%5F…`, or encoded twice) is a key too: a part of the
-  // URL that decodes to one is cut out whole.
+  // A key spelt with escapes (`%70sk_…`, `psk%5F…`, or encoded again and again) is a key too: a
+  // part of the URL that decodes to one is cut out whole.
   return out.includes('%') ? out.replace(ENCODED_PART, (part) => KEY_PREFIX.test(percentDecoded(part)) ? REDACTED : part) : out
+}
+
+/** A run of characters an API key may be spelt with, percent-escaped or not, holding at least one escape. */
+const ENCODED_WORD = /[A-Za-z0-9_.~+%-]*%[A-Za-z0-9_.~+%-]*/g
+
+/**
+ * Any text as it may be logged or echoed (an error's message, a log line's reason, a field name
+ * in a 400): anything shaped like a key, spelt plainly or percent-escaped at any depth, replaced
+ * by [redacted]. Only the characters a key is made of (and escapes) are cut, so the text around
+ * it (JSON, quotes, a sentence) stays as it was. Cheap when there is nothing to do.
+ */
+export function redactText (text: string): string {
+  let out = text
+  if (KEY_PREFIX.test(out)) out = out.replace(KEY_TEXT, REDACTED)
+  return out.includes('%') ? out.replace(ENCODED_WORD, (word) => KEY_PREFIX.test(percentDecoded(word)) ? REDACTED : word) : out
 }
 
 /**
  * `text` with its percent escapes decoded, byte by byte (enough to find ASCII key text, and never
- * an error on a malformed escape), repeated while anything is left to decode (up to 4 times).
+ * an error on a malformed escape), and decoded again until nothing is left to decode: however
+ * many times a key was encoded, it comes out. In one pass over the text: each escape is decoded
+ * as soon as its last digit arrives, and what that gives may complete an escape before it
+ * (`%2570` gives `%70`, then `p`). Each decoding shortens the text, so the work is bounded by
+ * its length (not by the depth: `%252525…` once took a pass per level).
  */
 function percentDecoded (text: string): string {
-  let decoded = text
-  for (let i = 0; i < 4 && decoded.includes('%'); i++) {
-    const next = decoded.replace(/%([0-9A-Fa-f]{2})/g, (_escape, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
-    if (next === decoded) break
-    decoded = next
+  const out: number[] = []
+  for (let i = 0; i < text.length; i++) {
+    out.push(text.charCodeAt(i))
+    let n = out.length
+    while (n >= 3 && out[n - 3] === 37 && isHex(out[n - 2]!) && isHex(out[n - 1]!)) {
+      const code = Number.parseInt(String.fromCharCode(out[n - 2]!, out[n - 1]!), 16)
+      out.length = n - 3
+      out.push(code)
+      n = out.length
+    }
   }
+  let decoded = ''
+  for (let i = 0; i < out.length; i += 4096) decoded += String.fromCharCode(...out.slice(i, i + 4096))
   return decoded
 }
+
+const isHex = (c: number): boolean => (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102)
 
 function decodeName (raw: string): string {
   let name = raw.replace(/\+/g, ' ')
@@ -96,4 +124,34 @@ export function requestLogView (req: { method: string; url: string; host?: strin
     remoteAddress: req.ip,
     remotePort: req.socket?.remotePort
   }
+}
+
+/**
+ * An error as a log line may show it (pino's `err`): its type, message, stack, code and cause,
+ * with every text redacted (redactText). An error's message can quote what a client sent (a
+ * field name, a value, a URL), and a key among it.
+ */
+export function errorLogView (error: unknown): unknown {
+  if (!(error instanceof Error)) return typeof error === 'string' ? redactText(error) : error
+  const view: Record<string, unknown> = { type: error.name, message: redactText(error.message) }
+  if (typeof error.stack === 'string') view.stack = redactText(error.stack)
+  const code = (error as { code?: unknown }).code
+  if (code !== undefined) view.code = typeof code === 'string' ? redactText(code) : code
+  if (error.cause !== undefined) view.cause = errorLogView(error.cause)
+  return view
+}
+
+/**
+ * What a logging call passes (a message, an object of fields), with every text redacted: strings,
+ * the fields' strings, and errors (errorLogView). One level of fields deep, as our lines are.
+ */
+export function logArgumentView (value: unknown): unknown {
+  if (typeof value === 'string') return redactText(value)
+  if (value instanceof Error) return errorLogView(value)
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value
+  const view: Record<string, unknown> = {}
+  for (const [name, field] of Object.entries(value)) {
+    view[name] = typeof field === 'string' ? redactText(field) : field instanceof Error || name === 'err' ? errorLogView(field) : field
+  }
+  return view
 }

@@ -15,7 +15,7 @@ import { viaMcp } from '../shared/channel.ts'
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify'
 import { pino } from 'pino'
 import type { Clock } from '../shared/clock.ts'
-import { redactUrl } from './redact.ts'
+import { errorLogView, logArgumentView, redactText, redactUrl } from './redact.ts'
 import { telemetry } from '../telemetry/hooks.ts'
 
 type Bindings = Record<string, unknown>
@@ -63,7 +63,9 @@ class LazyRequestLogger {
 
   #log (level: Level, args: unknown[]): void {
     if (!this.isLevelEnabled(level)) return
-    ;(this.#real()[level] as LogFn)(...args)
+    // No key in any line, whoever logs through the request: messages, fields and errors are
+    // redacted like the URL (http/redact.ts).
+    ;(this.#real()[level] as LogFn)(...args.map(logArgumentView))
   }
 
   fatal (...args: unknown[]): void { this.#log('fatal', args) }
@@ -190,10 +192,11 @@ export class RequestLog extends LogController {
     const failure = request.failure
     if (failure !== null) {
       line.code = failure.code
-      line.reason = failure.message
+      // A message may echo what the client sent (a field name): no key reaches the log through it.
+      line.reason = redactText(failure.message)
     }
     if (error != null) {
-      line.err = error
+      line.err = errorLogView(error)
       root.error(line, 'request errored')
       return
     }

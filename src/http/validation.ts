@@ -9,6 +9,7 @@ import type { TSchema } from 'typebox'
 import type { FastifyInstance, FastifySchema, FastifySchemaCompiler, preParsingHookHandler, preValidationHookHandler } from 'fastify'
 import { AppError, clipText } from '../errors.ts'
 import { CONTROL_RANGES, HEADER_TEXT, MULTILINE_TEXT, NAME_PATTERN, NO_CONTROLS } from '../shared/schemas.ts'
+import { redactText } from './redact.ts'
 
 // ajv-formats is CommonJS with a default export; under Node's ESM loader it arrives wrapped.
 const addFormats = ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin
@@ -56,8 +57,9 @@ function problemsOf (errors: readonly ErrorObject[], body: boolean): Problem[] {
     const named = typeof params.additionalProperty === 'string' ? params.additionalProperty : typeof params.missingProperty === 'string' ? params.missingProperty : null
     const field = e.instancePath.split('/')[1] ?? named ?? (e.keyword === 'discriminator' && typeof params.tag === 'string' ? params.tag : null)
     return {
-      path: clipText(body ? bodyPath(e.instancePath, e.keyword, params) : describeParam(e.instancePath, params)),
-      message: clipText(describeError(e.keyword, e.message, params)),
+      // A name the client sent (an unknown field or query parameter) is echoed with any key in it redacted.
+      path: clipText(redactText(body ? bodyPath(e.instancePath, e.keyword, params) : describeParam(e.instancePath, params))),
+      message: clipText(redactText(describeError(e.keyword, e.message, params))),
       field: field === '' ? null : field,
       keyword: e.keyword,
       ...(Array.isArray(params.allowedValues) && { allowed: params.allowedValues as unknown[] })
