@@ -22,6 +22,7 @@ import type { Clock } from '../shared/clock.ts'
 import { createAddressLookups } from './address-lookups.ts'
 import { createBanRecorder, type BanFailureListener, type BanListener } from './ban-record.ts'
 import { subjectOfAddress } from './client-subject.ts'
+import { createDaySeeder } from './day-seed.ts'
 import { createKeyCache, isRefused, type KeyCacheOptions, type Refused } from './key-cache.ts'
 import { ANONYMOUS_QUOTA, type Principal } from './principal.ts'
 import { limited, refusalOf, toRefusal } from './refusals.ts'
@@ -113,6 +114,7 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
   const cache = createKeyCache(options)
   const bans = createBanRecorder(options)
   const lookups = createAddressLookups(options.addressLookupMs)
+  const days = createDaySeeder(options.keys, limiter)
 
   const anonymous = (request: AccessRequest): Charge => ({ request, principal: null, failure: null, expiredAt: null })
   const failed = (request: AccessRequest, failure: unknown): Charge => ({ request, principal: null, failure, expiredAt: null })
@@ -172,6 +174,9 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
     // wait. A wrong key is charged everywhere, so guessing is never free (nor is a key that could
     // not be read: it has no principal).
     const charged = !(c.request.preflight || (c.request.free && principal !== null))
+    // Off the request path: the identity's day count, put back from the database when the
+    // limiter may have lost it (day-seed.ts).
+    if (principal !== null) days.check(principal, clock.now())
     const decision = charged ? limiter.consume(subject, quota) : limiter.peek(subject, quota)
     if (isPromise(decision)) return decision.then((d) => conclude(c, { principal, decision: d, quota, subject, charged, refusal: null }))
     return conclude(c, { principal, decision, quota, subject, charged, refusal: null })

@@ -10,7 +10,7 @@
 // plus a margin for clocks that disagree), and skips the ones it applied already (by id). The set
 // read is bounded by the bans lifted in the last 25 hours.
 import type { RateLimiter } from '../ratelimit/limiter.ts'
-import { BAN_MAX_MS } from '../ratelimit/limiter.ts'
+import { BAN_ESCALATION_MS, BAN_MAX_MS } from '../ratelimit/limiter.ts'
 import type { KeyStore } from '../accounts/keys.store.ts'
 
 export const BAN_SYNC_INTERVAL_MS = 2000
@@ -45,9 +45,11 @@ export function createBanSync (keys: KeyStore, limiter: RateLimiter, options: Ba
     for (const [id, endsAt] of applied) if (endsAt <= t) applied.delete(id)
     const lifted = await keys.bansLiftedSince(t - LIFT_LOOKBACK_MS, t)
     let dropped = 0
-    // The store gives lifted bans that end after t only (KeyStore.bansLiftedSince).
+    // The store should give lifted bans that end after t only (KeyStore.bansLiftedSince); a store
+    // that breaks that contract (a lifted_at read as null, a filter dropped in a query) must not
+    // make this poll end a ban nobody lifted: each ban is checked again here.
     for (const ban of lifted) {
-      if (applied.has(ban.id)) continue
+      if (ban.liftedAt === null || ban.endsAt <= t || applied.has(ban.id)) continue
       const current = (await limiter.peek(ban.subject, { perMinute: 1, perDay: 1 })).ban
       // Only the ban that was lifted: a newer ban of the same subject stays.
       if (current !== null && current.startedAt <= ban.startedAt) {
@@ -76,10 +78,23 @@ export async function restoreBans (keys: KeyStore, limiter: RateLimiter, now: nu
   return loadBans(keys, limiter, now)
 }
 
+/**
+ * Puts back the bans in force, and the history of the last 24 hours (bans ended or lifted), from
+ * which a subject's next ban escalates (limiter.ts decision 6): a limiter that lost its state
+ * must neither pardon a ban nor restart its escalation at 15 minutes. Oldest start first, so the
+ * latest ban of a subject is the one it keeps. Returns how many bans are in force.
+ */
 async function loadBans (keys: KeyStore, limiter: RateLimiter, now: number): Promise<number> {
   const restore = limiter.restoreBan?.bind(limiter)
   if (restore === undefined) return 0
-  const bans = await keys.activeBans(now, RESTORED_BANS_MAX)
-  for (const ban of bans) await restore(ban.subject, { startedAt: ban.startedAt, until: ban.endsAt })
-  return bans.length
+  const since = now - BAN_ESCALATION_MS
+  // Not lifted and ending after `since` (in force, or history), and lifted ones ending after it.
+  const [kept, lifted] = await Promise.all([keys.activeBans(since, RESTORED_BANS_MAX), keys.bansLiftedSince(since - LIFT_LOOKBACK_MS, since)])
+  const bans = [...kept, ...lifted].sort((a, b) => a.startedAt - b.startedAt)
+  let inForce = 0
+  for (const ban of bans) {
+    await restore(ban.subject, { startedAt: ban.startedAt, until: ban.endsAt, liftedAt: ban.liftedAt })
+    if (ban.liftedAt === null && ban.endsAt > now) inForce++
+  }
+  return inForce
 }

@@ -7,7 +7,7 @@
 // create it with redisClientOptions() from redis.ts (no offline queue, no per-request retries, a
 // short command timeout). Then a refused connection rejects at once, and a Redis that hangs
 // costs one commandTimeout, at most once per RETRY_INTERVAL_MS.
-import type { Decision, Quota, RateLimiter } from './limiter.ts'
+import type { Decision, Quota, RateLimiter, RestoredBan } from './limiter.ts'
 
 export type FallbackStatus = 'ok' | 'degraded'
 
@@ -67,6 +67,9 @@ export function createFallbackRateLimiter (options: FallbackRateLimiterOptions):
   // whether a ban failed to reach the primary during a reload (the next needsBans reloads).
   let fallbackLoaded = false
   let primaryMissesBans = false
+  // Each change of status changes where counts are kept: the fallback starts from nothing, and
+  // the primary missed what the fallback counted meanwhile. Day counts are put back after each.
+  let switches = 0
 
   // A failing observer (a logger, a metric) must not turn a rate limit answer into an error.
   function notify (state: FallbackStatus, why?: string): void {
@@ -83,6 +86,7 @@ export function createFallbackRateLimiter (options: FallbackRateLimiterOptions):
     reason = why
     if (status === 'ok') {
       status = 'degraded'
+      switches++
       fallbackLoaded = false
       notify('degraded', why)
     }
@@ -91,6 +95,7 @@ export function createFallbackRateLimiter (options: FallbackRateLimiterOptions):
   function primaryAnswered (): void {
     if (status === 'degraded') {
       status = 'ok'
+      switches++
       reason = undefined
       notify('ok')
     }
@@ -140,7 +145,7 @@ export function createFallbackRateLimiter (options: FallbackRateLimiterOptions):
 
     // Into both: the fallback always holds the bans loaded, and the primary when it answers (a
     // failure makes the next needsBans reload).
-    async restoreBan (subject: string, ban: { startedAt: number; until: number }): Promise<void> {
+    async restoreBan (subject: string, ban: RestoredBan): Promise<void> {
       await fallback.restoreBan?.(subject, ban)
       if (primary.restoreBan === undefined) return
       if (status !== 'ok') {
@@ -154,6 +159,19 @@ export function createFallbackRateLimiter (options: FallbackRateLimiterOptions):
         primaryFailed(err)
       }
     },
+
+    // Into both, like bans: a day count is a floor, so a store that already holds more keeps it.
+    async restoreDay (subject: string, day: { at: number; count: number }): Promise<void> {
+      await fallback.restoreDay?.(subject, day)
+      if (status !== 'ok' || primary.restoreDay === undefined) return
+      try {
+        await primary.restoreDay(subject, day)
+      } catch (err) {
+        primaryFailed(err)
+      }
+    },
+
+    generation: () => switches + (primary.generation?.() ?? 0) + (fallback.generation?.() ?? 0),
 
     async needsBans (): Promise<boolean> {
       if (status === 'ok') {

@@ -81,6 +81,13 @@ export interface Decision {
   banStarted: boolean
 }
 
+/** A ban as the database records it (access/ban-sync.ts puts them back). */
+export interface RestoredBan {
+  startedAt: number
+  until: number
+  liftedAt?: number | null
+}
+
 export interface RateLimiter {
   /**
    * Charges one request to both windows, or to neither when refused. The in-process back end
@@ -93,10 +100,23 @@ export interface RateLimiter {
   /** Ends the active ban and the wait period; keeps the escalation history (decision 9). */
   unban(subject: string): Promise<void>
   /**
-   * Puts a ban recorded in the database back in force (an instance with in-process counters, at
-   * start: docs/product.md section 4). Back ends whose state outlives the process (Redis) omit it.
+   * Puts a ban recorded in the database back (docs/product.md 4.12): in force when `until` is
+   * ahead (and it ends later than the subject's own), else as history only, so that the
+   * subject's next ban escalates from it (decision 6). `liftedAt`: the ban was lifted then, so it
+   * is history whatever its `until`. History never replaces a later ban's, nor a ban in force.
    */
-  restoreBan?(subject: string, ban: { startedAt: number; until: number }): void | Promise<void>
+  restoreBan?(subject: string, ban: RestoredBan): void | Promise<void>
+  /**
+   * Puts back a day count recorded elsewhere (the usage in the database): the subject's count of
+   * the UTC day of `at` becomes at least `count`; nothing when that day is over. For keys only.
+   */
+  restoreDay?(subject: string, day: { at: number; count: number }): void | Promise<void>
+  /**
+   * Changes whenever counts this limiter held may be lost (Redis flushed or restarted, a
+   * fall-back to in-process counters and back): whoever restores day counts (restoreDay) does it
+   * again for each subject. Absent: counts are lost only with the process.
+   */
+  generation?(): number
   /**
    * True when the store has lost the bans put in it (Redis flushed or restarted without
    * persistence, or the fall-back to in-process counters) or never had them: the caller then

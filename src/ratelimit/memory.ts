@@ -13,7 +13,7 @@ import {
   nextBanLevel,
   quotaRetryAfterSeconds
 } from './limiter.ts'
-import type { Decision, Quota, RateLimiter, RawDecision } from './limiter.ts'
+import type { Decision, Quota, RateLimiter, RawDecision, RestoredBan } from './limiter.ts'
 
 export interface MemoryRateLimiterOptions {
   /** Epoch ms; injectable so tests never sleep. */
@@ -27,6 +27,8 @@ export const DEFAULT_MAX_SUBJECTS = 100_000
 export interface MemoryRateLimiter extends RateLimiter {
   consume(subject: string, quota: Quota): Decision
   peek(subject: string, quota: Quota): Decision
+  restoreBan(subject: string, ban: RestoredBan): void
+  restoreDay(subject: string, day: { at: number; count: number }): void
   /** Subjects currently held; for tests and metrics. */
   size(): number
 }
@@ -190,18 +192,31 @@ export function createMemoryRateLimiter (options: MemoryRateLimiterOptions = {})
       if (state.banUntil > t) state.banUntil = t
     },
 
-    restoreBan (subject: string, ban: { startedAt: number; until: number }): void {
+    restoreBan (subject: string, ban: RestoredBan): void {
       const t = now()
-      if (ban.until <= t) return
-      let state = subjects.get(subject)
-      if (state === undefined) {
-        state = { ...EMPTY }
-        subjects.set(subject, state)
-      }
-      if (state.banUntil >= ban.until) return
+      const end = ban.liftedAt == null ? ban.until : Math.min(ban.until, ban.liftedAt)
+      const inForce = end > t
+      // History older than the escalation horizon changes no answer.
+      if (!inForce && end + BAN_ESCALATION_MS <= t) return
+      const held = subjects.get(subject)
+      if (inForce ? (held?.banUntil ?? 0) >= end : held !== undefined && (held.banUntil > t || held.banStartedAt >= ban.startedAt)) return
+      const state = held ?? { ...EMPTY }
+      if (held === undefined) subjects.set(subject, state)
       state.banStartedAt = ban.startedAt
-      state.banUntil = ban.until
+      state.banUntil = end
       state.banLevel = banLevelOf(ban.startedAt, ban.until)
+    },
+
+    restoreDay (subject: string, day: { at: number; count: number }): void {
+      const t = now()
+      const dayIndex = Math.floor(t / DAY_MS)
+      if (Math.floor(day.at / DAY_MS) !== dayIndex) return
+      const held = subjects.get(subject)
+      if ((held !== undefined && held.dayIndex === dayIndex ? held.dayCount : 0) >= day.count) return
+      const state = held ?? { ...EMPTY }
+      if (held === undefined) subjects.set(subject, state)
+      state.dayIndex = dayIndex
+      state.dayCount = day.count
     },
 
     async close (): Promise<void> {

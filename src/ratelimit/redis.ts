@@ -8,7 +8,8 @@
 //   <prefix>{<subject>}:s                 hash: pu/pn (wait period retry instant, requests
 //                                         counted in it), bs/bu/bl (last ban start, until, level)
 //   <prefix>bans-loaded                   set once the bans in force in the database are loaded
-//                                         (needsBans): gone when Redis lost its state
+//                                         (needsBans): gone when Redis lost its state, and
+//                                         with it the day counts (generation, restoreDay)
 // Window counters carry the window index in their name, so a new window starts at 0 without a
 // reset step, and the old key just expires.
 //
@@ -35,7 +36,7 @@ import {
   dayResetAt,
   minuteResetAt
 } from './limiter.ts'
-import type { Decision, Quota, RateLimiter, RawDecision } from './limiter.ts'
+import type { Decision, Quota, RateLimiter, RawDecision, RestoredBan } from './limiter.ts'
 
 export interface RedisRateLimiterOptions {
   /** Owned by the caller, who also closes it; see redisClientOptions(). */
@@ -131,6 +132,18 @@ if op == 'restore' then
   if ru > now and ru > bu then
     redis.call('HSET', KEYS[3], 'bs', rs, 'bu', ru, 'bl', tonumber(ARGV[2]))
     redis.call('PEXPIRE', KEYS[3], ru + HISTORY - now + MARGIN)
+  elseif ru <= now and bu <= now and rs > bs and ru + HISTORY > now then
+    redis.call('HSET', KEYS[3], 'bs', rs, 'bu', ru, 'bl', tonumber(ARGV[2]))
+    local keep = ru + HISTORY - now + MARGIN
+    if redis.call('PTTL', KEYS[3]) < keep then redis.call('PEXPIRE', KEYS[3], keep) end
+  end
+  return {0, 0, 0, 0, 0, 0}
+end
+
+if op == 'day' then
+  local count = tonumber(ARGV[2])
+  if count > (tonumber(redis.call('GET', KEYS[2])) or 0) then
+    redis.call('SET', KEYS[2], count, 'PX', dayReset - now + MARGIN)
   end
   return {0, 0, 0, 0, 0, 0}
 end
@@ -221,6 +234,8 @@ export function createRedisRateLimiter (options: RedisRateLimiterOptions): RateL
   // that lost its script cache (restart, failover, SCRIPT FLUSH) answers NOSCRIPT, and that one
   // call is retried with EVAL: still one command per request in the steady state.
   let loaded = false
+  // Moves when the sentinel is found gone (needsBans): the counters went with it.
+  let generation = 0
 
   async function run (keys: [string, string, string], args: (string | number)[]): Promise<unknown> {
     if (loaded) {
@@ -257,18 +272,31 @@ export function createRedisRateLimiter (options: RedisRateLimiterOptions): RateL
       await run(keysOf(subject, t), [t, 0, 0, 0, 0, 'unban'])
     },
 
-    // A ban from the database (restoreBans): set unless the subject holds one that ends later.
-    async restoreBan (subject: string, ban: { startedAt: number; until: number }): Promise<void> {
+    // A ban from the database (restoreBans): in force unless the subject holds one that ends
+    // later; an ended or lifted one as history only (the script keeps the later start).
+    async restoreBan (subject: string, ban: RestoredBan): Promise<void> {
       const t = now()
-      if (ban.until <= t) return
-      await run(keysOf(subject, t), [t, banLevelOf(ban.startedAt, ban.until), 0, ban.startedAt, ban.until, 'restore'])
+      const end = ban.liftedAt == null ? ban.until : Math.min(ban.until, ban.liftedAt)
+      if (end + BAN_ESCALATION_MS <= t) return
+      await run(keysOf(subject, t), [t, banLevelOf(ban.startedAt, ban.until), 0, ban.startedAt, end, 'restore'])
     },
+
+    async restoreDay (subject: string, day: { at: number; count: number }): Promise<void> {
+      const t = now()
+      if (Math.floor(day.at / DAY_MS) !== Math.floor(t / DAY_MS) || day.count <= 0) return
+      await run(keysOf(subject, t), [t, day.count, 0, 0, dayResetAt(t), 'day'])
+    },
+
+    generation: () => generation,
 
     // The sentinel is set once the bans are (being) loaded; its absence means Redis lost its
     // state (FLUSHDB, a restart without persistence, eviction) or never had it. Set before the
     // reload, so a loss during the reload is seen by the next check.
     async needsBans (): Promise<boolean> {
-      return await redis.set(`${prefix}bans-loaded`, '1', 'NX') === 'OK'
+      const lost = await redis.set(`${prefix}bans-loaded`, '1', 'NX') === 'OK'
+      // The day counters went with the sentinel: their owners put them back (restoreDay).
+      if (lost) generation++
+      return lost
     },
 
     // The client belongs to the caller, who may share it; nothing of ours to release.

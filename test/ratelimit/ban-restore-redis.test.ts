@@ -4,9 +4,6 @@
 // in-process counters, and on an instance restart. A Redis server of the test's own (another
 // port, no persistence) is flushed, stopped and started again; the shared one is never touched.
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { once } from 'node:events'
-import { createServer } from 'node:net'
 import { test } from 'node:test'
 import { Redis } from 'ioredis'
 import { createBanSync, restoreBans } from '../../src/access/ban-sync.ts'
@@ -16,40 +13,11 @@ import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { createRedisRateLimiter, redisClientOptions } from '../../src/ratelimit/redis.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
 import { buildTestApp, T0, type TestApp } from '../helpers/app.ts'
-import { requireService } from '../helpers/services.ts'
 import { cleanupStack, pollUntil } from '../scale/helpers.ts'
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as { port: number }).port
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
-
-/** A redis-server of this test's own, without persistence: stop() loses every key, like a restart. */
-async function ownRedis (port: number): Promise<{ stop (): Promise<void> }> {
-  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
-  probe.on('error', () => {})
-  await pollUntil(async () => {
-    await probe.connect().catch(() => {})
-    return await probe.ping() === 'PONG' ? true : undefined
-  }, { timeoutMs: 10_000, intervalMs: 50, message: 'redis-server did not start' })
-  probe.disconnect()
-  return {
-    async stop () {
-      if (child.exitCode !== null) return
-      child.kill('SIGTERM')
-      await once(child, 'exit')
-    }
-  }
-}
+import { freePort, ownRedis, requireRedisServer } from './own-redis.ts'
 
 test('with Redis, a banned key stays banned until its end: after FLUSHDB, with Redis down, after a Redis restart and after an instance restart', { timeout: 60_000 }, async (t) => {
-  const which = spawn('redis-server', ['--version'], { stdio: 'ignore' })
-  const [code] = await once(which, 'exit').catch(() => [1]) as [number]
-  if (!requireService(t, code === 0 ? null : 'redis-server is not installed')) return
+  if (!await requireRedisServer(t)) return
   const cleanup = cleanupStack(t)
   const port = await freePort()
   let server = await ownRedis(port)
