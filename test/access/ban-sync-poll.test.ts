@@ -224,3 +224,22 @@ test('a started poll keeps no process alive: its timer is not among the resource
   await sync.stop()
   assert.equal(after, before)
 })
+
+// Fault caught (issue 35, 3.6): the poll trusted the store to give lifted bans that end later
+// only; a store that breaks that contract (here: every ban, lifted or not, ended or not) made
+// the poll end a ban nobody lifted.
+test('a store that returns bans not lifted, or ended, makes the poll drop nothing: only a lifted ban in force is dropped', async (t) => {
+  const { clock, stores, limiter, bannedKey, banned } = setup(t)
+  const kept = await bannedKey()
+  const lifted = await bannedKey()
+  const ended = await bannedKey(clock.now() - 20 * 60_000, clock.now() - 5 * 60_000)
+  assert.equal(await stores.keys.liftBans(lifted.id, clock.now()), 1)
+  const liftedSince = stores.keys.bansLiftedSince.bind(stores.keys)
+  stores.keys.bansLiftedSince = async () => [...await stores.keys.activeBans(clock.now() - BAN_MAX_MS, 100), ...await liftedSince(0)]
+  // The ended ban's subject holds a newer ban the store does not know of: a lift of the ended one would drop it.
+  const newer = { startedAt: clock.now() - 20 * 60_000, until: clock.now() + 60_000 }
+  limiter.restoreBan(ended.subject, newer)
+  const sync = createBanSync(stores.keys, limiter, { now: clock.now })
+  assert.equal(await sync.tick(), 1)
+  assert.deepEqual([banned(kept.subject), banned(lifted.subject), banned(ended.subject)], [true, false, true])
+})
