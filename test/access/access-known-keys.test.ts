@@ -10,7 +10,7 @@ import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { manualClock } from '../../src/shared/clock.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
 
-test('from an exhausted address, a key resolved before is read again once out of date and served; a key never resolved is not read', async (t) => {
+test('from an exhausted address, a key resolved before is read again once out of date and served; a key never resolved waits for the address\'s lookup of the second', async (t) => {
   const clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 10))
   const stores = createSqliteStores(':memory:')
   t.after(() => stores.close())
@@ -31,7 +31,13 @@ test('from an exhausted address, a key resolved before is read again once out of
   assert.equal(again.refusal, null)
   assert.equal(again.subject, `key:${known.record.id}`)
   assert.equal(again.decision.minute.remaining, 298)
+  // A key never resolved here waits for the address's lookup of the second (a guess took it).
+  await access.decide(request('psk_' + 'g'.repeat(43)))
+  assert.equal(reads, 3, 'the guess took this second\'s lookup')
   const refused = await access.decide(request(stranger.key))
-  assert.equal(reads, 2, 'never resolved here: not read')
+  assert.equal(reads, 3, 'never resolved here: not read in the same second')
   assert.equal((refused.refusal as { code?: string } | null)?.code, 'rate_limited')
+  clock.advance(1000)
+  assert.equal((await access.decide(request(stranger.key))).refusal, null, 'the next second\'s lookup serves it')
+  assert.equal(reads, 4)
 })
