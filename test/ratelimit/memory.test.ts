@@ -5,6 +5,7 @@ import { runRateLimiterContract, START } from './contract.ts'
 
 const MINUTE = 60_000
 const HOUR = 60 * MINUTE
+const DAY = 24 * HOUR
 
 runRateLimiterContract('memory', async (now) => ({
   limiter: createMemoryRateLimiter({ now }),
@@ -151,10 +152,35 @@ void test('memory: restoreBan puts a ban in force with the level its length impl
   await limiter.restoreBan!('key:1', { startedAt: now, until: now + 2 * HOUR })
   assert.deepEqual(limiter.peek('key:1', quota).ban, { until: now + 2 * HOUR, reason: d.ban!.reason, startedAt: now, level: 4 })
 
-  // A ban that has ended (until at or before now) is not stored at all.
-  await limiter.restoreBan!('key:2', { startedAt: now - HOUR, until: now })
+  // A ban that ended 24 h ago or more changes no answer: it is not stored at all.
+  await limiter.restoreBan!('key:2', { startedAt: now - DAY - HOUR, until: now - DAY })
   assert.equal(limiter.size(), 1)
-  assert.equal(limiter.consume('key:2', quota).allowed, true)
+  // One that ended (or was lifted) within 24 h is history: not in force, but the next ban escalates from it.
+  await limiter.restoreBan!('key:3', { startedAt: now - 2 * HOUR, until: now - HOUR })
+  await limiter.restoreBan!('key:4', { startedAt: now - 10 * MINUTE, until: now + 20 * MINUTE, liftedAt: now - MINUTE })
+  assert.equal(limiter.size(), 3)
+  for (const subject of ['key:3', 'key:4']) {
+    assert.equal(limiter.consume(subject, quota).allowed, true)
+    let banned
+    do banned = limiter.consume(subject, quota)
+    while (!banned.banStarted)
+    assert.equal(banned.ban?.level, subject === 'key:3' ? 4 : 3, 'one level above the restored ban (1 h: 3; 30 min: 2)')
+  }
+})
+
+void test('memory: restoreDay puts back a day count as a floor, for the current UTC day only', async (t) => {
+  const now = START
+  const limiter = createMemoryRateLimiter({ now: () => now })
+  t.after(() => limiter.close())
+  const quota = { perMinute: 10, perDay: 5 }
+  limiter.consume('key:1', quota)
+  limiter.restoreDay('key:1', { at: now, count: 4 })
+  assert.equal(limiter.consume('key:1', quota).day.remaining, 0, 'the count went up to 4, this request made 5')
+  assert.equal(limiter.consume('key:1', quota).code, 'rate_limited')
+  limiter.restoreDay('key:1', { at: now, count: 2 })
+  assert.equal(limiter.peek('key:1', quota).day.remaining, 0, 'a lower count changes nothing')
+  limiter.restoreDay('key:2', { at: now - DAY, count: 5 })
+  assert.equal(limiter.consume('key:2', quota).allowed, true, 'yesterday\'s count is not today\'s')
 })
 
 void test('memory: a ban restored into a subject already counting keeps its counts, and the next ban after it escalates from its level', async (t) => {

@@ -122,9 +122,37 @@ void test('redis: restoreBan enforces a ban with its level on every instance; an
   const d = await limiter.consume('key:1', QUOTA)
   assert.deepEqual([d.code, d.ban?.startedAt, d.ban?.until, d.ban?.level, d.retryAfterSeconds], ['api_key_banned', now - 10 * MINUTE, now + 50 * MINUTE, 3, 3000])
   const sent = spy(redis)
-  await limiter.restoreBan!('key:2', { startedAt: now - HOUR, until: now })
-  assert.deepEqual(sent, [])
+  await limiter.restoreBan!('key:2', { startedAt: now - DAY_MS - HOUR, until: now - DAY_MS })
+  assert.deepEqual(sent, [], 'a ban that ended 24 h ago changes no answer')
   assert.equal((await limiter.consume('key:2', QUOTA)).allowed, true)
+  // Ended or lifted within 24 h: history, not in force; the next ban escalates from it.
+  await limiter.restoreBan!('key:3', { startedAt: now - 2 * HOUR, until: now - HOUR })
+  await limiter.restoreBan!('key:4', { startedAt: now - 10 * MINUTE, until: now + 20 * MINUTE, liftedAt: now - MINUTE })
+  for (const subject of ['key:3', 'key:4']) {
+    assert.equal((await limiter.consume(subject, QUOTA)).allowed, true)
+    let banned
+    do banned = await limiter.consume(subject, QUOTA)
+    while (!banned.banStarted)
+    assert.equal(banned.ban?.level, subject === 'key:3' ? 4 : 3)
+  }
+})
+
+void test('redis: restoreDay puts back a day count as a floor, for the current UTC day only', async (t) => {
+  const fixture = await open(t)
+  if (fixture === null) return
+  const { redis, prefix } = fixture
+  const limiter = createRedisRateLimiter({ redis, prefix, now: () => START })
+  const quota = { perMinute: 10, perDay: 5 }
+  await limiter.consume('key:1', quota)
+  await limiter.restoreDay!('key:1', { at: START, count: 4 })
+  assert.equal((await limiter.consume('key:1', quota)).day.remaining, 0)
+  assert.equal((await limiter.consume('key:1', quota)).code, 'rate_limited')
+  await limiter.restoreDay!('key:1', { at: START, count: 2 })
+  assert.equal((await limiter.peek('key:1', quota)).day.remaining, 0, 'a lower count changes nothing')
+  const day = Math.floor(START / DAY_MS)
+  assert.ok(await redis.pttl(`${prefix}{key:1}:d:${day}`) > dayResetAt(START) - START, 'kept until the day ends')
+  await limiter.restoreDay!('key:2', { at: START - DAY_MS, count: 5 })
+  assert.equal((await limiter.consume('key:2', quota)).allowed, true)
 })
 
 void test('redis: a caller\'s own shortDay rule replaces the default one', async (t) => {
