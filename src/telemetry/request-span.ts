@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { bindingWindow } from '../ratelimit/limiter.ts'
 
 /** The codes of the access step's refusals (errors.ts): 401, 403 and 429. */
-const ACCESS_CODES = new Set(['unauthenticated', 'api_key_expired', 'forbidden', 'rate_limited', 'api_key_banned'])
+const ACCESS_CODES = new Set(['unauthenticated', 'api_key_expired', 'forbidden', 'rate_limited', 'api_key_banned', 'address_banned'])
 
 /** Each request's server span (instrumentation-http's), found when the request starts. */
 const spans = new WeakMap<FastifyRequest, Span>()
