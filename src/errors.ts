@@ -23,6 +23,7 @@ export const ERROR_CATALOGUE = {
   precondition_failed: { status: 412, description: 'If-Match does not match the current ETag.' },
   payload_too_large: { status: 413, description: 'The body is larger than 64 KiB.' },
   unsupported_media_type: { status: 415, description: 'The body is not application/json.' },
+  expectation_failed: { status: 417, description: 'The request carries an Expect header other than `100-continue`, which the server cannot meet. Answered before the request is read, so without rate-limit headers; the connection is closed.' },
   category_not_found: { status: 422, description: 'The body names a category that does not exist.' },
   pet_not_found: { status: 422, description: 'The body names a pet that does not exist.' },
   headers_too_large: { status: 431, description: 'The request line and headers exceed 16 KiB. Answered before the request is read, so without rate-limit headers; the connection is closed.' },
@@ -31,7 +32,8 @@ export const ERROR_CATALOGUE = {
   api_key_banned: { status: 429, description: 'The key kept calling while told to wait and is banned until Retry-After.' },
   address_banned: { status: 429, description: 'Requests without a valid key from this client address kept calling while told to wait, and are banned until Retry-After; the message names the address. A valid key from the same address is still served.' },
   internal_error: { status: 500, description: 'An unexpected error; it is logged with the request id.' },
-  service_unavailable: { status: 503, description: 'A backing service is unreachable; retry after Retry-After seconds.' }
+  service_unavailable: { status: 503, description: 'A backing service is unreachable; retry after Retry-After seconds.' },
+  connection_limit_reached: { status: 503, description: 'The connection arrived past a connection cap (the client address\'s share, or the whole server\'s) while no connection could make room; retry after Retry-After seconds. Answered before the request is routed, so without rate-limit headers; the connection is closed.' }
 } as const satisfies Record<string, { status: number; description: string }>
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE
