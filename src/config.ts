@@ -28,6 +28,8 @@ export interface Config {
   databasePoolMax: number | null
   /** Connection limits and the stop's grace period (transport/connections.ts, server.ts). */
   server: ServerLimits
+  /** The private listener of /metrics (and the probes): METRICS_HOST, METRICS_PORT (transport/ops-listener.ts). */
+  metrics: MetricsListener
   /**
    * Open orders: how long one holds its stock, the caps per plan, the cool-down after a cancel or a
    * lapse (docs/product.md rules 9 to 11), and the threshold of inventory.low.
@@ -55,6 +57,11 @@ export interface ServerLimits {
   requestTimeoutMs: number
   /** An idle keep-alive connection is closed after this (KEEP_ALIVE_TIMEOUT_MS). */
   keepAliveTimeoutMs: number
+  /**
+   * Once an answer has begun, the client must take each part handed to the connection within
+   * this (WRITE_TIMEOUT_MS): a client that stops reading is cut, its connection freed.
+   */
+  writeTimeoutMs: number
   /** Open connections per process; further ones are closed at once (MAX_CONNECTIONS). */
   maxConnections: number
   /**
@@ -69,6 +76,9 @@ export interface ServerLimits {
 export const DEFAULT_SERVER_LIMITS: ServerLimits = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
+  // The docs bundle (4.35 MB uncompressed, the largest answer) at 1.2 Mbit/s; compressed (what a
+  // browser takes) at a tenth of that.
+  writeTimeoutMs: 30_000,
   // Longer than the idle timeout of the balancers in front (nginx's upstream keepalive_timeout
   // and AWS ALB's are 60 s), so the balancer closes an idle connection first and never sends a
   // request on one we are closing.
@@ -80,6 +90,15 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = {
   maxConnectionsPerAddress: 100,
   shutdownGraceMs: 10_000
 }
+
+/** Where /metrics is served, apart from the API (docs/operating.md, "What is exposed"). */
+export interface MetricsListener {
+  host: string
+  /** null: DEFAULT_METRICS_PORT, or any free port when the API's own port is 0 (tests, several processes on one machine). */
+  port: number | null
+}
+
+export const DEFAULT_METRICS_PORT = 9464
 
 export type DatabaseConfig =
   | { kind: 'sqlite'; path: string } // path ':memory:' for an in-memory database
@@ -157,6 +176,9 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
 
   const server = parseServerLimits(env, problems)
 
+  const metrics: MetricsListener = { host: env.METRICS_HOST?.trim() || '127.0.0.1', port: null }
+  if (env.METRICS_PORT !== undefined && env.METRICS_PORT.trim() !== '') metrics.port = readInteger(env, 'METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65535, problems)
+
   const poolMax = readInteger(env, 'DATABASE_POOL_MAX', 0, 1, 1000, problems)
   const databasePoolMax = poolMax === 0 ? null : poolMax
 
@@ -172,7 +194,7 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
   const events = { retentionDays: readInteger(env, 'EVENT_RETENTION_DAYS', DEFAULT_EVENT_RETENTION_DAYS, 1, 3650, problems) }
 
   if (problems.length > 0) throw new ConfigError(problems)
-  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, logFormat, trustProxy, limiterMaxSubjects, databasePoolMax, server, orders, mcp, events }
+  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, logFormat, trustProxy, limiterMaxSubjects, databasePoolMax, server, metrics, orders, mcp, events }
 }
 
 /** A whole number from `min` to `max`, or `fallback` when the variable is unset or empty. */
@@ -190,6 +212,7 @@ export function readInteger (env: Record<string, string | undefined>, name: stri
 const SERVER_LIMIT_VARIABLES: Record<Exclude<keyof ServerLimits, 'maxConnectionsPerAddress'>, string> = {
   headersTimeoutMs: 'HEADERS_TIMEOUT_MS',
   requestTimeoutMs: 'REQUEST_TIMEOUT_MS',
+  writeTimeoutMs: 'WRITE_TIMEOUT_MS',
   keepAliveTimeoutMs: 'KEEP_ALIVE_TIMEOUT_MS',
   maxConnections: 'MAX_CONNECTIONS',
   shutdownGraceMs: 'SHUTDOWN_GRACE_MS'

@@ -16,6 +16,7 @@
 // `Connection: close`. test/http/header-block.test.ts compares the head, and the state it leaves,
 // with Node's own for each case.
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+import type { Socket } from 'node:net'
 
 // node:http's CommonJS exports, not an ES import: that would evaluate every export of the module,
 // and its WebSocket getters load undici (see transport/connections.ts, docs/performance.md "Memory").
@@ -77,6 +78,19 @@ export function closeConnectionsAfterAnswer (server: object): void {
 }
 let anyClosing = false
 
+/** Per server: how long a client may take to take each part of an answer (WRITE_TIMEOUT_MS). */
+const writeDeadlines = new WeakMap<object, number>()
+
+/**
+ * From now on, once an answer of `server` has its head, its connection is cut when the client
+ * leaves a write untaken for `ms` (Node's socket timeout, which a write resets only once it has
+ * all been handed to the kernel: a client that stops reading is cut `ms` after it stopped). Node
+ * sets the keep-alive timeout over it once the answer is sent.
+ */
+export function cutSlowReaders (server: object, ms: number): void {
+  writeDeadlines.set(server, ms)
+}
+
 /** Heads written here rather than by Node, since the process started (the tests read it). */
 export const headBlocks = { written: 0 }
 
@@ -87,7 +101,11 @@ export class HeaderBlockResponse<Request extends IncomingMessage = IncomingMessa
   /** Node's internal step of writeHead: the head as one string in `_header`, not yet sent. */
   _storeHeader (firstLine: string, headers: unknown): void {
     const self = this as unknown as NodeInternals
-    if (anyClosing && closing.has((this.socket as { server?: object } | null)?.server ?? this)) this.shouldKeepAlive = false
+    const socket = this.socket as (Socket & { server?: object }) | null
+    const server = socket?.server
+    if (anyClosing && closing.has(server ?? this)) this.shouldKeepAlive = false
+    const writeDeadline = server === undefined ? undefined : writeDeadlines.get(server)
+    if (writeDeadline !== undefined) socket?.setTimeout(writeDeadline)
     if (headers === null || typeof headers !== 'object' || Object.getPrototypeOf(headers) !== Object.prototype
       || self._removedConnection || self._removedContLen || self._removedTE || self.chunkedEncoding) {
       nodeStoreHeader.call(this, firstLine, headers)
