@@ -13,7 +13,7 @@ import type { FastifyHttpOptions, FastifyInstance } from 'fastify'
 import type { ServerLimits } from '../config.ts'
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
 import { subjectOfAddress } from '../access/client-subject.ts'
-import { HeaderBlockResponse } from './header-block.ts'
+import { cutSlowReaders, HeaderBlockResponse } from './header-block.ts'
 
 // node:http's CommonJS exports: an ES import of node:http evaluates every export, and its
 // WebSocket getters load undici (Node's fetch, about 2.5 MiB of heap) that the server never uses
@@ -52,9 +52,21 @@ export function connectionOptions (limits: ServerLimits): Pick<FastifyHttpOption
     // one step in front of Fastify's handler: the missing Host.
     serverFactory: (handler) => {
       const server = createServer(http, (request, response) => {
+        const refused = refusalOf(request)
         if (request.headers.host === undefined && request.httpVersionMajor === 1 && request.httpVersionMinor === 1) answerMissingHost(response)
-        else handler(request, response)
+        else if (refused === undefined) handler(request, response)
+        else if (isProbe(request)) {
+          // A probe through the refusal lane is served, and its connection closed after it.
+          response.shouldKeepAlive = false
+          handler(request, response)
+        } else answerRefused(response, refused, limits)
       })
+      // Any Expect but 100-continue (which Node answers itself): Node's own answer is a bare 417.
+      server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+        writeError(response, 'expectation_failed', `Expect: ${String(request.headers.expect).slice(0, 64)} cannot be met; only 100-continue is supported`)
+      })
+      publicListeners.set(server, handler)
+      cutSlowReaders(server, limits.writeTimeoutMs)
       server.keepAliveTimeout = limits.keepAliveTimeoutMs
       server.requestTimeout = limits.requestTimeoutMs
       server.setTimeout(0)
@@ -88,9 +100,35 @@ function classify (error: Error & { code?: string }, limits: ServerLimits): { co
  * malformed request (and, like them, before any route or charge), and the connection closed.
  */
 function answerMissingHost (response: ServerResponse): void {
+  writeError(response, 'validation_failed', 'an HTTP/1.1 request must carry a Host header')
+}
+
+/** The answer on a connection of the refusal lane: 503, Retry-After, connection closed. */
+function answerRefused (response: ServerResponse, reason: RefusalReason, limits: Pick<ServerLimits, 'maxConnections' | 'maxConnectionsPerAddress'>): void {
+  const message = reason === 'address'
+    ? `this client address is at its cap of ${limits.maxConnectionsPerAddress} open connections, each with a request in flight; retry after ${REFUSAL_RETRY_AFTER_S} s, or reuse a connection`
+    : `the server is at its cap of ${limits.maxConnections} open connections and none can make room; retry after ${REFUSAL_RETRY_AFTER_S} s`
+  writeError(response, 'connection_limit_reached', message, { 'retry-after': String(REFUSAL_RETRY_AFTER_S) })
+}
+
+/** /healthz and /readyz, read with GET or HEAD: what a probe asks, which the refusal lane serves. */
+export function isProbe (request: IncomingMessage): boolean {
+  if (request.method !== 'GET' && request.method !== 'HEAD') return false
+  const path = (request.url ?? '').split('?', 1)[0]
+  return path === '/healthz' || path === '/readyz'
+}
+
+/**
+ * The error object written outside Fastify (before routing: nothing is charged, so no rate-limit
+ * headers), with a request id, and the connection closed after it: the rest of the request, if
+ * any, is never read.
+ */
+export function writeError (response: ServerResponse, code: ErrorCode, message: string, headers: Record<string, string> = {}): void {
   const requestId = randomUUID()
-  const body = JSON.stringify({ code: 'validation_failed', message: 'an HTTP/1.1 request must carry a Host header', status: 400, requestId })
-  response.writeHead(400, {
+  const status = ERROR_CATALOGUE[code].status
+  const body = JSON.stringify({ code, message, status, requestId })
+  response.writeHead(status, {
+    ...headers,
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),
     'request-id': requestId,
@@ -98,6 +136,20 @@ function answerMissingHost (response: ServerResponse): void {
     connection: 'close'
   })
   response.end(body)
+}
+
+/** The public listeners (made by connectionOptions), each with Fastify's request handler. */
+const publicListeners = new WeakMap<object, (request: IncomingMessage, response: ServerResponse) => void>()
+
+/** Fastify's request handler of a public listener, for the private listener to pass requests to (ops-listener.ts). */
+export function handlerOf (server: Server): ((request: IncomingMessage, response: ServerResponse) => void) | undefined {
+  return publicListeners.get(server)
+}
+
+/** Whether the request arrived on a public listener (not on the private one, not through inject). */
+export function arrivedOnPublicListener (request: IncomingMessage): boolean {
+  const server = (request.socket as (Socket & { server?: object }) | null)?.server
+  return server !== undefined && publicListeners.has(server)
 }
 
 /**
@@ -137,22 +189,46 @@ function answerClientError (app: FastifyInstance, limits: ServerLimits, error: E
  * internals, read defensively: when they are absent the error object is written.
  */
 function answered (socket: Socket): boolean {
-  const internals = socket as Socket & { _httpMessage?: { headersSent?: boolean } | null; parser?: { incoming?: { _dumped?: boolean } | null } | null }
+  const internals = socket as SocketInternals
   return internals._httpMessage?.headersSent === true || internals.parser?.incoming?._dumped === true
 }
 
 const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' }
 
-/** What the connection guard tells the log: a connection closed to make room, or refused. */
+/** What the connection guard tells the log: a connection refused for a cap (answered 503 unless it asks for a probe). */
 export interface ConnectionEvents {
-  /** A new connection was closed unanswered: its address holds its share and none of its connections is idle, or the process holds MAX_CONNECTIONS and none is idle. */
-  onRefused (reason: 'address' | 'total', address: string): void
+  /** A new connection was refused: its address holds its share and none of its connections is idle, or the process holds MAX_CONNECTIONS and none can make room. */
+  onRefused (reason: RefusalReason, address: string): void
 }
+
+export type RefusalReason = 'address' | 'total'
 
 /** Per connection: its address (the limiter's subject of it) and when it last began a request. */
 interface Tracked { readonly socket: Socket; readonly address: string; lastActive: number }
 
 const TRACKED = Symbol('petstore.connection')
+/** On a connection admitted past a cap only to be answered (the refusal lane): why. */
+const REFUSED = Symbol('petstore.refused')
+
+type GuardedSocket = Socket & { [TRACKED]?: Tracked; [REFUSED]?: RefusalReason }
+
+/**
+ * A connection refused for a cap is not dropped unanswered: it waits in this lane, outside both
+ * caps, for its request, which gets `503 connection_limit_reached` with Retry-After (nginx's
+ * limit_conn does the same), or is served when it asks for /healthz or /readyz, so that probes
+ * answer while the caps are full. The lane is small and short-lived: past its size the
+ * connection that has waited longest is dropped, and a connection in it is dropped after
+ * REFUSAL_LANE_MS, request or not, so a flood of connections costs a bounded number of
+ * descriptors however fast it arrives.
+ */
+export function refusalLaneSize (limits: Pick<ServerLimits, 'maxConnections'>): number {
+  return Math.max(16, Math.ceil(limits.maxConnections / 20))
+}
+
+export const REFUSAL_LANE_MS = 2000
+
+/** The answer to a refused connection: seconds before it is worth trying again. */
+export const REFUSAL_RETRY_AFTER_S = 1
 
 /**
  * Fair connection limits (docs/product.md 9.7). Node's `maxConnections` alone let one address
@@ -162,22 +238,30 @@ const TRACKED = Symbol('petstore.connection')
  *   `maxConnectionsPerAddress`: past it, its own connection that has been idle longest is closed
  *   to make room, or, if all of its connections are busy, the new one is refused;
  * - at `maxConnections`, the connection of any address that has been idle longest is closed to
- *   make room; only when none is idle is the new one refused.
+ *   make room; when none is idle, a connection that is waiting on its own client (its answer
+ *   not taken, or its body still arriving) is closed, taken from the address that holds the
+ *   most connections, at least two more than the newcomer's address: busy connections cannot
+ *   lock other addresses out (issue 30: eleven addresses of slow readers did), and an address
+ *   never loses a connection to make room for one as big as itself. Only when no connection
+ *   can make room is the new one refused.
  * Idle means no request in flight: no answer is pending on it (a keep-alive connection between
  * requests, a connection that has sent nothing yet, or one whose request's headers have not all
  * arrived: that request has not begun, and the header deadline would cut it anyway). Closing one
- * of those never cuts an answer. A connection with a request in flight is never closed here.
+ * of those never cuts an answer. A connection whose request the server is working on is never
+ * closed here.
  *
- * The cost per request is one property write (the 'request' listener); the search for an idle
- * connection runs only when a cap is reached, over the connections held.
+ * The cost per request is one property write (the 'request' listener); the search for a
+ * connection to close runs only when a cap is reached, over the connections held.
  */
 export function guardConnections (server: Server, limits: Pick<ServerLimits, 'maxConnections' | 'maxConnectionsPerAddress'>, events: ConnectionEvents): void {
   const open = new Set<Tracked>()
   const byAddress = new Map<string, Set<Tracked>>()
+  const lane = new Set<GuardedSocket>()
+  const laneSize = refusalLaneSize(limits)
   // The caps are enforced here, after the closing of idle connections: Node's own cap would drop
   // a newcomer before this listener could make room. Its backstop stays, far above ours, for
   // sockets closed here whose close event Node has not processed yet.
-  server.maxConnections = limits.maxConnections * 2
+  server.maxConnections = limits.maxConnections * 2 + laneSize
 
   const forget = (tracked: Tracked): void => {
     if (!open.delete(tracked)) return
@@ -189,8 +273,26 @@ export function guardConnections (server: Server, limits: Pick<ServerLimits, 'ma
     forget(tracked)
     tracked.socket.destroy()
   }
+  const refuse = (socket: GuardedSocket, reason: RefusalReason, address: string): void => {
+    events.onRefused(reason, address)
+    if (lane.size >= laneSize) {
+      const oldest = lane.values().next().value
+      if (oldest !== undefined) {
+        lane.delete(oldest)
+        oldest.destroy()
+      }
+    }
+    socket[REFUSED] = reason
+    lane.add(socket)
+    const deadline = setTimeout(() => socket.destroy(), REFUSAL_LANE_MS)
+    deadline.unref()
+    socket.once('close', () => {
+      clearTimeout(deadline)
+      lane.delete(socket)
+    })
+  }
 
-  server.on('connection', (socket: Socket) => {
+  server.on('connection', (socket: GuardedSocket) => {
     const remote = socket.remoteAddress
     if (remote === undefined || socket.destroyed) return // gone already
     const address = subjectOfAddress(remote)
@@ -198,23 +300,21 @@ export function guardConnections (server: Server, limits: Pick<ServerLimits, 'ma
     if (held !== undefined && held.size >= limits.maxConnectionsPerAddress) {
       const idle = longestIdle(held)
       if (idle === null) {
-        events.onRefused('address', address)
-        socket.destroy()
+        refuse(socket, 'address', address)
         return
       }
       evict(idle)
     }
     if (open.size >= limits.maxConnections) {
-      const idle = longestIdle(open)
-      if (idle === null) {
-        events.onRefused('total', address)
-        socket.destroy()
+      const room = longestIdle(open) ?? longestWaitingOfLargest(byAddress, byAddress.get(address)?.size ?? 0)
+      if (room === null) {
+        refuse(socket, 'total', address)
         return
       }
-      evict(idle)
+      evict(room)
     }
     const tracked: Tracked = { socket, address, lastActive: performance.now() }
-    ;(socket as Socket & { [TRACKED]?: Tracked })[TRACKED] = tracked
+    socket[TRACKED] = tracked
     open.add(tracked)
     const mine = byAddress.get(address)
     if (mine === undefined) byAddress.set(address, new Set([tracked]))
@@ -223,25 +323,69 @@ export function guardConnections (server: Server, limits: Pick<ServerLimits, 'ma
   })
 
   server.on('request', (request: IncomingMessage) => {
-    const tracked = (request.socket as Socket & { [TRACKED]?: Tracked })[TRACKED]
+    const tracked = (request.socket as GuardedSocket)[TRACKED]
     if (tracked !== undefined) tracked.lastActive = performance.now()
   })
 }
 
+/** Why the connection of `request` was refused, when it was admitted only to be answered (the refusal lane). */
+function refusalOf (request: IncomingMessage): RefusalReason | undefined {
+  return (request.socket as GuardedSocket)[REFUSED]
+}
+
+/** The socket internals read below: Node's answer in progress, and the request being parsed. */
+type SocketInternals = Socket & { _httpMessage?: { headersSent?: boolean } | null; parser?: { incoming?: { complete?: boolean; _dumped?: boolean } | null } | null }
+
+/** Whether a request is in flight on the connection: Node has an answer attached to it (from the moment the request's headers are read to the end of its answer). */
+function inFlight (socket: Socket): boolean {
+  const pending = (socket as SocketInternals)._httpMessage
+  return pending !== undefined && pending !== null
+}
+
+/**
+ * Whether the connection's request waits on its client rather than on the server: its answer
+ * has begun and bytes of it wait in the socket for the client to take them, or its body is
+ * still arriving.
+ */
+function waitingOnClient (socket: Socket): boolean {
+  const internals = socket as SocketInternals
+  if (internals._httpMessage?.headersSent === true) return socket.writableLength > 0
+  const incoming = internals.parser?.incoming
+  return incoming !== undefined && incoming !== null && incoming.complete !== true
+}
+
 /**
  * The connection of `candidates` idle longest (the earliest last request, or connection when it
- * has sent none), or null when every one has a request in flight. In flight: Node has an answer
- * attached to the socket (`_httpMessage`, from the moment the request's headers are read to the
- * end of its answer; the same internal that answered() reads).
+ * has sent none), or null when every one has a request in flight.
  */
 function longestIdle (candidates: Iterable<Tracked>): Tracked | null {
   let oldest: Tracked | null = null
   for (const tracked of candidates) {
-    const pending = (tracked.socket as Socket & { _httpMessage?: object | null })._httpMessage
-    if (pending !== undefined && pending !== null) continue
+    if (inFlight(tracked.socket)) continue
     if (oldest === null || tracked.lastActive < oldest.lastActive) oldest = tracked
   }
   return oldest
+}
+
+/**
+ * Of the addresses holding at least two connections more than `newcomerHolds`, the one that
+ * holds the most, and of its connections waiting on their client, the one whose request began
+ * earliest; null when there is none.
+ */
+function longestWaitingOfLargest (byAddress: Map<string, Set<Tracked>>, newcomerHolds: number): Tracked | null {
+  let best: Tracked | null = null
+  let bestHolds = 0
+  for (const held of byAddress.values()) {
+    if (held.size < newcomerHolds + 2 || held.size < bestHolds) continue
+    for (const tracked of held) {
+      if (!waitingOnClient(tracked.socket)) continue
+      if (best === null || held.size > bestHolds || tracked.lastActive < best.lastActive) {
+        best = tracked
+        bestHolds = held.size
+      }
+    }
+  }
+  return best
 }
 
 /**
@@ -250,30 +394,30 @@ function longestIdle (candidates: Iterable<Tracked>): Tracked | null {
  */
 export function reportRefusals (log: { warn (fields: object, message: string): void }, limits: Pick<ServerLimits, 'maxConnections' | 'maxConnectionsPerAddress'>): ConnectionEvents {
   const windows = {
-    total: refusalWindow((dropped) => log.warn({ dropped, maxConnections: limits.maxConnections }, 'connection cap reached: connections closed unanswered')),
-    address: refusalWindow((dropped, addresses) => log.warn({ dropped, maxConnectionsPerAddress: limits.maxConnectionsPerAddress, addresses }, 'per-address connection cap reached: connections closed unanswered'))
+    total: refusalWindow((refused, addresses) => log.warn({ refused, maxConnections: limits.maxConnections, addresses }, 'connection cap reached: new connections answered 503')),
+    address: refusalWindow((refused, addresses) => log.warn({ refused, maxConnectionsPerAddress: limits.maxConnectionsPerAddress, addresses }, 'per-address connection cap reached: new connections answered 503'))
   }
   return { onRefused (reason, address) { windows[reason](address) } }
 }
 
 /** Counts refusals; reports the first at once and the rest once per 10 s, with up to 10 addresses. */
-function refusalWindow (report: (dropped: number, addresses: string[]) => void): (address: string) => void {
-  let dropped = 0
+function refusalWindow (report: (refused: number, addresses: string[]) => void): (address: string) => void {
+  let refused = 0
   let addresses = new Set<string>()
   let window: NodeJS.Timeout | null = null
   const flush = (): void => {
-    report(dropped, [...addresses])
-    dropped = 0
+    report(refused, [...addresses])
+    refused = 0
     addresses = new Set()
   }
   return (address) => {
-    dropped++
+    refused++
     if (addresses.size < 10) addresses.add(address)
     if (window !== null) return
     flush()
     window = setTimeout(() => {
       window = null
-      if (dropped > 0) flush()
+      if (refused > 0) flush()
     }, 10_000)
     window.unref()
   }

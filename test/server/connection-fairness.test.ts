@@ -129,10 +129,11 @@ test('addresses trickling their headers a byte at a time, and reconnecting, do n
   await Promise.all(loops)
 })
 
-test('when every connection has a request in flight, a connection past MAX_CONNECTIONS is refused, and one past an address\'s share too, each logged once', { timeout: 20_000 }, async (t) => {
-  // Fault caught: closing busy connections to make room would cut requests in flight.
+test('when every connection has a request in flight, a connection past an address\'s share, or past MAX_CONNECTIONS, is answered 503 connection_limit_reached with Retry-After, or served when it is a probe; each refusal logged once', { timeout: 20_000 }, async (t) => {
+  // Faults caught: closing busy connections to make room would cut requests in flight; a refused
+  // connection closed unanswered (issue 30 item 9: 50 socket errors and no HTTP status).
   const logs: Array<Record<string, unknown>> = []
-  const { port, keys } = await startTestServer(t, { MAX_CONNECTIONS: '4', MAX_CONNECTIONS_PER_ADDRESS: '2', HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '5000' }, logs)
+  const { port, keys } = await startTestServer(t, { MAX_CONNECTIONS: '4', MAX_CONNECTIONS_PER_ADDRESS: '1', HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '5000' }, logs)
   // An order whose body is half sent is in flight until the rest or its deadline arrives. The
   // server's `100 Continue` says that it has read the headers: the request has begun.
   const busy = (from: string) => {
@@ -141,17 +142,52 @@ test('when every connection has a request in flight, a connection past MAX_CONNE
     c.socket.once('connect', () => c.socket.write(`POST /v1/store/orders HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${keys.customer}\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n{"petId"`))
     return c
   }
-  const held = [busy('127.0.0.1'), busy('127.0.0.1'), busy('127.0.0.3'), busy('127.0.0.3')]
+  // Four addresses of one: none holds two more than a newcomer, so none makes room for one.
+  const held = [busy('127.0.0.1'), busy('127.0.0.3'), busy('127.0.0.4'), busy('127.0.0.5')]
   t.after(() => { for (const c of held) c.socket.destroy() })
   assert.deepEqual(await Promise.all(held.map((c) => c.answered)), [true, true, true, true])
-  const sameAddress = await rawExchange(port, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n', undefined, '127.0.0.1')
-  assert.equal(sameAddress.text, '', 'the address holds its share, all busy: refused unanswered')
-  const otherAddress = await rawExchange(port, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n', undefined, PROBE_FROM)
-  assert.equal(otherAddress.text, '', 'the process holds MAX_CONNECTIONS, all busy: refused unanswered')
+  const refusal = async (from: string, target: string) => parseAnswer((await rawExchange(port, `GET ${target} HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${keys.customer}\r\nConnection: close\r\n\r\n`, undefined, from)).text)
+  const sameAddress = await refusal('127.0.0.1', '/v1/pets/1')
+  assert.equal(sameAddress.status, 503)
+  assert.equal(sameAddress.headers['retry-after'], '1')
+  assert.equal(sameAddress.headers.connection, 'close')
+  assert.deepEqual(sameAddress.body, { code: 'connection_limit_reached', message: 'this client address is at its cap of 1 open connections, each with a request in flight; retry after 1 s, or reuse a connection', status: 503, requestId: sameAddress.headers['request-id'] })
+  const otherAddress = await refusal(PROBE_FROM, '/v1/pets/1')
+  assert.equal(otherAddress.status, 503)
+  assert.deepEqual(otherAddress.body, { code: 'connection_limit_reached', message: 'the server is at its cap of 4 open connections and none can make room; retry after 1 s', status: 503, requestId: otherAddress.headers['request-id'] })
+  // Probes are served through the same refusal, from either address.
+  assert.equal((await refusal('127.0.0.1', '/healthz')).status, 200)
+  assert.equal((await refusal(PROBE_FROM, '/readyz')).status, 200)
   assert.equal(held.filter((c) => c.isClosed()).length, 0, 'no request in flight was cut')
-  assert.deepEqual(logs.map(({ level, msg, dropped }) => ({ level, msg, dropped })), [
-    { level: 40, msg: 'per-address connection cap reached: connections closed unanswered', dropped: 1 },
-    { level: 40, msg: 'connection cap reached: connections closed unanswered', dropped: 1 }
+  assert.deepEqual(logs.filter(({ msg }) => String(msg).includes('cap reached')).map(({ level, msg, refused }) => ({ level, msg, refused })), [
+    { level: 40, msg: 'per-address connection cap reached: new connections answered 503', refused: 1 },
+    { level: 40, msg: 'connection cap reached: new connections answered 503', refused: 1 }
   ])
+  for (const c of held) c.socket.destroy()
+})
+
+test('at MAX_CONNECTIONS with every connection busy, a newcomer closes the connection waiting longest on its client, of the address holding the most', { timeout: 20_000 }, async (t) => {
+  // Fault caught: busy connections were never closed to make room, so a few addresses whose
+  // requests wait on their own clients (bodies trickling, answers not read) locked every other
+  // address out (issue 30 item 1).
+  const { port, keys } = await startTestServer(t, { MAX_CONNECTIONS: '4', MAX_CONNECTIONS_PER_ADDRESS: '4', HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '5000' })
+  const busy = (from: string) => {
+    const c = idleAfterOneRequest(port, from)
+    c.socket.removeAllListeners('connect')
+    c.socket.once('connect', () => c.socket.write(`POST /v1/store/orders HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${keys.customer}\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n{"petId"`))
+    return c
+  }
+  const held: HeldConnection[] = []
+  t.after(() => { for (const c of held) c.socket.destroy() })
+  for (let i = 0; i < 4; i++) {
+    held.push(busy(ATTACKER))
+    assert.equal(await held[i]!.answered, true)
+  }
+  const statuses = await probes(port, 4)
+  assert.deepEqual(statuses, [200, 200, 200, 200], `probes from ${PROBE_FROM}: ${statuses.join(' ')}`)
+  // Each probe took the place of the attacker's oldest (and went away after its answer).
+  await held[0]!.closed
+  assert.ok(held[0]!.isClosed())
+  assert.ok(held.filter((c) => !c.isClosed()).length >= 1, 'the address keeps connections while it holds more than its neighbours need')
   for (const c of held) c.socket.destroy()
 })
