@@ -10,6 +10,7 @@ import { createCategoryService } from './categories/categories.service.ts'
 import type { Config } from './config.ts'
 import { answerMalformedUrl, installAccess } from './http/access.ts'
 import { connectionOptions } from './transport/connections.ts'
+import { answerUnroutedWithoutBody } from './transport/unread-body.ts'
 import { installCors } from './http/cors.ts'
 import { consoleRoutes } from './console/console.routes.ts'
 import { docsRoutes } from './openapi/docs.ts'
@@ -193,7 +194,8 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
     // The two Ajv instances and the integer and body guards (per route, as routes are declared).
     { name: 'validation', needs: [], install: installValidation },
     // The one error handler, the 404 and the 405 (which learns each route's path as it is declared).
-    { name: 'errors', needs: [], install: installErrorHandling },
+    // With it, a request no route takes is answered without reading its body (transport/unread-body.ts).
+    { name: 'errors', needs: [], install: (app) => { installErrorHandling(app); answerUnroutedWithoutBody(app) } },
     // Counts and times every response (onResponse).
     { name: 'metrics', needs: [], install: (app) => { installMetrics(app, metrics) } },
     // JSON only: Fastify's default text/plain parser would let a string body reach validation.

@@ -1,0 +1,28 @@
+// A request that no route takes (404, or 405 on a known path) is answered without reading its
+// body, and its connection closed after the answer. Fastify would read the whole body before its
+// not-found handler runs: a body of 60 KB sent a byte every 2 s held a connection busy for the
+// whole request deadline, and 1,100 of them locked every other client out (issue 30). Node
+// cannot resume the connection after an unread body but by reading it, hence the close.
+import type { FastifyInstance } from 'fastify'
+
+/** Whether the request announces a body (a Content-Length above 0, or chunked). */
+function announcesBody (headers: Record<string, string | string[] | undefined>): boolean {
+  const length = headers['content-length']
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
+
+/**
+ * An onRequest hook, installed before the access step so that any answer to such a request (a
+ * 401 or 429 under /v1 too) closes the connection. Fastify parses no body when a request has
+ * neither Content-Type nor a length: those are hidden from Fastify's view of the headers (its
+ * `request.headers` setter; the raw request keeps them, for the log).
+ */
+export function answerUnroutedWithoutBody (app: FastifyInstance): void {
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.is404 && announcesBody(request.raw.headers)) {
+      request.headers = { 'content-type': undefined, 'content-length': '0', 'transfer-encoding': undefined }
+      reply.header('connection', 'close')
+    }
+    done()
+  })
+}
