@@ -4,9 +4,10 @@ import { Server as NetServer } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { pino, type DestinationStream, type Logger } from 'pino'
 import { buildApp } from './app.ts'
-import { describeDatabase, type Config } from './config.ts'
+import { DEFAULT_METRICS_PORT, describeDatabase, type Config } from './config.ts'
 import { guardConnections, reportRefusals } from './transport/connections.ts'
 import { closeConnectionsAfterAnswer } from './transport/header-block.ts'
+import { listenOps, type OpsListener } from './transport/ops-listener.ts'
 import { createMetrics } from './ops/metrics.ts'
 import { errorLogView, requestLogView } from './http/redact.ts'
 import { openInfra, type Infra } from './infra.ts'
@@ -53,7 +54,14 @@ export interface RunningServer {
   app: FastifyInstance
   infra: Infra
   url: string
+  /** The private listener of /metrics and the probes (transport/ops-listener.ts). */
+  metricsUrl: string
   close (): Promise<void>
+}
+
+/** The port of the private listener: METRICS_PORT, else the default, or any free one when the API's port is any free one (tests, several processes on a machine). */
+function metricsPort (config: Config): number {
+  return config.metrics.port ?? (config.port === 0 ? 0 : DEFAULT_METRICS_PORT)
 }
 
 export async function startServer (config: Config, options: { logger?: Logger; beforeListen?: (infra: Infra) => Promise<void> } = {}): Promise<RunningServer> {
@@ -75,6 +83,7 @@ export async function startServer (config: Config, options: { logger?: Logger; b
   // sample data cannot be loaded, the bans cannot be read): a failed start leaves no database
   // connection, WAL file, Redis client or timer behind (issue 18 item 7).
   let app: FastifyInstance | undefined
+  let ops: OpsListener | undefined
   let url: string
   try {
     await options.beforeListen?.(infra)
@@ -100,8 +109,15 @@ export async function startServer (config: Config, options: { logger?: Logger; b
     const address = app.server.address()
     const port = typeof address === 'object' && address !== null ? address.port : config.port
     url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`
-    logger.info({ url, database: describeDatabase(config.database), redis: config.redisUrl !== null }, 'listening')
+    // /metrics, and the probes, on their own listener (loopback by default): never public.
+    ops = await listenOps(app.server, config.metrics.host, metricsPort(config))
+    logger.info({ url, metricsUrl: ops.url, database: describeDatabase(config.database), redis: config.redisUrl !== null }, 'listening')
   } catch (error) {
+    try {
+      await ops?.close()
+    } catch (closeError) {
+      logger.warn({ err: closeError }, 'closing the metrics listener after a failed start failed')
+    }
     try {
       await app?.close()
     } catch (closeError) {
@@ -115,16 +131,20 @@ export async function startServer (config: Config, options: { logger?: Logger; b
     throw error
   }
   const running = app
+  const opsListener = ops
 
   let closing: Promise<void> | null = null
   return {
     app: running,
     infra,
     url,
+    metricsUrl: opsListener.url,
     close () {
       // Stop accepting, let requests in flight finish (within the grace period), then close the
       // app (its jobs stop there, the usage flushed) and the stores.
       closing ??= (async () => {
+        // Nothing is scraped or probed during the drain: an orchestrator sees the instance go.
+        await opsListener.close()
         closeConnectionsAfterAnswer(running.server)
         const { open, cut } = await drain(running.server, config.server.shutdownGraceMs, () => { logger.info('stopping: no new connections; finishing the requests in flight') })
         if (cut > 0) logger.warn({ cut, graceMs: config.server.shutdownGraceMs }, 'grace period over: connections with requests still in flight were closed')

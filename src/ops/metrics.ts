@@ -11,6 +11,8 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { AccessEvents } from '../http/access.ts'
 import type { LifecycleHookOptions } from '../http/lifecycle-hooks.ts'
 import { routeContextOf } from '../routing/route-config.ts'
+import { arrivedOnPublicListener } from '../transport/connections.ts'
+import { AppError } from '../errors.ts'
 
 /** Connection counts of a database pool (PostgreSQL; SQLite has one connection and no pool). */
 export interface PoolStats {
@@ -374,9 +376,14 @@ export function malformedUrlCounter (metrics: Metrics): (request: FastifyRequest
 
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
 
-/** GET /metrics: outside /v1 (no key, no quota) and hidden from the OpenAPI document. */
+/**
+ * GET /metrics: outside /v1 (no key, no quota) and hidden from the OpenAPI document. Served on
+ * the private listener (transport/ops-listener.ts); on the public one it does not exist: the
+ * same 404 as any unknown path.
+ */
 export async function metricsRoutes (app: FastifyInstance, { metrics }: { metrics: Metrics }): Promise<void> {
-  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+    if (arrivedOnPublicListener(request.raw)) throw new AppError('not_found', `no operation at ${request.method} /metrics; see /openapi.json`)
     const { contentType, body } = await metrics.scrape()
     return reply.type(contentType).send(body)
   })

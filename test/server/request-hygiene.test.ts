@@ -31,7 +31,7 @@ test('a malformed URL (/v1/pets/%zz) is answered, logged in one request line and
   // Outside /v1 too.
   assert.equal((await send(port, '/docs/%zz', {})).status, 400)
 
-  const metrics = await fetch(`${server.url}/metrics`)
+  const metrics = await fetch(`${server.metricsUrl}/metrics`)
   const text = await metrics.text()
   assert.match(text, /^http_requests_total\{operation="malformed_url",method="GET",status="400"\} 2$/m)
   assert.match(text, /^http_request_duration_seconds_count\{operation="malformed_url",method="GET"\} 2$/m)
