@@ -34,12 +34,19 @@ USER node
 ENV NODE_COMPILE_CACHE=/app/.cache/node
 RUN node --input-type=module -e "await import('/app/src/cli/main.ts'); await import('/app/src/cli/serve.ts')"
 
+# What is exposed: the API on 3000 (HOST=0.0.0.0 above). /metrics, with /healthz and /readyz, is
+# served on a listener of its own, 127.0.0.1:9464 by default (METRICS_HOST, METRICS_PORT): inside
+# the container only, so `docker run -p 3000:3000` publishes the API and nothing else. To let a
+# Prometheus on a private network scrape it, set METRICS_HOST=0.0.0.0 and publish or route 9464
+# to that network only (docs/operating.md, "What is exposed").
 EXPOSE 3000
 
 # /readyz: 200 while the database answers (also when degraded: Redis down means per-instance
-# counters, not an unhealthy instance), 503 otherwise. The slim image has no curl.
+# counters, not an unhealthy instance), 503 otherwise. Asked on the private listener: the public
+# one's connection caps, full under a flood, never refuse the container's own probe. The slim
+# image has no curl.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.METRICS_PORT || 9464) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 
 # Exec form: node is PID 1 and receives SIGTERM itself (it drains requests, closes the stores,
 # exits 0). Migrations run at start under a lock; `migrate` runs them alone.

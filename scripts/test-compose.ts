@@ -1,7 +1,7 @@
 // npm run test:compose: compose.yaml run for real under podman-compose (PostgreSQL, Redis, a
 // one-shot migrate, two API instances, nginx), and what the setup promises, checked through nginx:
 // limits shared by both instances, a key revoked on one refused on the other, one instance stopped
-// while requests flow without losing any, /metrics not reachable.
+// while requests flow without losing any, /metrics not reachable (but on each instance's private port).
 //
 // Needs root. Installs podman, runc, debootstrap, iptables and podman-compose when missing. The
 // images come from the environment (PETSTORE_IMAGE, POSTGRES_IMAGE, REDIS_IMAGE, NGINX_IMAGE, as
@@ -125,9 +125,11 @@ try {
   await must('podman', ['start', container('api-2')])
   await waitUntil('api-2 ready again', async () => (await inside('api-2', 'GET', '/readyz')).status === 200)
 
-  // 4. /metrics: open on each instance (for Prometheus on the private network), refused by nginx
-  // however the path is spelled.
+  // 4. /metrics: on each instance's private listener (port 9464, for Prometheus on the private
+  // network), not on its public one, and refused by nginx however the path is spelled.
   const direct = await inside('api-1', 'GET', '/metrics')
+  const publicPort = await inside('api-1', 'GET', '/metrics', undefined, 3000)
+  report.check('/metrics is not served on the instance\'s public port', publicPort.status === 404 && !publicPort.body.includes('http_requests_total'), `api-1:3000/metrics: ${publicPort.status}`)
   const spellings = ['/metrics', '/metrics?format=text', '//metrics', '/./metrics', '/v1/../metrics', '/%6detrics', '/metrics/', '/METRICS', '/metrics%2F']
   const leaks: string[] = []
   const seen: string[] = []
@@ -177,8 +179,9 @@ async function cli (service: string, args: string[]): Promise<string> {
 }
 
 /** A request to one instance, from inside its container (nginx is not in the way). */
-async function inside (service: string, method: string, path: string, key?: string): Promise<{ status: number; body: string }> {
-  const script = 'const r = JSON.parse(process.env.REQ); fetch("http://127.0.0.1:3000" + r.path, { method: r.method, headers: r.headers })'
+/** A request from inside the container of `service`, to its public listener (3000) or, for /metrics, its private one (9464). */
+async function inside (service: string, method: string, path: string, key?: string, port = path === '/metrics' ? 9464 : 3000): Promise<{ status: number; body: string }> {
+  const script = `const r = JSON.parse(process.env.REQ); fetch("http://127.0.0.1:${port}" + r.path, { method: r.method, headers: r.headers })`
     + '.then(async (x) => console.log(JSON.stringify({ status: x.status, body: await x.text() })), (e) => console.log(JSON.stringify({ status: 0, body: String(e) })))'
   const request = JSON.stringify({ method, path, headers: key === undefined ? {} : { 'x-api-key': key } })
   const result = await run('podman', ['exec', '-e', `REQ=${request}`, container(service), 'node', '-e', script])

@@ -42,6 +42,9 @@ try {
   const first = await startContainer(port, 'a')
   const ready = await get(`${base_url}/readyz`)
   report.check('/readyz answers 200 through the published port', ready.status === 200, `${ready.status} ${ready.body.trim()}`)
+  // /metrics is on the container's loopback (127.0.0.1:9464), never on the published port.
+  const metrics = await get(`${base_url}/metrics`)
+  report.check('/metrics is not served through the published port', metrics.status === 404 && !metrics.body.includes('http_requests_total'), `${metrics.status} ${metrics.body.trim().slice(0, 120)}`)
   const mountpoint = (await must('podman', ['volume', 'inspect', '--format', '{{.Mountpoint}}', VOLUME])).trim()
   const dbFile = join(mountpoint, 'petstore.db')
   const dbBytes = await readFile(dbFile).then((b) => b.length, () => 0)
