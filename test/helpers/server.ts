@@ -33,6 +33,8 @@ export function cleanupStack (t: TestContext): (fn: () => Promise<unknown> | unk
 
 export interface ServerProcess {
   url: string
+  /** The private listener of /metrics (METRICS_PORT; any free port here), from the `listening` log line: LOG_LEVEL info or finer. */
+  metricsUrl (): Promise<string>
   child: ChildProcessWithoutNullStreams
   /** Everything the process printed on stdout so far (pino's JSON lines and the banner). */
   output (): string
@@ -91,13 +93,16 @@ export async function startServerProcess (cleanup: ReturnType<typeof cleanupStac
   const logs = () => out.split('\n').filter((l) => l.startsWith('{')).flatMap((l) => {
     try { return [JSON.parse(l) as Record<string, unknown>] } catch { return [] }
   })
+  const logLine = async (match: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> =>
+    (await pollUntil(async () => logs().find(match), { timeoutMs: 2000, intervalMs: 20, message: `no such log line in:\n${out}` })).value
   return {
     url,
+    metricsUrl: async () => String((await logLine((line) => line.msg === 'listening')).metricsUrl),
     child,
     output: () => out,
     errors: () => err,
     logs,
-    logLine: async (match) => (await pollUntil(async () => logs().find(match), { timeoutMs: 2000, intervalMs: 20, message: `no such log line in:\n${out}` })).value,
+    logLine,
     stop
   }
 }

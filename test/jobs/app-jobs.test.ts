@@ -52,7 +52,7 @@ test('a started server sweeps an order that lapsed while it was down and flushes
   while ((await server.infra.stores.keys.usage(record.id, day)).length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
   assert.deepEqual((await server.infra.stores.keys.usage(record.id, day)).map((r) => r.allowed), [3])
 
-  const metrics = await (await fetch(`${server.url}/metrics`)).text()
+  const metrics = await (await fetch(`${server.metricsUrl}/metrics`)).text()
   assert.equal(sampleOf(metrics, 'job_runs_total{job="order-sweep"}'), 1, 'the sweep at start, no timer run yet')
   assert.ok(sampleOf(metrics, 'job_runs_total{job="usage-flush"}') >= 1)
   assert.ok(Number.isFinite(sampleOf(metrics, 'job_runs_total{job="ban-sync"}')), 'the ban sync is declared')
