@@ -138,13 +138,14 @@ test('ratelimit_backend_degraded is 1 while the limiter has fallen back to memor
   assert.equal(valueOf(samples, 'ratelimit_decisions_total', { decision: 'allowed' }), 2, 'the events given are counted in the metrics given')
 })
 
-test('startServer serves /metrics over HTTP, and close() lets the request in flight finish before it stops', async (t) => {
+test('startServer serves /metrics over HTTP on its private listener, not the public one, and close() lets the request in flight finish before it stops', async (t) => {
   const server = await startServer(loadConfig({ DATABASE_URL: 'sqlite::memory:', PORT: '0', LOG_LEVEL: 'silent' }))
   t.after(() => server.close())
   const { key } = await createKeyAdmin(server.infra.stores.keys, systemClock).create({ role: 'customer', plan: 'free' })
 
   assert.equal((await fetch(`${server.url}/v1/categories`, { headers: { 'x-api-key': key } })).status, 200)
-  const text = await (await fetch(`${server.url}/metrics`)).text()
+  assert.equal((await fetch(`${server.url}/metrics`)).status, 404)
+  const text = await (await fetch(`${server.metricsUrl}/metrics`)).text()
   const samples = parse(text)
   assert.equal(valueOf(samples, 'http_requests_total', { operation: 'listCategories', method: 'GET', status: '200' }), 1)
   assert.equal(valueOf(samples, 'ratelimit_decisions_total', { decision: 'allowed' }), 1)
