@@ -51,6 +51,10 @@ import { requireRoles, routeConfigOf } from './routing/route-config.ts'
 import { installSteps, type Step } from './http/steps.ts'
 import { backgroundJobs, installJobs } from './jobs/jobs.ts'
 import { telemetry } from './telemetry/hooks.ts'
+import { webhookRoutes } from './webhooks/webhooks.routes.ts'
+import { createWebhookService } from './webhooks/webhooks.service.ts'
+import { createDispatcher, type RenderEvent } from './webhooks/dispatcher.ts'
+import type { Resolve } from './webhooks/url-guard.ts'
 
 export interface AppDeps {
   config: Config
@@ -71,6 +75,10 @@ export interface AppDeps {
   usageFlushMs?: number
   /** How often the bans lifted elsewhere are polled (jobs/ban-sync.ts); none when absent: server.ts, which restores the bans, polls. */
   banSyncMs?: number
+  /** The resolver webhook URLs are checked with, at creation and at every attempt: tests only (the system's by default). */
+  webhookResolve?: Resolve
+  /** An event's data as deliveries show it (events/render.ts); the stored data when absent. */
+  renderEvent?: RenderEvent
   /** Rearranges the installation steps before they are installed: tests only (a wrong order must fail the build). */
   arrangeSteps?: (steps: readonly AppStep[]) => readonly Step[]
 }
@@ -165,6 +173,10 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const orders = createOrderService(stores.orders, clock, config.orders)
   const inventory = createInventoryService(stores.inventory, clock, config.orders)
   const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (_keyId, subject) => { await limiter.unban(subject) }, onKeyChanged: (record) => { access.forgetKey(record.quotaKeyId); keyEvents.publish(record.quotaKeyId) }, usage, peek: (subject, quota) => limiter.peek(subject, quota), deprecatedOperations: () => deprecatedOperations })
+  const webhookOptions = { ...(deps.webhookResolve !== undefined && { resolve: deps.webhookResolve }) }
+  const dispatcher = createDispatcher({ store: stores.webhooks, clock, settings: config.webhooks, log: app.log, onOutcome: (outcome) => { metrics.onWebhookOutcome(outcome) }, ...webhookOptions, ...(deps.renderEvent !== undefined && { render: deps.renderEvent }) })
+  const webhooks = createWebhookService(stores.webhooks, clock, { allowedHosts: config.webhooks.allowedHosts, onQueued: () => { dispatcher.wake() }, ...webhookOptions })
+  metrics.trackWebhooks(() => stores.webhooks.pendingStats(), clock)
   const getPetLifecycle = deprecatedOperation(GET_PET_DEPRECATED_AT, config.getPetSunset, { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' })
 
   // The installation order. Hooks of one kind run in the order they are installed; a step
@@ -258,6 +270,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
         await v1.register(keyRoutes, { admin })
         await v1.register(rateLimitRoutes)
         await v1.register(eventRoutes, { events: createEventService(stores.events) })
+        await v1.register(webhookRoutes, { webhooks })
       }
     },
     // The MCP endpoint (mcp/): its tools call the /v1 routes through app.inject, so after them;
@@ -285,7 +298,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   ]
   await installSteps(app, deps.arrangeSteps?.(steps) ?? steps)
   // Background work (jobs/jobs.ts): from ready to close; the usage flush runs once more at close.
-  const jobDeps = { keys: stores.keys, limiter, clock, usage, orders, events: stores.events, eventRetentionDays: config.events.retentionDays, ...(deps.usageFlushMs !== undefined && { usageFlushMs: deps.usageFlushMs }), ...(deps.banSyncMs !== undefined && { banSyncMs: deps.banSyncMs }) }
+  const jobDeps = { keys: stores.keys, limiter, clock, usage, orders, events: stores.events, eventRetentionDays: config.events.retentionDays, dispatcher, webhookPollMs: config.webhooks.pollMs, ...(deps.usageFlushMs !== undefined && { usageFlushMs: deps.usageFlushMs }), ...(deps.banSyncMs !== undefined && { banSyncMs: deps.banSyncMs }) }
   installJobs(app, backgroundJobs(jobDeps), { events: metrics })
   return app
 }

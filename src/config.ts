@@ -4,6 +4,8 @@ import { isIP } from 'node:net'
 import { PLAN_ORDER_LIMITS, PLANS, type OrderLimits, type Plan } from './accounts/plans.ts'
 import type { OrderSettings } from './orders/orders.service.ts'
 import { DEFAULT_LOW_STOCK_THRESHOLD, DEFAULT_ORDER_COOLDOWN_MS, DEFAULT_ORDER_HOLD_MS } from './orders/orders.store.ts'
+import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from './webhooks/schedule.ts'
+import { normalizeAllowedHost } from './webhooks/url-guard.ts'
 
 export interface Config {
   host: string
@@ -39,6 +41,22 @@ export interface Config {
   mcp: { repeatLimit: number }
   /** Events: how long they are kept before the prune job deletes them (EVENT_RETENTION_DAYS). */
   events: { retentionDays: number }
+  /** Webhook delivery (docs/product.md, webhooks; SECURITY.md). */
+  webhooks: WebhookSettings
+}
+
+export interface WebhookSettings {
+  /** One attempt's whole deadline (WEBHOOK_TIMEOUT_MS, default 10,000). */
+  timeoutMs: number
+  /** The waits before each retry (WEBHOOK_RETRY_SCHEDULE, default 5s,5m,30m,2h,5h,10h,10h). */
+  retryScheduleMs: number[]
+  /** Hosts allowed over http or https whatever they resolve to (WEBHOOK_ALLOWED_HOSTS, none by default): development and tests. */
+  allowedHosts: string[]
+  /** Attempts in flight per instance, in all and per endpoint (WEBHOOK_MAX_IN_FLIGHT 64, WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT 4). */
+  maxInFlight: number
+  maxInFlightPerEndpoint: number
+  /** How often the dispatcher looks for new events and due retries (WEBHOOK_POLL_MS, 250). */
+  pollMs: number
 }
 
 export const DEFAULT_EVENT_RETENTION_DAYS = 30
@@ -193,8 +211,28 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
   const mcp = { repeatLimit: readInteger(env, 'MCP_REPEAT_LIMIT', 20, 1, 10_000, problems) }
   const events = { retentionDays: readInteger(env, 'EVENT_RETENTION_DAYS', DEFAULT_EVENT_RETENTION_DAYS, 1, 3650, problems) }
 
+  const webhooks = parseWebhookSettings(env, problems)
+
   if (problems.length > 0) throw new ConfigError(problems)
-  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, logFormat, trustProxy, limiterMaxSubjects, databasePoolMax, server, metrics, orders, mcp, events }
+  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, logFormat, trustProxy, limiterMaxSubjects, databasePoolMax, server, metrics, orders, mcp, events, webhooks }
+}
+
+function parseWebhookSettings (env: Record<string, string | undefined>, problems: string[]): WebhookSettings {
+  const schedule = parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE?.trim() || DEFAULT_RETRY_SCHEDULE)
+  if (!schedule.ok) problems.push(`WEBHOOK_RETRY_SCHEDULE must be a comma-separated list of durations such as 5s,5m,2h: ${schedule.error}`)
+  const allowedHosts = (env.WEBHOOK_ALLOWED_HOSTS ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')
+  for (const entry of allowedHosts) {
+    if (normalizeAllowedHost(entry) === null) problems.push(`WEBHOOK_ALLOWED_HOSTS entries must be host names or addresses without port or path, got "${entry}"`)
+  }
+  const maxInFlight = readInteger(env, 'WEBHOOK_MAX_IN_FLIGHT', 64, 1, 10_000, problems)
+  return {
+    timeoutMs: readInteger(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000, problems),
+    retryScheduleMs: schedule.ok ? schedule.delaysMs : [],
+    allowedHosts,
+    maxInFlight,
+    maxInFlightPerEndpoint: readInteger(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', 4, 1, maxInFlight, problems),
+    pollMs: readInteger(env, 'WEBHOOK_POLL_MS', 250, 10, 60_000, problems)
+  }
 }
 
 /** A whole number from `min` to `max`, or `fallback` when the variable is unset or empty. */

@@ -18,6 +18,8 @@ export const ERROR_CATALOGUE = {
   order_cooldown: { status: 409, description: 'The customer key cancelled an order of this pet, or let one lapse, a short while ago (5 minutes by default): it may not hold the same pet again until the cool-down ends, so that others get their turn. The message names the instant it ends.' },
   idempotency_key_reused: { status: 409, description: 'The Idempotency-Key was already used with another request.' },
   api_key_not_rotatable: { status: 409, description: 'Only a live key can be rotated: this one is revoked, expired, or already replaced by an earlier rotation (rotate its successor instead).' },
+  webhook_limit_reached: { status: 409, description: 'The key holder already has 10 webhook endpoints; delete one first.' },
+  webhook_url_forbidden: { status: 400, description: 'The webhook URL is refused: it must be https, carry no user name or password, and its host must resolve only to public addresses (no loopback, private, link-local, CGNAT, multicast or reserved range; SECURITY.md).' },
   operation_sunset: { status: 410, description: 'The operation has passed its sunset date.' },
   request_timeout: { status: 408, description: 'The request did not arrive in time: its headers within 10 s, the whole request within 30 s (the defaults). Answered before the request is read, so without rate-limit headers; the connection is closed.' },
   precondition_failed: { status: 412, description: 'If-Match does not match the current ETag.' },
@@ -99,6 +101,8 @@ export const orderLimitReached = (message: string): AppError => new AppError('or
 /** Rule 11: the owner cancelled or let lapse an order of the pet, and may hold it again from `until` (epoch ms). */
 export const orderCooldown = (petId: number, until: number): AppError =>
   new AppError('order_cooldown', `you cancelled or let lapse an order of pet ${petId} recently; you may order it again from ${new Date(until).toISOString()}`)
+export const webhookLimitReached = (max: number): AppError =>
+  new AppError('webhook_limit_reached', `at most ${max} webhook endpoints per key holder; delete one first`)
 export const idempotencyKeyReused = (): AppError =>
   new AppError('idempotency_key_reused', 'this Idempotency-Key was already used with a different request')
 

@@ -14,6 +14,8 @@ import { eventPruneJob } from './event-prune.ts'
 import { orderSweepJob } from './order-sweep.ts'
 import { createJobRunner, type Job, type JobEvents, type JobTimers } from './runner.ts'
 import { usageFlushJob } from './usage-flush.ts'
+import { webhookJobs } from './webhook-dispatch.ts'
+import type { Dispatcher } from '../webhooks/dispatcher.ts'
 
 /** Everything a job may need, built by buildApp; each job's module picks its part. */
 export interface JobDeps {
@@ -29,6 +31,9 @@ export interface JobDeps {
   banSyncMs?: number
   /** How often usage is flushed (AppDeps.usageFlushMs); 0: at close only. */
   usageFlushMs?: number
+  /** Webhook deliveries (webhooks/dispatcher.ts) and how often it looks for work (WEBHOOK_POLL_MS). */
+  dispatcher: Dispatcher
+  webhookPollMs: number
 }
 
 export function backgroundJobs (deps: JobDeps): Job[] {
@@ -36,7 +41,8 @@ export function backgroundJobs (deps: JobDeps): Job[] {
     banSyncJob(deps),
     usageFlushJob(deps),
     orderSweepJob(deps),
-    eventPruneJob(deps)
+    eventPruneJob(deps),
+    ...webhookJobs(deps)
   ]
 }
 

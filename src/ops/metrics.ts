@@ -40,6 +40,10 @@ export interface Metrics {
   onJobDeclared (job: string): void
   /** One run of a background job, and whether it failed. */
   onJobRun (job: string, failed: boolean): void
+  /** A webhook attempt's outcome: succeeded, retrying (failed, another is due) or failed (the last one). */
+  onWebhookOutcome (outcome: 'succeeded' | 'retrying' | 'failed'): void
+  /** Reports webhook_deliveries_pending and webhook_oldest_pending_age_seconds from the store at each scrape (once per Metrics). */
+  trackWebhooks (stats: () => Promise<{ pending: number; oldestCreatedAt: number | null }>, clock: { now (): number }): void
   /** The Prometheus text and its content type. */
   scrape (): Promise<{ contentType: string; body: string }>
   /** http_requests_total and http_request_duration_seconds (see HttpSeries). */
@@ -258,6 +262,10 @@ export function createMetrics (): Metrics {
 
   let poolTracked = false
   let walTracked = false
+  // One attempt every few hundred ms at most per endpoint: plain inc().
+  const webhookAttempts = new Counter({ name: 'webhook_attempts_total', help: 'Webhook delivery attempts by outcome: succeeded, retrying (failed, another attempt is scheduled) or failed (the last attempt failed: the delivery is failed until replayed).', labelNames: ['outcome'] as const, registers })
+  for (const outcome of ['succeeded', 'retrying', 'failed']) webhookAttempts.inc({ outcome }, 0)
+  let webhooksTracked = false
 
   return {
     registry,
@@ -291,6 +299,29 @@ export function createMetrics (): Metrics {
           this.set({ state: 'total' }, s.total)
           this.set({ state: 'idle' }, s.idle)
           this.set({ state: 'waiting' }, s.waiting)
+        }
+      })
+    },
+    onWebhookOutcome (outcome) { webhookAttempts.inc({ outcome }) },
+    trackWebhooks (stats, clock) {
+      if (webhooksTracked) return
+      webhooksTracked = true
+      // Read at scrape time from the database: the backlog of every instance, not only this one's.
+      let last: Promise<{ pending: number; oldestCreatedAt: number | null }> | null = null
+      const read = (): Promise<{ pending: number; oldestCreatedAt: number | null }> => (last ??= stats().finally(() => { last = null }))
+      new Gauge({
+        name: 'webhook_deliveries_pending',
+        help: 'Webhook deliveries waiting for an attempt (first or retry) on enabled endpoints.',
+        registers,
+        async collect () { this.set((await read()).pending) }
+      })
+      new Gauge({
+        name: 'webhook_oldest_pending_age_seconds',
+        help: 'Age of the oldest webhook delivery still waiting (0 when none): a growing value means deliveries are stuck or receivers down.',
+        registers,
+        async collect () {
+          const { oldestCreatedAt } = await read()
+          this.set(oldestCreatedAt === null ? 0 : Math.max(0, (clock.now() - oldestCreatedAt) / 1000))
         }
       })
     },

@@ -8,6 +8,7 @@ import { createPostgresInventoryStore } from './inventory.ts'
 import { createPostgresKeyStore } from './keys.ts'
 import { createPostgresOrderStore } from './orders.ts'
 import { createPostgresPetStore } from './pets.ts'
+import { createPostgresWebhookStore } from './webhooks.ts'
 
 export interface PostgresStores extends Stores { readonly engine: 'postgres' }
 
@@ -45,6 +46,7 @@ export async function createPostgresStores (url: string, options: PostgresStores
     inventory: createPostgresInventoryStore(db),
     keys: createPostgresKeyStore(db),
     events: createPostgresEventStore(db),
+    webhooks: createPostgresWebhookStore(db),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async ping () { await db.query('SELECT 1') },
     /** Waits for the connections in use to be released, then closes them all. Idempotent. */

@@ -505,5 +505,61 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     END LOOP;
   END
   $fn$;
+  `,
+  // Webhooks, as SQLite's webhooks migration: endpoints, deliveries (gone with their event when
+  // events are pruned) and attempts.
+  `
+  CREATE TABLE webhooks (
+    seq                   bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id                    text    NOT NULL CONSTRAINT webhooks_id_key UNIQUE,
+    owner_key_id          bigint  NOT NULL REFERENCES api_keys (id),
+    url                   text    NOT NULL,
+    types                 text    NOT NULL,
+    description           text,
+    status                text    NOT NULL CONSTRAINT webhooks_status_check CHECK (status IN ('enabled', 'disabled')),
+    secret                text    NOT NULL,
+    previous_secret       text,
+    previous_secret_until bigint,
+    created_at            bigint  NOT NULL,
+    updated_at            bigint  NOT NULL,
+    failing_since         bigint,
+    version               integer NOT NULL DEFAULT 1
+  );
+  CREATE INDEX webhooks_by_owner ON webhooks (owner_key_id, seq);
+
+  CREATE TABLE webhook_deliveries (
+    id              bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    webhook_id      text    NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
+    event_id        text    NOT NULL REFERENCES events (id) ON DELETE CASCADE,
+    origin          text    NOT NULL CHECK (origin IN ('feed', 'replay', 'test')),
+    status          text    NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
+    attempts        integer NOT NULL DEFAULT 0,
+    next_attempt_at bigint,
+    lease_owner     text,
+    lease_until     bigint,
+    last_status     integer,
+    last_error      text,
+    created_at      bigint  NOT NULL,
+    updated_at      bigint  NOT NULL
+  );
+  CREATE UNIQUE INDEX webhook_deliveries_once ON webhook_deliveries (webhook_id, event_id) WHERE origin = 'feed';
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+  CREATE INDEX webhook_deliveries_by_event ON webhook_deliveries (event_id);
+
+  CREATE TABLE webhook_attempts (
+    id          bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    delivery_id bigint  NOT NULL REFERENCES webhook_deliveries (id) ON DELETE CASCADE,
+    webhook_id  text    NOT NULL,
+    attempt     integer NOT NULL,
+    at          bigint  NOT NULL,
+    outcome     text    NOT NULL CHECK (outcome IN ('succeeded', 'failed')),
+    status      integer,
+    error       text,
+    duration_ms integer NOT NULL
+  );
+  CREATE INDEX webhook_attempts_by_webhook ON webhook_attempts (webhook_id, id);
+  CREATE INDEX webhook_attempts_by_delivery ON webhook_attempts (delivery_id);
+
+  INSERT INTO event_cursors (name) VALUES ('webhooks') ON CONFLICT (name) DO NOTHING;
   `
 ]

@@ -10,6 +10,7 @@ import { createSqliteKeyStore } from './keys.ts'
 import { createSqliteOrderStore } from './orders.ts'
 import { createPetCache, type PetCacheOptions } from './pet-cache.ts'
 import { createSqlitePetStore } from './pets.ts'
+import { createSqliteWebhookStore } from './webhooks.ts'
 import { createWriter, type WriterOptions } from './writer.ts'
 
 export interface SqliteStores extends Stores { readonly engine: 'sqlite' }
@@ -34,6 +35,7 @@ export function createSqliteStores (path: string, options: { migrate?: boolean; 
     inventory: createSqliteInventoryStore(db, writer, pets, eventLog),
     keys: createSqliteKeyStore(db, eventLog),
     events: createSqliteEventStore(db, writer),
+    webhooks: createSqliteWebhookStore(db, writer),
     async ping () { ping.get() },
     walBytes: () => walBytes(path),
     async close () {

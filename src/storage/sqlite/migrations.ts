@@ -154,5 +154,62 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
     PRIMARY KEY (owner_key_id, pet_id)
   );
   CREATE INDEX order_cooldowns_by_until ON order_cooldowns (until);
+  `,
+  // Webhooks (docs/product.md, webhooks): the endpoints, one delivery per endpoint and event (a
+  // replay or a test adds another), and every attempt for GET /webhooks/{id}/deliveries. A
+  // delivery goes with its event when events are pruned (ON DELETE CASCADE), and its attempts with it.
+  `
+  CREATE TABLE webhooks (
+    seq                   INTEGER PRIMARY KEY AUTOINCREMENT,
+    id                    TEXT    NOT NULL UNIQUE,
+    owner_key_id          INTEGER NOT NULL REFERENCES api_keys (id),
+    url                   TEXT    NOT NULL,
+    types                 TEXT    NOT NULL, -- JSON array of type names and family.* patterns
+    description           TEXT,
+    status                TEXT    NOT NULL CHECK (status IN ('enabled', 'disabled')),
+    secret                TEXT    NOT NULL,
+    previous_secret       TEXT,
+    previous_secret_until INTEGER,
+    created_at            INTEGER NOT NULL,
+    updated_at            INTEGER NOT NULL,
+    failing_since         INTEGER,
+    version               INTEGER NOT NULL DEFAULT 1
+  );
+  CREATE INDEX webhooks_by_owner ON webhooks (owner_key_id, seq);
+
+  CREATE TABLE webhook_deliveries (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    webhook_id      TEXT    NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
+    event_id        TEXT    NOT NULL REFERENCES events (id) ON DELETE CASCADE,
+    origin          TEXT    NOT NULL CHECK (origin IN ('feed', 'replay', 'test')),
+    status          TEXT    NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER,
+    lease_owner     TEXT,
+    lease_until     INTEGER,
+    last_status     INTEGER,
+    last_error      TEXT,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL
+  );
+  CREATE UNIQUE INDEX webhook_deliveries_once ON webhook_deliveries (webhook_id, event_id) WHERE origin = 'feed';
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+  CREATE INDEX webhook_deliveries_by_event ON webhook_deliveries (event_id);
+
+  CREATE TABLE webhook_attempts (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    delivery_id INTEGER NOT NULL REFERENCES webhook_deliveries (id) ON DELETE CASCADE,
+    webhook_id  TEXT    NOT NULL,
+    attempt     INTEGER NOT NULL,
+    at          INTEGER NOT NULL,
+    outcome     TEXT    NOT NULL CHECK (outcome IN ('succeeded', 'failed')),
+    status      INTEGER,
+    error       TEXT,
+    duration_ms INTEGER NOT NULL
+  );
+  CREATE INDEX webhook_attempts_by_webhook ON webhook_attempts (webhook_id, id);
+  CREATE INDEX webhook_attempts_by_delivery ON webhook_attempts (delivery_id);
+
+  INSERT OR IGNORE INTO event_cursors (name) VALUES ('webhooks');
   `
 ]

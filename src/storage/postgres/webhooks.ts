@@ -1,0 +1,193 @@
+// WebhookStore on PostgreSQL. The fan-out holds the 'webhooks' cursor row FOR UPDATE while it
+// reads the feed and inserts the deliveries, so two instances never fan out the same events; a
+// claim takes due deliveries FOR UPDATE SKIP LOCKED and sets a lease, so two instances never take
+// the same one, and an instance that dies leaves its lease to expire.
+import { webhookLimitReached } from '../../errors.ts'
+import type { StoredEvent } from '../../events/events.store.ts'
+import type { Role } from '../../accounts/plans.ts'
+import { typeFilterOf } from '../../webhooks/event-types.ts'
+import type { WebhookStore } from '../../webhooks/webhooks.store.ts'
+import { eventFilterSql } from '../event-filters.ts'
+import { deliveryEntries, fanOutPairs, liveSecrets, toWebhook, WEBHOOK_COLUMNS, type AttemptRow, type EndpointOwner, type PendingRow, type WebhookRow } from '../webhook-rows.ts'
+import type { Db } from './database.ts'
+import { appendEvents } from './events.ts'
+
+interface EventRow { seq: string; tx: string; id: string; type: string; created_at: string; audience: StoredEvent['audience']; subject_key_id: string | null; data: string }
+const EVENT_COLUMNS = 'e.seq, e.tx::text AS tx, e.id, e.type, e.created_at, e.audience, e.subject_key_id, e.data'
+const toEvent = (row: EventRow): StoredEvent => ({
+  id: row.id, type: row.type, createdAt: Number(row.created_at), audience: row.audience,
+  subjectKeyId: row.subject_key_id === null ? null : Number(row.subject_key_id), data: JSON.parse(row.data),
+  position: { tx: row.tx, seq: Number(row.seq) }
+})
+
+interface ClaimRow extends EventRow {
+  delivery_id: string
+  attempts: number
+  webhook_id: string
+  url: string
+  secret: string
+  previous_secret: string | null
+  previous_secret_until: string | null
+}
+
+const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (webhook_id, event_id, origin, status, next_attempt_at, created_at, updated_at)`
+
+export function createPostgresWebhookStore (db: Db): WebhookStore {
+  return {
+    async createWebhook (input, maxPerOwner) {
+      return await db.transaction(async (tx) => {
+        // The owner's key row serializes two creations at once, so the count cannot be passed twice.
+        await tx.query('SELECT 1 FROM api_keys WHERE id = $1 FOR UPDATE', [input.ownerKeyId])
+        const count = await tx.first<{ n: number }>('SELECT count(*)::int AS n FROM webhooks WHERE owner_key_id = $1', [input.ownerKeyId])
+        if ((count?.n ?? 0) >= maxPerOwner) throw webhookLimitReached(maxPerOwner)
+        const row = await tx.first<WebhookRow>(`INSERT INTO webhooks (id, owner_key_id, url, types, description, status, secret, created_at, updated_at)
+          VALUES ($1, $2, $3, $4, $5, 'enabled', $6, $7, $7) RETURNING ${WEBHOOK_COLUMNS}`,
+        [input.id, input.ownerKeyId, input.url, JSON.stringify(input.types), input.description, input.secret, input.now])
+        return toWebhook(row!)
+      })
+    },
+    async getWebhook (id) {
+      const row = await db.first<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = $1`, [id])
+      return row === undefined ? null : toWebhook(row)
+    },
+    async listWebhooks (ownerKeyId, afterSeq, limit) {
+      const rows = ownerKeyId === null
+        ? await db.query<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE seq > $1 ORDER BY seq LIMIT $2`, [afterSeq ?? 0, limit])
+        : await db.query<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE owner_key_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [ownerKeyId, afterSeq ?? 0, limit])
+      return rows.map(toWebhook)
+    },
+    async updateWebhook (id, patch, now, disabledEvent) {
+      return await db.transaction(async (tx) => {
+        const row = await tx.first<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = $1 FOR UPDATE`, [id])
+        if (row === undefined) return null
+        const before = toWebhook(row)
+        const status = patch.status ?? before.status
+        const updated = await tx.first<WebhookRow>(`UPDATE webhooks SET url = $1, types = $2, description = $3, status = $4, updated_at = $5,
+            failing_since = CASE WHEN $4 = 'enabled' AND status = 'disabled' THEN NULL ELSE failing_since END, version = version + 1
+          WHERE id = $6 RETURNING ${WEBHOOK_COLUMNS}`,
+        [patch.url ?? before.url, JSON.stringify(patch.types ?? before.types), patch.description ?? before.description, status, now, id])
+        const after = toWebhook(updated!)
+        if (before.status === 'enabled' && after.status === 'disabled') await appendEvents(tx, [disabledEvent(after)], now)
+        return after
+      })
+    },
+    async deleteWebhook (id) {
+      return (await db.query('DELETE FROM webhooks WHERE id = $1 RETURNING 1', [id])).length > 0
+    },
+    async rotateSecret (id, secret, previousUntil, now) {
+      const row = await db.first<WebhookRow>(`UPDATE webhooks SET previous_secret = secret, previous_secret_until = $1, secret = $2, updated_at = $3,
+        version = version + 1 WHERE id = $4 RETURNING ${WEBHOOK_COLUMNS}`, [previousUntil, secret, now, id])
+      return row === undefined ? null : toWebhook(row)
+    },
+    async queueTest (id, event, now) {
+      return await db.transaction(async (tx) => {
+        await appendEvents(tx, [event], now)
+        const row = await tx.first<{ id: string }>('SELECT id FROM events WHERE tx = pg_current_xact_id() ORDER BY seq DESC LIMIT 1')
+        await tx.query(`${INSERT_DELIVERY} VALUES ($1, $2, 'test', 'pending', $3, $3, $3)`, [id, row!.id, now])
+        return row!.id
+      })
+    },
+    async replay (id, selection, now, max) {
+      const owner = await db.first<{ owner_key_id: number; role: Role; types: string }>(
+        'SELECT w.owner_key_id, k.role, w.types FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id WHERE w.id = $1', [id])
+      if (owner === undefined) return 0
+      const types = JSON.parse(owner.types) as string[]
+      const params: unknown[] = [id, now]
+      const param = (value: unknown): string => { params.push(value); return `$${params.length}` }
+      const range = 'eventIds' in selection
+        ? `e.id = ANY(${param(selection.eventIds)}::text[])`
+        : `e.created_at >= ${param(selection.since)} AND e.created_at < ${param(selection.until)}`
+      const visibility = owner.role === 'admin' ? { role: 'admin' as const } : { role: owner.role, keyId: Number(owner.owner_key_id) }
+      const rows = await db.query(`${INSERT_DELIVERY}
+        SELECT $1, e.id, 'replay', 'pending', $2, $2, $2 FROM events e
+        WHERE ${range} AND e.type <> 'webhook.test' AND ${eventFilterSql(visibility, typeFilterOf(types), param)} ORDER BY e.seq LIMIT ${param(max)}
+        RETURNING 1`, params)
+      return rows.length
+    },
+    async listDeliveries (id, limit) {
+      const [attempts, pending] = await Promise.all([
+        db.query<AttemptRow>(`SELECT d.event_id, e.type, a.attempt, a.at, a.outcome, a.status, a.error, a.duration_ms
+          FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id
+          WHERE a.webhook_id = $1 ORDER BY a.id DESC LIMIT $2`, [id, limit]),
+        db.query<PendingRow>(`SELECT d.event_id, e.type, d.attempts, d.next_attempt_at FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+          WHERE d.webhook_id = $1 AND d.status = 'pending' ORDER BY d.id DESC LIMIT $2`, [id, limit])
+      ])
+      return deliveryEntries(attempts, pending, limit)
+    },
+    async fanOut (now, batch) {
+      return await db.transaction(async (tx) => {
+        const cursor = await tx.first<{ tx: string; seq: string }>("SELECT tx::text AS tx, seq FROM event_cursors WHERE name = 'webhooks' FOR UPDATE")
+        if (cursor === undefined) return 0
+        // The feed's rule (storage/postgres/events.ts): only transactions below the oldest one
+        // running, in (tx, seq) order, so no event can commit later behind the cursor.
+        const rows = (await tx.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events e
+          WHERE (e.tx, e.seq) > ($1::xid8, $2::bigint) AND e.tx < pg_snapshot_xmin(pg_current_snapshot())
+          ORDER BY e.tx, e.seq LIMIT $3`, [cursor.tx, cursor.seq, batch])).map(toEvent)
+        if (rows.length === 0) return 0
+        const owners = (await tx.query<{ id: string; types: string; owner_key_id: string; role: EndpointOwner['ownerRole']; created_at: string }>(
+          `SELECT w.id, w.types, w.owner_key_id, k.role, w.created_at FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id
+           WHERE w.status = 'enabled' AND k.revoked_at IS NULL`))
+          .map((row) => ({ id: row.id, types: JSON.parse(row.types) as string[], ownerKeyId: Number(row.owner_key_id), ownerRole: row.role, createdAt: Number(row.created_at) }))
+        const pairs = fanOutPairs(rows, owners)
+        if (pairs.length > 0) {
+          await tx.query(`${INSERT_DELIVERY}
+            SELECT w, e, 'feed', 'pending', $3, $3, $3 FROM unnest($1::text[], $2::text[]) AS p(w, e)
+            ON CONFLICT (webhook_id, event_id) WHERE origin = 'feed' DO NOTHING`,
+          [pairs.map((p) => p.webhookId), pairs.map((p) => p.eventId), now])
+        }
+        const last = rows[rows.length - 1]!.position
+        await tx.query("UPDATE event_cursors SET tx = $1::xid8, seq = $2 WHERE name = 'webhooks'", [last.tx, last.seq])
+        return rows.length
+      })
+    },
+    async claimDue ({ now, leaseOwner, leaseUntil, limit, perEndpoint, inFlight }) {
+      if (limit <= 0) return []
+      const rows = await db.query<ClaimRow>(`WITH ranked AS (
+          SELECT d.id, row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.id) AS rn,
+            $1::int - coalesce(($2::jsonb ->> d.webhook_id)::int, 0) AS room
+          FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+          WHERE d.status = 'pending' AND d.next_attempt_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $3) AND w.status = 'enabled'
+        ), picked AS (
+          SELECT d.id FROM webhook_deliveries d JOIN ranked r ON r.id = d.id
+          WHERE r.rn <= r.room AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < $3)
+          ORDER BY d.next_attempt_at, d.id LIMIT $4 FOR UPDATE OF d SKIP LOCKED
+        ), leased AS (
+          UPDATE webhook_deliveries d SET lease_owner = $5, lease_until = $6 FROM picked WHERE d.id = picked.id
+          RETURNING d.id, d.attempts, d.webhook_id, d.event_id, d.next_attempt_at
+        )
+        SELECT l.id AS delivery_id, l.attempts, w.id AS webhook_id, w.url, w.secret, w.previous_secret, w.previous_secret_until, ${EVENT_COLUMNS}
+        FROM leased l JOIN webhooks w ON w.id = l.webhook_id JOIN events e ON e.id = l.event_id ORDER BY l.next_attempt_at, l.id`,
+      [perEndpoint, JSON.stringify(inFlight), now, limit, leaseOwner, leaseUntil])
+      return rows.map((row) => ({
+        id: Number(row.delivery_id), webhookId: row.webhook_id, url: row.url, attempts: row.attempts, event: toEvent(row),
+        secrets: liveSecrets({ secret: row.secret, previousSecret: row.previous_secret, previousSecretUntil: row.previous_secret_until === null ? null : Number(row.previous_secret_until) }, now)
+      }))
+    },
+    async recordAttempt (record) {
+      await db.transaction(async (tx) => {
+        await tx.query(`INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, at, outcome, status, error, duration_ms)
+          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        [record.deliveryId, record.webhookId, record.attempt, record.at, record.outcome, record.status, record.error, record.durationMs])
+        const status = record.outcome === 'succeeded' ? 'succeeded' : record.nextAttemptAt === null ? 'failed' : 'pending'
+        await tx.query(`UPDATE webhook_deliveries SET attempts = $1, status = $2, next_attempt_at = $3, lease_owner = NULL, lease_until = NULL,
+          last_status = $4, last_error = $5, updated_at = $6 WHERE id = $7 AND lease_owner = $8`,
+        [record.attempt, status, record.outcome === 'succeeded' ? null : record.nextAttemptAt, record.status, record.error, record.at, record.deliveryId, record.leaseOwner])
+        if (record.outcome === 'succeeded') {
+          await tx.query('UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [record.webhookId])
+          return
+        }
+        const state = await tx.first<{ failing_since: string; status: string }>(
+          'UPDATE webhooks SET failing_since = coalesce(failing_since, $1) WHERE id = $2 RETURNING failing_since, status', [record.at, record.webhookId])
+        if (state === undefined || state.status !== 'enabled' || Number(state.failing_since) > record.disableIfFailingSince) return
+        const row = await tx.first<WebhookRow>(`UPDATE webhooks SET status = 'disabled', updated_at = $1, version = version + 1
+          WHERE id = $2 AND status = 'enabled' RETURNING ${WEBHOOK_COLUMNS}`, [record.at, record.webhookId])
+        if (row !== undefined) await appendEvents(tx, [record.disabledEvent(toWebhook(row))], record.at)
+      })
+    },
+    async pendingStats () {
+      const row = await db.first<{ n: number; oldest: string | null }>(`SELECT count(*)::int AS n, min(d.created_at) AS oldest
+        FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.status = 'pending' AND w.status = 'enabled'`)
+      return { pending: row?.n ?? 0, oldestCreatedAt: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest) }
+    }
+  }
+}

@@ -1,0 +1,193 @@
+// WebhookStore on SQLite. Every change runs in the writer, so the fan-out's read of the feed,
+// its deliveries and its cursor move are one transaction, and a claim is one UPDATE … RETURNING
+// that no other writer can interleave with.
+import { webhookLimitReached } from '../../errors.ts'
+import type { StoredEvent } from '../../events/events.store.ts'
+import type { Role } from '../../accounts/plans.ts'
+import { typeFilterOf } from '../../webhooks/event-types.ts'
+import type { ClaimedDelivery, WebhookStore } from '../../webhooks/webhooks.store.ts'
+import { eventFilterSql } from '../event-filters.ts'
+import { deliveryEntries, fanOutPairs, liveSecrets, toWebhook, WEBHOOK_COLUMNS, type AttemptRow, type EndpointOwner, type PendingRow, type WebhookRow } from '../webhook-rows.ts'
+import type { Db } from './database.ts'
+import { createSqliteEventLog } from './events.ts'
+import type { Writer } from './writer.ts'
+
+interface EventRow { seq: number; id: string; type: string; created_at: number; audience: StoredEvent['audience']; subject_key_id: number | null; data: string }
+const EVENT_COLUMNS = 'e.seq, e.id, e.type, e.created_at, e.audience, e.subject_key_id, e.data'
+const toEvent = (row: EventRow): StoredEvent => ({
+  id: row.id, type: row.type, createdAt: row.created_at, audience: row.audience, subjectKeyId: row.subject_key_id,
+  data: JSON.parse(row.data), position: { tx: '0', seq: row.seq }
+})
+
+type SqlValue = string | number | null
+
+interface ClaimRow extends EventRow {
+  delivery_id: number
+  attempts: number
+  webhook_id: string
+  url: string
+  secret: string
+  previous_secret: string | null
+  previous_secret_until: number | null
+}
+
+export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore {
+  const events = createSqliteEventLog(db)
+  const byId = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = ?`)
+  const countByOwner = db.prepare('SELECT count(*) AS n FROM webhooks WHERE owner_key_id = ?')
+  const insert = db.prepare(`INSERT INTO webhooks (id, owner_key_id, url, types, description, status, secret, created_at, updated_at)
+    VALUES (?, ?, ?, ?, ?, 'enabled', ?, ?, ?) RETURNING ${WEBHOOK_COLUMNS}`)
+  const update = db.prepare(`UPDATE webhooks SET url = ?, types = ?, description = ?, status = ?, updated_at = ?,
+    failing_since = CASE WHEN ? = 'enabled' AND status = 'disabled' THEN NULL ELSE failing_since END, version = version + 1
+    WHERE id = ? RETURNING ${WEBHOOK_COLUMNS}`)
+  const remove = db.prepare('DELETE FROM webhooks WHERE id = ?')
+  const rotate = db.prepare(`UPDATE webhooks SET previous_secret = secret, previous_secret_until = ?, secret = ?, updated_at = ?, version = version + 1
+    WHERE id = ? RETURNING ${WEBHOOK_COLUMNS}`)
+  const lastEvent = db.prepare('SELECT id FROM events WHERE seq = last_insert_rowid()')
+  const insertDelivery = db.prepare(`INSERT INTO webhook_deliveries (webhook_id, event_id, origin, status, next_attempt_at, created_at, updated_at)
+    VALUES (?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT DO NOTHING`)
+  const cursor = db.prepare("SELECT seq FROM event_cursors WHERE name = 'webhooks'")
+  const moveCursor = db.prepare("UPDATE event_cursors SET seq = ? WHERE name = 'webhooks'")
+  const feed = db.prepare(`SELECT ${EVENT_COLUMNS} FROM events e WHERE e.seq > ? ORDER BY e.seq LIMIT ?`)
+  const endpoints = db.prepare(`SELECT w.id, w.types, w.owner_key_id, k.role, w.created_at FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id
+    WHERE w.status = 'enabled' AND k.revoked_at IS NULL`)
+  const attempts = db.prepare(`SELECT d.event_id, e.type, a.attempt, a.at, a.outcome, a.status, a.error, a.duration_ms
+    FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id
+    WHERE a.webhook_id = ? ORDER BY a.id DESC LIMIT ?`)
+  const pending = db.prepare(`SELECT d.event_id, e.type, d.attempts, d.next_attempt_at FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+    WHERE d.webhook_id = ? AND d.status = 'pending' ORDER BY d.id DESC LIMIT ?`)
+  const claim = db.prepare(`UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ? WHERE id IN (
+      SELECT id FROM (
+        SELECT d.id, d.next_attempt_at, row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.id) AS rn,
+          ? - coalesce(json_extract(?, '$."' || d.webhook_id || '"'), 0) AS room
+        FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+        WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?) AND w.status = 'enabled'
+      ) WHERE rn <= room ORDER BY next_attempt_at, id LIMIT ?)
+    RETURNING id`)
+  const claimed = (ids: number[], now: number): ClaimedDelivery[] => {
+    if (ids.length === 0) return []
+    const rows = db.prepare(`SELECT d.id AS delivery_id, d.attempts, w.id AS webhook_id, w.url, w.secret, w.previous_secret, w.previous_secret_until, ${EVENT_COLUMNS}
+      FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN events e ON e.id = d.event_id
+      WHERE d.id IN (${ids.map(() => '?').join(', ')}) ORDER BY d.next_attempt_at, d.id`).all(...ids) as unknown as ClaimRow[]
+    return rows.map((row) => ({
+      id: row.delivery_id, webhookId: row.webhook_id, url: row.url, attempts: row.attempts, event: toEvent(row),
+      secrets: liveSecrets({ secret: row.secret, previousSecret: row.previous_secret, previousSecretUntil: row.previous_secret_until }, now)
+    }))
+  }
+  const insertAttempt = db.prepare(`INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, at, outcome, status, error, duration_ms)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+  const settle = db.prepare(`UPDATE webhook_deliveries SET attempts = ?, status = ?, next_attempt_at = ?, lease_owner = NULL, lease_until = NULL,
+    last_status = ?, last_error = ?, updated_at = ? WHERE id = ? AND lease_owner = ?`)
+  const succeeded = db.prepare('UPDATE webhooks SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL')
+  const failed = db.prepare('UPDATE webhooks SET failing_since = coalesce(failing_since, ?) WHERE id = ? RETURNING failing_since, status')
+  const disable = db.prepare(`UPDATE webhooks SET status = 'disabled', updated_at = ?, version = version + 1 WHERE id = ? AND status = 'enabled' RETURNING ${WEBHOOK_COLUMNS}`)
+  const stats = db.prepare(`SELECT count(*) AS n, min(d.created_at) AS oldest FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+    WHERE d.status = 'pending' AND w.status = 'enabled'`)
+
+  const replayOwner = db.prepare('SELECT w.owner_key_id, k.role, w.types FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id WHERE w.id = ?')
+  const ownerOf = (id: string): WebhookRow | undefined => byId.get(id) as WebhookRow | undefined
+
+  return {
+    async createWebhook (input, maxPerOwner) {
+      return await writer.run(() => {
+        const { n } = countByOwner.get(input.ownerKeyId) as { n: number }
+        if (n >= maxPerOwner) throw webhookLimitReached(maxPerOwner)
+        return toWebhook(insert.get(input.id, input.ownerKeyId, input.url, JSON.stringify(input.types), input.description, input.secret, input.now, input.now) as unknown as WebhookRow)
+      })
+    },
+    async getWebhook (id) {
+      const row = ownerOf(id)
+      return row === undefined ? null : toWebhook(row)
+    },
+    async listWebhooks (ownerKeyId, afterSeq, limit) {
+      const where = ownerKeyId === null ? 'seq > ?' : 'owner_key_id = ? AND seq > ?'
+      const params: SqlValue[] = ownerKeyId === null ? [afterSeq ?? 0, limit] : [ownerKeyId, afterSeq ?? 0, limit]
+      return (db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE ${where} ORDER BY seq LIMIT ?`).all(...params) as unknown as WebhookRow[]).map(toWebhook)
+    },
+    async updateWebhook (id, patch, now, disabledEvent) {
+      return await writer.run(() => {
+        const row = ownerOf(id)
+        if (row === undefined) return null
+        const before = toWebhook(row)
+        const status = patch.status ?? before.status
+        const after = toWebhook(update.get(patch.url ?? before.url, JSON.stringify(patch.types ?? before.types), patch.description ?? before.description,
+          status, now, status, id) as unknown as WebhookRow)
+        if (before.status === 'enabled' && after.status === 'disabled') events.append([disabledEvent(after)], now)
+        return after
+      })
+    },
+    async deleteWebhook (id) {
+      return await writer.run(() => Number(remove.run(id).changes) > 0)
+    },
+    async rotateSecret (id, secret, previousUntil, now) {
+      return await writer.run(() => {
+        const row = rotate.get(previousUntil, secret, now, id) as WebhookRow | undefined
+        return row === undefined ? null : toWebhook(row)
+      })
+    },
+    async queueTest (id, event, now) {
+      return await writer.run(() => {
+        events.append([event], now)
+        const { id: eventId } = lastEvent.get() as { id: string }
+        insertDelivery.run(id, eventId, 'test', now, now, now)
+        return eventId
+      })
+    },
+    async replay (id, selection, now, max) {
+      return await writer.run(() => {
+        const owner = replayOwner.get(id) as { owner_key_id: number; role: Role; types: string } | undefined
+        if (owner === undefined) return 0
+        const types = JSON.parse(owner.types) as string[]
+        const params: SqlValue[] = [id, now, now, now]
+        const param = (value: unknown): string => { params.push(value as SqlValue); return '?' }
+        const range = 'eventIds' in selection
+          ? `e.id IN (${selection.eventIds.map((eventId) => param(eventId)).join(', ')})`
+          : `e.created_at >= ${param(selection.since)} AND e.created_at < ${param(selection.until)}`
+        const visibility = owner.role === 'admin' ? { role: 'admin' as const } : { role: owner.role, keyId: owner.owner_key_id }
+        const sql = `INSERT INTO webhook_deliveries (webhook_id, event_id, origin, status, next_attempt_at, created_at, updated_at)
+          SELECT ?, e.id, 'replay', 'pending', ?, ?, ? FROM events e
+          WHERE ${range} AND e.type <> 'webhook.test' AND ${eventFilterSql(visibility, typeFilterOf(types), param)} ORDER BY e.seq LIMIT ${param(max)}`
+        return Number(db.prepare(sql).run(...params).changes)
+      })
+    },
+    async listDeliveries (id, limit) {
+      return deliveryEntries(attempts.all(id, limit) as unknown as AttemptRow[], pending.all(id, limit) as unknown as PendingRow[], limit)
+    },
+    async fanOut (now, batch) {
+      return await writer.run(() => {
+        const { seq } = cursor.get() as { seq: number }
+        const rows = (feed.all(seq, batch) as unknown as EventRow[]).map(toEvent)
+        if (rows.length === 0) return 0
+        const owners = (endpoints.all() as Array<{ id: string; types: string; owner_key_id: number; role: EndpointOwner['ownerRole']; created_at: number }>)
+          .map((row) => ({ id: row.id, types: JSON.parse(row.types) as string[], ownerKeyId: row.owner_key_id, ownerRole: row.role, createdAt: row.created_at }))
+        for (const { webhookId, eventId } of fanOutPairs(rows, owners)) insertDelivery.run(webhookId, eventId, 'feed', now, now, now)
+        moveCursor.run(rows[rows.length - 1]!.position.seq)
+        return rows.length
+      })
+    },
+    async claimDue ({ now, leaseOwner, leaseUntil, limit, perEndpoint, inFlight }) {
+      if (limit <= 0) return []
+      const ids = await writer.run(() => (claim.all(leaseOwner, leaseUntil, perEndpoint, JSON.stringify(inFlight), now, now, limit) as Array<{ id: number }>).map((row) => row.id))
+      return claimed(ids, now)
+    },
+    async recordAttempt (record) {
+      await writer.run(() => {
+        insertAttempt.run(record.deliveryId, record.webhookId, record.attempt, record.at, record.outcome, record.status, record.error, record.durationMs)
+        const status = record.outcome === 'succeeded' ? 'succeeded' : record.nextAttemptAt === null ? 'failed' : 'pending'
+        settle.run(record.attempt, status, record.outcome === 'succeeded' ? null : record.nextAttemptAt, record.status, record.error, record.at, record.deliveryId, record.leaseOwner)
+        if (record.outcome === 'succeeded') {
+          succeeded.run(record.webhookId)
+          return
+        }
+        const state = failed.get(record.at, record.webhookId) as { failing_since: number; status: string } | undefined
+        if (state === undefined || state.status !== 'enabled' || state.failing_since > record.disableIfFailingSince) return
+        const row = disable.get(record.at, record.webhookId) as WebhookRow | undefined
+        if (row !== undefined) events.append([record.disabledEvent(toWebhook(row))], record.at)
+      })
+    },
+    async pendingStats () {
+      const row = stats.get() as { n: number; oldest: number | null }
+      return { pending: row.n, oldestCreatedAt: row.oldest }
+    }
+  }
+}

@@ -1,0 +1,160 @@
+// The webhook dispatcher (docs/product.md, webhooks): run by the webhook-dispatch job every
+// WEBHOOK_POLL_MS and woken at once after this instance queues a test or a replay. One tick fans
+// out the new events of the feed into deliveries, then claims the due deliveries this instance
+// has room for and starts their attempts without waiting for them: a slow or dead endpoint holds
+// only its own slots (at most maxInFlightPerEndpoint), never the tick nor the other endpoints.
+import { randomUUID } from 'node:crypto'
+import type { StoredEvent } from '../events/events.store.ts'
+import type { Clock } from '../shared/clock.ts'
+import type { WebhookSettings } from '../config.ts'
+import { attemptDelivery, type AttemptResult } from './attempt.ts'
+import { nextAttemptAt } from './schedule.ts'
+import { webhookHeaders } from './signature.ts'
+import { checkWebhookUrl, URL_REFUSAL_MESSAGES, type Resolve } from './url-guard.ts'
+import { disabledEvent } from './webhooks.view.ts'
+import type { ClaimedDelivery, WebhookStore } from './webhooks.store.ts'
+
+/** An event's `data` as the API shows it (events/render.ts, once it exists; the stored data until then). */
+export type RenderEvent = (event: StoredEvent) => unknown
+
+/** An endpoint failing for this long, every attempt, is disabled (issue 31: 5 days). */
+export const DISABLE_AFTER_MS = 5 * 24 * 3_600_000
+/** Events read from the feed per fan-out round. */
+const FAN_OUT_BATCH = 500
+/** A lease outlives the attempt's deadline by this much: another instance takes the delivery only once it is surely abandoned. */
+const LEASE_MARGIN_MS = 5_000
+/** How long a stop waits for attempts in flight; past it their leases expire and another instance (or the next start) retries. */
+const DRAIN_MS = 2_000
+
+export type DeliveryOutcome = 'succeeded' | 'retrying' | 'failed'
+
+export interface DispatcherDeps {
+  store: WebhookStore
+  clock: Clock
+  settings: WebhookSettings
+  render?: RenderEvent
+  /** The resolver the URL guard asks at every attempt (tests stub it). */
+  resolve?: Resolve
+  /** Each attempt's outcome (metrics): succeeded, retrying (failed, another is due) or failed for good. */
+  onOutcome?: (outcome: DeliveryOutcome) => void
+  log?: { warn (fields: object, message: string): void }
+}
+
+export interface Dispatcher {
+  /** One round: fan-out, then claim and start attempts. Never waits for an attempt. */
+  tick (): Promise<void>
+  /** Asks for a round as soon as possible (after a test or replay this instance queued). */
+  wake (): void
+  /** Waits, up to a bound, for the attempts in flight. */
+  drain (): Promise<void>
+  /** Attempts in flight on this instance. */
+  inFlight (): number
+}
+
+export function createDispatcher (deps: DispatcherDeps): Dispatcher {
+  const { store, clock, settings } = deps
+  const render = deps.render ?? ((event: StoredEvent) => event.data)
+  const leaseOwner = `${process.pid}-${randomUUID()}`
+  const perEndpoint = new Map<string, number>()
+  const attempts = new Set<Promise<void>>()
+  let running: Promise<void> | null = null
+  let again = false
+
+  async function round (): Promise<void> {
+    const now = clock.now()
+    while (await store.fanOut(now, FAN_OUT_BATCH) === FAN_OUT_BATCH) { /* a backlog: read on */ }
+    const room = settings.maxInFlight - attempts.size
+    if (room <= 0) return
+    const claimed = await store.claimDue({
+      now,
+      leaseOwner,
+      leaseUntil: now + settings.timeoutMs + LEASE_MARGIN_MS,
+      limit: room,
+      perEndpoint: settings.maxInFlightPerEndpoint,
+      inFlight: Object.fromEntries(perEndpoint)
+    })
+    for (const delivery of claimed) start(delivery)
+  }
+
+  function start (delivery: ClaimedDelivery): void {
+    perEndpoint.set(delivery.webhookId, (perEndpoint.get(delivery.webhookId) ?? 0) + 1)
+    const done = attempt(delivery)
+      .catch((error: unknown) => { deps.log?.warn({ err: error, webhookId: delivery.webhookId }, 'a webhook attempt could not be recorded; its lease expires and it is retried') })
+      .finally(() => {
+        attempts.delete(done)
+        const left = (perEndpoint.get(delivery.webhookId) ?? 1) - 1
+        if (left === 0) perEndpoint.delete(delivery.webhookId)
+        else perEndpoint.set(delivery.webhookId, left)
+      })
+    attempts.add(done)
+  }
+
+  async function attempt (delivery: ClaimedDelivery): Promise<void> {
+    const at = clock.now()
+    const result = await send(delivery, at)
+    const number = delivery.attempts + 1
+    const next = result.outcome === 'succeeded' ? null : nextAttemptAt(number, at, settings.retryScheduleMs)
+    await store.recordAttempt({
+      deliveryId: delivery.id,
+      webhookId: delivery.webhookId,
+      leaseOwner,
+      attempt: number,
+      at,
+      outcome: result.outcome,
+      status: result.status ?? null,
+      error: result.error ?? null,
+      durationMs: result.durationMs,
+      nextAttemptAt: next,
+      disableIfFailingSince: at - DISABLE_AFTER_MS,
+      disabledEvent: disabledEvent('failing')
+    })
+    deps.onOutcome?.(result.outcome === 'succeeded' ? 'succeeded' : next === null ? 'failed' : 'retrying')
+  }
+
+  /** The URL is checked again at every attempt, and the attempt connects to the address just checked. */
+  async function send (delivery: ClaimedDelivery, at: number): Promise<AttemptResult> {
+    const check = await checkWebhookUrl(delivery.url, { allowedHosts: settings.allowedHosts, ...(deps.resolve !== undefined && { resolve: deps.resolve }) })
+    if (!check.ok) return { outcome: 'failed', error: URL_REFUSAL_MESSAGES[check.reason], durationMs: 0 }
+    const { event } = delivery
+    const body = JSON.stringify({ type: event.type, timestamp: new Date(event.createdAt).toISOString(), data: render(event) })
+    const headers = webhookHeaders({ id: event.id, timestamp: Math.floor(at / 1000), body, secrets: delivery.secrets })
+    return await attemptDelivery({ url: check.url, address: check.addresses[0]!, headers, body, timeoutMs: settings.timeoutMs })
+  }
+
+  function tick (): Promise<void> {
+    if (running !== null) {
+      again = true
+      return running
+    }
+    const current = (async () => {
+      try {
+        do {
+          again = false
+          await round()
+        } while (again)
+      } finally {
+        running = null
+      }
+    })()
+    running = current
+    return current
+  }
+
+  return {
+    tick,
+    wake () {
+      const timer = setTimeout(() => {
+        tick().catch((error: unknown) => { deps.log?.warn({ err: error }, 'a webhook dispatch round failed; the next one retries') })
+      }, 0)
+      timer.unref()
+    },
+    async drain () {
+      if (running !== null) await running.catch(() => {})
+      let timer: NodeJS.Timeout | undefined
+      const bound = new Promise<void>((resolve) => { timer = setTimeout(resolve, DRAIN_MS); timer.unref() })
+      await Promise.race([Promise.all(attempts), bound])
+      clearTimeout(timer)
+    },
+    inFlight: () => attempts.size
+  }
+}

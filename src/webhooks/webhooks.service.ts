@@ -1,0 +1,129 @@
+// The webhook rules: who may subscribe to what, the SSRF check of the URL, at most 10 endpoints
+// per key holder, owners see their own endpoints and admins all; a test or replay wakes the
+// dispatcher so its first attempt does not wait for the next poll.
+import { randomBytes } from 'node:crypto'
+import type { Caller } from '../accounts/caller.ts'
+import { AppError, notFound } from '../errors.ts'
+import type { Clock } from '../shared/clock.ts'
+import { decodeCursor, encodeCursor, DEFAULT_PAGE_SIZE, type Page } from '../shared/pagination.ts'
+import { isKnownPattern, mayEverSee } from './event-types.ts'
+import { newSecret } from './signature.ts'
+import { checkWebhookUrl, URL_REFUSAL_MESSAGES, type Resolve } from './url-guard.ts'
+import type { NewWebhook, Replay, WebhookListQuery, WebhookPatch } from './webhooks.schema.ts'
+import type { DeliveryEntry, WebhookRecord, WebhookStore } from './webhooks.store.ts'
+import { disabledEvent } from './webhooks.view.ts'
+
+/** At most this many endpoints per key holder (issue 31). */
+export const MAX_WEBHOOKS_PER_OWNER = 10
+/** After a rotation the old secret signs too for this long. */
+export const PREVIOUS_SECRET_MS = 24 * 3_600_000
+/** A replay queues at most this many events. */
+export const MAX_REPLAY = 10_000
+
+export interface WebhookServiceOptions {
+  allowedHosts: readonly string[]
+  resolve?: Resolve
+  /** Called after a test or a replay is queued (the dispatcher's wake). */
+  onQueued?: () => void
+}
+
+export interface WebhookService {
+  create (caller: Caller, input: NewWebhook): Promise<WebhookRecord>
+  list (caller: Caller, query: WebhookListQuery): Promise<Page<WebhookRecord>>
+  get (caller: Caller, id: string): Promise<WebhookRecord>
+  update (caller: Caller, id: string, patch: WebhookPatch): Promise<WebhookRecord>
+  remove (caller: Caller, id: string): Promise<void>
+  rotateSecret (caller: Caller, id: string): Promise<WebhookRecord>
+  test (caller: Caller, id: string): Promise<string>
+  deliveries (caller: Caller, id: string, limit: number): Promise<DeliveryEntry[]>
+  replay (caller: Caller, id: string, input: Replay): Promise<number>
+}
+
+export function createWebhookService (store: WebhookStore, clock: Clock, options: WebhookServiceOptions): WebhookService {
+  async function checkUrl (url: string): Promise<void> {
+    const check = await checkWebhookUrl(url, { allowedHosts: options.allowedHosts, ...(options.resolve !== undefined && { resolve: options.resolve }) })
+    if (!check.ok) throw new AppError('webhook_url_forbidden', URL_REFUSAL_MESSAGES[check.reason], { details: [{ path: '/url', message: URL_REFUSAL_MESSAGES[check.reason] }] })
+  }
+
+  function checkTypes (caller: Caller, types: readonly string[]): void {
+    const unknown = types.flatMap((type, index) => isKnownPattern(type) ? [] : [{ path: `/types/${index}`, message: `${type} is no event type (see GET /v1/events for the list)` }])
+    if (unknown.length > 0) throw new AppError('validation_failed', 'unknown event type', { details: unknown })
+    const hidden = types.filter((type) => !mayEverSee(caller.role, type))
+    if (hidden.length > 0) throw new AppError('forbidden', `a ${caller.role} key may not receive ${hidden.join(', ')}`)
+  }
+
+  /** The endpoint, when the caller owns it or is an admin; another holder's endpoint does not exist for the caller. */
+  async function owned (caller: Caller, id: string): Promise<WebhookRecord> {
+    const webhook = await store.getWebhook(id)
+    if (webhook === null || (caller.role !== 'admin' && webhook.ownerKeyId !== caller.keyId)) throw notFound(`webhook ${id}`)
+    return webhook
+  }
+
+  return {
+    async create (caller, input) {
+      checkTypes(caller, input.types)
+      await checkUrl(input.url)
+      return await store.createWebhook({
+        id: `wh_${randomBytes(12).toString('hex')}`,
+        ownerKeyId: caller.keyId,
+        url: input.url,
+        types: input.types,
+        description: input.description ?? null,
+        secret: newSecret(),
+        now: clock.now()
+      }, MAX_WEBHOOKS_PER_OWNER)
+    },
+    async list (caller, query) {
+      const limit = query.limit ?? DEFAULT_PAGE_SIZE
+      const rows = await store.listWebhooks(caller.role === 'admin' ? null : caller.keyId, decodeCursor(query.cursor), limit + 1)
+      const items = rows.slice(0, limit)
+      return { items, nextCursor: rows.length > limit ? encodeCursor(items[items.length - 1]!.seq) : null }
+    },
+    get: owned,
+    async update (caller, id, patch) {
+      await owned(caller, id)
+      if (patch.types !== undefined) checkTypes(caller, patch.types)
+      if (patch.url !== undefined) await checkUrl(patch.url)
+      const updated = await store.updateWebhook(id, patch, clock.now(), disabledEvent('manual'))
+      if (updated === null) throw notFound(`webhook ${id}`)
+      return updated
+    },
+    async remove (caller, id) {
+      await owned(caller, id)
+      if (!await store.deleteWebhook(id)) throw notFound(`webhook ${id}`)
+    },
+    async rotateSecret (caller, id) {
+      await owned(caller, id)
+      const now = clock.now()
+      const rotated = await store.rotateSecret(id, newSecret(), now + PREVIOUS_SECRET_MS, now)
+      if (rotated === null) throw notFound(`webhook ${id}`)
+      return rotated
+    },
+    async test (caller, id) {
+      const webhook = await owned(caller, id)
+      const now = clock.now()
+      const eventId = await store.queueTest(id, {
+        type: 'webhook.test',
+        audience: 'webhook',
+        subjectKeyId: webhook.ownerKeyId,
+        data: { webhookId: webhook.id, url: webhook.url, sentAt: new Date(now).toISOString() }
+      }, now)
+      options.onQueued?.()
+      return eventId
+    },
+    async deliveries (caller, id, limit) {
+      await owned(caller, id)
+      return await store.listDeliveries(id, limit)
+    },
+    async replay (caller, id, input) {
+      await owned(caller, id)
+      const now = clock.now()
+      const selection = 'eventIds' in input
+        ? { eventIds: input.eventIds }
+        : { since: Date.parse(input.since), until: input.until === undefined ? now + 1 : Date.parse(input.until) }
+      const queued = await store.replay(id, selection, now, MAX_REPLAY)
+      if (queued > 0) options.onQueued?.()
+      return queued
+    }
+  }
+}
