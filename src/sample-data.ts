@@ -6,6 +6,8 @@ import { createKeyAdmin } from './keys/keys.service.ts'
 import type { Role } from './accounts/plans.ts'
 import { systemClock, type Clock } from './shared/clock.ts'
 import type { Stores } from './storage/stores.ts'
+import { newSecret } from './webhooks/signature.ts'
+import { disabledEvent } from './webhooks/webhooks.view.ts'
 
 const CATALOGUE: { name: string; description: string; pets: [string, 'available' | 'pending' | 'sold', number?][] }[] = [
   { name: 'Dogs', description: 'Loyal companions of every size.', pets: [['Rex', 'available'], ['Bella', 'available'], ['Max', 'pending'], ['Luna', 'available']] },
@@ -52,5 +54,16 @@ export async function loadSampleKeysAndOrders (stores: Stores, clock: Clock): Pr
   const petId = (name: string) => pets.find((p) => p.name === name)!.id
   await stores.orders.placeOrder({ petId: petId('Bubbles'), quantity: 2, shipDate: Date.parse('2026-12-01T10:00:00Z'), ownerKeyId, now: clock.now() }, null)
   await stores.orders.placeOrder({ petId: petId('Nemo'), quantity: 1, shipDate: null, ownerKeyId, now: clock.now() }, null)
+  await loadSampleWebhooks(stores, ownerKeyId, clock)
   return keys
+}
+
+/** The webhook endpoints the document's examples name; disabled, so `serve --sample-data` sends nothing to them. */
+export const SAMPLE_WEBHOOK_IDS = ['wh_5f0c6b1e8d2a4c7b9e3f1a20', 'wh_0d3e9a7c2b5f4e1a8c6d2b90'] as const
+
+async function loadSampleWebhooks (stores: Stores, ownerKeyId: number, clock: Clock): Promise<void> {
+  for (const id of SAMPLE_WEBHOOK_IDS) {
+    await stores.webhooks.createWebhook({ id, ownerKeyId, url: 'https://hooks.partner.example/petstore', types: ['order.*'], description: 'Order updates for the partner shop', secret: newSecret(), now: clock.now() }, 10)
+    await stores.webhooks.updateWebhook(id, { status: 'disabled' }, clock.now(), disabledEvent('manual'))
+  }
 }

@@ -19,6 +19,7 @@ import { addDiscriminatorMappings } from './passes/discriminators.ts'
 import { examplesAsOpenApi30 } from './passes/examples.ts'
 import { markOptionalBodies } from './passes/optional-bodies.ts'
 import { addResponseHeaders } from './passes/response-headers.ts'
+import { addWebhooks } from './passes/webhooks.ts'
 import type { OpenApiDocument } from './types.ts'
 
 export const API_VERSION = '1.0.0'
@@ -30,6 +31,7 @@ export const TAGS = [
   { name: 'Orders', description: 'Orders for pets: placing, following, completing and cancelling them.' },
   { name: 'Inventory', description: 'Stock counts of the pets.' },
   { name: 'Events', description: 'What changed: every change of orders, the catalogue, stock and keys, written with the change, as a feed to poll.' },
+  { name: 'Webhooks', description: 'Endpoints that receive the events their owner may see, signed as Standard Webhooks says, retried for about a day, at least once (deduplicate on `webhook-id`). The payloads are under `x-webhooks`.' },
   { name: 'Rate limits', description: 'The caller\'s quotas and ban state.' },
   { name: 'API keys', description: 'Administration of API keys, plans, quotas and bans (admin role).\n\n**Key lifecycle (beta).** A key may expire (`expiresAt`): from that instant it answers `401 api_key_expired`. Rotating a key makes its successor with the same settings; the old key keeps working for a grace period (a day by default, a week at most), and while both work they share one quota and one ban. Usage per key and UTC day (`allowed`, `limited`, `banned`) and `lastUsedAt` are written by every instance within 2 seconds; a crashed instance loses at most its last 2 seconds of counts.' }
 ]
@@ -42,7 +44,7 @@ export const TAGS = [
 export const TAG_GROUPS = [
   { name: 'Pets', tags: ['Pet catalogue', 'Categories'] },
   { name: 'Store', tags: ['Orders', 'Inventory'] },
-  { name: 'Notifications', tags: ['Events'] },
+  { name: 'Notifications', tags: ['Events', 'Webhooks'] },
   { name: 'Account', tags: ['Rate limits', 'API keys'] }
 ]
 
@@ -117,6 +119,8 @@ function finish (doc: OpenApiDocument): OpenApiDocument {
   hoistComponents(doc)
   // After hoistComponents: a mapping is read from the branches' $refs (it would be empty).
   addDiscriminatorMappings(doc)
+  // After hoistComponents: a delivery's data is a $ref to the resource's named component.
+  addWebhooks(doc)
   // Returns a new document where the others change theirs in place; last for that reason only.
   return examplesAsOpenApi30(doc) as OpenApiDocument
 }

@@ -5,7 +5,7 @@ import { requireCaller } from '../access/principal.ts'
 import { setNextLink } from '../routing/conditional.ts'
 import { LinkHeader, LocationHeader, NoContent, NoQuery, Reply } from '../shared/schemas.ts'
 import {
-  DeliveriesQuery, DeliveriesSchema, NewWebhookSchema, QueuedSchema, ReplaySchema, TestQueuedSchema, WebhookIdParams, WebhookListQuery,
+  DeleteWebhookIdParams, DeliveriesQuery, DeliveriesSchema, NewWebhookSchema, QueuedSchema, ReplaySchema, TestQueuedSchema, WebhookIdParams, WebhookListQuery,
   WebhookPatchSchema, WebhookSchema, WebhooksSchema, WebhookWithSecretSchema, type WebhookWithSecret
 } from './webhooks.schema.ts'
 import type { WebhookService } from './webhooks.service.ts'
@@ -84,7 +84,7 @@ export async function webhookRoutes (fastify: FastifyInstance, { webhooks }: Web
     schema: {
       operationId: 'deleteWebhook', tags, summary: 'Delete a webhook endpoint',
       description: 'Deletes the endpoint with its deliveries; nothing more is sent to it.',
-      params: WebhookIdParams, querystring: NoQuery,
+      params: DeleteWebhookIdParams, querystring: NoQuery,
       response: { 204: NoContent('The endpoint is deleted.') }
     },
     config: { role, errors: ['validation_failed', 'not_found'] }

@@ -5,11 +5,16 @@ import { NO_CONTROLS, MULTILINE_TEXT, PageQuery, StringEnum } from '../shared/sc
 
 const WEBHOOK_ID_PATTERN = '^wh_[0-9a-f]{24}$'
 const EXAMPLE_ID = 'wh_5f0c6b1e8d2a4c7b9e3f1a20'
-const EXAMPLE_URL = 'https://partner.example/hooks/petstore'
+const EXAMPLE_URL = 'https://hooks.partner.example/petstore'
+// The create example's host is an address: it must pass the address check where no DNS answers (the examples walk).
+const CREATE_EXAMPLE_URL = 'https://93.184.215.14/petstore'
 
-export const WebhookIdParams = Type.Object({
-  webhookId: Type.String({ pattern: WEBHOOK_ID_PATTERN, description: 'The endpoint id (`wh_` and 24 hex digits).', examples: [EXAMPLE_ID] })
+const webhookIdParams = (example: string) => Type.Object({
+  webhookId: Type.String({ pattern: WEBHOOK_ID_PATTERN, description: 'The endpoint id (`wh_` and 24 hex digits).', examples: [example] })
 }, { additionalProperties: false })
+export const WebhookIdParams = webhookIdParams(EXAMPLE_ID)
+/** deleteWebhook's example deletes the other sample endpoint (src/sample-data.ts), so the operations after it find theirs. */
+export const DeleteWebhookIdParams = webhookIdParams('wh_0d3e9a7c2b5f4e1a8c6d2b90')
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, pattern: NO_CONTROLS, description: 'Where deliveries are POSTed: `https://`, a host that resolves only to public addresses (SECURITY.md), no user name or password.', examples: [EXAMPLE_URL] })
 const Types = Type.Array(Type.String({ pattern: '^[a-z_]{1,40}\\.(?:[a-z_]{1,40}|\\*)$', description: 'An event type (`order.created`) or a family (`order.*`).' }), {
@@ -22,7 +27,7 @@ export const NewWebhookSchema = Type.Object({
   url: Url,
   types: Types,
   description: Type.Optional(Description)
-}, { title: 'NewWebhook', additionalProperties: false, examples: [{ url: EXAMPLE_URL, types: ['order.*'], description: 'Order updates for the partner shop' }] })
+}, { title: 'NewWebhook', additionalProperties: false, examples: [{ url: CREATE_EXAMPLE_URL, types: ['order.*'], description: 'Order updates for the partner shop' }] })
 export type NewWebhook = Static<typeof NewWebhookSchema>
 
 export const WebhookPatchSchema = Type.Object({
@@ -47,7 +52,7 @@ const example = { id: EXAMPLE_ID, url: EXAMPLE_URL, types: ['order.*'], status: 
 
 export const WebhookSchema = Type.Object(webhookFields, { title: 'Webhook', additionalProperties: false, examples: [example] })
 export type Webhook = Static<typeof WebhookSchema>
-export const WebhooksSchema = Type.Array(WebhookSchema, { title: 'Webhooks' })
+export const WebhooksSchema = Type.Array(WebhookSchema, { title: 'Webhooks', examples: [[example]] })
 
 export const WebhookWithSecretSchema = Type.Object({
   ...webhookFields,
@@ -72,7 +77,13 @@ export const DeliverySchema = Type.Object({
   error: Type.Optional(Type.String({ description: 'Why the attempt failed, in a few words (never the receiver\'s body).' })),
   durationMs: Type.Optional(Type.Integer())
 }, { title: 'WebhookDelivery', additionalProperties: false })
-export const DeliveriesSchema = Type.Array(DeliverySchema, { title: 'WebhookDeliveries' })
+export const DeliveriesSchema = Type.Array(DeliverySchema, {
+  title: 'WebhookDeliveries',
+  examples: [[
+    { eventId: 'evt_0b7c4e9a2f3d4c1e8a6b5d7f9e0c1a2b', type: 'order.created', attempt: 2, at: '2026-11-21T12:00:06.000Z', outcome: 'succeeded', status: 200, durationMs: 85 },
+    { eventId: 'evt_0b7c4e9a2f3d4c1e8a6b5d7f9e0c1a2b', type: 'order.created', attempt: 1, at: '2026-11-21T12:00:01.000Z', outcome: 'failed', status: 503, error: 'HTTP 503', durationMs: 40 }
+  ]]
+})
 
 const EventId = Type.String({ pattern: '^evt_[0-9a-f]{32}$' })
 export const ReplaySchema = Type.Union([
@@ -92,4 +103,4 @@ export const QueuedSchema = Type.Object({
 
 export const TestQueuedSchema = Type.Object({
   eventId: Type.String({ description: 'The webhook.test event, delivered to this endpoint alone.' })
-}, { title: 'WebhookTestQueued', additionalProperties: false })
+}, { title: 'WebhookTestQueued', additionalProperties: false, examples: [{ eventId: 'evt_5a1e0c9b7d3f4a2e8c6b1d0f9e7a3c5b' }] })

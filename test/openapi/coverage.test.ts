@@ -90,7 +90,8 @@ function failingStores (stores: Stores, make: () => Error, keep: Set<string>): S
     orders: failing(stores.orders, 'orders'),
     inventory: failing(stores.inventory, 'inventory'),
     keys: failing(stores.keys, 'keys'),
-    events: failing(stores.events, 'events')
+    events: failing(stores.events, 'events'),
+    webhooks: failing(stores.webhooks, 'webhooks')
   })
 }
 
