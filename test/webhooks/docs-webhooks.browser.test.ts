@@ -25,7 +25,7 @@ test('/docs shows the webhooks: a section per event type with its payload', { sk
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } })
   page.setDefaultTimeout(20_000)
   await page.goto(`${baseUrl}/docs`)
-  const text = (): Promise<string> => page.evaluate(() => document.body.innerText)
+  const text = (): Promise<string> => page.locator('body').innerText()
   const deadline = Date.now() + 30_000
   while (!(await text()).includes('order.created') && Date.now() < deadline) await page.waitForTimeout(200)
   assert.match(await text(), /order\.created/, 'the first webhook is listed')

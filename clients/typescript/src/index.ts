@@ -9,6 +9,7 @@ import { createGate, JITTER_MS } from './gate.ts'
 import { deprecationDate, linksOf, rateLimitOf, secondsToReset, type RateLimitState } from './headers.ts'
 
 export { PetstoreError }
+export { verifyWebhook, WebhookVerificationError, type VerifyWebhookOptions, type WebhookHeaders, type WebhookPayload } from './webhooks.ts'
 export type { ErrorCode, ErrorDetail } from './errors.ts'
 export type { RateLimitState }
 export type { components, operations, paths }
@@ -340,12 +341,26 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     set: (petId: number, quantity: number, options?: WriteOptions) => request('put', '/store/inventory/{petId}', { path: { petId }, body: { quantity }, headers: ifMatch(options) })
   }
 
+  /** Webhook endpoints (docs/api.md, "Receive events"): check deliveries with verifyWebhook. */
+  const webhooks = {
+    create: (webhook: Schemas['NewWebhook']) => request('post', '/webhooks', { body: webhook }),
+    list: (query?: NonNullable<operations['listWebhooks']['parameters']['query']>) => request('get', '/webhooks', query !== undefined ? { query } : {}),
+    get: (id: string) => request('get', '/webhooks/{webhookId}', { path: { webhookId: id } }),
+    update: (id: string, patch: Schemas['WebhookPatch']) => request('patch', '/webhooks/{webhookId}', { path: { webhookId: id }, body: patch }),
+    delete: (id: string) => request('delete', '/webhooks/{webhookId}', { path: { webhookId: id } }),
+    rotateSecret: (id: string) => request('post', '/webhooks/{webhookId}/rotate_secret', { path: { webhookId: id } }),
+    test: (id: string) => request('post', '/webhooks/{webhookId}/test', { path: { webhookId: id } }),
+    deliveries: (id: string, limit?: number) => request('get', '/webhooks/{webhookId}/deliveries', { path: { webhookId: id }, ...(limit !== undefined && { query: { limit } }) }),
+    replay: (id: string, selection: NonNullable<operations['replayWebhook']['requestBody']>['content']['application/json']) => request('post', '/webhooks/{webhookId}/replay', { path: { webhookId: id }, body: selection })
+  }
+
   return {
     pets,
     categories,
     orders,
     inventory,
     events,
+    webhooks,
     /** The caller's plan, both windows and ban state; costs no quota. */
     rateLimit: () => request('get', '/rate_limit'),
     request,
