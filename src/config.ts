@@ -6,6 +6,7 @@ import type { OrderSettings } from './orders/orders.service.ts'
 import { DEFAULT_LOW_STOCK_THRESHOLD, DEFAULT_ORDER_COOLDOWN_MS, DEFAULT_ORDER_HOLD_MS } from './orders/orders.store.ts'
 import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from './webhooks/schedule.ts'
 import { normalizeAllowedHost } from './webhooks/url-guard.ts'
+import type { WebhookSettings } from './webhooks/dispatcher.ts'
 
 export interface Config {
   host: string
@@ -43,20 +44,6 @@ export interface Config {
   events: { retentionDays: number }
   /** Webhook delivery (docs/product.md, webhooks; SECURITY.md). */
   webhooks: WebhookSettings
-}
-
-export interface WebhookSettings {
-  /** One attempt's whole deadline (WEBHOOK_TIMEOUT_MS, default 10,000). */
-  timeoutMs: number
-  /** The waits before each retry (WEBHOOK_RETRY_SCHEDULE, default 5s,5m,30m,2h,5h,10h,10h). */
-  retryScheduleMs: number[]
-  /** Hosts allowed over http or https whatever they resolve to (WEBHOOK_ALLOWED_HOSTS, none by default): development and tests. */
-  allowedHosts: string[]
-  /** Attempts in flight per instance, in all and per endpoint (WEBHOOK_MAX_IN_FLIGHT 64, WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT 4). */
-  maxInFlight: number
-  maxInFlightPerEndpoint: number
-  /** How often the dispatcher looks for new events and due retries (WEBHOOK_POLL_MS, 250). */
-  pollMs: number
 }
 
 export const DEFAULT_EVENT_RETENTION_DAYS = 30

@@ -6,13 +6,27 @@
 import { randomUUID } from 'node:crypto'
 import type { StoredEvent } from '../events/events.store.ts'
 import type { Clock } from '../shared/clock.ts'
-import type { WebhookSettings } from '../config.ts'
 import { attemptDelivery, type AttemptResult } from './attempt.ts'
 import { nextAttemptAt } from './schedule.ts'
 import { webhookHeaders } from './signature.ts'
 import { checkWebhookUrl, URL_REFUSAL_MESSAGES, type Resolve } from './url-guard.ts'
 import { disabledEvent } from './webhooks.view.ts'
 import type { ClaimedDelivery, WebhookStore } from './webhooks.store.ts'
+
+/** The delivery settings (config.ts reads them from the environment). */
+export interface WebhookSettings {
+  /** One attempt's whole deadline (WEBHOOK_TIMEOUT_MS, default 10,000). */
+  timeoutMs: number
+  /** The waits before each retry (WEBHOOK_RETRY_SCHEDULE, default 5s,5m,30m,2h,5h,10h,10h). */
+  retryScheduleMs: number[]
+  /** Hosts allowed over http or https whatever they resolve to (WEBHOOK_ALLOWED_HOSTS, none by default): development and tests. */
+  allowedHosts: string[]
+  /** Attempts in flight per instance, in all and per endpoint (WEBHOOK_MAX_IN_FLIGHT 64, WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT 4). */
+  maxInFlight: number
+  maxInFlightPerEndpoint: number
+  /** How often the dispatcher looks for new events and due retries (WEBHOOK_POLL_MS, 250). */
+  pollMs: number
+}
 
 /** An event's `data` as the API shows it (events/render.ts, once it exists; the stored data until then). */
 export type RenderEvent = (event: StoredEvent) => unknown
