@@ -28,7 +28,7 @@ export interface WebhookSettings {
   pollMs: number
 }
 
-/** An event's `data` as the API shows it (events/render.ts, once it exists; the stored data until then). */
+/** An event's `data` as the API shows it (app.ts passes events/render.ts, so a delivery's data is the feed's). */
 export type RenderEvent = (event: StoredEvent) => unknown
 
 /** An endpoint failing for this long, every attempt, is disabled (issue 31: 5 days). */
