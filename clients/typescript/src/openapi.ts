@@ -580,7 +580,7 @@ export interface components {
         };
         Error: {
             /** @enum {string} */
-            code: "validation_failed" | "unauthenticated" | "api_key_expired" | "forbidden" | "not_found" | "method_not_allowed" | "pet_not_available" | "insufficient_stock" | "order_already_complete" | "category_in_use" | "pet_has_open_orders" | "order_limit_reached" | "order_cooldown" | "idempotency_key_reused" | "api_key_not_rotatable" | "webhook_limit_reached" | "webhook_url_forbidden" | "operation_sunset" | "request_timeout" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "category_not_found" | "pet_not_found" | "headers_too_large" | "rate_limited" | "tool_call_repeated" | "api_key_banned" | "address_banned" | "internal_error" | "service_unavailable";
+            code: "validation_failed" | "unauthenticated" | "api_key_expired" | "forbidden" | "not_found" | "method_not_allowed" | "pet_not_available" | "insufficient_stock" | "order_already_complete" | "category_in_use" | "pet_has_open_orders" | "order_limit_reached" | "order_cooldown" | "idempotency_key_reused" | "api_key_not_rotatable" | "webhook_limit_reached" | "webhook_url_forbidden" | "operation_sunset" | "request_timeout" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "expectation_failed" | "category_not_found" | "pet_not_found" | "headers_too_large" | "rate_limited" | "tool_call_repeated" | "api_key_banned" | "address_banned" | "internal_error" | "service_unavailable" | "connection_limit_reached";
             message: string;
             status: number;
             requestId: string;
