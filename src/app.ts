@@ -78,6 +78,8 @@ export interface AppDeps {
   banSyncMs?: number
   /** The resolver webhook URLs are checked with, at creation and at every attempt: tests only (the system's by default). */
   webhookResolve?: Resolve
+  /** Which addresses webhook attempts may connect to (all by default): tests allow loopback only. */
+  webhookMayConnect?: (address: string) => boolean
   /** An event's data as deliveries show it; events/render.ts (what GET /v1/events shows) when absent. */
   renderEvent?: RenderEvent
   /** Rearranges the installation steps before they are installed: tests only (a wrong order must fail the build). */
@@ -175,7 +177,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   const inventory = createInventoryService(stores.inventory, clock, config.orders)
   const admin = createKeyAdmin(stores.keys, clock, { onUnban: async (_keyId, subject) => { await limiter.unban(subject) }, onKeyChanged: (record) => { access.forgetKey(record.quotaKeyId); keyEvents.publish(record.quotaKeyId) }, usage, peek: (subject, quota) => limiter.peek(subject, quota), deprecatedOperations: () => deprecatedOperations })
   const webhookOptions = { ...(deps.webhookResolve !== undefined && { resolve: deps.webhookResolve }) }
-  const dispatcher = createDispatcher({ store: stores.webhooks, clock, settings: config.webhooks, log: app.log, onOutcome: (outcome) => { metrics.onWebhookOutcome(outcome) }, ...webhookOptions, render: deps.renderEvent ?? ((event) => renderEvent(event).data) })
+  const dispatcher = createDispatcher({ store: stores.webhooks, clock, settings: config.webhooks, log: app.log, onOutcome: (outcome) => { metrics.onWebhookOutcome(outcome) }, ...webhookOptions, ...(deps.webhookMayConnect !== undefined && { mayConnect: deps.webhookMayConnect }), render: deps.renderEvent ?? ((event) => renderEvent(event).data) })
   const webhooks = createWebhookService(stores.webhooks, clock, { allowedHosts: config.webhooks.allowedHosts, onQueued: () => { dispatcher.wake() }, ...webhookOptions })
   metrics.trackWebhooks(() => stores.webhooks.pendingStats(), clock)
   const getPetLifecycle = deprecatedOperation(GET_PET_DEPRECATED_AT, config.getPetSunset, { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' })

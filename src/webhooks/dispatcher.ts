@@ -49,6 +49,11 @@ export interface DispatcherDeps {
   render?: RenderEvent
   /** The resolver the URL guard asks at every attempt (tests stub it). */
   resolve?: Resolve
+  /**
+   * Whether an attempt may connect to this address (all by default). Tests pass one that allows
+   * only loopback: a test never sends traffic off this machine, whatever URL it subscribes.
+   */
+  mayConnect?: (address: string) => boolean
   /** Each attempt's outcome (metrics): succeeded, retrying (failed, another is due) or failed for good. */
   onOutcome?: (outcome: DeliveryOutcome) => void
   log?: { warn (fields: object, message: string): void }
@@ -129,10 +134,12 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
   async function send (delivery: ClaimedDelivery, at: number): Promise<AttemptResult> {
     const check = await checkWebhookUrl(delivery.url, { allowedHosts: settings.allowedHosts, ...(deps.resolve !== undefined && { resolve: deps.resolve }) })
     if (!check.ok) return { outcome: 'failed', error: URL_REFUSAL_MESSAGES[check.reason], durationMs: 0 }
+    const address = check.addresses[0]!
+    if (deps.mayConnect !== undefined && !deps.mayConnect(address.address)) return { outcome: 'failed', error: 'address not reachable from here', durationMs: 0 }
     const { event } = delivery
     const body = JSON.stringify({ type: event.type, timestamp: new Date(event.createdAt).toISOString(), data: render(event) })
     const headers = webhookHeaders({ id: event.id, timestamp: Math.floor(at / 1000), body, secrets: delivery.secrets })
-    return await attemptDelivery({ url: check.url, address: check.addresses[0]!, headers, body, timeoutMs: settings.timeoutMs })
+    return await attemptDelivery({ url: check.url, address, headers, body, timeoutMs: settings.timeoutMs })
   }
 
   function tick (): Promise<void> {

@@ -45,7 +45,8 @@ export async function buildTestApp (t: TestContext, options: TestAppOptions = {}
   const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', ...options.env })
   const stores = options.stores ?? await openTestStores(t)
   const limiter = options.limiter !== undefined ? await options.limiter(clock.now) : await openTestLimiter(t, clock.now)
-  const app = await buildApp({ config, stores, limiter, clock, ...options.deps })
+  // Webhook attempts never leave this machine in a test, whatever URL a test subscribes.
+  const app = await buildApp({ config, stores, limiter, clock, webhookMayConnect: isLoopback, ...options.deps })
   t.after(async () => {
     await app.close()
     await limiter.close()
@@ -78,4 +79,10 @@ export async function listenTestApp (t: TestContext, options: TestAppOptions = {
   const testApp = await buildTestApp(t, options)
   const address = await testApp.app.listen({ host: '127.0.0.1', port: 0 })
   return { ...testApp, baseUrl: `${address}/v1` }
+}
+
+/** 127.0.0.0/8 and ::1 (also IPv4-mapped): the only addresses a test's webhook attempt may reach. */
+export function isLoopback (address: string): boolean {
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address
+  return v4.startsWith('127.') || address === '::1'
 }
