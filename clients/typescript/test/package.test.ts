@@ -61,7 +61,7 @@ test('the packed client installs in a fresh project, type-checks under strict (N
   const [tarball] = JSON.parse(packed) as PackResult[]
   assert.ok(tarball !== undefined)
   const files = tarball.files.map((f) => f.path).sort()
-  assert.deepEqual(files, ['LICENSE', 'README.md', ...['errors', 'gate', 'headers', 'index', 'openapi'].flatMap((m) => [`dist/${m}.d.ts`, `dist/${m}.js`]), 'package.json'], 'dist, README, LICENSE and package.json only: no sources, tests or scripts')
+  assert.deepEqual(files, ['LICENSE', 'README.md', ...['errors', 'gate', 'headers', 'index', 'openapi', 'webhooks'].flatMap((m) => [`dist/${m}.d.ts`, `dist/${m}.js`]), 'package.json'], 'dist, README, LICENSE and package.json only: no sources, tests or scripts')
 
   const app = join(work, 'app')
   await mkdir(app)
