@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict'
 import { connect } from 'node:net'
 import { test } from 'node:test'
+import type { FeedPosition } from '../../src/events/events.store.ts'
 import type { Role } from '../../src/accounts/plans.ts'
 import { ROLE_RANK } from '../../src/accounts/plans.ts'
 import { buildTestApp, type TestApp } from '../helpers/app.ts'
@@ -18,7 +19,7 @@ interface Fixture {
   /** A fresh target for one call that is expected to succeed, made as admin; `caller` is the key that will call. */
   prepare (h: Harness, caller: Role): Promise<Prepared>
 }
-interface Harness extends TestApp { ids: { category: () => Promise<number>; pet: (stock?: number) => Promise<number>; order: (role: Role) => Promise<number>; key: () => Promise<number> } }
+interface Harness extends TestApp { ids: { category: () => Promise<number>; pet: (stock?: number) => Promise<number>; order: (role: Role) => Promise<number>; key: () => Promise<number>; event: (role: Role) => Promise<string>; webhook: (role: Role) => Promise<string>; clearWebhooks: (role: Role) => Promise<void> } }
 
 const FIXTURES: Record<string, Fixture> = {
   'GET /pets': { role: 'customer', success: 200, prepare: async () => ({ path: '/pets' }) },
@@ -51,8 +52,22 @@ const FIXTURES: Record<string, Fixture> = {
   'GET /admin/keys/{keyId}/rate_limit': { role: 'admin', success: 200, prepare: async (h) => ({ path: `/admin/keys/${await h.ids.key()}/rate_limit` }) },
   'GET /admin/keys/{keyId}/bans': { role: 'admin', success: 200, prepare: async (h) => ({ path: `/admin/keys/${await h.ids.key()}/bans` }) },
   'GET /admin/deprecations': { role: 'admin', success: 200, prepare: async () => ({ path: '/admin/deprecations' }) },
-  'GET /rate_limit': { role: 'customer', success: 200, prepare: async () => ({ path: '/rate_limit' }) }
+  'GET /rate_limit': { role: 'customer', success: 200, prepare: async () => ({ path: '/rate_limit' }) },
+  'GET /events': { role: 'customer', success: 200, prepare: async () => ({ path: '/events' }) },
+  'GET /events/{eventId}': { role: 'customer', success: 200, prepare: async (h, caller) => ({ path: `/events/${await h.ids.event(caller)}` }) },
+  // A public literal address passes the URL guard without DNS; the test app never connects to it.
+  'POST /webhooks': { role: 'customer', success: 201, prepare: async (h, caller) => { await h.ids.clearWebhooks(caller); return { path: '/webhooks', body: { url: HOOK_URL, types: ['order.created'] } } } },
+  'GET /webhooks': { role: 'customer', success: 200, prepare: async () => ({ path: '/webhooks' }) },
+  'GET /webhooks/{webhookId}': { role: 'customer', success: 200, prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}` }) },
+  'PATCH /webhooks/{webhookId}': { role: 'customer', success: 200, prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}`, body: { description: 'changed' } }) },
+  'DELETE /webhooks/{webhookId}': { role: 'customer', success: 204, prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}` }) },
+  'POST /webhooks/{webhookId}/rotate_secret': { role: 'customer', success: 200, prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}/rotate_secret` }) },
+  'POST /webhooks/{webhookId}/test': { role: 'customer', success: 202, prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}/test` }) },
+  'GET /webhooks/{webhookId}/deliveries': { role: 'customer', success: 200, prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}/deliveries` }) },
+  'POST /webhooks/{webhookId}/replay': { role: 'customer', success: 202, prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}/replay`, body: { since: '2026-01-01T00:00:00.000Z' } }) }
 }
+
+const HOOK_URL = 'https://93.184.215.14/petstore-hook'
 
 /**
  * The spellings of one path. The router decodes percent-escapes and takes the path of an
@@ -105,7 +120,35 @@ async function harness (t: Parameters<typeof buildTestApp>[0]): Promise<{ h: Har
     },
     // A customer may see and cancel only its own orders, so the order is placed by the caller.
     order: async (role) => create('/v1/store/orders', { petId: await ids.pet(5), quantity: 1 }, base.keys[role]),
-    key: async () => (await base.makeKey('customer', 'free')).id
+    key: async () => (await base.makeKey('customer', 'free')).id,
+    // An event the caller may see: its own order's order.created (the feed shows it once older
+    // transactions on the database server have ended).
+    event: async (role) => {
+      const orderId = await ids.order(role)
+      for (let i = 0; i < 100; i++) {
+        let after: FeedPosition | null = null
+        for (;;) {
+          const page = await base.stores.events.listEvents({ visibility: { role: 'admin' }, types: { exact: ['order.created'], prefixes: [] }, after, limit: 100 })
+          const found = page.find((e) => (e.data as { id: number }).id === orderId)
+          if (found !== undefined) return found.id
+          if (page.length === 0) break
+          after = page.at(-1)!.position
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      throw new Error(`no order.created for order ${orderId}`)
+    },
+    // At most 10 endpoints per holder: each target starts from none.
+    clearWebhooks: async (role) => {
+      const listed = (await base.call({ method: 'GET', url: '/v1/webhooks?limit=100', key: base.keys[role] })).json() as Array<{ id: string }>
+      for (const hook of listed) assert.equal((await base.call({ method: 'DELETE', url: `/v1/webhooks/${hook.id}` })).statusCode, 204)
+    },
+    webhook: async (role) => {
+      await ids.clearWebhooks(role)
+      const res = await base.call({ method: 'POST', url: '/v1/webhooks', payload: { url: HOOK_URL, types: ['order.created'] }, key: base.keys[role] })
+      assert.equal(res.statusCode, 201, `setup POST /v1/webhooks: ${res.body}`)
+      return res.json().id as string
+    }
   }
   await base.app.listen({ port: 0, host: '127.0.0.1' })
   const address = base.app.server.address()
