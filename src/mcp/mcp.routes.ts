@@ -6,9 +6,9 @@
 // about an operation is decided twice. Opening a session and listing tools are charged as one
 // request each (POST /mcp/request, a hidden charged route); a tool call as the operation it runs.
 import { createHash, randomUUID } from 'node:crypto'
-import { Server } from '@modelcontextprotocol/sdk/server/index.js'
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
-import { CallToolRequestSchema, GetPromptRequestSchema, ListPromptsRequestSchema, ListToolsRequestSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ROLE_RANK } from '../accounts/plans.ts'
 import { AppError } from '../errors.ts'
@@ -156,7 +156,11 @@ export async function mcpRoutes (app: FastifyInstance, options: McpOptions): Pro
   }
 
   /** A server for one exchange, in the caller's name. */
-  function serverFor (request: FastifyRequest, session: string): Server {
+  async function serverFor (request: FastifyRequest, session: string): Promise<Server> {
+    // The SDK is loaded on the first /mcp request: it reaches for fetch (and so undici) as it
+    // loads, which a server that never serves an agent should not pay for (test/bench/start-command).
+    const { Server } = await import('@modelcontextprotocol/sdk/server/index.js')
+    const { CallToolRequestSchema, GetPromptRequestSchema, ListPromptsRequestSchema, ListToolsRequestSchema } = await import('@modelcontextprotocol/sdk/types.js')
     const server = new Server({ name: 'petstore-api', version: options.version }, { capabilities: { tools: {}, prompts: {} } })
     server.setRequestHandler(ListToolsRequestSchema, async () => ({
       tools: toolsFor(request.principal?.role ?? '').map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema as { type: 'object' }, annotations: { title: t.title, ...t.annotations } }))
@@ -185,7 +189,7 @@ export async function mcpRoutes (app: FastifyInstance, options: McpOptions): Pro
     }
     if (!('id' in message)) return reply.code(202).send()
     const transport = new ExchangeTransport()
-    const server = serverFor(request, session)
+    const server = await serverFor(request, session)
     await server.connect(transport)
     transport.onmessage?.(message)
     const answer = await transport.answer

@@ -1,11 +1,15 @@
 // One delivery attempt: a POST to the address url-guard.ts checked, and nowhere else. The Host
 // header, TLS SNI and the certificate check use the URL's host name; only the connection is
 // pinned, through a lookup that answers the checked address whatever DNS says now.
-import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http'
-import { request as httpsRequest } from 'node:https'
+import type { IncomingMessage, RequestOptions } from 'node:http'
 import { isIP, type LookupFunction } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { bareHostname, type ResolvedAddress } from './url-guard.ts'
+
+// The CommonJS exports of node:http and node:https: an ES import evaluates every export, and
+// node:http's WebSocket getters load undici on every start (transport/connections.ts says the same).
+const { request: httpRequest } = process.getBuiltinModule('node:http')
+const { request: httpsRequest } = process.getBuiltinModule('node:https')
 
 /** The most of an answer's body that is read before the connection is closed (issue 31: 64 KiB). */
 export const MAX_RESPONSE_BYTES = 65_536
