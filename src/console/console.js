@@ -1,10 +1,11 @@
-/* global document, window, Node, setInterval, sessionStorage, fetch, location, history, FormData, URLSearchParams, URL, navigator, getSelection */
+/* global document, window, Node, Element, setInterval, setTimeout, sessionStorage, fetch, location, history, FormData, URLSearchParams, URL, navigator, getSelection */
 // The operator console (docs/product.md section 10). Plain DOM, one module, no framework.
 // Rules kept here:
 // - The admin key lives in sessionStorage only (this tab), goes out in X-API-Key only, never in
 //   a URL, localStorage or a cookie; "Sign out" removes it.
 // - Every value from the API is inserted with textContent (or an SVG text node), never as HTML.
-// - Everything goes through the public admin API (/v1/admin/...), as any client could.
+// - Everything goes through the public API with the admin key (/v1/admin/..., and /v1/webhooks and
+//   /v1/events for the webhook views), as any client could.
 // - Writes send If-Match with the key's ETag where the API honours it (PATCH, DELETE); a 412 is
 //   explained and the key is shown again as it now is.
 const STORAGE_KEY = 'petstore.console.apiKey'
@@ -12,7 +13,7 @@ const DAY_MS = 86_400_000
 const EXPIRING_WITHIN_MS = 7 * DAY_MS // accounts/keys.status.ts
 
 const $ = (id) => document.getElementById(id)
-const views = ['sign-in', 'keys-view', 'key-view', 'deprecations-view']
+const views = ['sign-in', 'keys-view', 'key-view', 'deprecations-view', 'webhooks-view', 'webhook-view']
 
 // ---- small DOM helpers (text only) ---------------------------------------------------------
 
@@ -165,11 +166,11 @@ function listUrl () {
   return `/v1/admin/keys${query === '' ? '' : `?${query}`}`
 }
 
-function nextFromLink (header) {
+function nextFromLink (header, base = '/v1/admin/keys') {
   if (header === null) return null
   const match = /<([^>]+)>;\s*rel="next"/.exec(header)
   if (match === null) return null
-  const url = new URL(match[1], new URL('/v1/admin/keys', location.href))
+  const url = new URL(match[1], new URL(base, location.href))
   return url.origin === location.origin ? url.pathname + url.search : null
 }
 
@@ -358,12 +359,270 @@ async function loadDeprecations () {
   if (data.operations.length === 0) $('deprecations').append(el('p', { text: 'No operation is deprecated.' }))
 }
 
+// ---- the webhook views ---------------------------------------------------------------------
+// Endpoints from GET /v1/webhooks (an admin sees every key holder's), deliveries from
+// GET /v1/webhooks/{id}/deliveries, and why an endpoint is disabled from its latest
+// webhook.disabled event in the feed (GET /v1/events: reason failing or manual), since the
+// endpoint itself only says enabled or disabled. Test and replay answer 202 at once; the page
+// then reloads the deliveries until the attempt is made, and says how it went.
+
+const DELIVERY_LIMIT = 100
+const FEED_PAGE = 100
+/** At most this many pages of webhook.disabled events are read (the feed keeps EVENT_RETENTION_DAYS). */
+const FEED_PAGES = 20
+const FOLLOW_TRIES = 20
+const FOLLOW_INTERVAL_MS = 500
+
+let webhookPages = []
+let webhookCurrent = null
+let webhookNext = null
+let shownWebhook = null // the endpoint on screen
+let shownEntries = []
+let acting = false
+
+const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms) })
+const webhookPath = (id) => `/v1/webhooks/${encodeURIComponent(id)}`
+
+function webhookLabel (webhook) {
+  if (webhook.description === undefined || webhook.description.trim() === '') return webhook.id
+  const first = webhook.description.trim().split('\n')[0]
+  return first.length > 80 ? `${first.slice(0, 79)}…` : first
+}
+
+/** The latest webhook.disabled event of each endpoint, by endpoint id: { reason, at }. */
+async function disabledReasons () {
+  const reasons = new Map()
+  let url = `/v1/events?type=webhook.disabled&limit=${FEED_PAGE}`
+  for (let page = 0; page < FEED_PAGES && url !== null; page++) {
+    const { data, link: header } = await api(url)
+    // The feed is oldest first: a later event of the same endpoint replaces an earlier one.
+    for (const event of data) if (typeof event.data?.id === 'string') reasons.set(event.data.id, { reason: event.data.reason, at: event.createdAt })
+    url = data.length < FEED_PAGE ? null : nextFromLink(header, '/v1/events')
+  }
+  return reasons
+}
+
+/** Attempts and pending deliveries (newest first) grouped by event, latest activity first. */
+function byEvent (entries) {
+  const events = new Map()
+  for (const entry of entries) {
+    let delivery = events.get(entry.eventId)
+    if (delivery === undefined) {
+      delivery = { eventId: entry.eventId, type: entry.type, made: [], pending: null }
+      events.set(entry.eventId, delivery)
+    }
+    if (entry.outcome === 'pending') delivery.pending ??= entry
+    else delivery.made.push(entry)
+  }
+  return [...events.values()]
+}
+
+/** "HTTP 503, 40 ms", "connection refused, 12 ms". */
+function responseOf (attempt) {
+  if (attempt === undefined) return null
+  const parts = []
+  if (attempt.status !== undefined) parts.push(`HTTP ${attempt.status}`)
+  if (attempt.error !== undefined && attempt.error !== `HTTP ${attempt.status}`) parts.push(attempt.error)
+  if (attempt.durationMs !== undefined) parts.push(`${attempt.durationMs} ms`)
+  return parts.join(', ')
+}
+
+function latestAttemptNode (attempt) {
+  if (attempt === undefined) return 'no recent attempt'
+  return el('span', {},
+    el('span', { class: `outcome-${attempt.outcome}`, text: attempt.outcome }), `, ${responseOf(attempt)}, `,
+    el('time', { datetime: attempt.at, text: dateTime(attempt.at) }))
+}
+
+function webhookStatusNode (webhook, reasons, latest) {
+  const wrap = el('span')
+  if (webhook.status === 'disabled') {
+    const why = reasons.get(webhook.id)
+    const reason = why?.reason === 'failing' || why?.reason === 'manual' ? why.reason : 'unknown'
+    wrap.append(el('span', { class: 'state-disabled', 'data-status': 'disabled', 'data-reason': reason, text: 'disabled' }))
+    if (reason === 'failing') wrap.append(' after 5 days in which every attempt failed')
+    else if (reason === 'manual') wrap.append(' by hand')
+    else wrap.append(' (why is no longer known: the event that said so is older than the events kept)')
+    if (why !== undefined) wrap.append(', ', el('time', { datetime: why.at, text: dateTime(why.at) }))
+    return wrap
+  }
+  const failing = latest !== undefined && latest.outcome === 'failed'
+  wrap.append(el('span', { class: failing ? 'state-failing' : 'state-enabled', 'data-status': 'enabled', 'data-failing': String(failing), text: 'enabled' }))
+  if (failing) wrap.append(': the latest attempt failed (5 days of failures disable it)')
+  return wrap
+}
+
+async function loadWebhooks (url) {
+  const { data, link: header } = await api(url)
+  webhookCurrent = url
+  webhookNext = nextFromLink(header, '/v1/webhooks')
+  const [reasons, latest] = await Promise.all([
+    data.some((w) => w.status === 'disabled') ? disabledReasons() : new Map(),
+    // An endpoint deleted meanwhile (404) just shows no attempt.
+    Promise.all(data.map(async (w) => {
+      try {
+        return (await api(`${webhookPath(w.id)}/deliveries?limit=20`)).data.find((d) => d.outcome !== 'pending')
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 404) return undefined
+        throw error
+      }
+    }))
+  ])
+  const body = $('webhooks-table').tBodies[0]
+  body.replaceChildren(...data.map((webhook, i) => el('tr', { 'data-webhook-id': webhook.id },
+    el('th', { scope: 'row' }, link(`#/webhooks/${encodeURIComponent(webhook.id)}`, webhookLabel(webhook))),
+    cell(el('code', { text: webhook.url })),
+    cell(link(`#/keys/${webhook.ownerKeyId}`, `key ${webhook.ownerKeyId}`)),
+    cell(webhook.types.join(', ')),
+    cell(webhookStatusNode(webhook, reasons, latest[i])),
+    cell(latestAttemptNode(latest[i]))
+  )))
+  if (data.length === 0) body.append(el('tr', {}, el('td', { colspan: '6', text: 'No webhook endpoint yet.' })))
+  $('webhooks-prev').disabled = webhookPages.length === 0
+  $('webhooks-next').disabled = webhookNext === null
+}
+
+function result (text, ok) {
+  const node = $('webhook-result')
+  node.textContent = text
+  node.className = ok ? 'result ok' : 'result error'
+}
+
+/** Shows the endpoint and its deliveries; returns the delivery entries. */
+async function loadWebhook (id) {
+  if (shownWebhook?.id !== id) {
+    // Another endpoint: nothing of the previous one stays on screen while this one loads.
+    shownWebhook = null
+    shownEntries = []
+    $('webhook-title').textContent = `Endpoint ${id}`
+    for (const node of [$('webhook-details'), $('deliveries-table').tBodies[0]]) node.replaceChildren()
+    result('', true)
+    $('toggle-webhook').hidden = true
+  }
+  const [{ data: webhook }, { data: entries }] = await Promise.all([api(webhookPath(id)), api(`${webhookPath(id)}/deliveries?limit=${DELIVERY_LIMIT}`)])
+  const reasons = webhook.status === 'disabled' ? await disabledReasons() : new Map()
+  shownWebhook = webhook
+  shownEntries = entries
+  $('webhook-title').textContent = webhook.description === undefined ? `Endpoint ${webhook.id}` : `${webhookLabel(webhook)} (${webhook.id})`
+  const details = [
+    ['Id', el('code', { text: webhook.id })], ['URL', el('code', { text: webhook.url })],
+    ['Owner', link(`#/keys/${webhook.ownerKeyId}`, `key ${webhook.ownerKeyId}`)], ['Types', webhook.types.join(', ')],
+    ['Description', webhook.description ?? '—'],
+    ['Status', webhookStatusNode(webhook, reasons, entries.find((d) => d.outcome !== 'pending'))],
+    ['Created', dateTime(webhook.createdAt)], ['Changed', dateTime(webhook.updatedAt)]
+  ]
+  $('webhook-details').replaceChildren(...details.flatMap(([term, value]) => [el('dt', { text: term }), el('dd', {}, value)]))
+  $('toggle-webhook').textContent = webhook.status === 'enabled' ? 'Disable' : 'Enable again'
+  $('toggle-webhook').hidden = false
+  renderDeliveries(byEvent(entries), webhook.status === 'disabled')
+  return entries
+}
+
+function renderDeliveries (deliveries, paused) {
+  const body = $('deliveries-table').tBodies[0]
+  body.replaceChildren(...deliveries.map((d) => {
+    const last = d.made[0]
+    const state = d.pending !== null ? 'pending' : last.outcome
+    let stateText = { succeeded: 'delivered', failed: 'failed (no attempt left)' }[state]
+    if (state === 'pending') stateText = paused ? 'waiting: the endpoint is disabled' : d.made.length === 0 ? 'queued' : 'retrying'
+    const next = d.pending === null ? null : paused ? 'when enabled again' : el('span', {}, el('time', { datetime: d.pending.at, text: dateTime(d.pending.at) }), ' (', countdown(d.pending.at), ')')
+    const action = d.type === 'webhook.test'
+      ? cell('not replayed: send another test')
+      : cell(el('button', { type: 'button', 'data-replay': d.eventId, 'aria-label': `Replay ${d.eventId}`, text: 'Replay' }))
+    return el('tr', { 'data-event-id': d.eventId, 'data-state': state },
+      el('th', { scope: 'row' }, el('code', { text: d.eventId })),
+      cell(d.type),
+      cell(el('span', { class: `outcome-${state}`, text: stateText })),
+      cell(d.made.length, { class: 'num' }),
+      cell(responseOf(last)),
+      cell(last === undefined ? null : dateTime(last.at)),
+      cell(next),
+      action)
+  }))
+  if (deliveries.length === 0) body.append(el('tr', {}, el('td', { colspan: '8', text: 'No delivery yet: send a test event.' })))
+}
+
+/**
+ * Shows the queued delivery, then reads the deliveries (one request each time, so that a free
+ * plan's admin key is not used up) until the event has more than `before` attempts, about 10 s
+ * at most, and says how the latest went. Stops when the operator leaves the endpoint's page.
+ */
+async function follow (id, eventId, before, what) {
+  await loadWebhook(id)
+  for (let i = 0; i < FOLLOW_TRIES; i++) {
+    await sleep(FOLLOW_INTERVAL_MS)
+    if (shownWebhook?.id !== id || location.hash !== `#/webhooks/${id}`) return
+    const { data: entries } = await api(`${webhookPath(id)}/deliveries?limit=${DELIVERY_LIMIT}`)
+    const delivery = byEvent(entries).find((d) => d.eventId === eventId)
+    if (delivery !== undefined && delivery.made.length > before) {
+      await loadWebhook(id)
+      const last = delivery.made[0]
+      if (last.outcome === 'succeeded') result(`${what} was delivered: ${responseOf(last)}.`, true)
+      else result(`${what} failed: ${responseOf(last)}.${delivery.pending === null ? '' : ` Next attempt ${dateTime(delivery.pending.at)}.`}`, false)
+      return
+    }
+  }
+  await loadWebhook(id)
+  result(`${what} is queued, with no attempt yet; refresh the deliveries to see it.`, true)
+}
+
+async function webhookAction (work) {
+  if (acting || shownWebhook === null) return
+  acting = true
+  for (const id of ['send-test', 'toggle-webhook']) $(id).disabled = true
+  try {
+    await work(shownWebhook)
+  } catch (error) {
+    result(explain(error), false)
+  } finally {
+    acting = false
+    for (const id of ['send-test', 'toggle-webhook']) $(id).disabled = false
+  }
+}
+
+async function sendTest (webhook) {
+  const { data } = await api(`${webhookPath(webhook.id)}/test`, { method: 'POST' })
+  if (webhook.status === 'disabled') {
+    result(`Test event ${data.eventId} queued: it goes out when the endpoint is enabled again.`, true)
+    await loadWebhook(webhook.id)
+    return
+  }
+  result(`Test event ${data.eventId} queued; waiting for its attempt…`, true)
+  await follow(webhook.id, data.eventId, 0, `Test event ${data.eventId}`)
+}
+
+async function replay (webhook, eventId) {
+  const before = byEvent(shownEntries).find((d) => d.eventId === eventId)?.made.length ?? 0
+  const { data } = await api(`${webhookPath(webhook.id)}/replay`, { method: 'POST', body: { eventIds: [eventId] } })
+  if (data.queued === 0) {
+    result(`Nothing was queued: event ${eventId} is no longer kept, or the endpoint no longer receives its type.`, false)
+    return
+  }
+  if (webhook.status === 'disabled') {
+    result(`Event ${eventId} queued again: it goes out when the endpoint is enabled again.`, true)
+    await loadWebhook(webhook.id)
+    return
+  }
+  result(`Event ${eventId} queued again; waiting for its attempt…`, true)
+  await follow(webhook.id, eventId, before, `The replay of ${eventId}`)
+}
+
+async function toggleWebhook (webhook) {
+  const status = webhook.status === 'enabled' ? 'disabled' : 'enabled'
+  await api(webhookPath(webhook.id), { method: 'PATCH', body: { status } })
+  result(status === 'enabled'
+    ? 'The endpoint is enabled again: its pending deliveries resume.'
+    : 'The endpoint is disabled: nothing is sent to it until it is enabled again.', true)
+  await loadWebhook(webhook.id)
+}
+
 // ---- routing (the hash names the view; it never holds the key) -------------------------------
 
 async function route () {
   if (apiKey() === null) { show('sign-in'); return }
   const hash = location.hash
   const keyMatch = /^#\/keys\/(\d+)$/.exec(hash)
+  const webhookMatch = /^#\/webhooks\/(wh_[0-9a-f]{24})$/.exec(hash)
   try {
     if (keyMatch !== null) {
       show('key-view')
@@ -371,6 +630,13 @@ async function route () {
     } else if (hash === '#/deprecations') {
       show('deprecations-view')
       await loadDeprecations()
+    } else if (webhookMatch !== null) {
+      show('webhook-view')
+      await loadWebhook(webhookMatch[1])
+    } else if (hash === '#/webhooks') {
+      show('webhooks-view')
+      webhookPages = []
+      await loadWebhooks('/v1/webhooks')
     } else {
       show('keys-view')
       pages = []
@@ -501,6 +767,26 @@ $('confirm-revoke-yes').addEventListener('click', () => {
   void act(async () => { await api(`/v1/admin/keys/${shown.key.id}`, { method: 'DELETE', ifMatch: shown.etag }) }, 'The key is revoked.')
 })
 
-window.addEventListener('hashchange', () => { newKeyShown(null); $('status').textContent = ''; $('alert').textContent = ''; void route() })
+$('webhooks-next').addEventListener('click', async () => {
+  if (webhookNext === null) return
+  webhookPages.push(webhookCurrent)
+  try { await loadWebhooks(webhookNext) } catch (error) { webhookPages.pop(); warn(explain(error)) }
+})
+$('webhooks-prev').addEventListener('click', async () => {
+  const previous = webhookPages.pop()
+  if (previous === undefined) return
+  try { await loadWebhooks(previous) } catch (error) { warn(explain(error)) }
+})
+$('send-test').addEventListener('click', () => { void webhookAction(sendTest) })
+$('toggle-webhook').addEventListener('click', () => { void webhookAction(toggleWebhook) })
+$('refresh-deliveries').addEventListener('click', () => { void webhookAction(async (webhook) => { await loadWebhook(webhook.id); result('The deliveries are up to date.', true) }) })
+$('deliveries-table').addEventListener('click', (event) => {
+  const button = event.target instanceof Element ? event.target.closest('button[data-replay]') : null
+  if (button === null) return
+  const eventId = button.getAttribute('data-replay')
+  void webhookAction((webhook) => replay(webhook, eventId))
+})
+
+window.addEventListener('hashchange', () => { newKeyShown(null); for (const id of ['status', 'alert', 'webhook-result']) $(id).textContent = ''; void route() })
 // A fresh tab, or a reload: sign in again unless this tab already holds a key.
 void route()
