@@ -102,7 +102,12 @@ export function createPostgresPetStore (db: Db, idempotency: PostgresIdempotency
         // The row lock also orders this delete against orders being placed for the pet, which
         // lock the same row before they insert.
         currentRow(await tx.first<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id = $1 FOR UPDATE`, [id]), `pet ${id}`, ifMatch)
-        refuseIfOpenOrders(id, await tx.first('SELECT 1 FROM orders WHERE pet_id = $1 AND NOT complete LIMIT 1', [id]) !== undefined)
+        // Rule 8 counts live open orders only: a lapsed one is not open (rule 10), swept or not.
+        refuseIfOpenOrders(id, await tx.first('SELECT 1 FROM orders WHERE pet_id = $1 AND NOT complete AND expires_at > $2 LIMIT 1', [id, now]) !== undefined)
+        // The pet's lapsed orders end here as they would in any sweep (order.expired each, before
+        // pet.deleted), not later against a missing pet. No cool-down: the pet cannot be ordered
+        // again. One a cancel holds is skipped, and that cancel's own sweep ends it.
+        await tx.query('SELECT sweep_expired_orders($1, $2, 0)', [id, now])
         await tx.query('DELETE FROM pets WHERE id = $1', [id])
         await appendEvents(tx, [catalogEvent('pet.deleted', { id })], now)
       })

@@ -5,6 +5,7 @@ import type { PetChanges, PetFilter, PetRecord, PetStore } from '../../pets/pets
 import { currentRow, refuseIfOpenOrders } from '../checks.ts'
 import { idempotentCreate } from '../idempotency.ts'
 import type { Db } from './database.ts'
+import { createPetSweep } from './orders.ts'
 import type { Writer } from './writer.ts'
 import type { SqliteEventLog } from './events.ts'
 import type { PetCache } from './pet-cache.ts'
@@ -16,7 +17,9 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
   const categoryExists = db.prepare('SELECT 1 FROM categories WHERE id = ?')
   const insert = db.prepare(`INSERT INTO pets (name, search_name, category_id, status, stock) VALUES (?, ?, ?, ?, 1) RETURNING ${PET_COLUMNS}`)
   const update = db.prepare(`UPDATE pets SET name = ?, search_name = ?, category_id = ?, status = ?, version = version + 1 WHERE id = ? RETURNING ${PET_COLUMNS}`)
-  const openOrders = db.prepare('SELECT 1 FROM orders WHERE pet_id = ? AND complete = 0 LIMIT 1')
+  // Rule 8 counts live open orders only: a lapsed one is not open (rule 10), swept or not.
+  const openOrders = db.prepare('SELECT 1 FROM orders WHERE pet_id = ? AND complete = 0 AND expires_at > ? LIMIT 1')
+  const sweepPet = createPetSweep(db, cache, events)
   const remove = db.prepare('DELETE FROM pets WHERE id = ?')
   // One prepared statement per filter combination, made on first use (16 at most).
   const listStatements = new Map<string, ReturnType<Db['prepare']>>()
@@ -104,7 +107,10 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
     async deletePet (id, ifMatch, now) {
       await writer.run(() => {
         currentRow(byId.get(id) as PetRow | undefined, `pet ${id}`, ifMatch)
-        refuseIfOpenOrders(id, openOrders.get(id) !== undefined)
+        refuseIfOpenOrders(id, openOrders.get(id, now) !== undefined)
+        // The pet's lapsed orders end here as they would in any sweep (order.expired each, before
+        // pet.deleted), not later against a missing pet. No cool-down: the pet cannot be ordered again.
+        sweepPet(id, now, 0)
         cache.forget(id)
         remove.run(id)
         events.append([catalogEvent('pet.deleted', { id })], now)
