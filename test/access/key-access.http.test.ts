@@ -1,6 +1,7 @@
 // Key lifecycle in the access check (docs/product.md section 9): an expired key answers
 // 401 api_key_expired on every instance; the keys of a rotation are one quota identity (one
-// minute and day count, one ban); a rotation applies at once on the instance that made it.
+// minute and day count, one ban: those cases are in the rate-limit suite, rate-limit.suite.ts);
+// a rotation applies at once on the instance that made it.
 // Runs on SQLite and PostgreSQL, and on the memory and Redis limiters.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
@@ -52,38 +53,6 @@ test('a key works until its expiresAt, then answers 401 api_key_expired naming t
   assert.equal((await a.call({ method: 'GET', url: '/v1/categories', key })).json().code, 'api_key_expired')
 })
 
-test('during the grace period both keys of a rotation work and share one minute and day quota; after it the old key answers api_key_expired', async (t) => {
-  const app = await buildTestApp(t)
-  const old = await create(app, { role: 'customer', plan: 'enterprise', perMinute: 10, perDay: 15 })
-  // The old key is in this instance's key cache when it is rotated.
-  assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key: old.key })).headers['x-ratelimit-remaining'], '9')
-  const successor = (await app.call({ method: 'POST', url: `/v1/admin/keys/${old.id}/rotate`, payload: { gracePeriodSeconds: 120 } })).json()
-  const remaining: string[] = []
-  for (let i = 0; i < 9; i++) {
-    const res = await app.call({ method: 'GET', url: '/v1/pets', key: i % 2 === 0 ? successor.key : old.key })
-    assert.equal(res.statusCode, 200, `request ${i}`)
-    remaining.push(String(res.headers['x-ratelimit-remaining']))
-  }
-  assert.deepEqual(remaining, ['8', '7', '6', '5', '4', '3', '2', '1', '0'], 'one minute window for both keys')
-  for (const key of [old.key, successor.key]) {
-    const res = await app.call({ method: 'GET', url: '/v1/pets', key })
-    assert.equal(res.statusCode, 429)
-    assert.equal(res.json().code, 'rate_limited')
-  }
-  // The next minute: the day window (15) is shared too: 5 left between them.
-  app.clock.advance(60_000)
-  const day: number[] = []
-  for (let i = 0; i < 6; i++) day.push((await app.call({ method: 'GET', url: '/v1/pets', key: i % 2 === 0 ? old.key : successor.key })).statusCode)
-  assert.deepEqual(day, [200, 200, 200, 200, 200, 429])
-  // After the grace period (120 s from the rotation) the old key stops; the new one goes on.
-  app.clock.set(T0 + 120_000)
-  const expired = await app.call({ method: 'GET', url: '/v1/pets', key: old.key })
-  assert.equal(expired.statusCode, 401)
-  assert.equal(expired.json().code, 'api_key_expired')
-  assert.equal(expired.json().message, `the API key expired at ${iso(T0 + 120_000)}; use the key that replaced it, or ask an admin for a new one`)
-  assert.equal((await app.call({ method: 'GET', url: '/v1/rate_limit', key: successor.key })).json().windows.day.remaining, 0)
-})
-
 test('a rotation with gracePeriodSeconds 0 stops the old key at once on this instance, though it was in the key cache', async (t) => {
   const app = await buildTestApp(t)
   const old = await create(app, { role: 'customer', plan: 'pro' })
@@ -91,34 +60,6 @@ test('a rotation with gracePeriodSeconds 0 stops the old key at once on this ins
   const successor = (await app.call({ method: 'POST', url: `/v1/admin/keys/${old.id}/rotate`, payload: { gracePeriodSeconds: 0 } })).json()
   assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key: old.key })).json().code, 'api_key_expired')
   assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key: successor.key })).statusCode, 200)
-})
-
-test('a ban covers both keys of a rotation: started through either, shown on both views, kept by a rotation made during it, lifted through either', async (t) => {
-  const app = await buildTestApp(t)
-  const old = await create(app, { role: 'customer', plan: 'free' })
-  const successor = (await app.call({ method: 'POST', url: `/v1/admin/keys/${old.id}/rotate`, payload: { gracePeriodSeconds: 3600 } })).json()
-  for (let i = 0; i < 60; i++) assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key: i % 2 === 0 ? old.key : successor.key })).statusCode, 200)
-  // 20 refusals alternate between the keys; the 21st, through the new key, starts the ban.
-  const codes: string[] = []
-  for (let i = 0; i < 21; i++) codes.push((await app.call({ method: 'GET', url: '/v1/pets', key: i % 2 === 0 ? old.key : successor.key })).json().code)
-  assert.deepEqual(codes, [...Array(20).fill('rate_limited'), 'api_key_banned'])
-  for (const key of [old.key, successor.key]) {
-    const res = await app.call({ method: 'GET', url: '/v1/categories', key })
-    assert.equal(res.json().code, 'api_key_banned')
-    assert.equal(res.headers['retry-after'], String(15 * 60))
-  }
-  const until = iso(T0 + 15 * 60_000)
-  for (const id of [old.id, successor.id]) {
-    assert.deepEqual((await app.call({ method: 'GET', url: `/v1/admin/keys/${id}` })).json().ban, { until, reason: 'kept calling while rate limited: 21 requests before Retry-After had passed' })
-  }
-  // Rotating the banned successor does not shed the ban: its own successor is banned too.
-  const third = (await app.call({ method: 'POST', url: `/v1/admin/keys/${successor.id}/rotate`, payload: { gracePeriodSeconds: 60 } })).json()
-  assert.deepEqual(third.ban, { until, reason: 'kept calling while rate limited: 21 requests before Retry-After had passed' })
-  assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key: third.key })).json().code, 'api_key_banned')
-  // Lifting it through the old key lifts it for all three (the minute is still spent).
-  assert.equal((await app.call({ method: 'DELETE', url: `/v1/admin/keys/${old.id}/ban` })).statusCode, 204)
-  for (const key of [old.key, successor.key, third.key]) assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key })).json().code, 'rate_limited')
-  for (const id of [old.id, successor.id, third.id]) assert.equal((await app.call({ method: 'GET', url: `/v1/admin/keys/${id}` })).json().ban, null)
 })
 
 test('the successor of a rotated customer key is the same customer: it reads and cancels the orders placed with the old key, and an Idempotency-Key retry through it replays', async (t) => {
