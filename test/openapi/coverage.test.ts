@@ -11,7 +11,7 @@ import { test, type TestContext } from 'node:test'
 import { ServiceUnavailableError } from '../../src/errors.ts'
 import { loadSampleData, loadSampleKeysAndOrders } from '../../src/sample-data.ts'
 import { manualClock } from '../../src/shared/clock.ts'
-import type { Stores } from '../../src/storage/stores.ts'
+import { PORTS, type Stores } from '../../src/storage/stores.ts'
 import { buildTestApp, T0, type TestApp } from '../helpers/app.ts'
 import { openTestStores } from '../helpers/stores.ts'
 import { exampleRequest, loadDoc, operations, type ExampleRequest } from './requests.ts'
@@ -84,15 +84,9 @@ function failingStores (stores: Stores, make: () => Error, keep: Set<string>): S
       return () => Promise.reject(make())
     }
   })
-  return Object.assign(Object.create(stores) as Stores, {
-    pets: failing(stores.pets, 'pets'),
-    categories: failing(stores.categories, 'categories'),
-    orders: failing(stores.orders, 'orders'),
-    inventory: failing(stores.inventory, 'inventory'),
-    keys: failing(stores.keys, 'keys'),
-    events: failing(stores.events, 'events'),
-    webhooks: failing(stores.webhooks, 'webhooks')
-  })
+  // Every port of the engines' list, so a new port fails here too without naming it.
+  const ports = Object.keys(PORTS).map((name) => [name, failing(stores[name as keyof typeof PORTS], name)])
+  return Object.assign(Object.create(stores) as Stores, Object.fromEntries(ports))
 }
 
 /** The key store methods a request calls before its handler (authentication, usage). */

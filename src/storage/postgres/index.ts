@@ -1,14 +1,7 @@
-// The PostgreSQL engine: every port on one pg pool, shared by the requests of this instance.
-import type { Stores } from '../stores.ts'
-import { createPostgresCategoryStore } from './categories.ts'
+// The PostgreSQL engine: every port of stores.ts's list on one pg pool, shared by this instance's requests.
+import { buildPorts, type Stores } from '../stores.ts'
 import { createDb, createPool, migratePostgres, type PoolOptions } from './database.ts'
-import { createPostgresEventStore } from './events.ts'
 import { createPostgresIdempotency } from './idempotency.ts'
-import { createPostgresInventoryStore } from './inventory.ts'
-import { createPostgresKeyStore } from './keys.ts'
-import { createPostgresOrderStore } from './orders.ts'
-import { createPostgresPetStore } from './pets.ts'
-import { createPostgresWebhookStore } from './webhooks.ts'
 
 export interface PostgresStores extends Stores { readonly engine: 'postgres' }
 
@@ -36,17 +29,11 @@ export async function createPostgresStores (url: string, options: PostgresStores
     await pool.end().catch(() => {})
     throw error
   }
-  const idempotency = createPostgresIdempotency(db)
   let closing: Promise<void> | null = null
   return {
     engine: 'postgres',
-    pets: createPostgresPetStore(db, idempotency),
-    categories: createPostgresCategoryStore(db),
-    orders: createPostgresOrderStore(db, idempotency),
-    inventory: createPostgresInventoryStore(db),
-    keys: createPostgresKeyStore(db),
-    events: createPostgresEventStore(db),
-    webhooks: createPostgresWebhookStore(db),
+    // Every port of stores.ts's list, on this pool.
+    ...buildPorts('postgres', { db, idempotency: createPostgresIdempotency(db) }),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async ping () { await db.query('SELECT 1') },
     /** Waits for the connections in use to be released, then closes them all. Idempotent. */

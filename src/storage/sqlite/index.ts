@@ -1,16 +1,10 @@
-// The SQLite engine: every port on one node:sqlite connection.
-import type { Stores } from '../stores.ts'
-import { createSqliteCategoryStore } from './categories.ts'
+// The SQLite engine: every port of stores.ts's list on one node:sqlite connection.
+import { buildPorts, type Stores } from '../stores.ts'
 import { walBytes } from './checkpoint.ts'
 import { migrateSqlite, openSqlite } from './database.ts'
-import { createSqliteEventLog, createSqliteEventStore } from './events.ts'
+import { createSqliteEventLog } from './events.ts'
 import { createSqliteIdempotency } from './idempotency.ts'
-import { createSqliteInventoryStore } from './inventory.ts'
-import { createSqliteKeyStore } from './keys.ts'
-import { createSqliteOrderStore } from './orders.ts'
 import { createPetCache, type PetCacheOptions } from './pet-cache.ts'
-import { createSqlitePetStore } from './pets.ts'
-import { createSqliteWebhookStore } from './webhooks.ts'
 import { createWriter, type WriterOptions } from './writer.ts'
 
 export interface SqliteStores extends Stores { readonly engine: 'sqlite' }
@@ -22,20 +16,18 @@ export function createSqliteStores (path: string, options: { migrate?: boolean; 
   // Writes of the catalogue and of orders go through the writer (writer.ts): durable commits
   // that never block the event loop on the disk or on another process's lock.
   const writer = createWriter(db, path, options)
-  const idempotency = createSqliteIdempotency(db)
-  const pets = createPetCache(db, options.petCache)
   const ping = db.prepare('SELECT 1')
-  // The outbox every store appends its events to, inside the writer's callback (events.ts).
-  const eventLog = createSqliteEventLog(db)
   return {
     engine: 'sqlite',
-    pets: createSqlitePetStore(db, writer, idempotency, pets, eventLog),
-    categories: createSqliteCategoryStore(db, writer, eventLog),
-    orders: createSqliteOrderStore(db, writer, idempotency, pets, eventLog),
-    inventory: createSqliteInventoryStore(db, writer, pets, eventLog),
-    keys: createSqliteKeyStore(db, eventLog),
-    events: createSqliteEventStore(db, writer),
-    webhooks: createSqliteWebhookStore(db, writer),
+    // Every port of stores.ts's list, on this connection.
+    ...buildPorts('sqlite', {
+      db,
+      writer,
+      idempotency: createSqliteIdempotency(db),
+      pets: createPetCache(db, options.petCache),
+      // The outbox every store appends its events to, inside the writer's callback (events.ts).
+      eventLog: createSqliteEventLog(db)
+    }),
     async ping () { ping.get() },
     walBytes: () => walBytes(path),
     async close () {
