@@ -66,6 +66,28 @@ const defaultShortDay = (subject: string): boolean => subject.startsWith('ip:') 
 
 const KEY_MARGIN_MS = 60_000
 
+/** What a script call does: a request's charge or look, or the ban sync's and lift's writes. */
+export type RedisScriptOperation = 'consume' | 'peek' | 'unban' | 'restore' | 'day'
+
+export interface RedisCallSpan {
+  /** A command sent for the call: EVALSHA, or EVAL (the script's first call, or again after NOSCRIPT). */
+  sent (command: 'EVALSHA' | 'EVAL'): void
+  /** The script's outcome (consume and peek: an OUTCOMES name), or the error the call failed with. */
+  end (outcome: string | undefined, error?: unknown): void
+}
+
+export interface RedisCallTracing {
+  /** The span of one script call under the caller's trace, or undefined outside any trace. */
+  start (operation: RedisScriptOperation, server: { address: string; port: number }): RedisCallSpan | undefined
+}
+
+/**
+ * Tracing's seam (telemetry/sdk.ts sets `current` when tracing is on). It lives here, not in
+ * telemetry/hooks.ts, because ratelimit/ is the foundation and imports nothing above it. Null while
+ * tracing is off: a call then pays one property read and no allocation.
+ */
+export const redisTracing: { current: RedisCallTracing | null } = { current: null }
+
 /**
  * Options for the ioredis client given to createRedisRateLimiter when it runs under
  * createFallbackRateLimiter: a dead or unreachable Redis must fail fast so the fallback answers
@@ -226,6 +248,11 @@ function toRaw (reply: unknown): RawDecision {
   }
 }
 
+/** A reply's outcome name for its span, or undefined when it is not a reply toRaw would take. */
+function outcomeOf (reply: unknown): string | undefined {
+  return Array.isArray(reply) && typeof reply[0] === 'number' ? OUTCOMES[reply[0]] : undefined
+}
+
 export function createRedisRateLimiter (options: RedisRateLimiterOptions): RateLimiter {
   const { redis, prefix } = options
   const now = options.now ?? Date.now
@@ -237,17 +264,35 @@ export function createRedisRateLimiter (options: RedisRateLimiterOptions): RateL
   // Moves when the sentinel is found gone (needsBans): the counters went with it.
   let generation = 0
 
-  async function run (keys: [string, string, string], args: (string | number)[]): Promise<unknown> {
+  async function send (keys: [string, string, string], args: (string | number)[], span: RedisCallSpan | undefined): Promise<unknown> {
     if (loaded) {
+      span?.sent('EVALSHA')
       try {
         return await redis.evalsha(SCRIPT_SHA, 3, ...keys, ...args)
       } catch (err) {
         if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err
       }
     }
+    span?.sent('EVAL')
     const reply = await redis.eval(SCRIPT, 3, ...keys, ...args)
     loaded = true
     return reply
+  }
+
+  /** One script call; with tracing on and a trace to join, in a span of its own. */
+  async function run (operation: RedisScriptOperation, keys: [string, string, string], args: (string | number)[]): Promise<unknown> {
+    const tracing = redisTracing.current
+    // The server the span names: the client's own options (no password, no URL).
+    const span = tracing === null ? undefined : tracing.start(operation, { address: redis.options.host ?? 'localhost', port: redis.options.port ?? 6379 })
+    if (span === undefined) return await send(keys, args, undefined)
+    try {
+      const reply = await send(keys, args, span)
+      span.end(operation === 'consume' || operation === 'peek' ? outcomeOf(reply) : undefined)
+      return reply
+    } catch (err) {
+      span.end(undefined, err)
+      throw err
+    }
   }
 
   function keysOf (subject: string, t: number): [string, string, string] {
@@ -258,7 +303,7 @@ export function createRedisRateLimiter (options: RedisRateLimiterOptions): RateL
   async function decide (subject: string, quota: Quota, op: 'consume' | 'peek'): Promise<Decision> {
     checkQuota(quota)
     const t = now()
-    const reply = await run(keysOf(subject, t), [t, quota.perMinute, quota.perDay, minuteResetAt(t), dayResetAt(t), op, shortDay(subject) ? '1' : '0'])
+    const reply = await run(op, keysOf(subject, t), [t, quota.perMinute, quota.perDay, minuteResetAt(t), dayResetAt(t), op, shortDay(subject) ? '1' : '0'])
     return buildDecision(toRaw(reply), quota, t)
   }
 
@@ -269,7 +314,7 @@ export function createRedisRateLimiter (options: RedisRateLimiterOptions): RateL
     async unban (subject: string): Promise<void> {
       const t = now()
       // Quota arguments are unused by 'unban' but keep ARGV positions fixed.
-      await run(keysOf(subject, t), [t, 0, 0, 0, 0, 'unban'])
+      await run('unban', keysOf(subject, t), [t, 0, 0, 0, 0, 'unban'])
     },
 
     // A ban from the database (restoreBans): in force unless the subject holds one that ends
@@ -278,13 +323,13 @@ export function createRedisRateLimiter (options: RedisRateLimiterOptions): RateL
       const t = now()
       const end = ban.liftedAt == null ? ban.until : Math.min(ban.until, ban.liftedAt)
       if (end + BAN_ESCALATION_MS <= t) return
-      await run(keysOf(subject, t), [t, banLevelOf(ban.startedAt, ban.until), 0, ban.startedAt, end, 'restore'])
+      await run('restore', keysOf(subject, t), [t, banLevelOf(ban.startedAt, ban.until), 0, ban.startedAt, end, 'restore'])
     },
 
     async restoreDay (subject: string, day: { at: number; count: number }): Promise<void> {
       const t = now()
       if (Math.floor(day.at / DAY_MS) !== Math.floor(t / DAY_MS) || day.count <= 0) return
-      await run(keysOf(subject, t), [t, day.count, 0, 0, dayResetAt(t), 'day'])
+      await run('day', keysOf(subject, t), [t, day.count, 0, 0, dayResetAt(t), 'day'])
     },
 
     generation: () => generation,

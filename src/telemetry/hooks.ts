@@ -1,5 +1,6 @@
-// The seams tracing plugs into, and nothing of OpenTelemetry: the pipeline and the SQLite writer
-// import this module whether tracing is on or not, so it imports nothing. Each slot stays null
+// The seams tracing plugs into, and nothing of OpenTelemetry: the pipeline, the SQLite writer and
+// the webhook dispatcher import this module whether tracing is on or not, so it imports nothing.
+// (The Redis limiter's seam lives in ratelimit/redis.ts: the foundation imports nothing above it.) Each slot stays null
 // until telemetry/sdk.ts fills it (only when tracing is on), and every call site checks for null
 // first: with tracing off a request or a write pays one property read and no allocation.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
@@ -16,12 +17,48 @@ export interface WriterTracing {
   startBatch (traces: readonly (WriteTrace | undefined)[]): { end (error: unknown): void }
 }
 
+/** What one webhook attempt's span says of it (webhooks/dispatcher.ts). */
+export interface WebhookAttemptFacts {
+  /** The endpoint's URL as subscribed; the span shows it without credentials or query values. */
+  url: string
+  webhookId: string
+  deliveryId: number
+  eventId: string
+  eventType: string
+  /** 1 for the first attempt of a delivery. */
+  attempt: number
+}
+
+/** How one attempt ended (webhooks/attempt.ts's result). */
+export interface WebhookAttemptEnd {
+  outcome: 'succeeded' | 'failed'
+  status?: number
+  error?: string
+  errorType?: string
+}
+
+export interface WebhookAttemptSpan {
+  /** The W3C `traceparent` of the attempt's span, sent with the delivery so a receiver can join the trace. */
+  readonly traceparent: string
+  /** Runs the attempt's request with the HTTP client instrumentation silenced: this span is the attempt's client span. */
+  run<T> (fn: () => T): T
+  end (result: WebhookAttemptEnd): void
+}
+
+export interface WebhookTracing {
+  /** Starts the span of one delivery attempt: a trace of its own (an attempt is nobody's request). */
+  startAttempt (facts: WebhookAttemptFacts): WebhookAttemptSpan
+  /** Runs fn outside any trace: a dispatch round woken by a request is not that request's work. */
+  detached (fn: () => void): void
+}
+
 export interface Telemetry {
   /** Adds the per-request span attributes and events (telemetry/request-span.ts) to the app. */
   installApp: ((app: FastifyInstance) => void) | null
   /** The trace id of a request, for its log line. */
   traceIdOf: ((request: FastifyRequest) => string | undefined) | null
   writer: WriterTracing | null
+  webhooks: WebhookTracing | null
 }
 
-export const telemetry: Telemetry = { installApp: null, traceIdOf: null, writer: null }
+export const telemetry: Telemetry = { installApp: null, traceIdOf: null, writer: null, webhooks: null }

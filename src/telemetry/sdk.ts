@@ -7,9 +7,12 @@ import { context, ROOT_CONTEXT, trace, type Context, type Span } from '@opentele
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http'
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg'
 import { NodeSDK } from '@opentelemetry/sdk-node'
+import { redisTracing } from '../ratelimit/redis.ts'
 import type { Env } from './enabled.ts'
 import { telemetry, type WriteTrace } from './hooks.ts'
+import { redisCallTracing } from './redis-span.ts'
 import { installRequestSpan, traceIdOf } from './request-span.ts'
+import { webhookTracing } from './webhook-span.ts'
 
 /** The service name when neither OTEL_SERVICE_NAME nor OTEL_RESOURCE_ATTRIBUTES names one. */
 export const DEFAULT_SERVICE_NAME = 'petstore-api'
@@ -28,13 +31,17 @@ export function startTracing (env: Env): { shutdown (): Promise<void> } {
       new HttpInstrumentation({ requireParentforOutgoingSpans: true }),
       // Names the server span after the route template; hooks get no span each (a dozen per request).
       new FastifyOtelInstrumentation({ registerOnInitialization: true, instrumentHooks: false }),
-      new PgInstrumentation()
+      // Queries outside any trace (the background jobs' polls and flushes) make no root spans:
+      // the webhook dispatcher alone polls every 250 ms.
+      new PgInstrumentation({ requireParentSpan: true })
     ]
   })
   sdk.start()
   telemetry.installApp = installRequestSpan
   telemetry.traceIdOf = traceIdOf
   telemetry.writer = sqliteWriterTracing
+  telemetry.webhooks = webhookTracing
+  redisTracing.current = redisCallTracing
   return { shutdown: async () => { await sdk.shutdown() } }
 }
 

@@ -18,7 +18,7 @@ export interface AttemptInput {
   url: URL
   /** One of the addresses checkWebhookUrl returned for this URL. */
   address: ResolvedAddress
-  /** The webhook-* headers; content-type and content-length are set here. */
+  /** The webhook-* headers (and traceparent, when tracing); content-type and content-length are set here. */
   headers: Readonly<Record<string, string>>
   body: string
   /** The whole attempt (connect, headers and body of the answer) must end within this. */
@@ -34,6 +34,8 @@ export interface AttemptResult {
   status?: number
   /** Why it failed, in a few words fit for the deliveries list: never a stack, a header or a body. */
   error?: string
+  /** A failure without an answer: the network error's code (ECONNREFUSED…) or `timeout`, for the attempt's span. */
+  errorType?: string
   durationMs: number
 }
 
@@ -53,9 +55,15 @@ const ERROR_TEXT: Record<string, string> = {
   ERR_TLS_CERT_ALTNAME_INVALID: 'TLS: certificate does not match the host name'
 }
 
-function errorText (error: unknown): string {
+/** A network error's code when it is one (an upper-case word), else undefined. */
+function errorCode (error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code
-  if (typeof code !== 'string' || !/^[A-Z0-9_]{1,64}$/.test(code)) return 'network error'
+  return typeof code === 'string' && /^[A-Z0-9_]{1,64}$/.test(code) ? code : undefined
+}
+
+function errorText (error: unknown): string {
+  const code = errorCode(error)
+  if (code === undefined) return 'network error'
   return ERROR_TEXT[code] ?? (code.startsWith('HPE_') ? `invalid HTTP answer (${code})` : `network error (${code})`)
 }
 
@@ -100,7 +108,7 @@ function send (input: AttemptInput): Promise<AttemptResult> {
   return new Promise((resolve) => {
     let status: number | undefined
     let done = false
-    const finish = (outcome: AttemptResult['outcome'], error?: string): void => {
+    const finish = (outcome: AttemptResult['outcome'], error?: string, errorType?: string): void => {
       if (done) return
       done = true
       clearTimeout(deadline)
@@ -109,6 +117,7 @@ function send (input: AttemptInput): Promise<AttemptResult> {
       const result: AttemptResult = { outcome, durationMs: Math.round(performance.now() - started) }
       if (status !== undefined) result.status = status
       if (error !== undefined) result.error = error
+      if (errorType !== undefined) result.errorType = errorType
       resolve(result)
     }
 
@@ -126,15 +135,15 @@ function send (input: AttemptInput): Promise<AttemptResult> {
         if (read >= limit) finish('succeeded')
       })
       res.on('end', () => { finish('succeeded') })
-      res.on('error', (err) => { finish('failed', errorText(err)) })
+      res.on('error', (err) => { finish('failed', errorText(err), errorCode(err)) })
     }
 
     const req = input.url.protocol === 'https:'
       ? httpsRequest({ ...options, ...(input.tls?.ca === undefined ? {} : { ca: input.tls.ca }) }, onResponse)
       : httpRequest(options, onResponse)
-    const deadline = setTimeout(() => { finish('failed', `timed out after ${input.timeoutMs} ms`) }, input.timeoutMs)
+    const deadline = setTimeout(() => { finish('failed', `timed out after ${input.timeoutMs} ms`, 'timeout') }, input.timeoutMs)
     deadline.unref()
-    req.on('error', (err) => { finish('failed', errorText(err)) })
+    req.on('error', (err) => { finish('failed', errorText(err), errorCode(err)) })
     req.end(body)
   })
 }

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import type { StoredEvent } from '../events/events.store.ts'
 import type { Clock } from '../shared/clock.ts'
+import { telemetry, type WebhookAttemptSpan } from '../telemetry/hooks.ts'
 import { attemptDelivery, type AttemptResult } from './attempt.ts'
 import { nextAttemptAt } from './schedule.ts'
 import { webhookHeaders } from './signature.ts'
@@ -110,8 +111,20 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
 
   async function attempt (delivery: ClaimedDelivery): Promise<void> {
     const at = clock.now()
-    const result = await send(delivery, at)
     const number = delivery.attempts + 1
+    // With tracing on, the attempt is a span (telemetry/webhook-span.ts); off, nothing is allocated.
+    const tracing = telemetry.webhooks
+    const span = tracing === null
+      ? undefined
+      : tracing.startAttempt({ url: delivery.url, webhookId: delivery.webhookId, deliveryId: delivery.id, eventId: delivery.event.id, eventType: delivery.event.type, attempt: number })
+    let result: AttemptResult
+    try {
+      result = await send(delivery, at, span)
+    } catch (error) {
+      span?.end({ outcome: 'failed', error: 'internal error' })
+      throw error
+    }
+    span?.end(result)
     const next = result.outcome === 'succeeded' ? null : nextAttemptAt(number, at, settings.retryScheduleMs)
     await store.recordAttempt({
       deliveryId: delivery.id,
@@ -131,15 +144,18 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
   }
 
   /** The URL is checked again at every attempt, and the attempt connects to the address just checked. */
-  async function send (delivery: ClaimedDelivery, at: number): Promise<AttemptResult> {
+  async function send (delivery: ClaimedDelivery, at: number, span: WebhookAttemptSpan | undefined): Promise<AttemptResult> {
     const check = await checkWebhookUrl(delivery.url, { allowedHosts: settings.allowedHosts, ...(deps.resolve !== undefined && { resolve: deps.resolve }) })
     if (!check.ok) return { outcome: 'failed', error: URL_REFUSAL_MESSAGES[check.reason], durationMs: 0 }
     const address = check.addresses[0]!
     if (deps.mayConnect !== undefined && !deps.mayConnect(address.address)) return { outcome: 'failed', error: 'address not reachable from here', durationMs: 0 }
     const { event } = delivery
     const body = JSON.stringify({ type: event.type, timestamp: new Date(event.createdAt).toISOString(), data: render(event) })
-    const headers = webhookHeaders({ id: event.id, timestamp: Math.floor(at / 1000), body, secrets: delivery.secrets })
-    return await attemptDelivery({ url: check.url, address, headers, body, timeoutMs: settings.timeoutMs })
+    const signed = webhookHeaders({ id: event.id, timestamp: Math.floor(at / 1000), body, secrets: delivery.secrets })
+    if (span === undefined) return await attemptDelivery({ url: check.url, address, headers: signed, body, timeoutMs: settings.timeoutMs })
+    // The receiver may join the attempt's trace; the header is not part of the signed content.
+    const headers = { ...signed, traceparent: span.traceparent }
+    return await span.run(() => attemptDelivery({ url: check.url, address, headers, body, timeoutMs: settings.timeoutMs }))
   }
 
   function tick (): Promise<void> {
@@ -164,9 +180,13 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
   return {
     tick,
     wake () {
-      const timer = setTimeout(() => {
+      const round = (): void => {
         tick().catch((error: unknown) => { deps.log?.warn({ err: error }, 'a webhook dispatch round failed; the next one retries') })
-      }, 0)
+      }
+      // The request that woke the dispatcher does not own its round: with tracing on, the round
+      // runs outside that request's trace (its storage work would otherwise show under it).
+      const tracing = telemetry.webhooks
+      const timer = setTimeout(tracing === null ? round : () => { tracing.detached(round) }, 0)
       timer.unref()
     },
     async drain () {

@@ -13,11 +13,16 @@ export interface ReceivedSpan {
   attributes: Record<string, unknown>
   events: Array<{ name: string; attributes: Record<string, unknown> }>
   links: Array<{ traceId: string; spanId: string }>
+  /** Unix nanoseconds as OTLP sends them (decimal text: BigInt() them to compare). */
+  startTime: string
+  endTime: string
+  /** The span's status: code 0 unset, 1 ok, 2 error. */
+  status: { code: number; message: string }
   resource: Record<string, unknown>
 }
 
 interface OtlpKeyValue { key: string; value: Record<string, unknown> }
-interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: OtlpKeyValue[]; events?: Array<{ name: string; attributes?: OtlpKeyValue[] }>; links?: Array<{ traceId: string; spanId: string }> }
+interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: OtlpKeyValue[]; events?: Array<{ name: string; attributes?: OtlpKeyValue[] }>; links?: Array<{ traceId: string; spanId: string }>; status?: { code?: number; message?: string }; startTimeUnixNano?: string; endTimeUnixNano?: string }
 interface OtlpExport { resourceSpans: Array<{ resource?: { attributes?: OtlpKeyValue[] }; scopeSpans: Array<{ spans: OtlpSpan[] }> }> }
 
 export async function startOtlpReceiver (t: TestContext): Promise<{ url: string; spans: ReceivedSpan[]; contentTypes: string[] }> {
@@ -42,6 +47,9 @@ export async function startOtlpReceiver (t: TestContext): Promise<{ url: string;
                 attributes: flatten(s.attributes),
                 events: (s.events ?? []).map((e) => ({ name: e.name, attributes: flatten(e.attributes) })),
                 links: (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId })),
+                startTime: s.startTimeUnixNano ?? '0',
+                endTime: s.endTimeUnixNano ?? '0',
+                status: { code: s.status?.code ?? 0, message: s.status?.message ?? '' },
                 resource: flatten(resource?.attributes)
               })
             }
