@@ -53,6 +53,8 @@ async function seed (test: TestApp): Promise<void> {
   for (let i = 0; i < 3; i++) await test.makeKey('customer', 'pro')
 }
 
+const REQUEST_DEADLINE_MS = 10_000
+
 export async function runFuzz (t: TestContext, options: FuzzOptions): Promise<FuzzReport> {
   const test = options.engine === 'postgres' ? await buildTestApp(t, { stores: await openPostgresTestStores(t) }) : await buildTestApp(t)
   await seed(test)
@@ -74,13 +76,18 @@ export async function runFuzz (t: TestContext, options: FuzzOptions): Promise<Fu
     // Time passes (a second a request), so that windows reset and anonymous callers get served too.
     test.clock.advance(1000)
     const key = request.caller === 'admin' ? fuzzer.key : request.caller === 'customer' ? customer.key : null
-    const response = await test.call({
+    // A request that never ends is worse than a 5xx: each has a deadline, and the one that passes it is named.
+    let timer: NodeJS.Timeout | undefined
+    const deadline = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => { reject(new Error(`${request.method} ${request.url.slice(0, 200)} ${JSON.stringify(request.headers).slice(0, 300)} ${String(request.payload).slice(0, 300)}: no answer within ${REQUEST_DEADLINE_MS} ms`)) }, REQUEST_DEADLINE_MS)
+    })
+    const response = await Promise.race([test.call({
       method: request.method as 'GET',
       url: request.url,
       headers: request.headers,
       key,
       ...(request.payload !== undefined && { payload: request.payload })
-    })
+    }), deadline]).finally(() => { clearTimeout(timer) })
     report.requests++
     report.byStatus[response.statusCode] = (report.byStatus[response.statusCode] ?? 0) + 1
     const where = `${request.method} ${request.url.slice(0, 200)} -> ${response.statusCode}`
@@ -104,7 +111,7 @@ export async function runFuzz (t: TestContext, options: FuzzOptions): Promise<Fu
     }
     checkHeadersDocumented(doc, documentedPaths, request, response, where)
   })
-  await fc.assert(property, { seed: options.seed, numRuns: options.runs, endOnFailure: false })
+  await fc.assert(property, { seed: options.seed, numRuns: options.runs, endOnFailure: true })
   return report
 }
 
