@@ -10,14 +10,20 @@ const BANNED = (now: string): string =>
   `EXISTS (SELECT 1 FROM bans b JOIN api_keys o ON o.id = b.key_id WHERE coalesce(o.quota_key_id, o.id) = coalesce(k.quota_key_id, k.id) AND b.lifted_at IS NULL AND b.ends_at > ${now})`
 
 /**
- * The case fold of the key search, on the query here and on the names in SQL: JavaScript's
- * toLowerCase (full Unicode: `É` is `é`), with `İ` folded to a plain `i` (toLowerCase gives `i`
- * and a combining dot) as PostgreSQL's lower() does. SQLite's own lower() folds ASCII only, so
- * the SQLite connection registers this function as lower() (storage/sqlite/database.ts); on
- * PostgreSQL lower() follows the database's LC_CTYPE (a UTF-8 locale folds all of Unicode).
- * `ß` stays `ß` (neither engine turns it into `ss`).
+ * The case fold of the key search, computed by the app on both sides: on the name when a key is
+ * written (the `search_name` column, both engines) and on the query here, so the match depends on
+ * neither engine's lower() (SQLite's folds ASCII only, PostgreSQL's follows the database's
+ * LC_CTYPE). JavaScript's toLowerCase (full Unicode, locale-independent: `É` is `é`), then `İ`'s
+ * `i` and combining dot as a plain `i`, and the final sigma `ς` as `σ`: toLowerCase picks `ς` at
+ * the end of a word, so `ΚΟΣ` would give `κος` and miss `κοσμος`. `ß` stays `ß` (not `ss`).
+ * The migration that added the column filled it for the keys already there (SQLite: this very
+ * function, registered on the connection as lower(); PostgreSQL: ICU's root-locale lower() and
+ * the same two replacements).
  */
-export const searchFold = (text: string): string => text.toLowerCase().replace(/i\u0307/g, 'i')
+export const searchFold = (text: string): string => text.toLowerCase().replace(/i\u0307/g, 'i').replace(/ς/g, 'σ')
+
+/** The `search_name` of a key named `name` (an unnamed key matches no text). */
+export const keySearchName = (name: string | null): string => searchFold(name ?? '')
 
 /** `%`, `_` and the escape itself are literal in a search. */
 export const likeEscape = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`)
@@ -33,7 +39,7 @@ export function keyFilterSql (filter: KeyFilter | undefined, param: (value: unkn
     const like = param(`%${likeEscape(searchFold(filter.q))}%`)
     const length = param(filter.q.length)
     const q = param(filter.q)
-    parts.push(`(lower(coalesce(k.name, '')) LIKE ${like} ESCAPE '\\' OR substr(k.key_prefix, 1, ${length}) = ${q})`)
+    parts.push(`(k.search_name LIKE ${like} ESCAPE '\\' OR substr(k.key_prefix, 1, ${length}) = ${q})`)
   }
   if (filter.status !== undefined) {
     const now = (): string => param(filter.now)

@@ -6,7 +6,7 @@ import type { IfMatch } from '../../shared/store.ts'
 import { currentRow } from '../checks.ts'
 import type { Db, Tx } from './database.ts'
 import { appendEvents } from './events.ts'
-import { keyFilterSql } from '../key-filters.ts'
+import { keyFilterSql, keySearchName } from '../key-filters.ts'
 import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, toUsage, USAGE_COLUMNS, type BanRow, type KeyRow, type UsageRowSql, toDeprecatedCall, type DeprecatedCallSql } from '../rows.ts'
 
 /** The ids of every key sharing the quota identity of key $n (its rotation chain). */
@@ -30,8 +30,8 @@ export function createPostgresKeyStore (db: Db): KeyStore {
       // A transaction, so the key and its key.created event commit together.
       return db.transaction(async (tx) => {
         const row = await tx.first<KeyRow>(
-          `INSERT INTO api_keys (name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${KEY_COLUMNS}`,
-          [k.name, k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null])
+          `INSERT INTO api_keys (name, search_name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${KEY_COLUMNS}`,
+          [k.name, keySearchName(k.name), k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null])
         const created = toKey(row!)
         await appendKeyEvent(tx, 'key.created', created, k.now)
         return created
@@ -53,11 +53,12 @@ export function createPostgresKeyStore (db: Db): KeyStore {
     async updateKey (id, changes, ifMatch, now) {
       return db.transaction(async (tx) => {
         const row = await lockCurrent(tx, id, ifMatch)
+        const name = changes.name ?? row.name
         const updated = toKey((await tx.first<KeyRow>(
-          `UPDATE api_keys SET name = $1, role = $2, plan = $3, per_minute = $4, per_day = $5, version = version + 1 WHERE id = $6 RETURNING ${KEY_COLUMNS}`,
-          [changes.name ?? row.name, changes.role ?? row.role, changes.plan ?? row.plan,
+          `UPDATE api_keys SET name = $1, search_name = $7, role = $2, plan = $3, per_minute = $4, per_day = $5, version = version + 1 WHERE id = $6 RETURNING ${KEY_COLUMNS}`,
+          [name, changes.role ?? row.role, changes.plan ?? row.plan,
             changes.perMinute === undefined ? row.per_minute : changes.perMinute,
-            changes.perDay === undefined ? row.per_day : changes.perDay, id]))!)
+            changes.perDay === undefined ? row.per_day : changes.perDay, id, keySearchName(name)]))!)
         // One caller, one fate: the other keys of the rotation chain take the role, plan and quotas.
         await tx.query(
           `UPDATE api_keys SET role = $2, plan = $3, per_minute = $4, per_day = $5, version = version + 1 WHERE id IN (${sameIdentity(1)}) AND id <> $1
@@ -86,8 +87,8 @@ export function createPostgresKeyStore (db: Db): KeyStore {
         const refusal = rotationRefusal(toKey(row), r.now)
         if (refusal !== null) throw refusal
         const created = toKey((await tx.first<KeyRow>(
-          `INSERT INTO api_keys (name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, replaces, quota_key_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${KEY_COLUMNS}`,
-          [row.name, row.role, row.plan, row.per_minute, row.per_day, r.hash, r.prefix, r.now, row.id, row.quota_key_id ?? row.id]))!)
+          `INSERT INTO api_keys (name, search_name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, replaces, quota_key_id) VALUES ($1, $11, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${KEY_COLUMNS}`,
+          [row.name, row.role, row.plan, row.per_minute, row.per_day, r.hash, r.prefix, r.now, row.id, row.quota_key_id ?? row.id, keySearchName(row.name)]))!)
         const expiresAt = row.expires_at === null ? r.graceEndsAt : Math.min(row.expires_at, r.graceEndsAt)
         const old = toKey((await tx.first<KeyRow>(
           `UPDATE api_keys SET expires_at = $1, replaced_by = $2, version = version + 1 WHERE id = $3 RETURNING ${KEY_COLUMNS}`, [expiresAt, created.id, id]))!)

@@ -561,5 +561,21 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   CREATE INDEX webhook_attempts_by_delivery ON webhook_attempts (delivery_id);
 
   INSERT INTO event_cursors (name) VALUES ('webhooks') ON CONFLICT (name) DO NOTHING;
+  `,
+  // The key search (issue 30 item 7), as SQLite's version 8: the name folded by the app
+  // (storage/key-filters.ts, searchFold), written with the name, so the database's LC_CTYPE no
+  // longer decides what matches. The keys already there are filled with ICU's root-locale
+  // lower(), the same Unicode mapping as JavaScript's toLowerCase, and searchFold's two
+  // replacements; a server built without ICU falls back on its own lower().
+  `
+  ALTER TABLE api_keys ADD COLUMN search_name text NOT NULL DEFAULT '';
+  DO $$
+  BEGIN
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_collation WHERE collname = 'und-x-icu') THEN
+      EXECUTE $u$UPDATE api_keys SET search_name = replace(replace(lower(name COLLATE "und-x-icu"), U&'i\\0307', 'i'), 'ς', 'σ') WHERE name IS NOT NULL$u$;
+    ELSE
+      UPDATE api_keys SET search_name = replace(replace(lower(name), U&'i\\0307', 'i'), 'ς', 'σ') WHERE name IS NOT NULL;
+    END IF;
+  END $$;
   `
 ]

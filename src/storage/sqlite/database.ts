@@ -33,7 +33,8 @@ export function openSqlite (path: string): Db {
   if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
   db.exec('PRAGMA synchronous = FULL')
   db.exec('PRAGMA foreign_keys = ON')
-  // SQLite's lower() folds ASCII only: the key search's fold instead, as on PostgreSQL (key-filters.ts).
+  // SQLite's lower() folds ASCII only: the key search's fold instead (key-filters.ts), with which
+  // the migration that added api_keys.search_name filled it for the keys already there.
   db.function('lower', { deterministic: true }, (text) => typeof text === 'string' ? searchFold(text) : text)
   return db
 }

@@ -211,5 +211,12 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   CREATE INDEX webhook_attempts_by_delivery ON webhook_attempts (delivery_id);
 
   INSERT OR IGNORE INTO event_cursors (name) VALUES ('webhooks');
+  `,
+  // The key search (issue 30 item 7): the name folded by the app (storage/key-filters.ts,
+  // searchFold), written with the name, so no engine's lower() decides what matches. The keys
+  // already there are filled here: the connection's lower() is that very fold (database.ts).
+  `
+  ALTER TABLE api_keys ADD COLUMN search_name TEXT NOT NULL DEFAULT '';
+  UPDATE api_keys SET search_name = lower(name) WHERE name IS NOT NULL;
   `
 ]
