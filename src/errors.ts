@@ -7,6 +7,7 @@ export const ERROR_CATALOGUE = {
   unauthenticated: { status: 401, description: 'The API key is missing, unknown or revoked.' },
   api_key_expired: { status: 401, description: 'The API key has expired (its `expiresAt` has passed, at the end of a rotation\'s grace period for instance); the message names the instant. Use its successor or ask an admin for a new key.' },
   forbidden: { status: 403, description: 'The API key is valid but its role may not do this.' },
+  insufficient_scope: { status: 403, description: 'The API key is restricted to scopes, and this operation needs one it does not hold (the message names it); nothing was changed. Ask an admin for a key with that scope.' },
   not_found: { status: 404, description: 'No such record or path (also: an order that belongs to another customer).' },
   method_not_allowed: { status: 405, description: 'The path exists but not with this method; see the Allow header.' },
   pet_not_available: { status: 409, description: 'The pet is not available for ordering.' },

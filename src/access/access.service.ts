@@ -18,6 +18,7 @@
 import type { Decision, Quota, RateLimiter } from '../ratelimit/limiter.ts'
 import type { KeyStore } from '../accounts/keys.store.ts'
 import type { Role } from '../accounts/plans.ts'
+import type { ScopeNeed } from '../accounts/scopes.ts'
 import type { Clock } from '../shared/clock.ts'
 import { createAddressLookups } from './address-lookups.ts'
 import { createBanRecorder, type BanFailureListener, type BanListener } from './ban-record.ts'
@@ -37,6 +38,8 @@ export interface AccessRequest {
   address: string
   /** The least role of the matched operation; undefined for a request that matched none (404, 405). */
   role: Role | undefined
+  /** The scopes the matched operation asks of a restricted key (route config `scope`); none when absent. */
+  scope?: ScopeNeed | undefined
   /** The operation costs no quota to a valid key (GET /rate_limit). */
   free: boolean
   /** A CORS preflight: costs nothing, checks nothing, still gets the headers. */
@@ -57,7 +60,7 @@ export interface AccessOutcome {
    */
   charged: boolean
   /**
-   * What to answer instead of serving: 429, 400 (key in the URL), 401 or 403, or the failure to
+   * What to answer instead of serving: 429, 400 (key in the URL), 401 or 403 (forbidden, insufficient_scope), or the failure to
    * read the key (503 during a database outage); null to serve.
    */
   refusal: Error | null

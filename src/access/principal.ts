@@ -6,6 +6,7 @@ import { callerOf, type Caller } from '../accounts/caller.ts'
 import { isExpired, quotaOf } from '../accounts/keys.rules.ts'
 import type { KeyRecord } from '../accounts/keys.store.ts'
 import { PLAN_QUOTAS, type Plan, type Role } from '../accounts/plans.ts'
+import type { Scope } from '../accounts/scopes.ts'
 
 /** An authenticated request: the key presented, and the caller it speaks for. */
 export interface Principal {
@@ -15,6 +16,8 @@ export interface Principal {
   plan: Plan
   quota: Quota
   caller: Caller
+  /** A restricted key's scopes (accounts/scopes.ts); null: everything its role allows. */
+  scopes: ReadonlySet<Scope> | null
 }
 
 /** The quota of a request without a valid key, charged to its client address. */
@@ -23,7 +26,7 @@ export const ANONYMOUS_QUOTA: Quota = PLAN_QUOTAS.free
 /** A revoked or expired key is refused (null); any other key is charged to its caller's identity. */
 export function principalOf (record: KeyRecord, now: number): Principal | null {
   if (record.revokedAt !== null || isExpired(record, now)) return null
-  return { keyId: record.id, role: record.role, plan: record.plan, quota: quotaOf(record), caller: callerOf(record) }
+  return { keyId: record.id, role: record.role, plan: record.plan, quota: quotaOf(record), caller: callerOf(record), scopes: record.scopes === null ? null : new Set(record.scopes) }
 }
 
 /**

@@ -2,6 +2,7 @@
 // HTTP headers: the hook (http/access.ts) sets Retry-After and WWW-Authenticate from the decision.
 import { AppError } from '../errors.ts'
 import { ROLE_RANK, type Role } from '../accounts/plans.ts'
+import { missingScope, type ScopeNeed } from '../accounts/scopes.ts'
 import type { Decision } from '../ratelimit/limiter.ts'
 import type { Principal } from './principal.ts'
 
@@ -11,6 +12,8 @@ export interface RefusalFacts {
   role: Role | undefined
   preflight: boolean
   keyInQuery: string | null
+  /** The scopes of the matched operation (route config `scope`); undefined or null: none. */
+  scope?: ScopeNeed | undefined
 }
 
 /**
@@ -36,7 +39,8 @@ const addressOf = (subject: string): string => subject.slice(subject.indexOf(':'
 
 /**
  * 400 for a key in the URL, 401 without a valid key (api_key_expired for a key past its
- * `expiredAt`), 403 below the operation's role; null to serve.
+ * `expiredAt`), 403 below the operation's role, then 403 insufficient_scope for a restricted key
+ * without a scope the operation needs; null to serve.
  */
 export function refusalOf (request: RefusalFacts, principal: Principal | null, expiredAt: number | null): AppError | null {
   if (request.keyInQuery !== null) {
@@ -56,6 +60,11 @@ export function refusalOf (request: RefusalFacts, principal: Principal | null, e
   }
   if (ROLE_RANK[principal.role] < ROLE_RANK[role]) {
     return new AppError('forbidden', `this operation needs the ${role} role; the key has ${principal.role}`)
+  }
+  const missing = missingScope(principal.role, principal.scopes, request.scope)
+  if (missing !== null) {
+    const held = [...principal.scopes ?? []].join(', ')
+    return new AppError('insufficient_scope', `this operation needs the ${missing} scope; the key is restricted to ${held === '' ? 'no scope' : held}`)
   }
   return null
 }

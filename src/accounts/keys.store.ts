@@ -3,6 +3,7 @@
 import type { IfMatch, PageRequest } from '../shared/store.ts'
 import type { Plan, Role } from './plans.ts'
 import type { KeyStatus } from './keys.status.ts'
+import type { Scope } from './scopes.ts'
 
 export interface KeyRecord {
   id: number
@@ -29,6 +30,8 @@ export interface KeyRecord {
   lastUsedAt: number | null
   /** Grows on every change an admin makes (the ETag); lastUsedAt moving is not one. */
   version: number
+  /** A restricted key's scopes, in canonical order (accounts/scopes.ts); null: all its role allows. Kept by rotation. */
+  scopes: Scope[] | null
 }
 
 export interface BanRecord {
@@ -87,7 +90,7 @@ export interface KeyFilter {
 }
 
 export interface KeyStore {
-  createKey (input: { name: string | null; role: Role; plan: Plan; perMinute: number | null; perDay: number | null; hash: string; prefix: string; now: number; expiresAt?: number | null }): Promise<KeyRecord>
+  createKey (input: { name: string | null; role: Role; plan: Plan; perMinute: number | null; perDay: number | null; hash: string; prefix: string; now: number; expiresAt?: number | null; scopes?: Scope[] | null }): Promise<KeyRecord>
   /** Includes revoked keys; the caller decides. */
   findKeyByHash (hash: string): Promise<KeyRecord | null>
   getKey (id: number): Promise<KeyRecord | null>
@@ -98,7 +101,7 @@ export interface KeyStore {
   /** Idempotent; throws not_found. */
   revokeKey (id: number, now: number, ifMatch: IfMatch): Promise<KeyRecord>
   /**
-   * In one transaction: makes the successor of key `id` (same name, role, plan, quotas and quota
+   * In one transaction: makes the successor of key `id` (same name, role, plan, quotas, scopes and quota
    * identity; `replaces` = id) and sets the old key's `replacedBy` and its `expiresAt` to
    * `graceEndsAt` (or keeps an earlier expiry: rotation never lengthens a key's life).
    * Throws not_found, and api_key_not_rotatable when the key is revoked, expired at `now` or

@@ -20,7 +20,7 @@ export async function categoryRoutes (fastify: FastifyInstance, { categories }: 
       querystring: CategoryListQuery,
       response: { 200: Reply('A page of categories.', CategoriesSchema, LinkHeader) }
     },
-    config: { role: 'customer', errors: ['validation_failed'] }
+    config: { role: 'customer', scope: 'catalog:read', errors: ['validation_failed'] }
   }, async (request, reply) => {
     const page = await categories.list(request.query)
     setNextLink(request, reply, page.nextCursor)
@@ -34,7 +34,7 @@ export async function categoryRoutes (fastify: FastifyInstance, { categories }: 
       querystring: NoQuery, body: NewCategorySchema,
       response: { 201: Reply('The category, as created.', CategorySchema, { ...LocationHeader, ...ETagHeader }) }
     },
-    config: { role: 'staff', errors: ['validation_failed'] }
+    config: { role: 'staff', scope: 'catalog:write', errors: ['validation_failed'] }
   }, async (request, reply) => {
     const category = await categories.create(request.body)
     reply.code(201).header('location', `/v1/categories/${category.id}`).header('etag', etagOf(category))
@@ -48,7 +48,7 @@ export async function categoryRoutes (fastify: FastifyInstance, { categories }: 
       params: CategoryIdParams, querystring: NoQuery,
       response: { 200: Reply('The category.', CategorySchema, ETagHeader) }
     },
-    config: { role: 'customer', errors: ['validation_failed', 'not_found'] }
+    config: { role: 'customer', scope: 'catalog:read', errors: ['validation_failed', 'not_found'] }
   }, async (request, reply) => {
     const category = await categories.get(request.params.categoryId)
     reply.header('etag', etagOf(category))
@@ -62,7 +62,7 @@ export async function categoryRoutes (fastify: FastifyInstance, { categories }: 
       params: CategoryIdParams, querystring: NoQuery, headers: IfMatchHeaders, body: NewCategorySchema,
       response: { 200: Reply('The updated category.', CategorySchema, ETagHeader) }
     },
-    config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed'] }
+    config: { role: 'staff', scope: 'catalog:write', errors: ['validation_failed', 'not_found', 'precondition_failed'] }
   }, async (request, reply) => {
     const category = await categories.replace(request.params.categoryId, request.body, ifMatchOf(request))
     reply.header('etag', etagOf(category))
@@ -76,7 +76,7 @@ export async function categoryRoutes (fastify: FastifyInstance, { categories }: 
       params: DeleteCategoryIdParams, querystring: NoQuery, headers: IfMatchHeaders,
       response: { 204: NoContent('The category is deleted.') }
     },
-    config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed', 'category_in_use'] }
+    config: { role: 'staff', scope: 'catalog:write', errors: ['validation_failed', 'not_found', 'precondition_failed', 'category_in_use'] }
   }, async (request, reply) => {
     await categories.remove(request.params.categoryId, ifMatchOf(request))
     return reply.code(204).send(null)

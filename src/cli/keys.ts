@@ -8,6 +8,7 @@ import type { TSchema } from 'typebox'
 import { loadConfig } from '../config.ts'
 import { openStores } from '../infra.ts'
 import { PLANS, type Plan, type Role } from '../accounts/plans.ts'
+import type { Scope } from '../accounts/scopes.ts'
 import type { Problem } from '../http/validation.ts'
 import { NewApiKeySchema, type NewApiKey } from '../keys/keys.schema.ts'
 import { createKeyAdmin, type KeyAdmin } from '../keys/keys.service.ts'
@@ -17,13 +18,14 @@ import type { Io } from './io.ts'
 import { printable, printableJson } from './printable.ts'
 
 export const KEYS_USAGE = `usage:
-  petstore keys create --role customer|staff|admin --plan free|pro|business|enterprise [--name TEXT] [--per-minute N --per-day N] [--expires-in DURATION | --expires-at ISO] [--json]
+  petstore keys create --role customer|staff|admin --plan free|pro|business|enterprise [--name TEXT] [--per-minute N --per-day N] [--expires-in DURATION | --expires-at ISO] [--scopes SCOPE,SCOPE…] [--json]
   petstore keys list [--json]
   petstore keys revoke ID
   petstore keys unban ID
   petstore keys rotate ID [--grace DURATION] [--json]
   petstore keys usage ID [--days N] [--json]
-DURATION is a whole number and a unit: 90s, 15m, 12h, 30d.`
+DURATION is a whole number and a unit: 90s, 15m, 12h, 30d.
+SCOPE restricts the key (within its role): catalog:read, catalog:write, orders:read, orders:write, inventory:read, inventory:write, webhooks:manage, keys:admin.`
 
 /** The subcommands this module runs; main.ts's command table lists the same (test/cli/usage.test.ts). */
 export const KEY_SUBCOMMANDS = ['create', 'list', 'revoke', 'unban', 'rotate', 'usage'] as const
@@ -53,7 +55,7 @@ async function create (admin: KeyAdmin, args: string[], io: Io): Promise<number>
     args, strict: true,
     options: {
       role: { type: 'string' }, plan: { type: 'string' }, name: { type: 'string' }, 'per-minute': { type: 'string' }, 'per-day': { type: 'string' },
-      'expires-in': { type: 'string' }, 'expires-at': { type: 'string' }, json: { type: 'boolean', default: false }
+      'expires-in': { type: 'string' }, 'expires-at': { type: 'string' }, scopes: { type: 'string' }, json: { type: 'boolean', default: false }
     }
   })
   const perMinute = positiveInt(values['per-minute'], '--per-minute', io)
@@ -79,13 +81,15 @@ async function create (admin: KeyAdmin, args: string[], io: Io): Promise<number>
     role: values.role as Role, plan: values.plan as Plan,
     ...(perMinute !== undefined && { perMinute }),
     ...(perDay !== undefined && { perDay }),
-    ...(expiresAt !== undefined && { expiresAt })
+    ...(expiresAt !== undefined && { expiresAt }),
+    // `--scopes catalog:read,orders:read`; the schema check below names an unknown one.
+    ...(values.scopes !== undefined && { scopes: values.scopes.split(',').map((s) => s.trim()) as Scope[] })
   } satisfies NewApiKey
   if (!await fitsSchema(NewApiKeySchema, input, io)) return 2
   const { key, ...state } = await admin.create(input)
   const view = toApiKey(state)
   if (values.json) io.out(printableJson({ ...view, key }))
-  else io.out(`key ${view.id} (${view.role}, ${view.plan}: ${view.limits.perMinute}/min, ${view.limits.perDay}/day${view.expiresAt !== null ? `, expires ${view.expiresAt}` : ''})\n${key}\nShown once: only its hash is stored.`)
+  else io.out(`key ${view.id} (${view.role}, ${view.plan}: ${view.limits.perMinute}/min, ${view.limits.perDay}/day${view.expiresAt !== null ? `, expires ${view.expiresAt}` : ''}${view.scopes !== null ? `, scopes ${view.scopes.join(',')}` : ''})\n${key}\nShown once: only its hash is stored.`)
   return 0
 }
 
@@ -127,7 +131,7 @@ async function usage (admin: KeyAdmin, args: string[], io: Io): Promise<number> 
 
 /** The option each field of the API's body comes from. */
 const FLAGS: Record<string, string> = {
-  name: '--name', role: '--role', plan: '--plan', perMinute: '--per-minute', perDay: '--per-day', expiresAt: '--expires-at'
+  name: '--name', role: '--role', plan: '--plan', perMinute: '--per-minute', perDay: '--per-day', expiresAt: '--expires-at', scopes: '--scopes'
 }
 
 /**
@@ -182,7 +186,7 @@ async function list (admin: KeyAdmin, args: string[], io: Io): Promise<number> {
     const page = await admin.list({ limit: 100, ...(cursor !== undefined && { cursor }) })
     for (const key of page.items.map(toApiKey)) {
       if (values.json) io.out(printableJson(key))
-      else io.out(`${String(key.id).padStart(5)}  ${key.prefix}…  ${key.role.padEnd(8)} ${key.plan.padEnd(10)} ${key.limits.perMinute}/min ${key.limits.perDay}/day${key.revokedAt !== null ? '  revoked ' + key.revokedAt : ''}${key.expiresAt !== null ? '  expires ' + key.expiresAt : ''}${key.replacedBy !== null ? '  replaced by ' + key.replacedBy : ''}${key.ban !== null ? '  banned until ' + key.ban.until : ''}${key.name !== null ? '  ' + printable(key.name) : ''}`)
+      else io.out(`${String(key.id).padStart(5)}  ${key.prefix}…  ${key.role.padEnd(8)} ${key.plan.padEnd(10)} ${key.limits.perMinute}/min ${key.limits.perDay}/day${key.revokedAt !== null ? '  revoked ' + key.revokedAt : ''}${key.expiresAt !== null ? '  expires ' + key.expiresAt : ''}${key.replacedBy !== null ? '  replaced by ' + key.replacedBy : ''}${key.ban !== null ? '  banned until ' + key.ban.until : ''}${key.scopes !== null ? '  scopes ' + key.scopes.join(',') : ''}${key.name !== null ? '  ' + printable(key.name) : ''}`)
     }
     cursor = page.nextCursor ?? undefined
   } while (cursor !== undefined)

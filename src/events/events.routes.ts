@@ -1,6 +1,7 @@
 // Events over HTTP: the feed (GET /events) and one event (GET /events/{eventId}).
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { FEED_SCOPES } from '../accounts/scopes.ts'
 import { requireCaller } from '../access/principal.ts'
 import { setNextLink } from '../routing/conditional.ts'
 import { NoQuery, Reply } from '../shared/schemas.ts'
@@ -20,7 +21,7 @@ export async function eventRoutes (fastify: FastifyInstance, { events }: EventRo
       querystring: EventListQuery,
       response: { 200: Reply('A page of events, oldest first; empty when nothing new has committed.', EventsSchema, FeedLinkHeader) }
     },
-    config: { role: 'customer', errors: ['validation_failed'] }
+    config: { role: 'customer', scope: FEED_SCOPES, errors: ['validation_failed'] }
   }, async (request, reply) => {
     const page = await events.list(request.query, requireCaller(request.principal))
     setNextLink(request, reply, page.nextCursor)
@@ -34,7 +35,7 @@ export async function eventRoutes (fastify: FastifyInstance, { events }: EventRo
       params: EventIdParams, querystring: NoQuery,
       response: { 200: Reply('The event.', EventSchema) }
     },
-    config: { role: 'customer', errors: ['validation_failed', 'not_found'] }
+    config: { role: 'customer', scope: FEED_SCOPES, errors: ['validation_failed', 'not_found'] }
   }, async (request) => {
     return renderEvent(await events.get(request.params.eventId, requireCaller(request.principal)))
   })

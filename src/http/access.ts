@@ -47,6 +47,7 @@ export function installAccess (app: FastifyInstance, { access, clock }: AccessHo
       key: presentedKey(request),
       address: request.ip,
       role,
+      scope: config.scope,
       free: config.quota === 'free',
       preflight: isPreflight(request.method, role),
       keyInQuery: keyParameterOf(request.url)

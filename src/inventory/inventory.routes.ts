@@ -21,7 +21,7 @@ export async function inventoryRoutes (fastify: FastifyInstance, { inventory }: 
       querystring: InventoryListQuery,
       response: { 200: Reply('A page of inventory entries.', InventoryItemsSchema, LinkHeader) }
     },
-    config: { role: 'customer', errors: ['validation_failed'] }
+    config: { role: 'customer', scope: 'inventory:read', errors: ['validation_failed'] }
   }, async (request, reply) => {
     const page = await inventory.list(request.query)
     setNextLink(request, reply, page.nextCursor)
@@ -35,7 +35,7 @@ export async function inventoryRoutes (fastify: FastifyInstance, { inventory }: 
       params: PetIdParams, querystring: NoQuery,
       response: { 200: Reply('The inventory entry.', InventoryItemSchema, ETagHeader) }
     },
-    config: { role: 'customer', errors: ['validation_failed', 'not_found'] }
+    config: { role: 'customer', scope: 'inventory:read', errors: ['validation_failed', 'not_found'] }
   }, async (request, reply) => {
     const entry = await inventory.get(request.params.petId)
     reply.header('etag', etagOf(entry))
@@ -49,7 +49,7 @@ export async function inventoryRoutes (fastify: FastifyInstance, { inventory }: 
       params: PetIdParams, querystring: NoQuery, headers: IfMatchHeaders, body: InventoryUpdateSchema,
       response: { 200: Reply('The updated inventory entry.', InventoryItemSchema, ETagHeader) }
     },
-    config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed'] }
+    config: { role: 'staff', scope: 'inventory:write', errors: ['validation_failed', 'not_found', 'precondition_failed'] }
   }, async (request, reply) => {
     const entry = await inventory.setStock(request.params.petId, request.body.quantity, ifMatchOf(request))
     reply.header('etag', etagOf(entry))

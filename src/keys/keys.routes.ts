@@ -18,7 +18,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       querystring: KeyListQuery,
       response: { 200: Reply('A page of keys (never the keys themselves).', ApiKeysSchema, LinkHeader) }
     },
-    config: { role: 'admin', errors: ['validation_failed'] }
+    config: { role: 'admin', scope: 'keys:admin', errors: ['validation_failed'] }
   }, async (request, reply) => {
     const page = await admin.list(request.query)
     setNextLink(request, reply, page.nextCursor)
@@ -33,7 +33,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       response: { 201: Reply('The key, shown once.', CreatedApiKeySchema, { ...LocationHeader, ...ETagHeader }) }
     },
     config: {
-      role: 'admin', errors: ['validation_failed'],
+      role: 'admin', scope: 'keys:admin', errors: ['validation_failed'],
       errorExamples: [{ code: 'validation_failed', message: 'perMinute cannot exceed perDay', details: [{ path: '/perMinute', message: 'exceeds perDay' }] }]
     }
   }, async (request, reply) => {
@@ -50,7 +50,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       params: KeyIdParams, querystring: NoQuery,
       response: { 200: Reply('The key\'s record and ban.', ApiKeySchema, ETagHeader) }
     },
-    config: { role: 'admin', errors: ['validation_failed', 'not_found'] }
+    config: { role: 'admin', scope: 'keys:admin', errors: ['validation_failed', 'not_found'] }
   }, async (request, reply) => {
     const state = await admin.get(request.params.keyId)
     const { record } = state
@@ -65,7 +65,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       params: KeyIdParams, querystring: NoQuery, headers: IfMatchHeaders, body: ApiKeyPatchSchema,
       response: { 200: Reply('The updated key.', ApiKeySchema, ETagHeader) }
     },
-    config: { role: 'admin', errors: ['validation_failed', 'not_found', 'precondition_failed'] }
+    config: { role: 'admin', scope: 'keys:admin', errors: ['validation_failed', 'not_found', 'precondition_failed'] }
   }, async (request, reply) => {
     const state = await admin.update(request.params.keyId, request.body, ifMatchOf(request))
     const { record } = state
@@ -80,7 +80,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       params: RevokeKeyIdParams, querystring: NoQuery, headers: IfMatchHeaders,
       response: { 204: NoContent('The key is revoked.') }
     },
-    config: { role: 'admin', errors: ['validation_failed', 'not_found', 'precondition_failed'] }
+    config: { role: 'admin', scope: 'keys:admin', errors: ['validation_failed', 'not_found', 'precondition_failed'] }
   }, async (request, reply) => {
     await admin.revoke(request.params.keyId, ifMatchOf(request))
     return reply.code(204).send(null)
@@ -94,7 +94,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       response: { 204: NoContent('The key is not banned (any more).') }
     },
     config: {
-      role: 'admin',
+      role: 'admin', scope: 'keys:admin',
       errors: ['validation_failed', 'not_found'],
       lifecycle: { stability: 'experimental', note: 'Whether lifting a ban should also clear the escalation history is being decided with operators; the operation may change or move without a deprecation period.' }
     }
@@ -113,7 +113,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       params: KeyIdParams, querystring: NoQuery, body: RotateApiKeySchema,
       response: { 201: Reply('The new key, shown once; its `replaces` names the old key.', CreatedApiKeySchema, { ...LocationHeader, ...ETagHeader }) }
     },
-    config: { role: 'admin', errors: ['validation_failed', 'not_found', 'api_key_not_rotatable'], lifecycle: { stability: 'beta', note: lifecycleBeta }, optionalBody: true },
+    config: { role: 'admin', scope: 'keys:admin', errors: ['validation_failed', 'not_found', 'api_key_not_rotatable'], lifecycle: { stability: 'beta', note: lifecycleBeta }, optionalBody: true },
     // A rotation with the defaults needs no body at all; a JSON null is a body, and refused.
     preValidation: async (request) => { if (request.body === undefined) request.body = {} }
   }, async (request, reply) => {
@@ -129,7 +129,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       params: KeyIdParams, querystring: KeyUsageQuery,
       response: { 200: Reply('The key\'s usage per day.', KeyUsageSchema) }
     },
-    config: { role: 'admin', errors: ['validation_failed', 'not_found'], lifecycle: { stability: 'beta', note: lifecycleBeta } }
+    config: { role: 'admin', scope: 'keys:admin', errors: ['validation_failed', 'not_found'], lifecycle: { stability: 'beta', note: lifecycleBeta } }
   }, async (request) => admin.usage(request.params.keyId, request.query))
 
   // The operator console's reads (docs/product.md section 10).
@@ -142,7 +142,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       params: KeyIdParams, querystring: NoQuery,
       response: { 200: Reply('The key\'s windows and ban.', KeyRateLimitSchema) }
     },
-    config: { role: 'admin', errors: ['validation_failed', 'not_found'], lifecycle: { stability: 'beta', note: consoleBeta } }
+    config: { role: 'admin', scope: 'keys:admin', errors: ['validation_failed', 'not_found'], lifecycle: { stability: 'beta', note: consoleBeta } }
   }, async (request) => admin.rateLimit(request.params.keyId))
 
   app.get('/admin/keys/:keyId/bans', {
@@ -152,7 +152,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       params: KeyIdParams, querystring: NoQuery,
       response: { 200: Reply('The key\'s bans.', KeyBansSchema) }
     },
-    config: { role: 'admin', errors: ['validation_failed', 'not_found'], lifecycle: { stability: 'beta', note: consoleBeta } }
+    config: { role: 'admin', scope: 'keys:admin', errors: ['validation_failed', 'not_found'], lifecycle: { stability: 'beta', note: consoleBeta } }
   }, async (request) => admin.bans(request.params.keyId))
 
   app.get('/admin/deprecations', {
@@ -162,6 +162,6 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
       querystring: NoQuery,
       response: { 200: Reply('The deprecated operations and their callers.', DeprecationsSchema) }
     },
-    config: { role: 'admin', errors: ['validation_failed'], lifecycle: { stability: 'beta', note: consoleBeta } }
+    config: { role: 'admin', scope: 'keys:admin', errors: ['validation_failed'], lifecycle: { stability: 'beta', note: consoleBeta } }
   }, async () => admin.deprecations())
 }

@@ -5,6 +5,7 @@ import { Type, type Static } from 'typebox'
 import { IdParam, Int64, NO_CONTROLS, PageQuery, paramDescription, StringEnum } from '../shared/schemas.ts'
 import { KEY_STATUSES } from '../accounts/keys.status.ts'
 import { PLANS, PlanSchema, ROLES, RoleSchema, type Plan, type Role } from '../accounts/plans.ts'
+import { SCOPES, ScopeSchema, type Scope } from '../accounts/scopes.ts'
 
 const keyIdParams = (example: number) => Type.Object({ keyId: IdParam('The key id.', [example]) }, { additionalProperties: false })
 export const KeyIdParams = keyIdParams(1)
@@ -34,6 +35,7 @@ const API_KEY_EXAMPLE = {
   replaces: null,
   replacedBy: null,
   lastUsedAt: '2026-11-23T09:12:41.087Z',
+  scopes: null,
   ban: null
 }
 
@@ -50,11 +52,18 @@ export const ApiKeySchema = Type.Object({
   replaces: Type.Union([Int64(), Type.Null()], { description: 'The key this one replaced by rotation (they share one quota and ban), if any.', example: null }),
   replacedBy: Type.Union([Int64(), Type.Null()], { description: 'The key that replaced this one by rotation, if any.', example: null }),
   lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'The last request made with the key; null: never used. Every instance writes it within 5 seconds.', example: '2026-11-21T11:58:02.113Z' }),
+  scopes: Type.Union([Type.Array(ScopeSchema), Type.Null()], { description: 'A restricted key\'s scopes, in a fixed order: it may call only the operations whose scope it holds (`403 insufficient_scope` otherwise). Null: everything its role allows. Set at creation; a rotation keeps them.', example: ['catalog:read'] }),
   ban: Type.Union([BanSchema, Type.Null()], { description: 'The ban in force, if any. A ban covers every key of a rotation chain while they share a quota.' })
 }, { title: 'ApiKey', additionalProperties: false, examples: [API_KEY_EXAMPLE] })
 export type ApiKey = Static<typeof ApiKeySchema>
 
 export const ApiKeysSchema = Type.Array(ApiKeySchema, { title: 'ApiKeys', examples: [[API_KEY_EXAMPLE]] })
+
+const Scopes = Type.Optional(Type.Array(ScopeSchema, {
+  minItems: 1, maxItems: SCOPES.length, uniqueItems: true,
+  description: 'Restricts the key to these scopes, each within its role (customer: `catalog:read`, `orders:read`, `orders:write`, `inventory:read`, `webhooks:manage`; staff also `catalog:write`, `inventory:write`; admin also `keys:admin`); one outside the role is `400 validation_failed`. Absent: everything the role allows.',
+  example: ['catalog:read']
+}))
 
 const ExpiresAt = Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working (then `401 api_key_expired`); must be in the future. Absent: never.', example: '2027-02-19T12:00:00Z' }))
 
@@ -62,7 +71,8 @@ const NewPlanApiKeySchema = Type.Object({
   name: Type.Optional(KeyName),
   role: RoleSchema,
   plan: StringEnum(['free', 'pro', 'business'] as const, { description: 'A plan with fixed quotas.', examples: ['pro'] }),
-  expiresAt: ExpiresAt
+  expiresAt: ExpiresAt,
+  scopes: Scopes
 }, { title: 'NewPlanApiKey', additionalProperties: false, description: 'A key on a plan with fixed quotas: no perMinute or perDay.', examples: [{ name: 'Partner shop', role: 'customer', plan: 'pro' }] })
 
 const NewEnterpriseApiKeySchema = Type.Object({
@@ -71,7 +81,8 @@ const NewEnterpriseApiKeySchema = Type.Object({
   plan: StringEnum(['enterprise'] as const, { description: 'Quotas set per key.', examples: ['enterprise'] }),
   perMinute: PerMinute,
   perDay: PerDay,
-  expiresAt: ExpiresAt
+  expiresAt: ExpiresAt,
+  scopes: Scopes
 }, { title: 'NewEnterpriseApiKey', additionalProperties: false, description: 'An enterprise key: both quotas are required, and perMinute may not exceed perDay.', examples: [{ name: 'Wholesale partner', role: 'customer', plan: 'enterprise', perMinute: 2_000, perDay: 500_000 }] })
 
 /**
@@ -80,7 +91,7 @@ const NewEnterpriseApiKeySchema = Type.Object({
  * perDay come with enterprise and only with it. The validator picks the branch by `plan`, so
  * its messages speak of that branch only. The type is the flat shape both branches fit.
  */
-export const NewApiKeySchema = Type.Unsafe<{ name?: string; role: Role; plan: Plan; perMinute?: number; perDay?: number; expiresAt?: string }>({
+export const NewApiKeySchema = Type.Unsafe<{ name?: string; role: Role; plan: Plan; perMinute?: number; perDay?: number; expiresAt?: string; scopes?: Scope[] }>({
   // Ajv's discriminator applies to objects only: without the type, "text" or null passed validation.
   type: 'object',
   oneOf: [NewPlanApiKeySchema, NewEnterpriseApiKeySchema],

@@ -9,6 +9,7 @@ import type { IfMatch } from '../shared/store.ts'
 import { DAY_MS, type Decision, type Quota } from '../ratelimit/limiter.ts'
 import { hashKey, quotaOf, subjectOf, utcDay } from '../accounts/keys.rules.ts'
 import type { Plan, Role } from '../accounts/plans.ts'
+import { canonicalScopes, roleAllows, SCOPES, type Scope } from '../accounts/scopes.ts'
 import { BAN_HISTORY_MAX, DEPRECATION_DAYS, GRACE_PERIOD_DEFAULT_S, GRACE_PERIOD_MAX_S, USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, type ApiKeyPatch, type Deprecations, type KeyBans, type KeyRateLimit, type KeyUsage, type NewApiKey, type RotateApiKey } from './keys.schema.ts'
 import type { KeyStatus } from '../accounts/keys.status.ts'
 import type { BanRecord, KeyRecord, KeyStore } from '../accounts/keys.store.ts'
@@ -68,6 +69,26 @@ function checkQuotas (plan: Plan, perMinute: number | undefined | null, perDay: 
   }
 }
 
+/**
+ * A restricted key's scopes: known ones (the CLI reaches the service without the HTTP schema),
+ * at least one, each within the key's role (a scope only narrows a role). Canonical order.
+ */
+function checkScopes (role: Role, scopes: readonly string[] | undefined): Scope[] | null {
+  if (scopes === undefined) return null
+  if (scopes.length === 0) {
+    throw new AppError('validation_failed', 'scopes, when given, must name at least one scope', { details: [{ path: '/scopes', message: 'must not be empty' }] })
+  }
+  for (const [i, scope] of scopes.entries()) {
+    if (!(SCOPES as readonly string[]).includes(scope)) {
+      throw new AppError('validation_failed', `unknown scope "${scope}": the scopes are ${SCOPES.join(', ')}`, { details: [{ path: `/scopes/${i}`, message: 'unknown scope' }] })
+    }
+    if (!roleAllows(role, scope as Scope)) {
+      throw new AppError('validation_failed', `the ${scope} scope is outside the ${role} role: a scope can only narrow a role`, { details: [{ path: `/scopes/${i}`, message: `outside the ${role} role` }] })
+    }
+  }
+  return canonicalScopes(scopes as Scope[])
+}
+
 export interface KeyAdmin {
   /** The new key's state, and the key itself (shown once). */
   create (input: NewApiKey): Promise<KeyState & { key: string }>
@@ -123,12 +144,13 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
   return {
     async create (input) {
       checkQuotas(input.plan, input.perMinute, input.perDay)
+      const scopes = checkScopes(input.role, input.scopes)
       const now = clock.now()
       const expiresAt = parseExpiry(input.expiresAt, now)
       const { key, hash, prefix } = generateKey()
       const record = await keys.createKey({
         name: input.name ?? null, role: input.role, plan: input.plan,
-        perMinute: input.perMinute ?? null, perDay: input.perDay ?? null, hash, prefix, now, expiresAt
+        perMinute: input.perMinute ?? null, perDay: input.perDay ?? null, hash, prefix, now, expiresAt, scopes
       })
       return { record, ban: null, lastUsedAt: null, key }
     },
@@ -228,6 +250,13 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
       const perMinute = plan === 'enterprise' ? (patch.perMinute ?? current.perMinute) : (patch.perMinute ?? null)
       const perDay = plan === 'enterprise' ? (patch.perDay ?? current.perDay) : (patch.perDay ?? null)
       checkQuotas(plan, perMinute, perDay)
+      // A lower role must not leave the key holding a scope outside it (the view would promise it).
+      if (patch.role !== undefined && current.scopes !== null) {
+        const outside = current.scopes.filter((s) => !roleAllows(patch.role!, s))
+        if (outside.length > 0) {
+          throw new AppError('validation_failed', `the key is restricted to ${outside.join(', ')}, outside the ${patch.role} role; make a new key instead`, { details: [{ path: '/role', message: 'the key holds scopes outside this role' }] })
+        }
+      }
       const record = await keys.updateKey(id, {
         ...(patch.name !== undefined && { name: patch.name }),
         ...(patch.role !== undefined && { role: patch.role }),

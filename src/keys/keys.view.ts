@@ -20,6 +20,7 @@ export function toApiKey ({ record, ban, lastUsedAt }: KeyState): ApiKey {
     replaces: record.replaces,
     replacedBy: record.replacedBy,
     lastUsedAt: iso(lastUsedAt),
+    scopes: record.scopes,
     ban: ban === null ? null : { until: new Date(ban.endsAt).toISOString(), reason: ban.reason }
   }
 }

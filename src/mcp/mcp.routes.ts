@@ -10,12 +10,11 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { ROLE_RANK } from '../accounts/plans.ts'
 import { AppError } from '../errors.ts'
 import type { Clock } from '../shared/clock.ts'
 import { PROMPTS, promptMessages } from './prompts.ts'
 import { createRepeatGuard } from './repeat.ts'
-import type { Tool } from './tools.ts'
+import { mayCall, type Tool } from './tools.ts'
 
 export interface McpOptions {
   tools: readonly Tool[]
@@ -99,15 +98,14 @@ function refusalContent (status: number, body: unknown, headers: Record<string, 
 export async function mcpRoutes (app: FastifyInstance, options: McpOptions): Promise<void> {
   const repeats = createRepeatGuard({ limit: options.repeatLimit, clock: options.clock })
   const described = new Map<string, Tool & { description: string }>()
-  const toolsFor = (role: string): Array<Tool & { description: string }> => {
+  const toolsFor = (principal: Parameters<typeof mayCall>[1]): Array<Tool & { description: string }> => {
     if (described.size === 0) {
       for (const tool of options.tools) {
         const prose = options.describe(tool.name)
         described.set(tool.name, { ...tool, description: prose !== undefined && !tool.description.includes(prose) ? `${tool.description}\n\n${prose}` : tool.description })
       }
     }
-    const rank = ROLE_RANK[role as keyof typeof ROLE_RANK] ?? -1
-    return [...described.values()].filter((tool) => ROLE_RANK[tool.role] <= rank)
+    return [...described.values()].filter((tool) => mayCall(tool, principal))
   }
 
   /** The caller's own key headers and address, and the channel mark, for a request made in its name. */
@@ -129,7 +127,10 @@ export async function mcpRoutes (app: FastifyInstance, options: McpOptions): Pro
   }
 
   async function callTool (request: FastifyRequest, session: string, name: string, args: Record<string, unknown>) {
-    const tool = toolsFor(request.principal?.role ?? '').find((t) => t.name === name)
+    // Found by role only: a restricted key calling a tool outside its scopes gets the operation's
+    // own 403 insufficient_scope from the inner request, as over REST.
+    const { principal } = request
+    const tool = toolsFor(principal === null ? null : { ...principal, scopes: null }).find((t) => t.name === name)
     if (tool === undefined) {
       return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify({ status: 404, error: { code: 'not_found', message: `no tool ${name} for this key` } }) }] }
     }
@@ -163,7 +164,7 @@ export async function mcpRoutes (app: FastifyInstance, options: McpOptions): Pro
     const { CallToolRequestSchema, GetPromptRequestSchema, ListPromptsRequestSchema, ListToolsRequestSchema } = await import('@modelcontextprotocol/sdk/types.js')
     const server = new Server({ name: 'petstore-api', version: options.version }, { capabilities: { tools: {}, prompts: {} } })
     server.setRequestHandler(ListToolsRequestSchema, async () => ({
-      tools: toolsFor(request.principal?.role ?? '').map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema as { type: 'object' }, annotations: { title: t.title, ...t.annotations } }))
+      tools: toolsFor(request.principal).map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema as { type: 'object' }, annotations: { title: t.title, ...t.annotations } }))
     }))
     server.setRequestHandler(CallToolRequestSchema, async (call) => callTool(request, session, call.params.name, (call.params.arguments ?? {}) as Record<string, unknown>))
     server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: PROMPTS }))

@@ -4,7 +4,8 @@
 // declared twice: the routes are read as they are declared (onRoute), the same objects Fastify
 // validates with and the document is made from.
 import type { FastifyInstance, RouteOptions } from 'fastify'
-import type { Role } from '../accounts/plans.ts'
+import { ROLE_RANK, type Role } from '../accounts/plans.ts'
+import { missingScope, type Scope, type ScopeNeed } from '../accounts/scopes.ts'
 
 type JsonSchema = Record<string, unknown>
 
@@ -20,6 +21,8 @@ export interface Tool {
   /** The route's path, with `:name` parameters. */
   url: string
   role: Role
+  /** What a restricted key needs to call it (the route's `config.scope`). */
+  scope: ScopeNeed
   pathParams: readonly string[]
   queryParams: readonly string[]
   hasBody: boolean
@@ -43,7 +46,7 @@ function plain (schema: unknown): JsonSchema {
 export function toolOf (route: Pick<RouteOptions, 'method' | 'url' | 'schema' | 'config'>): Tool | null {
   const schema = route.schema as ({ operationId?: string; summary?: string; description?: string; params?: unknown; querystring?: unknown; body?: unknown; headers?: unknown; hide?: boolean; deprecated?: boolean } | undefined)
   const method = Array.isArray(route.method) ? route.method[0]! : route.method
-  const config = route.config as { role?: Role; lifecycle?: { deprecatedAt?: unknown } } | undefined
+  const config = route.config as { role?: Role; scope?: ScopeNeed; lifecycle?: { deprecatedAt?: unknown } } | undefined
   if (schema?.operationId === undefined || schema.hide === true || config?.role === undefined || method === 'HEAD') return null
   const params = propertiesOf(schema.params)
   const query = propertiesOf(schema.querystring)
@@ -78,6 +81,7 @@ export function toolOf (route: Pick<RouteOptions, 'method' | 'url' | 'schema' | 
     method,
     url: route.url,
     role: config.role,
+    scope: config.scope ?? null,
     pathParams: Object.keys(params),
     queryParams: Object.keys(query),
     hasBody: schema.body !== undefined,
@@ -85,6 +89,15 @@ export function toolOf (route: Pick<RouteOptions, 'method' | 'url' | 'schema' | 
     ifMatch,
     deprecated
   }
+}
+
+/**
+ * Whether a key may call the tool: its role, and a restricted key's scopes, as the access step
+ * would decide the operation (access/refusals.ts), so tools/list offers only what would be served.
+ */
+export function mayCall (tool: Pick<Tool, 'role' | 'scope'>, caller: { role: Role; scopes: ReadonlySet<Scope> | null } | null): boolean {
+  if (caller === null) return false
+  return ROLE_RANK[tool.role] <= ROLE_RANK[caller.role] && missingScope(caller.role, caller.scopes, tool.scope) === null
 }
 
 /** Collects the tools of the /v1 routes as they are declared; install before the routes. */

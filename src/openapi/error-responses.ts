@@ -1,6 +1,6 @@
 // Error responses, added to each /v1 route's schema as it is declared (an onRoute hook, before
 // @fastify/swagger reads the schema): one response per status, listing the codes the operation
-// can return, derived from what the route declares (config.errors, config.role, its schemas,
+// can return, derived from what the route declares (config.errors, config.role, config.scope, its schemas,
 // config.lifecycle) plus the cross-cutting codes of every authenticated operation.
 import type { FastifySchema, RouteOptions } from 'fastify'
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
@@ -11,12 +11,14 @@ const CROSS_CUTTING: ErrorCode[] = ['validation_failed', 'unauthenticated', 'api
 
 /** The error codes an operation can return: its own and the cross-cutting ones, derived from its declaration. */
 export function errorCodesOf (route: Pick<RouteOptions, 'schema' | 'config' | 'method'>): ErrorCode[] {
-  const config = route.config as { role?: string; errors?: ErrorCode[]; lifecycle?: { sunsetAt?: Date } } | undefined
+  const config = route.config as { role?: string; scope?: unknown; errors?: ErrorCode[]; lifecycle?: { sunsetAt?: Date } } | undefined
   const schema = route.schema as FastifySchema | undefined
   const codes = new Set<ErrorCode>(config?.errors ?? [])
   if (schema?.params !== undefined || schema?.querystring !== undefined || schema?.body !== undefined || schema?.headers !== undefined) codes.add('validation_failed')
   if (schema?.body !== undefined) { codes.add('payload_too_large'); codes.add('unsupported_media_type') }
   if (config?.role !== undefined && config.role !== 'customer') codes.add('forbidden')
+  // A restricted key without the operation's scope (access/refusals.ts).
+  if (config?.scope !== undefined && config.scope !== null) codes.add('insufficient_scope')
   if (config?.lifecycle?.sunsetAt !== undefined) codes.add('operation_sunset')
   for (const code of CROSS_CUTTING) codes.add(code)
   return [...codes]

@@ -10,6 +10,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import swagger from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
+import { scopesOfNeed, type ScopeNeed } from '../accounts/scopes.ts'
 import { ERROR_CATALOGUE } from '../errors.ts'
 import { lifecycleDocument } from '../routing/lifecycle.ts'
 import { addCodeSamples } from './code-samples.ts'
@@ -70,6 +71,25 @@ function withMarkdownDescription (schema: Record<string, unknown>): Record<strin
   return { ...schema, description: text }
 }
 
+/**
+ * What a restricted key needs for the operation (its route's `config.scope`): the scopes as
+ * `x-required-scopes` (all of them, of those the key's role can hold; empty: none), and a line
+ * opening the description for people.
+ */
+export function withScopes (schema: Record<string, unknown>, need: ScopeNeed | undefined): Record<string, unknown> {
+  if (need === undefined) return schema
+  const scopes = scopesOfNeed(need)
+  const names = scopes.map((s) => `\`${s}\``)
+  const line = scopes.length === 0
+    ? '**Scope:** none; a restricted key may call it too.'
+    : scopes.length === 1
+      ? `**Scope:** ${names[0]!} (a restricted key without it is answered \`403 insufficient_scope\`).`
+      : `**Scopes:** ${names.join(', ')}, each that the key's role can hold (a restricted key without one is answered \`403 insufficient_scope\`).`
+  // First, before any lifecycle note: the operation's own prose ends the description (test/openapi/descriptions.test.ts).
+  const description = typeof schema.description === 'string' && schema.description !== '' ? `${line}\n\n${schema.description}` : line
+  return { ...schema, description, 'x-required-scopes': [...scopes] }
+}
+
 export async function registerOpenApi (app: FastifyInstance): Promise<void> {
   const introduction = markdown('api')
   if (introduction === undefined) throw new Error('src/openapi/descriptions/api.md is missing')
@@ -98,7 +118,7 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
       security: [{ ApiKeyAuth: [] }, { BearerAuth: [] }]
     },
     hideUntagged: true,
-    transform: ({ schema, url, route }) => ({ schema: lifecycleDocument(withMarkdownDescription(schema as Record<string, unknown>), route.config?.lifecycle) as typeof schema, url }),
+    transform: ({ schema, url, route }) => ({ schema: withScopes(lifecycleDocument(withMarkdownDescription(schema as Record<string, unknown>), route.config?.lifecycle), route.config?.scope) as typeof schema, url }),
     transformObject: (documents) => 'openapiObject' in documents ? finish(documents.openapiObject as unknown as OpenApiDocument) as unknown as typeof documents.openapiObject : documents.swaggerObject
   })
 }

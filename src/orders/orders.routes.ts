@@ -23,7 +23,7 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
       response: { 200: Reply('A page of orders.', OrdersSchema, LinkHeader) },
       'x-hideTryItPanel': true
     },
-    config: { role: 'customer', errors: ['validation_failed'] }
+    config: { role: 'customer', scope: 'orders:read', errors: ['validation_failed'] }
   }, async (request, reply) => {
     const page = await orders.list(request.query, requireCaller(request.principal))
     setNextLink(request, reply, page.nextCursor)
@@ -38,7 +38,7 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
       body: NewOrderSchema,
       response: { 201: Reply('The order, as placed (also on a replay).', OrderSchema, { ...LocationHeader, ...ETagHeader }) }
     },
-    config: { role: 'customer', errors: ['validation_failed', 'pet_not_found', 'pet_not_available', 'insufficient_stock', 'order_limit_reached', 'order_cooldown', 'idempotency_key_reused'] }
+    config: { role: 'customer', scope: 'orders:write', errors: ['validation_failed', 'pet_not_found', 'pet_not_available', 'insufficient_stock', 'order_limit_reached', 'order_cooldown', 'idempotency_key_reused'] }
   }, async (request, reply) => {
     const { record } = await orders.place(request.body, requireCaller(request.principal), idempotencyClaimOf(request, clock.now()))
     reply.code(201).header('location', `/v1/store/orders/${record.id}`).header('etag', etagOf(record))
@@ -52,7 +52,7 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
       params: OrderIdParams, querystring: NoQuery,
       response: { 200: Reply('The order.', OrderSchema, ETagHeader) }
     },
-    config: { role: 'customer', errors: ['validation_failed', 'not_found'] }
+    config: { role: 'customer', scope: 'orders:read', errors: ['validation_failed', 'not_found'] }
   }, async (request, reply) => {
     const order = await orders.get(request.params.orderId, requireCaller(request.principal))
     reply.header('etag', etagOf(order))
@@ -65,7 +65,7 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
       params: OrderIdParams, querystring: NoQuery, headers: IfMatchHeaders, body: OrderPatchSchema,
       response: { 200: Reply('The updated order.', OrderSchema, ETagHeader) }
     },
-    config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed', 'order_already_complete'] }
+    config: { role: 'staff', scope: 'orders:write', errors: ['validation_failed', 'not_found', 'precondition_failed', 'order_already_complete'] }
   }, async (request, reply) => {
     const order = await orders.update(request.params.orderId, request.body, ifMatchOf(request))
     reply.header('etag', etagOf(order))
@@ -78,7 +78,7 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
       params: CancelOrderIdParams, querystring: NoQuery, headers: IfMatchHeaders,
       response: { 204: NoContent('The order is cancelled.') }
     },
-    config: { role: 'customer', errors: ['validation_failed', 'not_found', 'precondition_failed', 'order_already_complete'] }
+    config: { role: 'customer', scope: 'orders:write', errors: ['validation_failed', 'not_found', 'precondition_failed', 'order_already_complete'] }
   }, async (request, reply) => {
     await orders.cancel(request.params.orderId, requireCaller(request.principal), ifMatchOf(request))
     return reply.code(204).send(null)

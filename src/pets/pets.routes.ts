@@ -50,7 +50,7 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
       querystring: PetListQuery,
       response: { 200: Reply('A page of pets.', PetsSchema, LinkHeader) }
     },
-    config: { role: 'customer', errors: ['validation_failed'] }
+    config: { role: 'customer', scope: 'catalog:read', errors: ['validation_failed'] }
   }, async (request, reply) => {
     const page = await pets.list(request.query)
     setNextLink(request, reply, page.nextCursor)
@@ -66,7 +66,7 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
       body: NewPetSchema,
       response: { 201: Reply('The pet, as created (also on a replay).', PetSchema, { ...LocationHeader, ...ETagHeader }) }
     },
-    config: { role: 'staff', errors: ['validation_failed', 'category_not_found', 'idempotency_key_reused'] }
+    config: { role: 'staff', scope: 'catalog:write', errors: ['validation_failed', 'category_not_found', 'idempotency_key_reused'] }
   }, async (request, reply) => {
     const { record } = await pets.create(request.body, idempotencyClaimOf(request, clock.now()))
     reply.code(201).header('location', `/v1/pets/${record.id}`).header('etag', etagOf(record))
@@ -80,7 +80,7 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
       params: PetIdParams, querystring: NoQuery,
       response: { 200: Reply('The pet.', PetSchema, ETagHeader) }
     },
-    config: { role: 'customer', errors: ['validation_failed', 'not_found'], lifecycle: getPetLifecycle }
+    config: { role: 'customer', scope: 'catalog:read', errors: ['validation_failed', 'not_found'], lifecycle: getPetLifecycle }
   }, (request, reply) => {
     // Not async: a store that reads at once (SQLite's pet cache) answers in this turn, with no
     // promise; a not_found thrown here goes to the error handler as from an async handler.
@@ -97,7 +97,7 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
       params: PetIdParams, querystring: NoQuery, headers: IfMatchHeaders, body: NewPetSchema,
       response: { 200: Reply('The updated pet.', PetSchema, ETagHeader) }
     },
-    config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed', 'category_not_found'] }
+    config: { role: 'staff', scope: 'catalog:write', errors: ['validation_failed', 'not_found', 'precondition_failed', 'category_not_found'] }
   }, async (request, reply) => {
     const pet = await pets.replace(request.params.petId, request.body, ifMatchOf(request))
     reply.header('etag', etagOf(pet))
@@ -111,7 +111,7 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
       params: PetIdParams, querystring: NoQuery, headers: IfMatchHeaders, body: PetPatchSchema,
       response: { 200: Reply('The updated pet.', PetSchema, ETagHeader) }
     },
-    config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed', 'category_not_found'] }
+    config: { role: 'staff', scope: 'catalog:write', errors: ['validation_failed', 'not_found', 'precondition_failed', 'category_not_found'] }
   }, async (request, reply) => {
     const pet = await pets.patch(request.params.petId, request.body, ifMatchOf(request))
     reply.header('etag', etagOf(pet))
@@ -125,7 +125,7 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
       params: DeletePetIdParams, querystring: NoQuery, headers: IfMatchHeaders,
       response: { 204: NoContent('The pet is deleted.') }
     },
-    config: { role: 'staff', errors: ['validation_failed', 'not_found', 'precondition_failed', 'pet_has_open_orders'] }
+    config: { role: 'staff', scope: 'catalog:write', errors: ['validation_failed', 'not_found', 'precondition_failed', 'pet_has_open_orders'] }
   }, async (request, reply) => {
     await pets.remove(request.params.petId, ifMatchOf(request))
     return reply.code(204).send(null)

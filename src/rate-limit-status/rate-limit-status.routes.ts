@@ -22,7 +22,7 @@ export async function rateLimitRoutes (fastify: FastifyInstance): Promise<void> 
       }
     },
     config: {
-      role: 'customer',
+      role: 'customer', scope: null,
       quota: 'free',
       lifecycle: { stability: 'beta', note: 'The shape mirrors the IETF RateLimit header fields, which are still a draft: field names may follow the final RFC. Changes will be announced with a deprecation period.' }
     }

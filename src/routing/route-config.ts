@@ -2,6 +2,8 @@
 // (auth, rate limits, lifecycle headers, the OpenAPI document) read from it.
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify'
 import type { Principal } from '../access/principal.ts'
+import { scopesOfNeed, SCOPE_ROLE, type ScopeNeed } from '../accounts/scopes.ts'
+import { ROLE_RANK } from '../accounts/plans.ts'
 import type { ErrorCode } from '../errors.ts'
 import type { Lifecycle } from './lifecycle.ts'
 
@@ -9,6 +11,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The least role that may call it. Every /v1 operation must name one (requireRoles). */
     role?: Principal['role']
+    /**
+     * What a restricted key needs to call it (accounts/scopes.ts): a scope, several (each one its
+     * role can hold), or null for none. Every /v1 operation must say (requireRoles).
+     */
+    scope?: ScopeNeed
     /** Error codes particular to the operation; the cross-cutting ones are added for it. */
     errors?: ErrorCode[]
     /** Stability, deprecation and sunset (routing/lifecycle.ts). */
@@ -29,14 +36,22 @@ declare module 'fastify' {
 export type { Principal }
 
 /**
- * Every operation under /v1 must say who may call it: a route registered without a role fails at
- * start, not at its first request. Install before the /v1 routes are registered.
+ * Every operation under /v1 must say who may call it and what a restricted key needs for it: a
+ * route registered without a role or a scope (null for none) fails at start, not at its first
+ * request; so does one whose role can hold none of its scopes (a restricted key could never be
+ * refused it). Install before the /v1 routes are registered.
  */
 export function requireRoles (app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     if (!route.url.startsWith('/v1') || route.url.endsWith('*')) return
-    const role = (route.config as { role?: string } | undefined)?.role
+    const config = route.config as { role?: Principal['role']; scope?: ScopeNeed } | undefined
+    const role = config?.role
     if (role === undefined) throw new Error(`route ${String(route.method)} ${route.url} declares no role`)
+    if (config?.scope === undefined) throw new Error(`route ${String(route.method)} ${route.url} declares no scope (null for none)`)
+    const scopes = scopesOfNeed(config.scope)
+    if (config.scope !== null && !scopes.some((s) => ROLE_RANK[SCOPE_ROLE[s]] <= ROLE_RANK[role])) {
+      throw new Error(`route ${String(route.method)} ${route.url}: its role ${role} can hold none of its scopes ${scopes.join(', ')}`)
+    }
   })
 }
 

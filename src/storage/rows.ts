@@ -4,6 +4,7 @@
 import type { CategoryRecord } from '../categories/categories.store.ts'
 import type { InventoryRecord } from '../inventory/inventory.store.ts'
 import type { Plan, Role } from '../accounts/plans.ts'
+import { scopesFromText } from '../accounts/scopes.ts'
 import type { BanRecord, DeprecatedCallRow, KeyRecord, UsageRow } from '../accounts/keys.store.ts'
 import type { OrderRecord } from '../orders/orders.store.ts'
 import type { PetStatus } from '../pets/pets.schema.ts'
@@ -43,14 +44,15 @@ export interface KeyRow {
   replaced_by: number | null
   quota_key_id: number | null
   last_used_at: number | null
+  scopes: string | null
 }
-export const KEY_COLUMNS = 'id, name, role, plan, per_minute, per_day, key_prefix, created_at, revoked_at, version, expires_at, replaces, replaced_by, quota_key_id, last_used_at'
+export const KEY_COLUMNS = 'id, name, role, plan, per_minute, per_day, key_prefix, created_at, revoked_at, version, expires_at, replaces, replaced_by, quota_key_id, last_used_at, scopes'
 export const toKey = (r: KeyRow): KeyRecord => ({
   id: r.id, name: r.name, role: r.role, plan: r.plan, perMinute: r.per_minute, perDay: r.per_day,
   prefix: r.key_prefix, createdAt: r.created_at, revokedAt: r.revoked_at,
   expiresAt: r.expires_at, replaces: r.replaces, replacedBy: r.replaced_by,
   // NULL: the key is the first of its rotation chain, its own quota identity.
-  quotaKeyId: r.quota_key_id ?? r.id, lastUsedAt: r.last_used_at, version: r.version
+  quotaKeyId: r.quota_key_id ?? r.id, lastUsedAt: r.last_used_at, version: r.version, scopes: scopesFromText(r.scopes)
 })
 
 export interface UsageRowSql { key_id: number; day: string; allowed: number; limited: number; banned: number }

@@ -1,6 +1,7 @@
 // Webhook endpoints over HTTP (docs/product.md, webhooks): schema, one service call, status code.
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { WEBHOOK_SCOPES } from '../accounts/scopes.ts'
 import { requireCaller } from '../access/principal.ts'
 import { setNextLink } from '../routing/conditional.ts'
 import { LinkHeader, LocationHeader, NoContent, NoQuery, Reply } from '../shared/schemas.ts'
@@ -39,7 +40,7 @@ export async function webhookRoutes (fastify: FastifyInstance, { webhooks }: Web
       querystring: NoQuery, body: NewWebhookSchema,
       response: { 201: Reply('The endpoint, with its signing secret.', WebhookWithSecretSchema, LocationHeader) }
     },
-    config: { role, errors: ['validation_failed', 'forbidden', 'webhook_url_forbidden', 'webhook_limit_reached'] }
+    config: { role, scope: WEBHOOK_SCOPES, errors: ['validation_failed', 'forbidden', 'webhook_url_forbidden', 'webhook_limit_reached'] }
   }, async (request, reply) => {
     const webhook = await webhooks.create(requireCaller(request.principal), request.body)
     reply.code(201).header('location', `/v1/webhooks/${webhook.id}`)
@@ -53,7 +54,7 @@ export async function webhookRoutes (fastify: FastifyInstance, { webhooks }: Web
       querystring: WebhookListQuery,
       response: { 200: Reply('A page of endpoints.', WebhooksSchema, LinkHeader) }
     },
-    config: { role, errors: ['validation_failed'] }
+    config: { role, scope: WEBHOOK_SCOPES, errors: ['validation_failed'] }
   }, async (request, reply) => {
     const page = await webhooks.list(requireCaller(request.principal), request.query)
     setNextLink(request, reply, page.nextCursor)
@@ -67,7 +68,7 @@ export async function webhookRoutes (fastify: FastifyInstance, { webhooks }: Web
       params: WebhookIdParams, querystring: NoQuery,
       response: { 200: Reply('The endpoint.', WebhookSchema) }
     },
-    config: { role, errors: ['validation_failed', 'not_found'] }
+    config: { role, scope: WEBHOOK_SCOPES, errors: ['validation_failed', 'not_found'] }
   }, async (request) => webhookView(await webhooks.get(requireCaller(request.principal), request.params.webhookId)))
 
   app.patch('/webhooks/:webhookId', {
@@ -77,7 +78,7 @@ export async function webhookRoutes (fastify: FastifyInstance, { webhooks }: Web
       params: WebhookIdParams, querystring: NoQuery, body: WebhookPatchSchema,
       response: { 200: Reply('The endpoint, as changed.', WebhookSchema) }
     },
-    config: { role, errors: ['validation_failed', 'forbidden', 'not_found', 'webhook_url_forbidden'] }
+    config: { role, scope: WEBHOOK_SCOPES, errors: ['validation_failed', 'forbidden', 'not_found', 'webhook_url_forbidden'] }
   }, async (request) => webhookView(await webhooks.update(requireCaller(request.principal), request.params.webhookId, request.body)))
 
   app.delete('/webhooks/:webhookId', {
@@ -87,7 +88,7 @@ export async function webhookRoutes (fastify: FastifyInstance, { webhooks }: Web
       params: DeleteWebhookIdParams, querystring: NoQuery,
       response: { 204: NoContent('The endpoint is deleted.') }
     },
-    config: { role, errors: ['validation_failed', 'not_found'] }
+    config: { role, scope: WEBHOOK_SCOPES, errors: ['validation_failed', 'not_found'] }
   }, async (request, reply) => {
     await webhooks.remove(requireCaller(request.principal), request.params.webhookId)
     return reply.code(204).send(null)
@@ -100,7 +101,7 @@ export async function webhookRoutes (fastify: FastifyInstance, { webhooks }: Web
       params: WebhookIdParams, querystring: NoQuery,
       response: { 200: Reply('The endpoint, with its new secret.', WebhookWithSecretSchema) }
     },
-    config: { role, errors: ['validation_failed', 'not_found'] }
+    config: { role, scope: WEBHOOK_SCOPES, errors: ['validation_failed', 'not_found'] }
   }, async (request) => withSecret(await webhooks.rotateSecret(requireCaller(request.principal), request.params.webhookId)))
 
   app.post('/webhooks/:webhookId/test', {
@@ -110,7 +111,7 @@ export async function webhookRoutes (fastify: FastifyInstance, { webhooks }: Web
       params: WebhookIdParams, querystring: NoQuery,
       response: { 202: Reply('The test event is queued.', TestQueuedSchema) }
     },
-    config: { role, errors: ['validation_failed', 'not_found'] }
+    config: { role, scope: WEBHOOK_SCOPES, errors: ['validation_failed', 'not_found'] }
   }, async (request, reply) => {
     const eventId = await webhooks.test(requireCaller(request.principal), request.params.webhookId)
     reply.code(202)
@@ -124,7 +125,7 @@ export async function webhookRoutes (fastify: FastifyInstance, { webhooks }: Web
       params: WebhookIdParams, querystring: DeliveriesQuery,
       response: { 200: Reply('The latest attempts.', DeliveriesSchema) }
     },
-    config: { role, errors: ['validation_failed', 'not_found'] }
+    config: { role, scope: WEBHOOK_SCOPES, errors: ['validation_failed', 'not_found'] }
   }, async (request) => (await webhooks.deliveries(requireCaller(request.principal), request.params.webhookId, request.query.limit ?? 20)).map(deliveryView))
 
   app.post('/webhooks/:webhookId/replay', {
@@ -134,7 +135,7 @@ export async function webhookRoutes (fastify: FastifyInstance, { webhooks }: Web
       params: WebhookIdParams, querystring: NoQuery, body: ReplaySchema,
       response: { 202: Reply('The events are queued.', QueuedSchema) }
     },
-    config: { role, errors: ['validation_failed', 'not_found'] }
+    config: { role, scope: WEBHOOK_SCOPES, errors: ['validation_failed', 'not_found'] }
   }, async (request, reply) => {
     const queued = await webhooks.replay(requireCaller(request.principal), request.params.webhookId, request.body)
     reply.code(202)

@@ -72,7 +72,7 @@ test('keys rotate ID --grace 1h --json prints the new key once with replaces; th
   assert.deepEqual({ ...created, key: undefined, id: undefined, prefix: undefined, createdAt: undefined }, {
     key: undefined, id: undefined, prefix: undefined, createdAt: undefined,
     name: 'partner', role: 'customer', plan: 'enterprise', limits: { perMinute: 5, perDay: 50 },
-    revokedAt: null, expiresAt: null, replaces: old.id, replacedBy: null, lastUsedAt: null, ban: null
+    revokedAt: null, expiresAt: null, replaces: old.id, replacedBy: null, lastUsedAt: null, scopes: null, ban: null
   })
   const stores = createSqliteStores(path)
   t.after(() => stores.close())

@@ -19,7 +19,7 @@ const iso = (ms: number): string => new Date(ms).toISOString()
 const DAY = 86_400_000
 
 /** The key view fields a fresh key has. */
-const FRESH = { revokedAt: null, expiresAt: null, replaces: null, replacedBy: null, lastUsedAt: null, ban: null }
+const FRESH = { revokedAt: null, expiresAt: null, replaces: null, replacedBy: null, lastUsedAt: null, scopes: null, ban: null }
 
 async function create (app: TestApp, payload: Record<string, unknown>) {
   const res = await app.call({ method: 'POST', url: '/v1/admin/keys', payload })

@@ -245,15 +245,15 @@ test('update: leaving enterprise drops the custom quotas; staying keeps those no
 
 test('toApiKey: the public view, instants as ISO text, null ones null, the ban\'s end and reason', async (t) => {
   const { admin } = await setup(t)
-  const made = await admin.create({ role: 'customer', plan: 'enterprise', perMinute: 3, perDay: 30, name: 'v', expiresAt: new Date(T0 + 5000).toISOString() })
+  const made = await admin.create({ role: 'customer', plan: 'enterprise', perMinute: 3, perDay: 30, name: 'v', expiresAt: new Date(T0 + 5000).toISOString(), scopes: ['orders:write', 'catalog:read'] })
   const record = { ...made.record, revokedAt: T0 + 1000 }
   assert.deepEqual(toApiKey({ record, ban: { endsAt: T0 + 9000, reason: 'r' } as never, lastUsedAt: T0 + 2000 }), {
     id: record.id, name: 'v', role: 'customer', plan: 'enterprise', limits: { perMinute: 3, perDay: 30 }, prefix: record.prefix,
     createdAt: new Date(T0).toISOString(), revokedAt: new Date(T0 + 1000).toISOString(), expiresAt: new Date(T0 + 5000).toISOString(),
-    replaces: null, replacedBy: null, lastUsedAt: new Date(T0 + 2000).toISOString(), ban: { until: new Date(T0 + 9000).toISOString(), reason: 'r' }
+    replaces: null, replacedBy: null, lastUsedAt: new Date(T0 + 2000).toISOString(), scopes: ['catalog:read', 'orders:write'], ban: { until: new Date(T0 + 9000).toISOString(), reason: 'r' }
   })
-  const plain = toApiKey({ record: { ...made.record, expiresAt: null }, ban: null, lastUsedAt: null })
-  assert.deepEqual([plain.revokedAt, plain.expiresAt, plain.lastUsedAt, plain.ban], [null, null, null, null])
+  const plain = toApiKey({ record: { ...made.record, expiresAt: null, scopes: null }, ban: null, lastUsedAt: null })
+  assert.deepEqual([plain.revokedAt, plain.expiresAt, plain.lastUsedAt, plain.ban, plain.scopes], [null, null, null, null, null])
 })
 
 test('validation refusals say what is wrong: the message and each detail name the field and the rule, so an operator at the CLI can fix the call', async (t) => {

@@ -466,7 +466,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const { keys } = await open(t)
       const a = await keys.createKey({ name: 'a', role: 'staff', plan: 'pro', perMinute: null, perDay: null, hash: 'hash-a', prefix: 'psk_aaaaaaaa', now: NOW })
       const b = await keys.createKey({ name: null, role: 'admin', plan: 'enterprise', perMinute: 5000, perDay: 1_000_000_000, hash: 'hash-b', prefix: 'psk_bbbbbbbb', now: NOW + 1 })
-      const fresh = { expiresAt: null, replaces: null, replacedBy: null, lastUsedAt: null }
+      const fresh = { expiresAt: null, replaces: null, replacedBy: null, lastUsedAt: null, scopes: null }
       assert.deepEqual(a, { id: a.id, name: 'a', role: 'staff', plan: 'pro', perMinute: null, perDay: null, prefix: 'psk_aaaaaaaa', createdAt: NOW, revokedAt: null, ...fresh, quotaKeyId: a.id, version: 1 })
       assert.deepEqual(b, { id: b.id, name: null, role: 'admin', plan: 'enterprise', perMinute: 5000, perDay: 1_000_000_000, prefix: 'psk_bbbbbbbb', createdAt: NOW + 1, revokedAt: null, ...fresh, quotaKeyId: b.id, version: 1 })
       assert.equal(typeof b.perDay, 'number')
@@ -543,11 +543,12 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('keys: rotateKey makes a successor with the same settings and quota identity, and ends the old key after the grace period', async (t) => {
       const { keys } = await open(t)
-      const a = await keys.createKey({ name: 'partner', role: 'staff', plan: 'enterprise', perMinute: 50, perDay: 5000, hash: 'ha', prefix: 'psk_a', now: NOW })
+      const a = await keys.createKey({ name: 'partner', role: 'staff', plan: 'enterprise', perMinute: 50, perDay: 5000, hash: 'ha', prefix: 'psk_a', now: NOW, scopes: ['orders:read', 'catalog:write'] })
+      assert.deepEqual(a.scopes, ['catalog:write', 'orders:read'], 'stored in canonical order')
       const { old, created } = await keys.rotateKey(a.id, { hash: 'hb', prefix: 'psk_b', now: NOW + 10, graceEndsAt: NOW + 3_600_010 })
       assert.deepEqual(created, {
         id: created.id, name: 'partner', role: 'staff', plan: 'enterprise', perMinute: 50, perDay: 5000, prefix: 'psk_b', createdAt: NOW + 10,
-        revokedAt: null, expiresAt: null, replaces: a.id, replacedBy: null, quotaKeyId: a.id, lastUsedAt: null, version: 1
+        revokedAt: null, expiresAt: null, replaces: a.id, replacedBy: null, quotaKeyId: a.id, lastUsedAt: null, version: 1, scopes: ['catalog:write', 'orders:read']
       })
       assert.deepEqual(old, { ...a, expiresAt: NOW + 3_600_010, replacedBy: created.id, version: 2 })
       assert.deepEqual(await keys.findKeyByHash('hb'), created)

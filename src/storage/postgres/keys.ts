@@ -7,6 +7,7 @@ import { currentRow } from '../checks.ts'
 import type { Db, Tx } from './database.ts'
 import { appendEvents } from './events.ts'
 import { keyFilterSql, keySearchName } from '../key-filters.ts'
+import { scopesToText } from '../../accounts/scopes.ts'
 import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, toUsage, USAGE_COLUMNS, type BanRow, type KeyRow, type UsageRowSql, toDeprecatedCall, type DeprecatedCallSql } from '../rows.ts'
 
 /** The ids of every key sharing the quota identity of key $n (its rotation chain). */
@@ -30,8 +31,8 @@ export function createPostgresKeyStore (db: Db): KeyStore {
       // A transaction, so the key and its key.created event commit together.
       return db.transaction(async (tx) => {
         const row = await tx.first<KeyRow>(
-          `INSERT INTO api_keys (name, search_name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${KEY_COLUMNS}`,
-          [k.name, keySearchName(k.name), k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null])
+          `INSERT INTO api_keys (name, search_name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, expires_at, scopes) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${KEY_COLUMNS}`,
+          [k.name, keySearchName(k.name), k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null, scopesToText(k.scopes ?? null)])
         const created = toKey(row!)
         await appendKeyEvent(tx, 'key.created', created, k.now)
         return created
@@ -87,8 +88,8 @@ export function createPostgresKeyStore (db: Db): KeyStore {
         const refusal = rotationRefusal(toKey(row), r.now)
         if (refusal !== null) throw refusal
         const created = toKey((await tx.first<KeyRow>(
-          `INSERT INTO api_keys (name, search_name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, replaces, quota_key_id) VALUES ($1, $11, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${KEY_COLUMNS}`,
-          [row.name, row.role, row.plan, row.per_minute, row.per_day, r.hash, r.prefix, r.now, row.id, row.quota_key_id ?? row.id, keySearchName(row.name)]))!)
+          `INSERT INTO api_keys (name, search_name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, replaces, quota_key_id, scopes) VALUES ($1, $11, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12) RETURNING ${KEY_COLUMNS}`,
+          [row.name, row.role, row.plan, row.per_minute, row.per_day, r.hash, r.prefix, r.now, row.id, row.quota_key_id ?? row.id, keySearchName(row.name), row.scopes]))!)
         const expiresAt = row.expires_at === null ? r.graceEndsAt : Math.min(row.expires_at, r.graceEndsAt)
         const old = toKey((await tx.first<KeyRow>(
           `UPDATE api_keys SET expires_at = $1, replaced_by = $2, version = version + 1 WHERE id = $3 RETURNING ${KEY_COLUMNS}`, [expiresAt, created.id, id]))!)

@@ -577,5 +577,10 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
       UPDATE api_keys SET search_name = replace(replace(lower(name), U&'i\\0307', 'i'), 'ς', 'σ') WHERE name IS NOT NULL;
     END IF;
   END $$;
+  `,
+  // Restricted keys (issue 33), as SQLite's version 9: a key's scopes, the canonical comma list
+  // of accounts/scopes.ts; NULL for a key that may do all its role allows (every key made before).
+  `
+  ALTER TABLE api_keys ADD COLUMN scopes text;
   `
 ]

@@ -7,14 +7,15 @@ import { currentRow } from '../checks.ts'
 import { transaction, type Db } from './database.ts'
 import type { SqliteEventLog } from './events.ts'
 import { keyFilterSql, keySearchName } from '../key-filters.ts'
+import { scopesToText } from '../../accounts/scopes.ts'
 import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, toUsage, USAGE_COLUMNS, type BanRow, type KeyRow, type UsageRowSql, toDeprecatedCall, type DeprecatedCallSql } from '../rows.ts'
 
 /** The ids of every key sharing the quota identity of key `?` (its rotation chain). */
 const SAME_IDENTITY = `SELECT k.id FROM api_keys k, (SELECT coalesce(quota_key_id, id) AS q FROM api_keys WHERE id = ?) i WHERE k.id = i.q OR k.quota_key_id = i.q`
 
 export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore {
-  const insert = db.prepare(`INSERT INTO api_keys (name, search_name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`)
-  const insertSuccessor = db.prepare(`INSERT INTO api_keys (name, search_name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, replaces, quota_key_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`)
+  const insert = db.prepare(`INSERT INTO api_keys (name, search_name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, expires_at, scopes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`)
+  const insertSuccessor = db.prepare(`INSERT INTO api_keys (name, search_name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, replaces, quota_key_id, scopes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`)
   const markReplaced = db.prepare(`UPDATE api_keys SET expires_at = ?, replaced_by = ?, version = version + 1 WHERE id = ? RETURNING ${KEY_COLUMNS}`)
   const byHash = db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE key_hash = ?`)
   const byId = db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`)
@@ -50,7 +51,7 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
     async createKey (k) {
       // Even single statements go through transaction(): a lock held elsewhere is then a 503, not a 500.
       return transaction(db, () => {
-        const created = toKey(insert.get(k.name, keySearchName(k.name), k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null) as unknown as KeyRow)
+        const created = toKey(insert.get(k.name, keySearchName(k.name), k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null, scopesToText(k.scopes ?? null)) as unknown as KeyRow)
         appendKeyEvent('key.created', created, k.now)
         return created
       })
@@ -99,7 +100,7 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
         const row = current(id, null)
         const refusal = rotationRefusal(toKey(row), r.now)
         if (refusal !== null) throw refusal
-        const created = toKey(insertSuccessor.get(row.name, keySearchName(row.name), row.role, row.plan, row.per_minute, row.per_day, r.hash, r.prefix, r.now, row.id, row.quota_key_id ?? row.id) as unknown as KeyRow)
+        const created = toKey(insertSuccessor.get(row.name, keySearchName(row.name), row.role, row.plan, row.per_minute, row.per_day, r.hash, r.prefix, r.now, row.id, row.quota_key_id ?? row.id, row.scopes) as unknown as KeyRow)
         const expiresAt = row.expires_at === null ? r.graceEndsAt : Math.min(row.expires_at, r.graceEndsAt)
         const old = toKey(markReplaced.get(expiresAt, created.id, id) as unknown as KeyRow)
         // The successor, which names the key it replaces: the key its holder now uses.

@@ -218,5 +218,10 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE api_keys ADD COLUMN search_name TEXT NOT NULL DEFAULT '';
   UPDATE api_keys SET search_name = lower(name) WHERE name IS NOT NULL;
+  `,
+  // Restricted keys (issue 33): a key's scopes, the canonical comma list of accounts/scopes.ts;
+  // NULL for a key that may do all its role allows (every key made before).
+  `
+  ALTER TABLE api_keys ADD COLUMN scopes TEXT;
   `
 ]
