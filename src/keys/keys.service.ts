@@ -93,7 +93,7 @@ export interface KeyAdmin {
   /** The new key's state, and the key itself (shown once). */
   create (input: NewApiKey): Promise<KeyState & { key: string }>
   /**
-   * Makes the successor of a live key (same name, role, plan, quotas and quota identity); the
+   * Makes the successor of a live key (same name, role, plan, quotas, scopes and quota identity); the
    * old key keeps working for the grace period, then expires.
    */
   rotate (id: number, input: RotateApiKey): Promise<KeyState & { key: string; old: KeyRecord }>

@@ -20,7 +20,8 @@ export function toApiKey ({ record, ban, lastUsedAt }: KeyState): ApiKey {
     replaces: record.replaces,
     replacedBy: record.replacedBy,
     lastUsedAt: iso(lastUsedAt),
-    scopes: record.scopes,
+    // A key event stored before keys had scopes holds a record without them: unrestricted.
+    scopes: record.scopes ?? null,
     ban: ban === null ? null : { until: new Date(ban.endsAt).toISOString(), reason: ban.reason }
   }
 }
