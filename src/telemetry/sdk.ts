@@ -1,7 +1,7 @@
 // Tracing when it is on: the OpenTelemetry SDK for Node, configured by the standard OTEL_*
 // variables (exporter endpoint, protocol, headers, sampler, batch delay, service name), exporting
 // traces only. Imported by telemetry/enabled.ts only when tracing is on: with tracing off, no
-// OpenTelemetry module is ever loaded (test/telemetry/off.test.ts).
+// OpenTelemetry module is ever loaded (test/telemetry/tracing-off.test.ts).
 import { FastifyOtelInstrumentation } from '@fastify/otel'
 import { context, ROOT_CONTEXT, trace, type Context, type Span } from '@opentelemetry/api'
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http'

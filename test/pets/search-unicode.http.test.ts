@@ -1,7 +1,7 @@
 // Case-insensitive search beyond ASCII, the same on SQLite and PostgreSQL (issue 30 item 7:
 // `q=élan` found `Élan` on PostgreSQL and nothing on SQLite, whose lower() folds ASCII only).
-// The pet filter `name` folds both sides in JavaScript (search_name); the key search `q` folds the
-// query in JavaScript and the names with lower(), which SQLite takes from the app. What the fold
+// The pet filter `name` and the key search `q` fold both sides in JavaScript (a search_name
+// column each; test/keys/key-search.http.test.ts covers the keys). What the fold
 // does, pinned: `É`/`é` match; `ß` is not `ss` (toLowerCase keeps it); `İ` matches `i` in the key
 // search (as PostgreSQL's lower() has it) and `İ`/`i̇` in the pet filter (toLowerCase gives `i`
 // and a combining dot). Faults caught: SQLite's ASCII lower() back in the key search; the query
