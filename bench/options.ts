@@ -13,8 +13,15 @@ export const USAGE = `usage: npm run bench -- [options]
                       the run fails (default 15)
   --connections N     concurrent connections (default 50)
   --pets N            pets in the catalogue the reads pick from (default 10000)
-  --only LIST         scenarios to run, comma-separated: get, id, list, rate_limit, orders, mixed
-                      (default all)
+  --only LIST         scenarios to run, comma-separated: get, id, list, rate_limit, orders, mixed,
+                      webhooks (default all)
+  --drain S           after the webhooks scenario's load, how long to wait at most for every
+                      order.created to reach the receiver (default 120)
+  --server-env LIST   extra environment for the API servers, comma-separated NAME=VALUE pairs (for
+                      example WEBHOOK_POLL_MS=10); printed with the results (default none)
+  --instances N       instead of the usual setups: 1 instance against N behind nginx (deploy/nginx.conf;
+                      a small node:http round-robin proxy when nginx is missing, said in the output),
+                      on PostgreSQL + Redis, reads by id and orders (default 1: the usual setups)
   --generator NAME    wrk, autocannon, or auto (default): wrk when installed, else autocannon in a
                       child process, said in the output
   --log-level LEVEL   the servers' LOG_LEVEL (default info, the product default; logs go to /dev/null)
@@ -24,7 +31,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --out DIR           where latest.json and latest.md go (default bench/results, ignored by git)
   --no-pin            do not pin the server and the generator to their own cores with taskset`
 
-export const SCENARIO_IDS = ['get', 'id', 'list', 'rate_limit', 'orders', 'mixed'] as const
+export const SCENARIO_IDS = ['get', 'id', 'list', 'rate_limit', 'orders', 'mixed', 'webhooks'] as const
 export type ScenarioId = typeof SCENARIO_IDS[number]
 
 export type GeneratorChoice = 'auto' | 'wrk' | 'autocannon'
@@ -40,6 +47,12 @@ export interface Options {
   tolerance: number
   connections: number
   pets: number
+  /** Seconds to wait at most, after the webhooks scenario, for its deliveries. */
+  drain: number
+  /** Extra environment for the API servers (--server-env). */
+  serverEnv: Record<string, string>
+  /** 1: the usual setups; 2 or more: one instance against this many behind a proxy. */
+  instances: number
   only: ReadonlySet<ScenarioId>
   generator: GeneratorChoice
   logLevel: string
@@ -66,6 +79,9 @@ export function parseOptions (args: string[]): Options | null {
       tolerance: { type: 'string', default: '15' },
       connections: { type: 'string', default: '50' },
       pets: { type: 'string', default: '10000' },
+      drain: { type: 'string', default: '120' },
+      instances: { type: 'string', default: '1' },
+      'server-env': { type: 'string', default: '' },
       only: { type: 'string', default: SCENARIO_IDS.join(',') },
       generator: { type: 'string', default: 'auto' },
       'log-level': { type: 'string', default: 'info' },
@@ -92,6 +108,12 @@ export function parseOptions (args: string[]): Options | null {
   if (values.generator !== 'auto' && values.generator !== 'wrk' && values.generator !== 'autocannon') {
     throw new UsageError(`--generator must be wrk, autocannon or auto, got "${values.generator}"`)
   }
+  const serverEnv: Record<string, string> = {}
+  for (const pair of values['server-env'].split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    const eq = pair.indexOf('=')
+    if (eq < 1 || !/^[A-Z][A-Z0-9_]*$/.test(pair.slice(0, eq))) throw new UsageError(`--server-env takes NAME=VALUE pairs, got "${pair}"`)
+    serverEnv[pair.slice(0, eq)] = pair.slice(eq + 1)
+  }
   const micro = Number(values.micro)
   if (!Number.isFinite(micro) || micro < 0 || micro > 60) throw new UsageError(`--micro must be a number of seconds from 0 to 60, got "${values.micro}"`)
   return {
@@ -104,6 +126,9 @@ export function parseOptions (args: string[]): Options | null {
     tolerance: integer('tolerance', values.tolerance, 1, 1000),
     connections: integer('connections', values.connections, 1, 1000),
     pets: integer('pets', values.pets, 10, 1_000_000),
+    drain: integer('drain', values.drain, 1, 3600),
+    instances: integer('instances', values.instances, 1, 16),
+    serverEnv,
     only,
     generator: values.generator,
     logLevel: values['log-level'],

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { ChildMessage, MemoryParts, PetstoreChildSettings, ProcessStats } from './server.ts'
+import type { ChildMessage, Deliveries, MemoryParts, PetstoreChildSettings, ProcessStats } from './server.ts'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const SERVER_SCRIPT = path.join(HERE, 'server.ts')
@@ -76,6 +76,8 @@ export interface ChildServer {
   rss (): Promise<{ rss: number; parts: MemoryParts }>
   /** What the process spent since the last call (CPU time, event-loop delay, GC pauses). */
   stats (): Promise<ProcessStats>
+  /** A receiver's counts so far (empty from the other kinds). */
+  deliveries (): Promise<Deliveries>
   stop (): Promise<void>
 }
 
@@ -86,10 +88,10 @@ export function killChildren (signal: NodeJS.Signals): void {
   for (const child of children) child.kill(signal)
 }
 
-/** `node bench/server.ts bare` or `… petstore <settings>`, pinned to the server's core. */
-export async function startServer (label: string, cpus: string | null, mode: { bare: true } | { petstore: PetstoreChildSettings }): Promise<ChildServer> {
-  const start = 'bare' in mode ? { env: {}, flags: [] } : startCommand()
-  const args = 'bare' in mode ? [SERVER_SCRIPT, 'bare'] : [...start.flags, SERVER_SCRIPT, 'petstore', JSON.stringify(mode.petstore)]
+/** `node bench/server.ts bare`, `… receiver` or `… petstore <settings>`, pinned to the CPUs given. */
+export async function startServer (label: string, cpus: string | null, mode: { bare: true } | { receiver: true } | { petstore: PetstoreChildSettings }): Promise<ChildServer> {
+  const start = 'petstore' in mode ? startCommand() : { env: {}, flags: [] }
+  const args = 'petstore' in mode ? [...start.flags, SERVER_SCRIPT, 'petstore', JSON.stringify(mode.petstore)] : [SERVER_SCRIPT, 'bare' in mode ? 'bare' : 'receiver']
   const [command, argv] = pinned(cpus, process.execPath, args)
   const child = spawn(command, argv, {
     env: { ...process.env, ...start.env },
@@ -104,6 +106,7 @@ export async function startServer (label: string, cpus: string | null, mode: { b
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => { children.delete(child); resolve(code) }))
   const rssWaiters: ((rss: { rss: number; parts: MemoryParts }) => void)[] = []
   const statsWaiters: ((stats: ProcessStats) => void)[] = []
+  const deliveryWaiters: ((deliveries: Deliveries) => void)[] = []
 
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${label} server did not start within 60 s${stderr ? `: ${stderr.trim()}` : ''}`)), 60_000)
@@ -111,6 +114,7 @@ export async function startServer (label: string, cpus: string | null, mode: { b
       if (message.type === 'ready') { clearTimeout(timer); resolve(message.port) }
       if (message.type === 'rss') rssWaiters.shift()?.({ rss: message.rss, parts: message.parts })
       if (message.type === 'stats') statsWaiters.shift()?.(message.stats)
+      if (message.type === 'deliveries') deliveryWaiters.shift()?.(message.deliveries)
     })
     void exited.then((code) => { clearTimeout(timer); reject(new Error(`${label} server exited with code ${code}${stderr ? `: ${stderr.trim()}` : ''}`)) })
   }).catch(async (error: unknown) => { child.kill('SIGKILL'); await exited; throw error })
@@ -130,6 +134,13 @@ export async function startServer (label: string, cpus: string | null, mode: { b
         if (!child.connected) { reject(new Error(`${label} server is gone`)); return }
         statsWaiters.push(resolve)
         child.send('stats')
+      })
+    },
+    deliveries () {
+      return new Promise<Deliveries>((resolve, reject) => {
+        if (!child.connected) { reject(new Error(`${label} is gone`)); return }
+        deliveryWaiters.push(resolve)
+        child.send('deliveries')
       })
     },
     async stop () {

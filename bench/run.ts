@@ -29,10 +29,11 @@ import { deleteRedisKeys, postgresUnavailableReason, redisUnavailableReason, saf
 import { microBenchmark } from './limiter.ts'
 import { GeneratorMissing, measure, openGenerator, plainWrk, type Generator, type PlainRun, type Slice } from './load.ts'
 import { parseOptions, USAGE, type Options } from './options.ts'
-import { killChildren, placement, startServer, type Placement } from './processes.ts'
-import { bareRow, failedRow, memoryRow, notesOf, referenceCheck, renderText, save, scenarioRow, SETUP_TITLES, type Document, type Memory, type MicroResult, type ReferenceCheck, type Row, type SetupId } from './report.ts'
+import { killChildren, placement, startServer, type ChildServer, type Placement } from './processes.ts'
+import { bareRow, failedRow, memoryRow, notesOf, referenceCheck, renderText, save, scenarioRow, SETUP_TITLES, webhookText, type Document, type Memory, type MicroResult, type ReferenceCheck, type Row, type SetupId } from './report.ts'
 import { BARE_LOAD, BARE_PROBE, probe, scenarios, seed, type Seeded } from './scenarios.ts'
 import type { ProcessStats } from './server.ts'
+import { RECEIVER_HOST, withWebhook } from './webhooks.ts'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 
@@ -80,14 +81,19 @@ interface Run {
   bare: { base: string; stats: () => Promise<ProcessStats>; slices: Slice[] }
   rows: Row[]
   memory: Memory[]
+  /** The webhook receiver, started on the generator's core for the first webhooks scenario. */
+  receiver: () => Promise<ChildServer>
 }
 
 function report (run: Run, row: Row): void {
   run.rows.push(row)
   const where = row.setup === 'bare' ? '' : `${SETUP_TITLES[row.setup]}, `
   const cpu = row.cpuUsPerReq === null || row.cpuUsPerReq === undefined ? '' : `, CPU ${row.cpuUsPerReq.toFixed(1)} µs/req (${row.cpuRatio?.toFixed(2) ?? '-'}x of bare's)`
+  const p99 = row.p99Ratio === null || row.p99Ratio === undefined ? '' : ` (${row.p99Ratio.toFixed(2)}x bare's ${row.bareP99Ms?.toFixed(2) ?? '-'} ms)`
+  const rate = `${Math.round(row.reqPerSec ?? 0).toLocaleString('en-US')} ${row.webhook === undefined ? 'req/s' : 'orders/s'}`
+  const hooks = row.webhook === undefined ? '' : `; ${webhookText(row.webhook)}`
   const figures = row.status === 'ok'
-    ? `${Math.round(row.reqPerSec ?? 0).toLocaleString('en-US')} req/s, p50 ${row.p50Ms?.toFixed(2)} ms, p99 ${row.p99Ms?.toFixed(2)} ms, ${row.ratio?.toFixed(2)}x of bare node:http${cpu}`
+    ? `${rate}, p50 ${row.p50Ms?.toFixed(2)} ms, p99 ${row.p99Ms?.toFixed(2)} ms${p99}, ${row.ratio?.toFixed(2)}x of bare node:http${cpu}${hooks}`
     : `${row.status.toUpperCase()}: ${row.reason ?? ''}`
   const target = row.target === null ? '' : `; target ${row.target}: ${row.met === true ? 'met' : 'MISSED'}`
   process.stdout.write(`  ${where}${row.title}: ${figures}${target}\n`)
@@ -97,7 +103,9 @@ function report (run: Run, row: Row): void {
 async function runSetup (run: Run, setup: SetupId, env: Record<string, string>, seeded: Seeded): Promise<Row[]> {
   // One key places every order of a run: the enterprise cap (1,000 open orders) is lifted as
   // ORDER_LIMITS allows, so the run measures placing orders, not refusing them.
-  const settings = { petstore: { env: { ...env, ORDER_LIMITS: 'enterprise=none', LOG_LEVEL: run.opts.logLevel } } }
+  // WEBHOOK_ALLOWED_HOSTS lets the webhooks scenario's endpoint point at the receiver on loopback
+  // (docs/configuration.md); it changes nothing for the other scenarios.
+  const settings = { petstore: { env: { ...env, ORDER_LIMITS: 'enterprise=none', LOG_LEVEL: run.opts.logLevel, WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST, ...run.opts.serverEnv } } }
   // A first start, stopped at once, fills Node's compile cache (NODE_COMPILE_CACHE in the start
   // command): the measured server then starts as every later start of an installed server does,
   // from the cache, without loading the type stripper (docs/performance.md, "Memory").
@@ -110,13 +118,26 @@ async function runSetup (run: Run, setup: SetupId, env: Record<string, string>, 
     for (const scenario of scenarios(seeded, run.opts.only, run.opts.connections)) {
       let row: Row
       const loadAverage = Math.round(os.loadavg()[0]! * 10) / 10
-      const wrong = await probe(server.base, headers, scenario.probe).catch((error: unknown) => `the probe failed: ${describe(error)}`)
-      if (wrong !== null) {
-        row = failedRow(setup, scenario, wrong)
-      } else {
+      const probeAndMeasure = async (): Promise<Row> => {
+        const wrong = await probe(server.base, headers, scenario.probe).catch((error: unknown) => `the probe failed: ${describe(error)}`)
+        if (wrong !== null) return failedRow(setup, scenario, wrong)
         const slice = scenario.id === 'mixed' ? run.opts.mixedSlice : run.opts.slice
-        row = await measure(run.generator, { base: server.base, stats: () => server.stats() }, scenario.load, { ...run.bare, load: BARE_LOAD }, { ...run.opts, slice })
+        return await measure(run.generator, { base: server.base, stats: () => server.stats() }, scenario.load, { ...run.bare, load: BARE_LOAD }, { ...run.opts, slice })
           .then((measured) => scenarioRow(setup, scenario, measured), (error: unknown) => failedRow(setup, scenario, describe(error)))
+      }
+      if (scenario.webhookPetId === undefined) {
+        row = await probeAndMeasure()
+      } else {
+        const petId = scenario.webhookPetId
+        row = await run.receiver()
+          .then((receiver) => withWebhook({ base: server.base, headers }, receiver, { hookPath: `/hooks/${setup}`, petId, drainSeconds: run.opts.drain }, probeAndMeasure))
+          .then(({ result, webhook }) => {
+            const measured: Row = { ...result, webhook }
+            if (result.status === 'ok' && webhook.drainSeconds === null) {
+              return { ...measured, status: 'failed' as const, reason: `${webhook.delivered} of ${webhook.orders} order.created reached the receiver within ${run.opts.drain} s after the load (--drain)` }
+            }
+            return measured
+          }, (error: unknown) => failedRow(setup, scenario, describe(error)))
       }
       row.loadAverage = loadAverage
       rows.push(row)
@@ -195,6 +216,7 @@ async function main (): Promise<number> {
   process.stdout.write(`Petstore API benchmark, ${startedAt.toISOString()}, commit ${commit ?? 'unknown'}\n`)
   process.stdout.write(`node ${machine.node} on ${machine.platform}, ${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB, load average ${machine.loadAverageAtStart.join(' ')}\n`)
   process.stdout.write(`load generator: ${generator.describe}\n${place.describe}\n`)
+  if (Object.keys(opts.serverEnv).length > 0) process.stdout.write(`API servers' extra environment (--server-env): ${Object.entries(opts.serverEnv).map(([k, v]) => `${k}=${v}`).join(' ')}\n`)
   process.stdout.write(`${opts.connections} connections on loopback; per scenario ${opts.warmup} s warm-up, then ${opts.rounds} rounds of ${opts.slice} s (the mixed run: ${opts.mixedSlice} s), each beside as long of bare node:http; server LOG_LEVEL=${opts.logLevel}\n`)
   process.stdout.write(checkReference
     ? `reference check: plain wrk (no script) for ${opts.reference} s against bare node:http at the start and the end; the bench's bare figure must be within ${opts.tolerance}% of it\n\n`
@@ -229,7 +251,17 @@ async function main (): Promise<number> {
     if (bareWrong !== null) throw new Error(`the bare node:http server: ${bareWrong}`)
     if (opts.warmup > 0) await generator.run(bare.base, BARE_LOAD, opts.connections, opts.warmup)
     await plainReference(bare.base, 'at the start')
-    const run: Run = { opts, place, generator, bare: { base: bare.base, stats: () => bare.stats(), slices: bareSlices }, rows, memory }
+    // The webhook receiver shares the generator's core: what it spends is not the server's.
+    let receiver: Promise<ChildServer> | null = null
+    const startReceiver = (): Promise<ChildServer> => {
+      if (receiver === null) {
+        receiver = startServer('webhook receiver', place.generator, { receiver: true })
+        const started = receiver
+        cleanups.push(async () => { await (await started.catch(() => null))?.stop() })
+      }
+      return receiver
+    }
+    const run: Run = { opts, place, generator, bare: { base: bare.base, stats: () => bare.stats(), slices: bareSlices }, rows, memory, receiver: startReceiver }
     await runSetup(run, 'sqlite', { DATABASE_URL: sqliteUrl }, sqliteSeed)
 
     // PostgreSQL, in a fresh schema dropped afterwards.
@@ -271,7 +303,9 @@ async function main (): Promise<number> {
       client.on('error', () => {})
       await client.connect()
       cleanups.push(async () => { await deleteRedisKeys(client, prefix); client.disconnect() })
-      const redisRows = await runSetup(run, 'redis', { DATABASE_URL: sqliteUrl, REDIS_URL: withKeyPrefix(redisUrl, prefix) }, sqliteSeed)
+      // The webhooks scenario runs on SQLite and PostgreSQL only (issue 31).
+      const only = new Set([...opts.only].filter((id) => id !== 'webhooks'))
+      const redisRows = await runSetup({ ...run, opts: { ...opts, only } }, 'redis', { DATABASE_URL: sqliteUrl, REDIS_URL: withKeyPrefix(redisUrl, prefix) }, sqliteSeed)
       // A "Redis" figure measured on the in-process fallback would be a lie: every charged request
       // must have reached Redis's day counter.
       const charged = redisRows.filter((r) => r.status === 'ok' && r.scenario !== 'rate_limit').reduce((n, r) => n + r.requests, 0)
@@ -331,6 +365,7 @@ async function main (): Promise<number> {
     generator: generator.describe,
     placement: place.describe,
     options: {
+      ...(Object.keys(opts.serverEnv).length > 0 && { serverEnv: opts.serverEnv }), drain: opts.drain, instances: opts.instances,
       rounds: opts.rounds, slice: opts.slice, mixedSlice: opts.mixedSlice, warmup: opts.warmup, reference: opts.reference, tolerance: opts.tolerance, connections: opts.connections, pets: opts.pets, only: [...opts.only],
       logLevel: opts.logLevel, redis: opts.redisUrl === null ? 'off' : safeUrl(opts.redisUrl), postgres: opts.postgresUrl === null ? 'off' : safeUrl(opts.postgresUrl), micro: opts.microSeconds
     },

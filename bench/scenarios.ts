@@ -18,6 +18,11 @@ export interface Seeded {
   petIds: number[]
   /** An available pet with ORDER_STOCK in stock, for POST /store/orders. */
   orderPetId: number
+  /**
+   * Another, for the webhooks scenario alone: the stock it loses during that scenario is the
+   * number of orders placed, which the receiver must see as many order.created deliveries of.
+   */
+  webhookPetId: number
 }
 
 /**
@@ -43,6 +48,8 @@ export async function seed (stores: Stores, pets: number, databaseUrl: string): 
   const { record: stocked } = await stores.pets.createPet({ name: 'Bench goldfish', categoryId: categoryIds[3]!, status: 'available' }, null, Date.now())
   await stores.inventory.setStock(stocked.id, ORDER_STOCK, null, Date.now())
   petIds.push(stocked.id)
+  const { record: hooked } = await stores.pets.createPet({ name: 'Bench guppy', categoryId: categoryIds[3]!, status: 'available' }, null, Date.now())
+  await stores.inventory.setStock(hooked.id, ORDER_STOCK, null, Date.now())
   petIds.sort((a, b) => a - b)
 
   const lines: string[] = []
@@ -51,7 +58,7 @@ export async function seed (stores: Stores, pets: number, databaseUrl: string): 
     { env: { DATABASE_URL: databaseUrl }, out: (l) => { lines.push(l) }, err: (l) => { errors.push(l) } })
   if (code !== 0) throw new Error(`petstore keys create exited ${code}: ${errors.join(' | ')}`)
   const { key } = JSON.parse(lines.join('\n')) as { key: string }
-  return { apiKey: key, petIds, orderPetId: stocked.id }
+  return { apiKey: key, petIds, orderPetId: stocked.id, webhookPetId: hooked.id }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -72,6 +79,8 @@ export interface Scenario {
   probe: Probe
   /** Whether the limiter charges its requests (GET /v1/rate_limit costs nothing). */
   charged: boolean
+  /** The webhooks scenario: the orders of this pet are counted against the receiver's order.created deliveries. */
+  webhookPetId?: number
   note?: string
 }
 
@@ -93,6 +102,7 @@ export function scenarios (seeded: Seeded, only: ReadonlySet<ScenarioId>, connec
   const probeId = seeded.petIds[Math.floor(seeded.petIds.length / 2)]!
   const count = seeded.petIds.length.toLocaleString('en-US')
   const orderBody = JSON.stringify({ petId: seeded.orderPetId, quantity: 1 })
+  const hookedBody = JSON.stringify({ petId: seeded.webhookPetId, quantity: 1 })
   const idPaths = seeded.petIds.map((id) => `/v1/pets?id=${id}`)
   // Issue 20's mixed run: 45 connections reading while 5 order (a tenth, at least one).
   const orderers = Math.max(1, Math.round(connections / 10))
@@ -145,6 +155,12 @@ export function scenarios (seeded: Seeded, only: ReadonlySet<ScenarioId>, connec
       load: { kind: 'mixed', paths: idPaths, orderers, order: { path: '/v1/store/orders', body: orderBody }, headers },
       probe: { method: 'POST', path: '/v1/store/orders', body: orderBody, expectStatus: 201, check: (response) => headerCheck(response, ['location']) },
       note: `${connections - orderers} connections read a random pet of ${count} each, while ${orderers} order one unit at a time; p50 and p99 are the reads'`
+    },
+    {
+      id: 'webhooks', title: 'POST /v1/store/orders, one webhook on order.*', charged: true, webhookPetId: seeded.webhookPetId,
+      load: { kind: 'static', method: 'POST', path: '/v1/store/orders', body: hookedBody, headers },
+      probe: { method: 'POST', path: '/v1/store/orders', body: hookedBody, expectStatus: 201, check: (response) => headerCheck(response, ['location', ...LIMIT_HEADERS]) },
+      note: 'the orders row with one endpoint subscribed to order.* at a receiver on 127.0.0.1 (a child process on the load generator\'s core) that answers 204; every order.created must reach it before the run ends'
     }
   ]
   return all.filter((s) => only.has(s.id))

@@ -5,6 +5,8 @@
 //   node bench/server.ts bare                 node:http answering a small fixed JSON body
 //   node bench/server.ts petstore '<json>'    the Petstore API, started by src/server.ts's
 //                                             startServer, as `petstore serve` starts it
+//   node bench/server.ts receiver             a webhook receiver: answers 204 to every POST
+//                                             and counts the deliveries by path and event type
 //
 // Either way it listens on 127.0.0.1, port 0, and tells the parent the port over IPC
 // ({ type: 'ready', port }). It answers 'rss' with its resident set size (and its parts), 'stats' with what the
@@ -33,6 +35,14 @@ export type ChildMessage =
   | { type: 'ready'; port: number }
   | { type: 'rss'; rss: number; parts: MemoryParts }
   | { type: 'stats'; stats: ProcessStats }
+  | { type: 'deliveries'; deliveries: Deliveries }
+
+/**
+ * What the receiver saw, by request path (one per endpoint): POSTs in all, and per event type the
+ * distinct event ids (the webhook-id header) and the repeats of an id already seen (delivery is
+ * at least once, so a repeat is allowed, but it is counted apart).
+ */
+export type Deliveries = Record<string, { posts: number; types: Record<string, { distinct: number; repeats: number }> }>
 
 /**
  * Where the resident set goes, MiB: the pages mapped from files (the Node binary and its
@@ -295,6 +305,41 @@ async function bare (): Promise<() => Promise<void>> {
   })
 }
 
+/**
+ * The webhook receiver: every POST gets 204 once its body is read, the way a quick receiver
+ * acknowledges. It keeps the ids it saw (a Set of strings: some 100 bytes an event).
+ */
+async function receiver (): Promise<{ stop: () => Promise<void>; deliveries: () => Deliveries }> {
+  const seen = new Map<string, { posts: number; ids: Map<string, Set<string>>; repeats: Map<string, number> }>()
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = []
+    request.on('data', (chunk: Buffer) => chunks.push(chunk))
+    request.on('end', () => {
+      const where = request.url ?? '/'
+      const entry = seen.get(where) ?? { posts: 0, ids: new Map(), repeats: new Map() }
+      seen.set(where, entry)
+      entry.posts++
+      let type = 'unreadable'
+      try { type = String((JSON.parse(Buffer.concat(chunks).toString('utf8')) as { type?: unknown }).type) } catch { /* counted as unreadable */ }
+      const id = String(request.headers['webhook-id'] ?? '')
+      const ids = entry.ids.get(type) ?? new Set<string>()
+      entry.ids.set(type, ids)
+      if (ids.has(id)) entry.repeats.set(type, (entry.repeats.get(type) ?? 0) + 1)
+      else ids.add(id)
+      response.writeHead(request.method === 'POST' ? 204 : 405).end()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  send({ type: 'ready', port: (server.address() as AddressInfo).port })
+  return {
+    stop: () => new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections() }),
+    deliveries: () => Object.fromEntries([...seen].map(([where, e]) => [where, {
+      posts: e.posts,
+      types: Object.fromEntries([...e.ids].map(([type, ids]) => [type, { distinct: ids.size, repeats: e.repeats.get(type) ?? 0 }]))
+    }]))
+  }
+}
+
 /** The very composition `petstore serve` runs (logger, metrics, ban sync, drain), on port 0. */
 async function petstore (settings: PetstoreChildSettings): Promise<() => Promise<void>> {
   const config = loadConfig({ ...settings.env, HOST: '127.0.0.1', PORT: '0' })
@@ -306,9 +351,11 @@ async function petstore (settings: PetstoreChildSettings): Promise<() => Promise
 async function main (): Promise<void> {
   const [mode, json] = process.argv.slice(2)
   let stop: () => Promise<void>
+  let deliveries: (() => Deliveries) | null = null
   if (mode === 'bare') stop = await bare()
   else if (mode === 'petstore' && json !== undefined) stop = await petstore(JSON.parse(json) as PetstoreChildSettings)
-  else throw new Error('usage: node bench/server.ts bare | petstore <settings json> (started by bench/run.ts)')
+  else if (mode === 'receiver') ({ stop, deliveries } = await receiver())
+  else throw new Error('usage: node bench/server.ts bare | petstore <settings json> | receiver (started by bench/run.ts)')
 
   let stopping = false
   const shutdown = (): void => {
@@ -324,6 +371,7 @@ async function main (): Promise<void> {
     if (message === 'stop') shutdown()
     if (message === 'rss') send({ type: 'rss', rss: process.memoryUsage.rss(), parts: memoryParts() })
     if (message === 'stats') send({ type: 'stats', stats: stats() })
+    if (message === 'deliveries') send({ type: 'deliveries', deliveries: deliveries?.() ?? {} })
   })
   // The parent died or closed the channel: never outlive it.
   process.on('disconnect', shutdown)
