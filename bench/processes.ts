@@ -83,6 +83,12 @@ export interface ChildServer {
 
 const children = new Set<ChildProcess>()
 
+/** Adds a child the run started elsewhere (a proxy) to those killed when the run is interrupted. */
+export function trackChild (child: ChildProcess): void {
+  children.add(child)
+  child.on('exit', () => children.delete(child))
+}
+
 /** Every child still running: killed when the run is interrupted. */
 export function killChildren (signal: NodeJS.Signals): void {
   for (const child of children) child.kill(signal)

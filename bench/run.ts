@@ -29,10 +29,11 @@ import { deleteRedisKeys, postgresUnavailableReason, redisUnavailableReason, saf
 import { microBenchmark } from './limiter.ts'
 import { GeneratorMissing, measure, openGenerator, plainWrk, type Generator, type PlainRun, type Slice } from './load.ts'
 import { parseOptions, USAGE, type Options } from './options.ts'
-import { killChildren, placement, startServer, type ChildServer, type Placement } from './processes.ts'
-import { bareRow, failedRow, memoryRow, notesOf, referenceCheck, renderText, save, scenarioRow, SETUP_TITLES, webhookText, type Document, type Memory, type MicroResult, type ReferenceCheck, type Row, type SetupId } from './report.ts'
+import { hasCommand, killChildren, placement, startServer, type ChildServer, type Placement } from './processes.ts'
+import { bareRow, failedRow, instanceTitles, memoryRow, notesOf, referenceCheck, renderText, save, scenarioRow, SETUP_TITLES, webhookText, type Document, type Memory, type MicroResult, type ReferenceCheck, type Row, type SetupId } from './report.ts'
 import { BARE_LOAD, BARE_PROBE, probe, scenarios, seed, type Seeded } from './scenarios.ts'
-import type { ProcessStats } from './server.ts'
+import type { PetstoreChildSettings, ProcessStats } from './server.ts'
+import { instanceLayout, startInstances } from './instances.ts'
 import { RECEIVER_HOST, withWebhook } from './webhooks.ts'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
@@ -100,7 +101,7 @@ function report (run: Run, row: Row): void {
 }
 
 /** Starts the API on this setup, measures every scenario against it, and records its memory. */
-async function runSetup (run: Run, setup: SetupId, env: Record<string, string>, seeded: Seeded): Promise<Row[]> {
+async function runSetup (run: Run, setup: SetupId, env: Record<string, string>, seeded: Seeded, start?: (settings: PetstoreChildSettings) => Promise<ChildServer>): Promise<Row[]> {
   // One key places every order of a run: the enterprise cap (1,000 open orders) is lifted as
   // ORDER_LIMITS allows, so the run measures placing orders, not refusing them.
   // WEBHOOK_ALLOWED_HOSTS lets the webhooks scenario's endpoint point at the receiver on loopback
@@ -110,7 +111,7 @@ async function runSetup (run: Run, setup: SetupId, env: Record<string, string>, 
   // command): the measured server then starts as every later start of an installed server does,
   // from the cache, without loading the type stripper (docs/performance.md, "Memory").
   await (await startServer(SETUP_TITLES[setup], run.place.server, settings)).stop()
-  const server = await startServer(SETUP_TITLES[setup], run.place.server, settings)
+  const server = start === undefined ? await startServer(SETUP_TITLES[setup], run.place.server, settings) : await start(settings.petstore)
   const rows: Row[] = []
   try {
     const rssStart = await server.rss()
@@ -160,6 +161,43 @@ async function redisDayCount (client: Redis, prefix: string): Promise<number> {
     for (const key of keys) total += Number(await client.get(key) ?? 0)
   } while (cursor !== '0')
   return total
+}
+
+/**
+ * `--instances N` (issue 34): one instance, then N, behind the same proxy (nginx with
+ * deploy/nginx.conf, or bench/proxy.ts), on one PostgreSQL schema and one Redis prefix; reads by
+ * id and orders. Each instance's CPU is summed into the row's CPU µs/req.
+ */
+async function runInstances (run: Run, cleanups: Cleanup[], redisReason: string | null): Promise<void> {
+  const { opts } = run
+  const why = opts.postgresUrl === null ? 'turned off with --postgres off' : opts.redisUrl === null ? 'turned off with --redis off' : await postgresUnavailableReason(opts.postgresUrl) ?? redisReason
+  if (why !== null || opts.postgresUrl === null || opts.redisUrl === null) {
+    report(run, failedRow('instances-n', { id: 'all', title: 'every scenario' }, why ?? 'no PostgreSQL or Redis', 'skipped'))
+    return
+  }
+  const pgUrl = opts.postgresUrl
+  const schema = `petstore_bench_${randomBytes(6).toString('hex')}`
+  await withPostgres(pgUrl, (c) => c.query(`CREATE SCHEMA ${schema}`))
+  cleanups.push(() => withPostgres(pgUrl, (c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)))
+  const schemaUrl = withSearchPath(pgUrl, schema)
+  const seeded = await seedStores(`PostgreSQL schema ${schema}`, () => createPostgresStores(pgUrl, { schema, poolMax: 16 }), opts.pets, schemaUrl)
+  const prefix = `petstore:bench:${randomBytes(6).toString('hex')}:`
+  const client = new Redis(opts.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null })
+  client.on('error', () => {})
+  await client.connect()
+  cleanups.push(async () => { await deleteRedisKeys(client, prefix); client.disconnect() })
+  // As compose.yaml runs them: TRUST_PROXY, since only the proxy reaches the instances.
+  const env = { DATABASE_URL: schemaUrl, REDIS_URL: withKeyPrefix(opts.redisUrl, prefix), TRUST_PROXY: 'true' }
+  const only = new Set([...opts.only].filter((id) => id === 'get' || id === 'orders'))
+  instanceTitles(opts.instances, hasCommand('nginx', ['-v']) ? 'nginx' : 'a node:http proxy')
+  for (const [setup, count] of [['instances-1', 1], ['instances-n', opts.instances]] as const) {
+    const layout = instanceLayout(count, opts.pin)
+    await runSetup({ ...run, opts: { ...opts, only } }, setup, env, seeded, async (settings) => {
+      const started = await startInstances(SETUP_TITLES[setup], layout, settings)
+      process.stdout.write(`  (${count} instance${count === 1 ? '' : 's'} behind ${started.proxy}; ${layout.describe})\n`)
+      return started
+    })
+  }
 }
 
 async function main (): Promise<number> {
@@ -237,14 +275,17 @@ async function main (): Promise<number> {
     cleanups.push(() => rm(dir, { recursive: true, force: true }))
     const file = path.join(dir, 'petstore.db')
     const sqliteUrl = `sqlite:${file}`
-    // Seeding commits some 12,000 times, each with an fsync: on tmpfs those cost nothing. The
-    // server then runs on a copy on the real disk, where its own commits pay for durability.
-    const seedDir = await mkdtemp(path.join(existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), 'petstore-bench-seed-'))
-    cleanups.push(() => rm(seedDir, { recursive: true, force: true }))
-    const seedFile = path.join(seedDir, 'petstore.db')
-    const sqliteSeed = await seedStores('SQLite', async () => createSqliteStores(seedFile), opts.pets, `sqlite:${seedFile}`)
-    for (const suffix of ['', '-wal', '-shm']) if (existsSync(seedFile + suffix)) await copyFile(seedFile + suffix, file + suffix)
-    await rm(seedDir, { recursive: true, force: true })
+    let sqliteSeed: Seeded | null = null
+    if (opts.instances === 1) {
+      // Seeding commits some 12,000 times, each with an fsync: on tmpfs those cost nothing. The
+      // server then runs on a copy on the real disk, where its own commits pay for durability.
+      const seedDir = await mkdtemp(path.join(existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), 'petstore-bench-seed-'))
+      cleanups.push(() => rm(seedDir, { recursive: true, force: true }))
+      const seedFile = path.join(seedDir, 'petstore.db')
+      sqliteSeed = await seedStores('SQLite', async () => createSqliteStores(seedFile), opts.pets, `sqlite:${seedFile}`)
+      for (const suffix of ['', '-wal', '-shm']) if (existsSync(seedFile + suffix)) await copyFile(seedFile + suffix, file + suffix)
+      await rm(seedDir, { recursive: true, force: true })
+    }
 
     const bare = await bareStarting
     const bareWrong = await probe(bare.base, {}, BARE_PROBE)
@@ -262,56 +303,60 @@ async function main (): Promise<number> {
       return receiver
     }
     const run: Run = { opts, place, generator, bare: { base: bare.base, stats: () => bare.stats(), slices: bareSlices }, rows, memory, receiver: startReceiver }
-    await runSetup(run, 'sqlite', { DATABASE_URL: sqliteUrl }, sqliteSeed)
-
-    // PostgreSQL, in a fresh schema dropped afterwards.
-    const pgReason = opts.postgresUrl === null ? 'turned off with --postgres off' : await postgresUnavailableReason(opts.postgresUrl)
-    if (pgReason !== null || opts.postgresUrl === null) {
-      report(run, failedRow('postgres', { id: 'all', title: 'every scenario' }, pgReason ?? 'no PostgreSQL', 'skipped'))
+    const redisReason = opts.redisUrl === null ? 'turned off with --redis off' : await redisUnavailableReason(opts.redisUrl)
+    if (opts.instances > 1) {
+      await runInstances(run, cleanups, redisReason)
     } else {
-      const pgUrl = opts.postgresUrl
-      const schema = `petstore_bench_${randomBytes(6).toString('hex')}`
-      await withPostgres(pgUrl, (c) => c.query(`CREATE SCHEMA ${schema}`))
-      cleanups.push(() => withPostgres(pgUrl, (c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)))
-      const schemaUrl = withSearchPath(pgUrl, schema)
-      const pgSeed = await seedStores(`PostgreSQL schema ${schema}`, () => createPostgresStores(pgUrl, { schema, poolMax: 16 }), opts.pets, schemaUrl)
-      await runSetup(run, 'postgres', { DATABASE_URL: schemaUrl }, pgSeed)
-      // The same PostgreSQL setup with the Redis limiter (issue 20 item 5: "the same table with
-      // the Redis limiter"), on the two scenarios that item names: reads by id and orders.
-      const pgRedisReason = opts.redisUrl === null ? 'turned off with --redis off' : await redisUnavailableReason(opts.redisUrl)
-      if (pgRedisReason !== null || opts.redisUrl === null) {
-        report(run, failedRow('postgres-redis', { id: 'all', title: 'every scenario' }, pgRedisReason ?? 'no Redis', 'skipped'))
+      await runSetup(run, 'sqlite', { DATABASE_URL: sqliteUrl }, sqliteSeed!)
+
+      // PostgreSQL, in a fresh schema dropped afterwards.
+      const pgReason = opts.postgresUrl === null ? 'turned off with --postgres off' : await postgresUnavailableReason(opts.postgresUrl)
+      if (pgReason !== null || opts.postgresUrl === null) {
+        report(run, failedRow('postgres', { id: 'all', title: 'every scenario' }, pgReason ?? 'no PostgreSQL', 'skipped'))
       } else {
+        const pgUrl = opts.postgresUrl
+        const schema = `petstore_bench_${randomBytes(6).toString('hex')}`
+        await withPostgres(pgUrl, (c) => c.query(`CREATE SCHEMA ${schema}`))
+        cleanups.push(() => withPostgres(pgUrl, (c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)))
+        const schemaUrl = withSearchPath(pgUrl, schema)
+        const pgSeed = await seedStores(`PostgreSQL schema ${schema}`, () => createPostgresStores(pgUrl, { schema, poolMax: 16 }), opts.pets, schemaUrl)
+        await runSetup(run, 'postgres', { DATABASE_URL: schemaUrl }, pgSeed)
+        // The same PostgreSQL setup with the Redis limiter (issue 20 item 5: "the same table with
+        // the Redis limiter"), on the two scenarios that item names: reads by id and orders.
+        const pgRedisReason = opts.redisUrl === null ? 'turned off with --redis off' : await redisUnavailableReason(opts.redisUrl)
+        if (pgRedisReason !== null || opts.redisUrl === null) {
+          report(run, failedRow('postgres-redis', { id: 'all', title: 'every scenario' }, pgRedisReason ?? 'no Redis', 'skipped'))
+        } else {
+          const prefix = `petstore:bench:${randomBytes(6).toString('hex')}:`
+          const client = new Redis(opts.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null })
+          client.on('error', () => {})
+          await client.connect()
+          cleanups.push(async () => { await deleteRedisKeys(client, prefix); client.disconnect() })
+          const only = new Set([...opts.only].filter((id) => id === 'get' || id === 'orders'))
+          if (only.size > 0) await runSetup({ ...run, opts: { ...opts, only } }, 'postgres-redis', { DATABASE_URL: schemaUrl, REDIS_URL: withKeyPrefix(opts.redisUrl, prefix) }, pgSeed)
+        }
+      }
+
+      // The SQLite setup again, with the Redis limiter: one round trip per request.
+      if (redisReason !== null || opts.redisUrl === null) {
+        report(run, failedRow('redis', { id: 'all', title: 'every scenario' }, redisReason ?? 'no Redis', 'skipped'))
+      } else {
+        const redisUrl = opts.redisUrl
         const prefix = `petstore:bench:${randomBytes(6).toString('hex')}:`
-        const client = new Redis(opts.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null })
+        const client = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null })
         client.on('error', () => {})
         await client.connect()
         cleanups.push(async () => { await deleteRedisKeys(client, prefix); client.disconnect() })
-        const only = new Set([...opts.only].filter((id) => id === 'get' || id === 'orders'))
-        if (only.size > 0) await runSetup({ ...run, opts: { ...opts, only } }, 'postgres-redis', { DATABASE_URL: schemaUrl, REDIS_URL: withKeyPrefix(opts.redisUrl, prefix) }, pgSeed)
-      }
-    }
-
-    // The SQLite setup again, with the Redis limiter: one round trip per request.
-    const redisReason = opts.redisUrl === null ? 'turned off with --redis off' : await redisUnavailableReason(opts.redisUrl)
-    if (redisReason !== null || opts.redisUrl === null) {
-      report(run, failedRow('redis', { id: 'all', title: 'every scenario' }, redisReason ?? 'no Redis', 'skipped'))
-    } else {
-      const redisUrl = opts.redisUrl
-      const prefix = `petstore:bench:${randomBytes(6).toString('hex')}:`
-      const client = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null })
-      client.on('error', () => {})
-      await client.connect()
-      cleanups.push(async () => { await deleteRedisKeys(client, prefix); client.disconnect() })
-      // The webhooks scenario runs on SQLite and PostgreSQL only (issue 31).
-      const only = new Set([...opts.only].filter((id) => id !== 'webhooks'))
-      const redisRows = await runSetup({ ...run, opts: { ...opts, only } }, 'redis', { DATABASE_URL: sqliteUrl, REDIS_URL: withKeyPrefix(redisUrl, prefix) }, sqliteSeed)
-      // A "Redis" figure measured on the in-process fallback would be a lie: every charged request
-      // must have reached Redis's day counter.
-      const charged = redisRows.filter((r) => r.status === 'ok' && r.scenario !== 'rate_limit').reduce((n, r) => n + r.requests, 0)
-      const counted = await redisDayCount(client, prefix)
-      if (counted < charged) {
-        for (const r of redisRows) if (r.status === 'ok') Object.assign(r, { status: 'failed', reason: `Redis counted ${counted} requests, fewer than the ${charged} measured: some were served by the in-process fallback` })
+        // The webhooks scenario runs on SQLite and PostgreSQL only (issue 31).
+        const only = new Set([...opts.only].filter((id) => id !== 'webhooks'))
+        const redisRows = await runSetup({ ...run, opts: { ...opts, only } }, 'redis', { DATABASE_URL: sqliteUrl, REDIS_URL: withKeyPrefix(redisUrl, prefix) }, sqliteSeed!)
+        // A "Redis" figure measured on the in-process fallback would be a lie: every charged request
+        // must have reached Redis's day counter.
+        const charged = redisRows.filter((r) => r.status === 'ok' && r.scenario !== 'rate_limit').reduce((n, r) => n + r.requests, 0)
+        const counted = await redisDayCount(client, prefix)
+        if (counted < charged) {
+          for (const r of redisRows) if (r.status === 'ok') Object.assign(r, { status: 'failed', reason: `Redis counted ${counted} requests, fewer than the ${charged} measured: some were served by the in-process fallback` })
+        }
       }
     }
 
