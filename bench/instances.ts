@@ -92,9 +92,9 @@ export function nginxConfig (site: string, upstreams: string[], port: number, di
 
 export interface Proxy { base: string; name: string; stop (): Promise<void> }
 
-/** nginx with deploy/nginx.conf when installed, else bench/proxy.ts; pinned to `cpus`. */
-export async function startProxy (upstreams: string[], cpus: string | null): Promise<Proxy> {
-  if (hasCommand('nginx', ['-v'])) {
+/** nginx with deploy/nginx.conf when installed (unless `kind` is 'node'), else bench/proxy.ts; pinned to `cpus`. */
+export async function startProxy (upstreams: string[], cpus: string | null, kind: 'auto' | 'node' = 'auto'): Promise<Proxy> {
+  if (kind === 'auto' && hasCommand('nginx', ['-v'])) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'petstore-bench-nginx-'))
     const port = await freePort()
     const conf = path.join(dir, 'nginx.conf')
