@@ -62,6 +62,26 @@ export interface EventStore {
   getEvent (id: string, visibility: Visibility): Promise<StoredEvent | null>
   /** Deletes up to `max` events created before `before` (epoch ms); returns how many. */
   pruneEvents (before: number, max: number): Promise<number>
+  /**
+   * One batch of a key notice (jobs/key-expiring.ts): for up to `max` keys that are neither
+   * revoked nor rotated, whose expiresAt is in (`expiresAfter`, `expiresBy`] and that have not had
+   * `notice` yet, records the notice (`key_notices`, unique on key and notice) and appends a key
+   * event of `type` with the key's state, in one transaction. A notice another instance recorded
+   * first is skipped, so each key has each notice, and its event, once. Returns how many it sent.
+   */
+  sendKeyNotices (batch: KeyNoticeBatch): Promise<number>
+}
+
+/** What sendKeyNotices sends, to which keys (instants in epoch ms). */
+export interface KeyNoticeBatch {
+  /** The notice's name in `key_notices` (`7d`, `1d`): what makes it once per key. */
+  notice: string
+  /** The event written for each key (`key.expiring`); its data is the key's state, as keyEvent's. */
+  type: string
+  expiresAfter: number
+  expiresBy: number
+  now: number
+  max: number
 }
 
 /** A new event id: `evt_` and 32 lowercase hex digits (the same form PostgreSQL's functions make). */

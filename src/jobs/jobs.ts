@@ -11,6 +11,7 @@ import type { RateLimiter } from '../ratelimit/limiter.ts'
 import type { Clock } from '../shared/clock.ts'
 import { banSyncJob } from './ban-sync.ts'
 import { eventPruneJob } from './event-prune.ts'
+import { keyExpiringJob } from './key-expiring.ts'
 import { orderSweepJob } from './order-sweep.ts'
 import { createJobRunner, type Job, type JobEvents, type JobTimers } from './runner.ts'
 import { usageFlushJob } from './usage-flush.ts'
@@ -42,6 +43,7 @@ export function backgroundJobs (deps: JobDeps): Job[] {
     usageFlushJob(deps),
     orderSweepJob(deps),
     eventPruneJob(deps),
+    keyExpiringJob(deps),
     ...webhookJobs(deps)
   ]
 }

@@ -5,8 +5,9 @@
 // behind a reader's position. A transaction left open holds the feed back (bounded by the
 // pool's idle-in-transaction and statement timeouts), it never makes it skip.
 import type { EventDraft, EventStore, StoredEvent } from '../../events/events.store.ts'
-import { newEventId } from '../../events/events.store.ts'
+import { keyEvent, newEventId } from '../../events/events.store.ts'
 import { eventFilterSql } from '../event-filters.ts'
+import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, type BanRow, type KeyRow } from '../rows.ts'
 import type { Db, Tx } from './database.ts'
 
 interface EventRow {
@@ -66,6 +67,37 @@ export function createPostgresEventStore (db: Db): EventStore {
         'WITH gone AS (DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE created_at < $1 ORDER BY seq LIMIT $2) RETURNING 1) SELECT count(*) AS n FROM gone',
         [before, max])
       return Number(rows[0]?.n ?? 0)
+    },
+    async sendKeyNotices ({ notice, type, expiresAfter, expiresBy, now, max }) {
+      return await db.transaction(async (tx) => {
+        // Live keys (neither revoked nor rotated: a rotation's grace is no expiry to warn of) in
+        // the window, without the notice yet. Two instances may both find a key: the primary key
+        // of key_notices makes the second INSERT wait for the first transaction, then do nothing,
+        // so only the rows this transaction inserted come back, and only they get an event.
+        const rows = await tx.query<KeyRow>(
+          `WITH due AS (
+             SELECT k.id FROM api_keys k
+             WHERE k.expires_at > $1 AND k.expires_at <= $2 AND k.revoked_at IS NULL AND k.replaced_by IS NULL
+               AND NOT EXISTS (SELECT 1 FROM key_notices n WHERE n.key_id = k.id AND n.notice = $3)
+             ORDER BY k.expires_at, k.id LIMIT $4),
+           noted AS (
+             INSERT INTO key_notices (key_id, notice, sent_at) SELECT id, $3, $5 FROM due
+             ON CONFLICT DO NOTHING RETURNING key_id)
+           SELECT ${KEY_COLUMNS} FROM api_keys WHERE id IN (SELECT key_id FROM noted) ORDER BY expires_at, id`,
+          [expiresAfter, expiresBy, notice, max, now])
+        const drafts: EventDraft[] = []
+        for (const row of rows) {
+          // The ban in force on the key's rotation chain, as the key store's own events carry it.
+          const ban = await tx.first<BanRow>(
+            `SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (SELECT o.id FROM api_keys o, api_keys k
+               WHERE k.id = $1 AND coalesce(o.quota_key_id, o.id) = coalesce(k.quota_key_id, k.id))
+             AND lifted_at IS NULL AND ends_at > $2 ORDER BY ends_at DESC LIMIT 1`, [row.id, now])
+          const record = toKey(row)
+          drafts.push(keyEvent(type, { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt }))
+        }
+        await appendEvents(tx, drafts, now)
+        return drafts.length
+      })
     }
   }
 }

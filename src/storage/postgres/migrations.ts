@@ -582,5 +582,17 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   // of accounts/scopes.ts; NULL for a key that may do all its role allows (every key made before).
   `
   ALTER TABLE api_keys ADD COLUMN scopes text;
+  `,
+  // Key notices (issue 31), as on SQLite: which notice (`7d`, `1d`) each key has had.
+  // The primary key is what makes a notice once when two instances run the key-expiring job at
+  // the same time: the second INSERT waits for the first and then does nothing.
+  `
+  CREATE TABLE key_notices (
+    key_id  bigint NOT NULL CONSTRAINT key_notices_key_id_fkey REFERENCES api_keys (id),
+    notice  text   NOT NULL,
+    sent_at bigint NOT NULL,
+    PRIMARY KEY (key_id, notice)
+  );
+  CREATE INDEX api_keys_by_expiry ON api_keys (expires_at) WHERE expires_at IS NOT NULL;
   `
 ]

@@ -2,8 +2,9 @@
 // callback (the same transaction as their change). One writer means commits follow seq, so the
 // feed's position is seq alone (tx '0').
 import type { EventDraft, EventStore, StoredEvent } from '../../events/events.store.ts'
-import { newEventId } from '../../events/events.store.ts'
+import { keyEvent, newEventId } from '../../events/events.store.ts'
 import { eventFilterSql } from '../event-filters.ts'
+import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, type BanRow, type KeyRow } from '../rows.ts'
 import type { Db } from './database.ts'
 import type { Writer } from './writer.ts'
 
@@ -47,6 +48,18 @@ export function createSqliteEventLog (db: Db): SqliteEventLog {
 
 export function createSqliteEventStore (db: Db, writer: Writer): EventStore {
   const prune = db.prepare('DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE created_at < ? ORDER BY seq LIMIT ?)')
+  // Key notices (sendKeyNotices): live keys (neither revoked nor rotated: a rotation's grace is
+  // no expiry to warn of) in the window, without the notice yet; each one's ban in force on its
+  // rotation chain, as the key store's own events carry it.
+  const dueForNotice = db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys k
+    WHERE k.expires_at > ? AND k.expires_at <= ? AND k.revoked_at IS NULL AND k.replaced_by IS NULL
+      AND NOT EXISTS (SELECT 1 FROM key_notices n WHERE n.key_id = k.id AND n.notice = ?)
+    ORDER BY k.expires_at, k.id LIMIT ?`)
+  const recordNotice = db.prepare('INSERT INTO key_notices (key_id, notice, sent_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING')
+  const chainBan = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (SELECT o.id FROM api_keys o, api_keys k
+      WHERE k.id = ? AND coalesce(o.quota_key_id, o.id) = coalesce(k.quota_key_id, k.id))
+    AND lifted_at IS NULL AND ends_at > ? ORDER BY ends_at DESC LIMIT 1`)
+  const log = createSqliteEventLog(db)
   return {
     async listEvents ({ visibility, types, after, limit }) {
       const params: unknown[] = []
@@ -64,6 +77,21 @@ export function createSqliteEventStore (db: Db, writer: Writer): EventStore {
     },
     async pruneEvents (before, max) {
       return await writer.run(() => Number(prune.run(before, max).changes))
+    },
+    async sendKeyNotices ({ notice, type, expiresAfter, expiresBy, now, max }) {
+      // In one writer callback: the search, the notices and their events commit together, and no
+      // other write comes between (one writer per database).
+      return await writer.run(() => {
+        let sent = 0
+        for (const row of dueForNotice.all(expiresAfter, expiresBy, notice, max) as unknown as KeyRow[]) {
+          if (Number(recordNotice.run(row.id, notice, now).changes) === 0) continue
+          const ban = chainBan.get(row.id, now) as BanRow | undefined
+          const record = toKey(row)
+          log.append([keyEvent(type, { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt })], now)
+          sent++
+        }
+        return sent
+      })
     }
   }
 }

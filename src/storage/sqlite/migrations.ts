@@ -223,5 +223,16 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   // NULL for a key that may do all its role allows (every key made before).
   `
   ALTER TABLE api_keys ADD COLUMN scopes TEXT;
+  `,
+  // Key notices (issue 31): which notice (`7d`, `1d`) each key has had, so the key-expiring job
+  // sends each once (jobs/key-expiring.ts); the index serves its search of keys near expiry.
+  `
+  CREATE TABLE key_notices (
+    key_id  INTEGER NOT NULL REFERENCES api_keys (id),
+    notice  TEXT    NOT NULL,
+    sent_at INTEGER NOT NULL,
+    PRIMARY KEY (key_id, notice)
+  );
+  CREATE INDEX api_keys_by_expiry ON api_keys (expires_at) WHERE expires_at IS NOT NULL;
   `
 ]
