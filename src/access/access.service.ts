@@ -42,6 +42,12 @@ export interface AccessRequest {
   scope?: ScopeNeed | undefined
   /** The operation costs no quota to a valid key (GET /rate_limit). */
   free: boolean
+  /**
+   * The operation is served to a valid key while it is banned, uncharged (route config
+   * `banExempt`: the key holder's own view and ban history). Bans only: an exhausted window, an
+   * expired or revoked key and a banned address are refused as anywhere.
+   */
+  banExempt?: boolean
   /** A CORS preflight: costs nothing, checks nothing, still gets the headers. */
   preflight: boolean
   /** The name of a query parameter that carries a key, if any: refused after the charge. */
@@ -106,6 +112,15 @@ interface Charge {
   failure: unknown
   /** The instant the presented key expired, when that is why there is no principal. */
   expiredAt: number | null
+}
+
+/**
+ * Whether a banned key is served anyway: the operation says so (banExempt), the key is valid (the
+ * ban is on its quota identity, not on the client address) and the ban was already in force. The
+ * request that starts a ban counted a strike and is answered with the ban, like anywhere.
+ */
+function banExempt (c: Charge, decision: Decision): boolean {
+  return c.request.banExempt === true && c.principal !== null && decision.code === 'api_key_banned' && decision.ban !== null && !decision.banStarted
 }
 
 function isPromise<T> (value: T | Promise<T>): value is Promise<T> {
@@ -188,6 +203,13 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
   /** Completes the outcome: its refusal, the metrics, and the record of a ban it started. */
   function conclude (c: Charge, outcome: AccessOutcome): AccessOutcome | Promise<AccessOutcome> {
     const { decision } = outcome
+    if (outcome.charged && !decision.allowed && banExempt(c, decision)) {
+      // A consume while banned charges no window and counts no strike (ratelimit/limiter.ts,
+      // decision 7), so the request is served as it was: uncharged. Role and scope still apply.
+      outcome.charged = false
+      outcome.refusal = refusalOf(c.request, c.principal, c.expiredAt)
+      return outcome
+    }
     if (outcome.charged && !decision.allowed) {
       outcome.refusal = limited(decision, clock.now(), c.principal === null ? outcome.subject : null)
       options.onDecision?.(decision.code === 'api_key_banned' ? 'banned' : 'limited')

@@ -49,6 +49,7 @@ export function installAccess (app: FastifyInstance, { access, clock }: AccessHo
       role,
       scope: config.scope,
       free: config.quota === 'free',
+      banExempt: config.banExempt === true,
       preflight: isPreflight(request.method, role),
       keyInQuery: keyParameterOf(request.url)
     })

@@ -22,6 +22,12 @@ declare module 'fastify' {
     lifecycle?: Lifecycle
     /** 'free' operations cost no quota (GET /rate_limit). */
     quota?: 'free'
+    /**
+     * A banned key may still call it, uncharged, so that it can learn why and until when (the
+     * key holder's GET /keys/me and GET /keys/me/bans). Charged as any operation otherwise; an
+     * expired or revoked key is still 401 (access/access.service.ts).
+     */
+    banExempt?: true
     /** The body may be omitted (the route reads none as `{}`): the document says it is not required. */
     optionalBody?: true
     /** The document's example of an error status, in place of the catalogue's generic one: a real refusal of the operation. */
