@@ -28,6 +28,8 @@ import { installValidation, parseJsonBody } from './http/validation.ts'
 import { inventoryRoutes } from './inventory/inventory.routes.ts'
 import { createInventoryService } from './inventory/inventory.service.ts'
 import { keyRoutes } from './keys/keys.routes.ts'
+import { keyHolderRoutes } from './key-holder/key-holder.routes.ts'
+import { createKeyHolder } from './key-holder/key-holder.service.ts'
 import { createAccessService, type AccessEvents } from './access/access.service.ts'
 import { localKeyEvents, type KeyEvents } from './access/key-events.ts'
 import { createKeyAdmin } from './keys/keys.service.ts'
@@ -271,6 +273,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
         await v1.register(orderRoutes, { orders, clock })
         await v1.register(inventoryRoutes, { inventory })
         await v1.register(keyRoutes, { admin })
+        await v1.register(keyHolderRoutes, { holder: createKeyHolder(stores.keys, clock, { usage, onKeyChanged: (record) => { access.forgetKey(record.quotaKeyId); keyEvents.publish(record.quotaKeyId) } }) })
         await v1.register(rateLimitRoutes)
         await v1.register(eventRoutes, { events: createEventService(stores.events) })
         await v1.register(webhookRoutes, { webhooks })
