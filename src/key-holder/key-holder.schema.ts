@@ -2,6 +2,7 @@
 // views (keys/keys.schema.ts), imported as they are: one key, one shape, whoever reads it. Only
 // the headers particular to these answers are declared here.
 import { Type } from 'typebox'
+import { StringEnum } from '../shared/schemas.ts'
 
 export { ApiKeySchema, CreatedApiKeySchema, KeyBansSchema, KeyUsageQuery, KeyUsageSchema, RotateApiKeySchema } from '../keys/keys.schema.ts'
 
@@ -12,5 +13,5 @@ export const BanRetryAfterHeader = {
 
 /** Key records and new keys are never kept by a cache, as on key administration. */
 export const NoStoreHeader = {
-  'Cache-Control': Type.Literal('no-store', { description: 'Always `no-store`: key records and new keys must not be kept by any cache.' })
+  'Cache-Control': StringEnum(['no-store'] as const, { description: 'Always `no-store`: key records and new keys must not be kept by any cache.' })
 }

@@ -11,7 +11,8 @@ import type { Role } from '../../src/accounts/plans.ts'
 import { ROLE_RANK } from '../../src/accounts/plans.ts'
 import { buildTestApp, type TestApp } from '../helpers/app.ts'
 
-interface Prepared { path: string; body?: unknown }
+/** `key`: the key to call with instead of the caller's default one (an operation that uses it up, such as a self-rotation). */
+interface Prepared { path: string; body?: unknown; key?: string }
 interface Fixture {
   /** The least role the product gives the operation (docs/product.md section 3). */
   role: Role
@@ -53,6 +54,11 @@ const FIXTURES: Record<string, Fixture> = {
   'GET /admin/keys/{keyId}/bans': { role: 'admin', success: 200, prepare: async (h) => ({ path: `/admin/keys/${await h.ids.key()}/bans` }) },
   'GET /admin/deprecations': { role: 'admin', success: 200, prepare: async () => ({ path: '/admin/deprecations' }) },
   'GET /rate_limit': { role: 'customer', success: 200, prepare: async () => ({ path: '/rate_limit' }) },
+  'GET /keys/me': { role: 'customer', success: 200, prepare: async () => ({ path: '/keys/me' }) },
+  'GET /keys/me/usage': { role: 'customer', success: 200, prepare: async () => ({ path: '/keys/me/usage' }) },
+  'GET /keys/me/bans': { role: 'customer', success: 200, prepare: async () => ({ path: '/keys/me/bans' }) },
+  // A key is rotated once: each call rotates a fresh key of the caller's role.
+  'POST /keys/me/rotate': { role: 'customer', success: 201, prepare: async (h, caller) => ({ path: '/keys/me/rotate', body: { gracePeriodSeconds: 60 }, key: (await h.makeKey(caller)).key }) },
   'GET /events': { role: 'customer', success: 200, prepare: async () => ({ path: '/events' }) },
   'GET /events/{eventId}': { role: 'customer', success: 200, prepare: async (h, caller) => ({ path: `/events/${await h.ids.event(caller)}` }) },
   // A public literal address passes the URL guard without DNS; the test app never connects to it.
@@ -176,11 +182,11 @@ test('every operation in every spelling answers exactly 401 without a key, 403 b
         for (const caller of CALLERS) {
           // Anonymous calls are charged to the address at the free quota: a new minute for each.
           h.clock.advance(60_000)
-          const { path, body } = await fixture.prepare(h, caller ?? 'customer')
+          const { path, body, key } = await fixture.prepare(h, caller ?? 'customer')
           const expected = !spelling.canonical
             ? 404
             : caller === null ? 401 : ROLE_RANK[caller] < ROLE_RANK[fixture.role] ? 403 : fixture.success
-          const headers: Record<string, string> = caller === null ? {} : { 'X-API-Key': h.keys[caller] }
+          const headers: Record<string, string> = caller === null ? {} : { 'X-API-Key': key ?? h.keys[caller] }
           const res = await raw(port, verb, spelling.target(path, port), headers, verb === 'HEAD' ? undefined : body)
           const where = `${verb} ${template} (${spelling.name}) as ${caller ?? 'nobody'}`
           if (res.status !== expected) failures.push(`${where}: ${res.status}, expected ${expected}`)
