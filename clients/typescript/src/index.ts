@@ -25,6 +25,10 @@ export type Order = Schemas['Order']
 export type NewOrder = Schemas['NewOrder']
 export type InventoryItem = Schemas['InventoryItem']
 export type RateLimitStatus = Schemas['RateLimitStatus']
+export type ApiKey = Schemas['ApiKey']
+export type CreatedApiKey = Schemas['CreatedApiKey']
+export type KeyUsage = Schemas['KeyUsage']
+export type KeyBans = Schemas['KeyBans']
 export type PetQuery = NonNullable<operations['listPets']['parameters']['query']>
 export type CategoryQuery = NonNullable<operations['listCategories']['parameters']['query']>
 export type OrderQuery = NonNullable<operations['listOrders']['parameters']['query']>
@@ -354,6 +358,25 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     replay: (id: string, selection: NonNullable<operations['replayWebhook']['requestBody']>['content']['application/json']) => request('post', '/webhooks/{webhookId}/replay', { path: { webhookId: id }, body: selection })
   }
 
+  /**
+   * The key this client sends, for every role (docs/api.md, "Your own key"). `get` and `bans`
+   * answer even while the key is banned, charging nothing, so a client can learn why and until when.
+   */
+  const keys = {
+    me: {
+      get: () => request('get', '/keys/me'),
+      /** Requests per UTC day over the last `days` days (1 to 90, default 30). */
+      usage: (days?: number) => request('get', '/keys/me/usage', days !== undefined ? { query: { days } } : {}),
+      bans: () => request('get', '/keys/me/bans'),
+      /**
+       * The key's successor, with its `key` shown once. This client goes on sending the old key,
+       * which works until the grace period ends (`gracePeriodSeconds`, a day by default; 0 stops
+       * it at once): make a new client with the new key.
+       */
+      rotate: (options?: { gracePeriodSeconds?: number }) => request('post', '/keys/me/rotate', options?.gracePeriodSeconds !== undefined ? { body: { gracePeriodSeconds: options.gracePeriodSeconds } } : {})
+    }
+  }
+
   return {
     pets,
     categories,
@@ -361,6 +384,7 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     inventory,
     events,
     webhooks,
+    keys,
     /** The caller's plan, both windows and ban state; costs no quota. */
     rateLimit: () => request('get', '/rate_limit'),
     request,
