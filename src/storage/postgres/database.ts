@@ -116,11 +116,17 @@ export interface Db extends Tx {
 const MAX_ATTEMPTS = 3
 
 export function createDb (pool: pg.Pool): Db {
+  // One statement on its own is a transaction of its own: a deadlock or serialization failure
+  // rolled all of it back, so it runs again like a transaction (a webhook's DELETE cascading to
+  // deliveries the dispatcher holds was a 500).
   async function query<R extends QueryResultRow> (sql: string, params?: unknown[]): Promise<R[]> {
-    try {
-      return (await pool.query<R>(sql, params)).rows
-    } catch (error) {
-      throw toStoreError(error)
+    for (let n = 1; ; n++) {
+      try {
+        return (await pool.query<R>(sql, params)).rows
+      } catch (error) {
+        if (n < MAX_ATTEMPTS && isRetryable(error)) continue
+        throw toStoreError(error)
+      }
     }
   }
 
