@@ -41,6 +41,8 @@ import { collectTools, type Tool } from './mcp/tools.ts'
 import { MCP_CHANNEL_HEADER, MCP_CHANNEL_TOKEN } from './shared/channel.ts'
 import { createOrderService } from './orders/orders.service.ts'
 import { eventRoutes } from './events/events.routes.ts'
+import { auditRoutes } from './audit/audit.routes.ts'
+import { createAuditService } from './audit/audit.service.ts'
 import { createEventService } from './events/events.service.ts'
 import { renderEvent } from './events/render.ts'
 import { rateLimitRoutes } from './rate-limit-status/rate-limit-status.routes.ts'
@@ -277,6 +279,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
         await v1.register(rateLimitRoutes)
         await v1.register(eventRoutes, { events: createEventService(stores.events) })
         await v1.register(webhookRoutes, { webhooks })
+        await v1.register(auditRoutes, { audit: createAuditService(stores.audit) })
       }
     },
     // The MCP endpoint (mcp/): its tools call the /v1 routes through app.inject, so after them;

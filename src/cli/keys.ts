@@ -14,6 +14,8 @@ import { NewApiKeySchema, type NewApiKey } from '../keys/keys.schema.ts'
 import { createKeyAdmin, type KeyAdmin } from '../keys/keys.service.ts'
 import { toApiKey } from '../keys/keys.view.ts'
 import { systemClock } from '../shared/clock.ts'
+import { withActor } from '../shared/actor-context.ts'
+import { cliActor } from './audit.ts'
 import type { Io } from './io.ts'
 import { printable, printableJson } from './printable.ts'
 
@@ -40,11 +42,14 @@ export async function keys (args: string[], io: Io): Promise<number> {
   const stores = await openStores(config, { migrate: true })
   try {
     const admin = createKeyAdmin(stores.keys, systemClock)
-    if (sub === 'create') return await create(admin, rest, io)
-    if (sub === 'list') return await list(admin, rest, io)
-    if (sub === 'rotate') return await rotate(admin, rest, io)
-    if (sub === 'usage') return await usage(admin, rest, io)
-    return await byId(admin, sub as 'revoke' | 'unban', rest, io)
+    // The audit log names the user who ran the command (cli/audit.ts).
+    return await withActor(cliActor(io), async () => {
+      if (sub === 'create') return await create(admin, rest, io)
+      if (sub === 'list') return await list(admin, rest, io)
+      if (sub === 'rotate') return await rotate(admin, rest, io)
+      if (sub === 'usage') return await usage(admin, rest, io)
+      return await byId(admin, sub as 'revoke' | 'unban', rest, io)
+    })
   } finally {
     await stores.close()
   }

@@ -36,6 +36,12 @@ export const COMMANDS: Record<string, Command> = {
     subcommands: ['create', 'list', 'revoke', 'unban', 'rotate', 'usage'],
     load: async () => (await import('./keys.ts')).keys
   },
+  audit: {
+    synopsis: 'verify [--known COUNT:HASH] [--json]',
+    summary: 'check the audit log\'s hash chain: exit 1 naming the first entry changed, removed or inserted',
+    subcommands: ['verify'],
+    load: async () => (await import('./audit.ts')).audit
+  },
   openapi: {
     synopsis: '[--out FILE] [--server URL]',
     summary: 'print or write the OpenAPI document',

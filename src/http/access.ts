@@ -8,6 +8,7 @@ import type { AccessOutcome, AccessService } from '../access/access.service.ts'
 import { asksForKey, isGuarded, isApiPath, isPreflight, malformedUrl, malformedUrlRefusal, refusalFor } from '../access/targets.ts'
 import type { Decision } from '../ratelimit/limiter.ts'
 import type { Clock } from '../shared/clock.ts'
+import { withActor } from '../shared/actor-context.ts'
 import { sendError, toAppError } from './errors.ts'
 import { setRateLimitHeaders } from './rate-limit-headers.ts'
 import { keyParameterOf } from './redact.ts'
@@ -63,6 +64,14 @@ export function installAccess (app: FastifyInstance, { access, clock }: AccessHo
       // connection, goes first, as it did when this step was always asynchronous.
       else queueMicrotask(() => { done(refusal) })
     }
+  })
+
+  // The actor of the audit log (shared/actor-context.ts): what the handler changes is this
+  // request's doing. Set after parsing (a body's stream events would lose it); reads skip it.
+  app.addHook('preHandler', (request, _reply, done) => {
+    if (request.method === 'GET' || request.method === 'HEAD') { done(); return }
+    const p = request.principal
+    withActor({ actor: p === null ? { type: 'address' } : { type: 'key', keyId: p.keyId, role: p.role }, requestId: request.id, address: request.ip }, done)
   })
 
   /** Sets what the outcome says on the request and the reply; returns the refusal to answer. */

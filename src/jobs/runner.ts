@@ -4,6 +4,7 @@
 // waits for the runs in flight, then runs the jobs that must finish at close (the usage flush),
 // so that nothing a job holds is lost on a graceful stop. Lint forbids setInterval outside this
 // folder (eslint.config.js local/no-repeating-timer).
+import { SYSTEM_CONTEXT, withActor } from '../shared/actor-context.ts'
 
 export interface Job {
   /** A metric label and a log field: short, fixed, kebab-case. */
@@ -76,7 +77,8 @@ export function createJobRunner (jobs: readonly Job[], options: JobRunnerOptions
     const { job } = slot
     const done = (async () => {
       try {
-        await job.run()
+        // A job's changes are the system's in the audit log, even when a request's turn started it.
+        await withActor(SYSTEM_CONTEXT, () => job.run())
         options.events?.onJobRun?.(job.name, false)
       } catch (error) {
         options.events?.onJobRun?.(job.name, true)

@@ -35,7 +35,8 @@ export const TAGS = [
   { name: 'Webhooks', description: 'Endpoints that receive the events their owner may see, signed as Standard Webhooks says, retried for about a day, at least once (deduplicate on `webhook-id`). The payloads are under `x-webhooks`.' },
   { name: 'Rate limits', description: 'The caller\'s quotas and ban state.' },
   { name: 'Your key', description: 'The key a request carries, for every role and only its own: its record, usage per day, ban history (readable while banned, free of charge) and rotation.' },
-  { name: 'API keys', description: 'Administration of API keys, plans, quotas and bans (admin role).\n\n**Key lifecycle (beta).** A key may expire (`expiresAt`): from that instant it answers `401 api_key_expired`. Rotating a key makes its successor with the same settings; the old key keeps working for a grace period (a day by default, a week at most), and while both work they share one quota and one ban. Usage per key and UTC day (`allowed`, `limited`, `banned`) and `lastUsedAt` are written by every instance within 2 seconds; a crashed instance loses at most its last 2 seconds of counts.' }
+  { name: 'API keys', description: 'Administration of API keys, plans, quotas and bans (admin role).\n\n**Key lifecycle (beta).** A key may expire (`expiresAt`): from that instant it answers `401 api_key_expired`. Rotating a key makes its successor with the same settings; the old key keeps working for a grace period (a day by default, a week at most), and while both work they share one quota and one ban. Usage per key and UTC day (`allowed`, `limited`, `banned`) and `lastUsedAt` are written by every instance within 2 seconds; a crashed instance loses at most its last 2 seconds of counts.' },
+  { name: 'Audit log', description: 'Who changed what (admin role): every change by staff, an admin, the command line or the system, appended in the change\'s transaction to a hash chain that `petstore audit verify` checks. Entries are never changed or removed through the API.' }
 ]
 
 /**
@@ -47,7 +48,7 @@ export const TAG_GROUPS = [
   { name: 'Pets', tags: ['Pet catalogue', 'Categories'] },
   { name: 'Store', tags: ['Orders', 'Inventory'] },
   { name: 'Notifications', tags: ['Events', 'Webhooks'] },
-  { name: 'Account', tags: ['Rate limits', 'Your key', 'API keys'] }
+  { name: 'Account', tags: ['Rate limits', 'Your key', 'API keys', 'Audit log'] }
 ]
 
 export const CONTACT = { name: 'Petstore API team', url: 'https://petstore.example/support', email: 'api@petstore.example' }

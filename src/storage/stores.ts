@@ -1,6 +1,7 @@
 // The ports every engine provides, listed once: each entry builds its port on SQLite and on
 // PostgreSQL, from what that engine's index.ts opened. A new port is one entry here; the engines'
 // index.ts walk the list (buildPorts) and never name a port. infra.ts picks the engine.
+import type { AuditStore } from '../audit/audit.store.ts'
 import type { EventStore } from '../events/events.store.ts'
 import type { CategoryStore } from '../categories/categories.store.ts'
 import type { InventoryStore } from '../inventory/inventory.store.ts'
@@ -17,6 +18,7 @@ import type { Db as PostgresDb } from './postgres/database.ts'
 import type { PostgresIdempotency } from './postgres/idempotency.ts'
 // The engines' feature files. PostgreSQL's load no driver (postgres/database.ts imports pg, and
 // only postgres/index.ts, imported when DATABASE_URL names PostgreSQL, imports it).
+import { createSqliteAuditStore } from './sqlite/audit.ts'
 import { createSqliteCategoryStore } from './sqlite/categories.ts'
 import { createSqliteEventStore } from './sqlite/events.ts'
 import { createSqliteInventoryStore } from './sqlite/inventory.ts'
@@ -24,6 +26,7 @@ import { createSqliteKeyStore } from './sqlite/keys.ts'
 import { createSqliteOrderStore } from './sqlite/orders.ts'
 import { createSqlitePetStore } from './sqlite/pets.ts'
 import { createSqliteWebhookStore } from './sqlite/webhooks.ts'
+import { createPostgresAuditStore } from './postgres/audit.ts'
 import { createPostgresCategoryStore } from './postgres/categories.ts'
 import { createPostgresEventStore } from './postgres/events.ts'
 import { createPostgresInventoryStore } from './postgres/inventory.ts'
@@ -93,6 +96,11 @@ export const PORTS = {
   webhooks: port<WebhookStore>({
     sqlite: (c) => createSqliteWebhookStore(c.db, c.writer),
     postgres: (c) => createPostgresWebhookStore(c.db)
+  }),
+  /** The audit log's reads; its entries are appended with the events (each engine's audit.ts). */
+  audit: port<AuditStore>({
+    sqlite: (c) => createSqliteAuditStore(c.db),
+    postgres: (c) => createPostgresAuditStore(c.db)
   })
 }
 

@@ -8,6 +8,7 @@ import type { EventDraft, EventStore, StoredEvent } from '../../events/events.st
 import { keyEvent, newEventId } from '../../events/events.store.ts'
 import { eventFilterSql } from '../event-filters.ts'
 import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, type BanRow, type KeyRow } from '../rows.ts'
+import { appendAudit } from './audit.ts'
 import type { Db, Tx } from './database.ts'
 
 interface EventRow {
@@ -35,7 +36,7 @@ function toEvent (row: EventRow): StoredEvent {
   }
 }
 
-/** Appends the events in the caller's transaction, in one statement. */
+/** Appends the events in the caller's transaction, in one statement, and their audit entries (audit.ts). */
 export async function appendEvents (tx: Tx, drafts: readonly EventDraft[], now: number): Promise<void> {
   if (drafts.length === 0) return
   await tx.query(
@@ -43,6 +44,7 @@ export async function appendEvents (tx: Tx, drafts: readonly EventDraft[], now: 
      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[])`,
     [drafts.map(() => newEventId()), drafts.map((d) => d.type), drafts.map(() => now), drafts.map((d) => d.audience),
       drafts.map((d) => d.subjectKeyId), drafts.map((d) => JSON.stringify(d.data))])
+  await appendAudit(tx, drafts, now)
 }
 
 export function createPostgresEventStore (db: Db): EventStore {

@@ -594,5 +594,37 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     PRIMARY KEY (key_id, notice)
   );
   CREATE INDEX api_keys_by_expiry ON api_keys (expires_at) WHERE expires_at IS NOT NULL;
+  `,
+  // The audit log (issue 32), as SQLite's: one row per change by staff, an admin, the command
+  // line or the system, appended in the change's transaction (audit.ts). `id` is the entry's
+  // place in the chain, taken from audit_head (never a sequence: the chain has no gap), and
+  // audit_head is the one row every append locks (FOR UPDATE) and updates, so appends are
+  // serialized across instances and the count and last hash are read in one place.
+  `
+  CREATE TABLE audit_log (
+    id           bigint  PRIMARY KEY,
+    at           bigint  NOT NULL,
+    actor_type   text    NOT NULL,
+    actor_key_id bigint,
+    actor_role   text,
+    actor_user   text,
+    action       text    NOT NULL,
+    target_type  text    NOT NULL,
+    target_id    text    NOT NULL,
+    request_id   text,
+    address      text,
+    changes      text    NOT NULL,
+    hash         text    NOT NULL
+  );
+  CREATE INDEX audit_log_by_target ON audit_log (target_type, target_id, id);
+  CREATE INDEX audit_log_by_actor ON audit_log (actor_type, actor_key_id, id);
+  CREATE INDEX audit_log_by_action ON audit_log (action, id);
+  CREATE INDEX audit_log_by_at ON audit_log (at);
+  CREATE TABLE audit_head (
+    id    integer PRIMARY KEY CHECK (id = 1),
+    count bigint  NOT NULL,
+    hash  text    NOT NULL
+  );
+  INSERT INTO audit_head (id, count, hash) VALUES (1, 0, '');
   `
 ]

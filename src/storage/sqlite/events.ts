@@ -5,6 +5,7 @@ import type { EventDraft, EventStore, StoredEvent } from '../../events/events.st
 import { keyEvent, newEventId } from '../../events/events.store.ts'
 import { eventFilterSql } from '../event-filters.ts'
 import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, type BanRow, type KeyRow } from '../rows.ts'
+import { createSqliteAuditAppend } from './audit.ts'
 import type { Db } from './database.ts'
 import type { Writer } from './writer.ts'
 
@@ -39,9 +40,12 @@ function toEvent (row: EventRow): StoredEvent {
 
 export function createSqliteEventLog (db: Db): SqliteEventLog {
   const insert = db.prepare('INSERT INTO events (id, type, created_at, audience, subject_key_id, data) VALUES (?, ?, ?, ?, ?, ?)')
+  // Every change that reports events is recorded in the audit log here, in the same transaction.
+  const audit = createSqliteAuditAppend(db)
   return {
     append (drafts, now) {
       for (const draft of drafts) insert.run(newEventId(), draft.type, now, draft.audience, draft.subjectKeyId, JSON.stringify(draft.data))
+      audit(drafts, now)
     }
   }
 }

@@ -5,7 +5,8 @@ import { migrateSqlite, openSqlite } from './database.ts'
 import { createSqliteEventLog } from './events.ts'
 import { createSqliteIdempotency } from './idempotency.ts'
 import { createPetCache, type PetCacheOptions } from './pet-cache.ts'
-import { createWriter, type WriterOptions } from './writer.ts'
+import { createWriter, type Writer, type WriterOptions } from './writer.ts'
+import { bindActor } from '../../shared/actor-context.ts'
 
 export interface SqliteStores extends Stores { readonly engine: 'sqlite' }
 
@@ -15,7 +16,7 @@ export function createSqliteStores (path: string, options: { migrate?: boolean; 
   if (options.migrate !== false) migrateSqlite(db)
   // Writes of the catalogue and of orders go through the writer (writer.ts): durable commits
   // that never block the event loop on the disk or on another process's lock.
-  const writer = createWriter(db, path, options)
+  const writer = actorBound(createWriter(db, path, options))
   const ping = db.prepare('SELECT 1')
   return {
     engine: 'sqlite',
@@ -35,4 +36,12 @@ export function createSqliteStores (path: string, options: { migrate?: boolean; 
       if (db.isOpen) db.close()
     }
   }
+}
+
+/**
+ * The writer runs a write later, in a batch with other callers' writes: each write keeps the
+ * actor of the caller that queued it (shared/actor-context.ts), for its audit entry.
+ */
+function actorBound (writer: Writer): Writer {
+  return { run: (fn) => writer.run(bindActor(fn)), close: () => writer.close() }
 }

@@ -234,5 +234,37 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
     PRIMARY KEY (key_id, notice)
   );
   CREATE INDEX api_keys_by_expiry ON api_keys (expires_at) WHERE expires_at IS NOT NULL;
+  `,
+  // The audit log (issue 32): one row per change by staff, an admin, the command line or the
+  // system, appended in the change's transaction (audit.ts). `id` is the entry's place in the
+  // chain, taken from audit_head (never AUTOINCREMENT: the chain has no gap), and audit_head is
+  // the one row every append updates, so appends are serialized and the count and last hash
+  // are read in one place (GET /v1/admin/audit/head).
+  `
+  CREATE TABLE audit_log (
+    id           INTEGER PRIMARY KEY,
+    at           INTEGER NOT NULL,
+    actor_type   TEXT    NOT NULL,
+    actor_key_id INTEGER,
+    actor_role   TEXT,
+    actor_user   TEXT,
+    action       TEXT    NOT NULL,
+    target_type  TEXT    NOT NULL,
+    target_id    TEXT    NOT NULL,
+    request_id   TEXT,
+    address      TEXT,
+    changes      TEXT    NOT NULL,
+    hash         TEXT    NOT NULL
+  );
+  CREATE INDEX audit_log_by_target ON audit_log (target_type, target_id, id);
+  CREATE INDEX audit_log_by_actor ON audit_log (actor_type, actor_key_id, id);
+  CREATE INDEX audit_log_by_action ON audit_log (action, id);
+  CREATE INDEX audit_log_by_at ON audit_log (at);
+  CREATE TABLE audit_head (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    count INTEGER NOT NULL,
+    hash  TEXT    NOT NULL
+  );
+  INSERT INTO audit_head (id, count, hash) VALUES (1, 0, '');
   `
 ]

@@ -1,0 +1,168 @@
+// What the audit log records and how its chain is made (docs/product.md, the audit log), once
+// for both engines: which events are changes made by staff, an admin, the command line or the
+// system (an entry each), their action, target and changes, the canonical JSON and the hash, and
+// the walk that `petstore audit verify` makes. The engines only store (storage/*/audit.ts).
+import { createHash } from 'node:crypto'
+import type { EventDraft } from '../events/events.store.ts'
+import type { ActorContext } from '../shared/actor-context.ts'
+import { SYSTEM_CONTEXT } from '../shared/actor-context.ts'
+import type { AuditEntry, AuditHead, FieldChange } from './audit.store.ts'
+
+/** The event each audited change writes, and the action its entry names. Other events are not changes of anyone's (order.created is a purchase, inventory.low, key.expiring … are notices). */
+export const AUDITED_EVENTS: Readonly<Record<string, string>> = {
+  'pet.created': 'pet.create',
+  'pet.updated': 'pet.update',
+  'pet.deleted': 'pet.delete',
+  'category.created': 'category.create',
+  'category.updated': 'category.update',
+  'category.deleted': 'category.delete',
+  'inventory.updated': 'inventory.update',
+  'order.updated': 'order.update',
+  'order.completed': 'order.complete',
+  'order.cancelled': 'order.cancel',
+  'key.created': 'key.create',
+  'key.updated': 'key.update',
+  'key.rotated': 'key.rotate',
+  'key.revoked': 'key.revoke',
+  'key.banned': 'key.ban',
+  'key.unbanned': 'key.unban',
+  'webhook.disabled': 'webhook.disable'
+}
+
+/** An entry before the chain gives it an id and a hash. */
+export type AuditDraft = Omit<AuditEntry, 'id' | 'hash'>
+
+/** Fields never recorded: secrets, hashes of them, and what moves without anyone's change. */
+const NOT_RECORDED = /hash|secret|token|password|^key$|^searchName$|^lastUsedAt$/i
+/** Fields holding an instant (epoch ms), recorded as ISO 8601 like the API shows them. */
+const INSTANT = /(At|Date|until)$/
+
+function recorded (value: unknown, field: string): unknown {
+  return typeof value === 'number' && INSTANT.test(field) ? new Date(value).toISOString() : value
+}
+
+/** Each recordable field of `record`, as `{ before?, after? }` built by `change`. */
+function fieldsOf (record: unknown, change: (value: unknown) => FieldChange): Record<string, FieldChange> {
+  const changes: Record<string, FieldChange> = {}
+  if (record === null || typeof record !== 'object') return changes
+  for (const [field, value] of Object.entries(record)) {
+    if (value === undefined || NOT_RECORDED.test(field)) continue
+    changes[field] = change(recorded(value, field))
+  }
+  return changes
+}
+
+const created = (record: unknown) => fieldsOf(record, (after) => ({ before: null, after }))
+const deleted = (record: unknown) => fieldsOf(record, (before) => ({ before, after: null }))
+// The stores hand the events the record after the change, not before: an update records its
+// after-values, and `before` is left out rather than guessed.
+const updated = (record: unknown) => fieldsOf(record, (after) => ({ after }))
+
+interface Facts { target: AuditEntry['target']; changes: Record<string, FieldChange> }
+
+const idOf = (data: unknown, field = 'id'): string => String((data as Record<string, unknown>)[field])
+
+/** Target and changes of an audited event, from its data (the record its store wrote). */
+function factsOf (type: string, data: unknown): Facts {
+  const [family, verb] = type.split('.') as [string, string]
+  switch (family) {
+    case 'key': {
+      if (verb === 'banned' || verb === 'unbanned') {
+        const ban = data as { keyId: number; until: number | string; strike?: number }
+        const until = recorded(ban.until, 'until')
+        return {
+          target: { type: 'key', id: String(ban.keyId) },
+          changes: verb === 'banned'
+            ? { bannedUntil: { before: null, after: until }, ...(ban.strike !== undefined && { strike: { after: ban.strike } }) }
+            : { bannedUntil: { before: until, after: null } }
+        }
+      }
+      const record = (data as { record: Record<string, unknown> }).record
+      // A rotation's event carries the successor: the entry is about the key rotated.
+      if (verb === 'rotated') return { target: { type: 'key', id: String(record.replaces) }, changes: { replacedBy: { before: null, after: record.id } } }
+      return { target: { type: 'key', id: String(record.id) }, changes: verb === 'created' ? created(record) : updated(record) }
+    }
+    case 'inventory':
+      return { target: { type: 'inventory', id: idOf(data, 'petId') }, changes: updated(data) }
+    case 'webhook':
+      return { target: { type: 'webhook', id: idOf(data) }, changes: { status: { before: 'enabled', after: 'disabled' }, ...fieldsOf({ reason: (data as { reason?: unknown }).reason }, (after) => ({ after })) } }
+    default:
+      return { target: { type: family, id: idOf(data) }, changes: verb === 'created' ? created(data) : verb === 'deleted' ? deleted(data) : updated(data) }
+  }
+}
+
+/**
+ * The audit drafts of a change's events, by `context`'s actor. Customers' own orders (placing,
+ * cancelling) are their business, not staff changes: not audited. A ban that starts is the
+ * limiter's doing, whatever request tripped it: actor `system`.
+ */
+export function auditDrafts (drafts: readonly EventDraft[], at: number, context: ActorContext): AuditDraft[] {
+  const entries: AuditDraft[] = []
+  for (const draft of drafts) {
+    const action = AUDITED_EVENTS[draft.type]
+    if (action === undefined) continue
+    const by = draft.type === 'key.banned' ? SYSTEM_CONTEXT : context
+    if (action.startsWith('order.') && by.actor.type === 'key' && by.actor.role === 'customer') continue
+    entries.push({ at, actor: by.actor, action, ...factsOf(draft.type, draft.data), requestId: by.requestId, address: by.address })
+  }
+  return entries
+}
+
+/** JSON with every object's keys sorted (RFC 8785's order for these ASCII names), no white space. */
+export function canonicalJson (value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value)
+  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(',')}]`
+  const fields = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)
+  return `{${fields.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
+}
+
+/** The hash of entry `draft` numbered `id` after an entry whose hash is `previous` ('' for the first). */
+export function chainHash (previous: string, id: number, draft: AuditDraft): string {
+  const { at, actor, action, target, requestId, address, changes } = draft
+  return createHash('sha256').update(previous + canonicalJson({ id, at, actor, action, target, requestId, address, changes })).digest('hex')
+}
+
+/** The entry that follows `head` in the chain. */
+export function nextEntry (head: AuditHead, draft: AuditDraft): AuditEntry {
+  const id = head.count + 1
+  return { id, ...draft, hash: chainHash(head.hash, id, draft) }
+}
+
+/** The first fault a verification finds: the entry it names and why. */
+export interface AuditFault { entry: number; problem: 'changed' | 'removed' | 'inserted'; message: string }
+
+/**
+ * The walk of `petstore audit verify`: feed it every entry in id order, then the head read with
+ * them; `fault` is the first entry changed, removed or inserted, or null for an intact chain.
+ */
+export function createChainCheck (): { visit (entry: AuditEntry): boolean; finish (head: AuditHead): AuditFault | null; readonly checked: number } {
+  let expected = 1
+  let previous = ''
+  let fault: AuditFault | null = null
+  return {
+    visit (entry) {
+      if (entry.id > expected) {
+        fault = { entry: expected, problem: 'removed', message: `entry ${expected} was removed: the log goes from entry ${expected - 1} to entry ${entry.id}` }
+      } else if (entry.hash !== chainHash(previous, entry.id, entry)) {
+        fault = { entry: entry.id, problem: 'changed', message: `entry ${entry.id} was changed (or inserted in its place): its hash does not follow from entry ${entry.id - 1} and its content` }
+      }
+      if (fault !== null) return false
+      previous = entry.hash
+      expected++
+      return true
+    },
+    finish (head) {
+      if (fault !== null) {
+        // A well-formed entry past the head's count was appended by hand, not by the API.
+        if (fault.entry > head.count && fault.problem === 'changed') return { entry: fault.entry, problem: 'inserted', message: `entry ${fault.entry} was inserted: the head counts ${head.count} entries` }
+        return fault
+      }
+      const last = expected - 1
+      if (last < head.count) return { entry: last + 1, problem: 'removed', message: `entry ${last + 1} was removed: the log ends at entry ${last}, the head counts ${head.count}` }
+      if (last > head.count) return { entry: head.count + 1, problem: 'inserted', message: `entry ${head.count + 1} was inserted: the head counts ${head.count} entries` }
+      if (previous !== head.hash) return { entry: last, problem: 'changed', message: `entry ${last} was changed: its hash is not the head's` }
+      return null
+    },
+    get checked () { return expected - 1 }
+  }
+}

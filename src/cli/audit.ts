@@ -1,0 +1,59 @@
+// petstore audit verify: walks the audit log's hash chain in the configured database and exits 0
+// when it is whole, or 1 naming the first entry changed, removed or inserted (docs/operating.md,
+// "The audit log"). Also the actor of `petstore keys …` in the log: the operating system user.
+import { userInfo } from 'node:os'
+import { parseArgs } from 'node:util'
+import { createAuditService } from '../audit/audit.service.ts'
+import type { AuditHead } from '../audit/audit.store.ts'
+import { loadConfig } from '../config.ts'
+import { openStores } from '../infra.ts'
+import type { ActorContext } from '../shared/actor-context.ts'
+import type { Io } from './io.ts'
+
+export const AUDIT_USAGE = `usage:
+  petstore audit verify [--known COUNT:HASH] [--json]
+Walks the audit log's hash chain: exit 0 when every entry is intact, 1 naming the first entry
+changed, removed or inserted. --known checks a head kept earlier (GET /v1/admin/audit/head).`
+
+export const AUDIT_SUBCOMMANDS = ['verify'] as const
+
+/** The audit actor of a command run from a shell: the user running it. */
+export function cliActor (io: Io): ActorContext {
+  let user: string
+  try {
+    user = userInfo().username
+  } catch {
+    // No entry for this uid in the passwd database (a container's arbitrary uid).
+    user = io.env.USER ?? io.env.LOGNAME ?? 'unknown'
+  }
+  return { actor: { type: 'cli', user }, requestId: null, address: null }
+}
+
+export async function audit (args: string[], io: Io): Promise<number> {
+  const [sub, ...rest] = args
+  if (sub !== 'verify') {
+    io.err(AUDIT_USAGE)
+    return 2
+  }
+  const { values } = parseArgs({ args: rest, strict: true, options: { known: { type: 'string' }, json: { type: 'boolean', default: false } } })
+  let known: AuditHead | undefined
+  if (values.known !== undefined) {
+    const match = /^(0|[1-9][0-9]{0,15}):([0-9a-f]{64})?$/.exec(values.known)
+    if (match === null) {
+      io.err('--known takes COUNT:HASH, as GET /v1/admin/audit/head answers them')
+      return 2
+    }
+    known = { count: Number(match[1]), hash: match[2] ?? '' }
+  }
+  const config = loadConfig(io.env)
+  const stores = await openStores(config, { migrate: true })
+  try {
+    const { head, checked, fault } = await createAuditService(stores.audit).verify(known)
+    if (values.json) io.out(JSON.stringify({ ok: fault === null, count: head.count, hash: head.hash, checked, ...(fault !== null && { fault }) }))
+    else if (fault === null) io.out(`audit log intact: ${head.count} entries, last hash ${head.hash === '' ? '(none)' : head.hash}`)
+    else io.out(`audit log broken at entry ${fault.entry} (${fault.problem}): ${fault.message}`)
+    return fault === null ? 0 : 1
+  } finally {
+    await stores.close()
+  }
+}

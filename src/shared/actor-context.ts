@@ -1,0 +1,47 @@
+// Who is making a change, for the audit log (issue 32): the request's key, a CLI user or the
+// system, with the request id and client address. The store that appends a change's events
+// appends the audit entry too (storage/*/audit.ts), in the same transaction, and reads the actor
+// from here, so no store method and no port takes it as a parameter.
+//
+// Set by: the access step for a request's handler (http/access.ts), `petstore keys …`
+// (cli/keys.ts), the job runner (jobs/runner.ts). SQLite's writer runs its callbacks later, in
+// a batch, so the engine binds each write to the context of its caller when it is queued
+// (storage/sqlite/index.ts): a batch of several requests' writes names each one's own actor.
+import { AsyncLocalStorage } from 'node:async_hooks'
+
+/** Who acted: a key (its id and role), a user of the command line, or the system itself. */
+export type AuditActor =
+  | { type: 'key'; keyId: number; role: string }
+  | { type: 'cli'; user: string }
+  | { type: 'system' }
+  /** A request without a valid key (reporting leaked keys): known only by its address. */
+  | { type: 'address' }
+
+export interface ActorContext {
+  readonly actor: AuditActor
+  readonly requestId: string | null
+  readonly address: string | null
+}
+
+export const SYSTEM_CONTEXT: ActorContext = { actor: { type: 'system' }, requestId: null, address: null }
+
+const storage = new AsyncLocalStorage<ActorContext>()
+
+/** The actor of the work running now; the system when nothing set one (a job, a ban, a seed). */
+export function currentActor (): ActorContext {
+  return storage.getStore() ?? SYSTEM_CONTEXT
+}
+
+/** Runs fn (and everything it starts) as `context`. */
+export function withActor<T> (context: ActorContext, fn: () => T): T {
+  return storage.run(context, fn)
+}
+
+/**
+ * fn bound to the actor of the caller, for work run later from another context (a write queued
+ * on SQLite's writer). Without an actor set, fn itself: nothing is allocated.
+ */
+export function bindActor<T> (fn: () => T): () => T {
+  const context = storage.getStore()
+  return context === undefined ? fn : () => storage.run(context, fn)
+}
