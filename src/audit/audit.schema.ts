@@ -17,6 +17,8 @@ const FieldChangeSchema = Type.Object({
   after: Type.Optional(Type.Unknown({ description: 'The value after the change; null for a field deleted.' }))
 }, { title: 'AuditFieldChange', additionalProperties: false })
 
+const ENTRY_EXAMPLE = { id: 42, at: '2026-11-21T12:00:30.000Z', actor: { type: 'key', keyId: 3, role: 'admin' }, action: 'key.revoke', target: { type: 'key', id: '7' }, requestId: 'req-1', address: '203.0.113.7', changes: { revokedAt: { after: '2026-11-21T12:00:30.000Z' } }, hash: '5f1c0a4e8d2b7c6a9e3f1d0b8a7c6e5d4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c' }
+
 export const AuditEntrySchema = Type.Object({
   id: Int64({ description: 'The entry\'s place in the chain: 1, 2, 3 … without gaps.' }),
   at: Type.String({ format: 'date-time', description: 'When the change committed (ISO 8601, UTC).' }),
@@ -32,10 +34,10 @@ export const AuditEntrySchema = Type.Object({
   hash: Hash('SHA-256 (hex) of the previous entry\'s hash (the empty string for entry 1) followed by this entry\'s canonical JSON (every field but `hash`, keys sorted, no white space, `at` in epoch milliseconds).')
 }, {
   title: 'AuditEntry', additionalProperties: false, description: 'One change by staff, an admin, the command line or the system.',
-  examples: [{ id: 42, at: '2026-11-21T12:00:30.000Z', actor: { type: 'key', keyId: 3, role: 'admin' }, action: 'key.revoke', target: { type: 'key', id: '7' }, requestId: 'req-1', address: '203.0.113.7', changes: { revokedAt: { after: '2026-11-21T12:00:30.000Z' } }, hash: '5f1c0a4e8d2b7c6a9e3f1d0b8a7c6e5d4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c' }]
+  examples: [ENTRY_EXAMPLE]
 })
 
-export const AuditEntriesSchema = Type.Array(AuditEntrySchema)
+export const AuditEntriesSchema = Type.Array(AuditEntrySchema, { examples: [[ENTRY_EXAMPLE]] })
 
 export const AuditHeadSchema = Type.Object({
   count: Type.Integer({ minimum: 0, description: 'How many entries the log holds.' }),
