@@ -195,3 +195,15 @@ test('only an admin reads the log; there is no way to change it through the API'
     assert.equal((await h.app.inject({ method, url: '/v1/admin/audit', headers: { 'x-api-key': h.keys.admin } })).statusCode, 405)
   }
 })
+
+test('writes of several callers committed together each name their own actor (SQLite\'s writer batches them)', async (t) => {
+  const h = await buildTestApp(t)
+  const staff = await Promise.all([h.makeKey('staff'), h.makeKey('staff'), h.makeKey('staff'), h.makeKey('staff')])
+  const made = await Promise.all(staff.map((s, i) => h.call({ method: 'POST', url: '/v1/categories', key: s.key, payload: { name: `C${i}` } })))
+  for (const [i, res] of made.entries()) {
+    assert.equal(res.statusCode, 201)
+    const [entry] = await entries(h, `?targetType=category&targetId=${res.json().id}`)
+    assert.deepEqual(entry!.actor, { type: 'key', keyId: staff[i]!.id, role: 'staff' })
+    assert.equal(entry!.requestId, res.headers['request-id'])
+  }
+})
