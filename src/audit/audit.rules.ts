@@ -92,16 +92,23 @@ function factsOf (type: string, data: unknown): Facts {
 }
 
 /**
+ * Changes only the service makes, whatever request's turn it runs in: a ban the limiter starts,
+ * an endpoint the dispatcher disables after a day of failures (its round may be woken by a request).
+ */
+function isSystems (draft: EventDraft): boolean {
+  return draft.type === 'key.banned' || (draft.type === 'webhook.disabled' && (draft.data as { reason?: string }).reason === 'failing')
+}
+
+/**
  * The audit drafts of a change's events, by `context`'s actor. Customers' own orders (placing,
- * cancelling) are their business, not staff changes: not audited. A ban that starts is the
- * limiter's doing, whatever request tripped it: actor `system`.
+ * cancelling) are their business, not staff changes: not audited.
  */
 export function auditDrafts (drafts: readonly EventDraft[], at: number, context: ActorContext): AuditDraft[] {
   const entries: AuditDraft[] = []
   for (const draft of drafts) {
     const action = AUDITED_EVENTS[draft.type]
     if (action === undefined) continue
-    const by = draft.type === 'key.banned' ? SYSTEM_CONTEXT : context
+    const by = isSystems(draft) ? SYSTEM_CONTEXT : context
     if (action.startsWith('order.') && by.actor.type === 'key' && by.actor.role === 'customer') continue
     entries.push({ at, actor: by.actor, action, ...factsOf(draft.type, draft.data), requestId: by.requestId, address: by.address })
   }
