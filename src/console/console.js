@@ -13,7 +13,7 @@ const DAY_MS = 86_400_000
 const EXPIRING_WITHIN_MS = 7 * DAY_MS // accounts/keys.status.ts
 
 const $ = (id) => document.getElementById(id)
-const views = ['sign-in', 'keys-view', 'key-view', 'deprecations-view', 'webhooks-view', 'webhook-view']
+const views = ['sign-in', 'keys-view', 'key-view', 'deprecations-view', 'webhooks-view', 'webhook-view', 'audit-view']
 
 // ---- small DOM helpers (text only) ---------------------------------------------------------
 
@@ -245,7 +245,7 @@ async function loadKey (id) {
   $('revoke').hidden = key.revokedAt !== null
   $('rotate-form').hidden = key.revokedAt !== null || key.replacedBy !== null
   $('confirm-revoke').hidden = true
-  await Promise.all([loadUsage(key.id), loadWindows(key.id), loadBans(key.id)])
+  await Promise.all([loadUsage(key.id), loadWindows(key.id), loadBans(key.id), loadKeyHistory(key.id)])
 }
 
 async function loadWindows (id) {
@@ -616,6 +616,82 @@ async function toggleWebhook (webhook) {
   await loadWebhook(webhook.id)
 }
 
+// ---- the audit log: its view and each key's history (GET /v1/admin/audit) -----------------
+
+let auditPages = []
+let auditCurrent = null
+let auditNext = null
+
+function auditUrl () {
+  const params = new URLSearchParams()
+  for (const [name, value] of new FormData($('audit-filters'))) if (String(value).trim() !== '') params.set(name, String(value).trim())
+  const query = params.toString()
+  return `/v1/admin/audit${query === '' ? '' : `?${query}`}`
+}
+
+function actorText (actor) {
+  if (actor.type === 'key') return `key ${actor.keyId} (${actor.role})`
+  if (actor.type === 'cli') return `command line (${actor.user})`
+  return actor.type
+}
+
+function actorNode (actor) {
+  return actor.type === 'key' ? link(`#/keys/${actor.keyId}`, actorText(actor)) : document.createTextNode(actorText(actor))
+}
+
+/** Each field as `name: before → after` (values as JSON text, inserted as text). */
+function changesNode (changes) {
+  const list = el('ul', { class: 'changes' })
+  for (const [field, change] of Object.entries(changes)) {
+    const before = Object.hasOwn(change, 'before') ? `${JSON.stringify(change.before)} → ` : ''
+    list.append(el('li', {}, el('code', { text: field }), document.createTextNode(`: ${before}${JSON.stringify(change.after ?? null)}`)))
+  }
+  return list
+}
+
+function targetNode (target) {
+  const text = `${target.type} ${target.id}`
+  return target.type === 'key' ? link(`#/keys/${target.id}`, text) : document.createTextNode(text)
+}
+
+async function loadAudit (url) {
+  const [{ data, link: header }, { data: head }] = await Promise.all([api(url), api('/v1/admin/audit/head')])
+  auditCurrent = url
+  auditNext = nextFromLink(header, '/v1/admin/audit')
+  $('audit-head').textContent = `${head.count} entries; last hash ${head.hash === '' ? '(none)' : head.hash}`
+  const body = $('audit-table').tBodies[0]
+  body.replaceChildren(...data.map((entry) => el('tr', { 'data-entry': String(entry.id) },
+    cell(entry.id, { class: 'num' }), cell(dateTime(entry.at)), cell(el('code', { text: entry.action })), cell(targetNode(entry.target)),
+    cell(actorNode(entry.actor)), cell(entry.requestId === null ? '' : `${entry.requestId} from ${entry.address ?? '?'}`), cell(changesNode(entry.changes)))))
+  if (data.length === 0) body.append(el('tr', {}, el('td', { colspan: '7', text: 'No entry matches.' })))
+  $('audit-prev').disabled = auditPages.length === 0
+  $('audit-next').disabled = auditNext === null
+}
+
+async function loadKeyHistory (id) {
+  const { data } = await api(`/v1/admin/audit?targetType=key&targetId=${id}&limit=50`)
+  const body = $('key-history-table').tBodies[0]
+  body.replaceChildren(...data.map((entry) => el('tr', { 'data-entry': String(entry.id) },
+    cell(dateTime(entry.at)), cell(el('code', { text: entry.action })), cell(actorNode(entry.actor)), cell(changesNode(entry.changes)))))
+  if (data.length === 0) body.append(el('tr', {}, el('td', { colspan: '4', text: 'No recorded change.' })))
+}
+
+$('audit-filters').addEventListener('submit', async (event) => {
+  event.preventDefault()
+  auditPages = []
+  try { await loadAudit(auditUrl()) } catch (error) { warn(explain(error)) }
+})
+$('audit-next').addEventListener('click', async () => {
+  if (auditNext === null) return
+  auditPages.push(auditCurrent)
+  try { await loadAudit(auditNext) } catch (error) { auditPages.pop(); warn(explain(error)) }
+})
+$('audit-prev').addEventListener('click', async () => {
+  const previous = auditPages.pop()
+  if (previous === undefined) return
+  try { await loadAudit(previous) } catch (error) { warn(explain(error)) }
+})
+
 // ---- routing (the hash names the view; it never holds the key) -------------------------------
 
 async function route () {
@@ -633,6 +709,10 @@ async function route () {
     } else if (webhookMatch !== null) {
       show('webhook-view')
       await loadWebhook(webhookMatch[1])
+    } else if (hash === '#/audit') {
+      show('audit-view')
+      auditPages = []
+      await loadAudit(auditUrl())
     } else if (hash === '#/webhooks') {
       show('webhooks-view')
       webhookPages = []
