@@ -54,16 +54,38 @@ function fieldsOf (record: unknown, change: (value: unknown) => FieldChange): Re
 
 const created = (record: unknown) => fieldsOf(record, (after) => ({ before: null, after }))
 const deleted = (record: unknown) => fieldsOf(record, (before) => ({ before, after: null }))
-// The stores hand the events the record after the change, not before: an update records its
-// after-values, and `before` is left out rather than guessed.
-const updated = (record: unknown) => fieldsOf(record, (after) => ({ after }))
+
+/** What every update moves by itself: not a field anyone changed. */
+const BOOKKEEPING = /^(version|updatedAt)$/
+
+/**
+ * An update's changes. With the record before it (`before`, which the store read for its If-Match
+ * check), each field whose value changed, `{ before, after }`, and no other. Without it (key
+ * updates: their stores do not hand it over), the values after the change, `before` left out
+ * rather than guessed.
+ */
+function updated (record: unknown, before?: unknown): Record<string, FieldChange> {
+  if (before === undefined || before === null || typeof before !== 'object') return fieldsOf(record, (after) => ({ after }))
+  const changes: Record<string, FieldChange> = {}
+  if (record === null || typeof record !== 'object') return changes
+  const was = before as Record<string, unknown>
+  const is = record as Record<string, unknown>
+  for (const field of new Set([...Object.keys(was), ...Object.keys(is)])) {
+    if (NOT_RECORDED.test(field) || BOOKKEEPING.test(field)) continue
+    // A field absent on one side (an optional one, like a category's description) is null there.
+    const from = recorded(was[field] ?? null, field)
+    const to = recorded(is[field] ?? null, field)
+    if (canonicalJson(from) !== canonicalJson(to)) changes[field] = { before: from, after: to }
+  }
+  return changes
+}
 
 interface Facts { target: AuditEntry['target']; changes: Record<string, FieldChange> }
 
 const idOf = (data: unknown, field = 'id'): string => String((data as Record<string, unknown>)[field])
 
-/** Target and changes of an audited event, from its data (the record its store wrote). */
-function factsOf (type: string, data: unknown): Facts {
+/** Target and changes of an audited event, from its data (the record its store wrote) and, for an update, the record before it. */
+function factsOf (type: string, data: unknown, before: unknown): Facts {
   const [family, verb] = type.split('.') as [string, string]
   switch (family) {
     case 'key': {
@@ -83,11 +105,14 @@ function factsOf (type: string, data: unknown): Facts {
       return { target: { type: 'key', id: String(record.id) }, changes: verb === 'created' ? created(record) : updated(record) }
     }
     case 'inventory':
-      return { target: { type: 'inventory', id: idOf(data, 'petId') }, changes: updated(data) }
+      return { target: { type: 'inventory', id: idOf(data, 'petId') }, changes: updated(data, before) }
     case 'webhook':
       return { target: { type: 'webhook', id: idOf(data) }, changes: { status: { before: 'enabled', after: 'disabled' }, ...fieldsOf({ reason: (data as { reason?: unknown }).reason }, (after) => ({ after })) } }
     default:
-      return { target: { type: family, id: idOf(data) }, changes: verb === 'created' ? created(data) : verb === 'deleted' ? deleted(data) : updated(data) }
+      return {
+        target: { type: family, id: idOf(data) },
+        changes: verb === 'created' ? created(data) : verb === 'deleted' ? deleted(data) : updated(data, verb === 'cancelled' ? undefined : before)
+      }
   }
 }
 
@@ -100,19 +125,67 @@ function isSystems (draft: EventDraft): boolean {
 }
 
 /**
- * The audit drafts of a change's events, by `context`'s actor. Customers' own orders (placing,
- * cancelling) are their business, not staff changes: not audited.
+ * An endpoint disabled by its owner's or an admin's PATCH is that PATCH's `webhook.update` entry
+ * (its status before and after): one change, one entry.
  */
-export function auditDrafts (drafts: readonly EventDraft[], at: number, context: ActorContext): AuditDraft[] {
+function isPatchsDisable (draft: EventDraft): boolean {
+  return draft.type === 'webhook.disabled' && (draft.data as { reason?: string }).reason === 'manual'
+}
+
+/**
+ * The audit drafts of a change's events, by `context`'s actor. Customers' own orders (placing,
+ * cancelling) are their business, not staff changes: not audited. `before` is the record an
+ * update's store read before changing it, in the shape of the event's data: the update's entry
+ * then holds each changed field before and after (updated above).
+ */
+export function auditDrafts (drafts: readonly EventDraft[], at: number, context: ActorContext, before?: unknown): AuditDraft[] {
   const entries: AuditDraft[] = []
   for (const draft of drafts) {
     const action = AUDITED_EVENTS[draft.type]
-    if (action === undefined) continue
+    if (action === undefined || isPatchsDisable(draft)) continue
     const by = isSystems(draft) ? SYSTEM_CONTEXT : context
     if (action.startsWith('order.') && by.actor.type === 'key' && by.actor.role === 'customer') continue
-    entries.push({ at, actor: by.actor, action, ...factsOf(draft.type, draft.data), requestId: by.requestId, address: by.address })
+    entries.push({ at, actor: by.actor, action, ...factsOf(draft.type, draft.data, before), requestId: by.requestId, address: by.address })
   }
   return entries
+}
+
+/** What an endpoint's entries record of it: never its secrets (nor the previous one, nor when that one stops signing). */
+interface WebhookFields { id: string; ownerKeyId: number; url: string; types: string[]; description: string | null; status: string }
+const webhookFields = (hook: WebhookFields) =>
+  ({ id: hook.id, ownerKeyId: hook.ownerKeyId, url: hook.url, types: hook.types, description: hook.description, status: hook.status })
+
+/** What a change to a webhook endpoint records (its store writes no event for it, so it appends the entry itself). */
+export type WebhookChange =
+  | { action: 'webhook.create'; after: WebhookFields }
+  | { action: 'webhook.update'; before: WebhookFields; after: WebhookFields }
+  | { action: 'webhook.delete'; before: WebhookFields }
+  /** Instants (epoch ms) until which the previous secret signs, before and after the rotation. */
+  | { action: 'webhook.rotate_secret'; id: string; previousUntil: { before: number | null; after: number } }
+  | { action: 'webhook.replay'; id: string; selection: { since: number; until: number } | { eventIds: string[] }; queued: number }
+
+/** The audit draft of a change to a webhook endpoint, by `context`'s actor. */
+export function webhookAuditDraft (change: WebhookChange, at: number, context: ActorContext): AuditDraft {
+  const id = 'id' in change ? change.id : 'after' in change ? change.after.id : change.before.id
+  let changes: Record<string, FieldChange>
+  switch (change.action) {
+    case 'webhook.create': changes = created(webhookFields(change.after)); break
+    case 'webhook.update': changes = updated(webhookFields(change.after), webhookFields(change.before)); break
+    case 'webhook.delete': changes = deleted(webhookFields(change.before)); break
+    case 'webhook.rotate_secret': {
+      // Built by hand: the field's name would be taken for a secret's and left out (NOT_RECORDED).
+      const { before, after } = change.previousUntil
+      changes = { previousSecretUntil: { before: before === null ? null : recorded(before, 'At'), after: recorded(after, 'At') } }
+      break
+    }
+    case 'webhook.replay': {
+      const { selection } = change
+      const range = 'eventIds' in selection ? { eventIds: selection.eventIds } : { since: recorded(selection.since, 'At'), until: recorded(selection.until, 'At') }
+      changes = { replay: { after: range }, queued: { after: change.queued } }
+      break
+    }
+  }
+  return { at, actor: context.actor, action: change.action, target: { type: 'webhook', id }, requestId: context.requestId, address: context.address, changes }
 }
 
 /** JSON with every object's keys sorted (RFC 8785's order for these ASCII names), no white space. */

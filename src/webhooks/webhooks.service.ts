@@ -90,7 +90,7 @@ export function createWebhookService (store: WebhookStore, clock: Clock, options
     },
     async remove (caller, id) {
       await owned(caller, id)
-      if (!await store.deleteWebhook(id)) throw notFound(`webhook ${id}`)
+      if (!await store.deleteWebhook(id, clock.now())) throw notFound(`webhook ${id}`)
     },
     async rotateSecret (caller, id) {
       await owned(caller, id)

@@ -106,7 +106,8 @@ export interface WebhookStore {
   listWebhooks (ownerKeyId: number | null, afterSeq: number | null, limit: number): Promise<WebhookRecord[]>
   /** Null when absent. `disabledEvent` is written in the same transaction when the change disables it. */
   updateWebhook (id: string, patch: WebhookPatch, now: number, disabledEvent: (webhook: WebhookRecord) => EventDraft): Promise<WebhookRecord | null>
-  deleteWebhook (id: string): Promise<boolean>
+  /** `now`: the instant of its audit entry. */
+  deleteWebhook (id: string, now: number): Promise<boolean>
   rotateSecret (id: string, secret: string, previousUntil: number, now: number): Promise<WebhookRecord | null>
   /** Writes the event and one delivery of it to this endpoint alone; returns the event id. */
   queueTest (id: string, event: EventDraft, now: number): Promise<string>

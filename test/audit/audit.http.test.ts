@@ -57,7 +57,7 @@ test('a staff pet update leaves one entry: the staff key, pet.update, the pet, t
     changes: entry!.changes,
     hash: undefined
   })
-  assert.deepEqual(entry!.changes.name, { after: 'Nemo' })
+  assert.deepEqual(entry!.changes, { name: { before: 'Goldie', after: 'Nemo' } })
   assert.match(entry!.hash, /^[0-9a-f]{64}$/)
   // The pet's creation was recorded before it, by the same key, as a create (before null).
   const [created] = await entries(h, `?action=pet.create&targetId=${petId}`)

@@ -4,7 +4,7 @@
 // the change's transaction and held to its commit: each entry is numbered and hashed after the
 // one committed before it, so the chain never forks.
 import type { EventDraft } from '../../events/events.store.ts'
-import { auditDrafts, nextEntry } from '../../audit/audit.rules.ts'
+import { auditDrafts, nextEntry, type AuditDraft } from '../../audit/audit.rules.ts'
 import type { AuditHead, AuditStore } from '../../audit/audit.store.ts'
 import { currentActor } from '../../shared/actor-context.ts'
 import { auditFilterSql, toAuditEntry, AUDIT_COLUMNS, type AuditRow } from '../audit-rows.ts'
@@ -13,9 +13,16 @@ import type { Db, Tx } from './database.ts'
 /** The walk reads the log in pages of this many entries. */
 const WALK_PAGE = 1000
 
-/** Appends the audit entries of a change's events in the caller's transaction. */
-export async function appendAudit (tx: Tx, drafts: readonly EventDraft[], now: number): Promise<void> {
-  const entries = auditDrafts(drafts, now, currentActor())
+/**
+ * Appends the audit entries of a change's events in the caller's transaction. `before`: the
+ * record an update read before changing it (audit.rules.ts, auditDrafts).
+ */
+export async function appendAudit (tx: Tx, drafts: readonly EventDraft[], now: number, before?: unknown): Promise<void> {
+  await appendAuditEntries(tx, auditDrafts(drafts, now, currentActor(), before))
+}
+
+/** Appends audit drafts made by the caller (a change that writes no event) in its transaction. */
+export async function appendAuditEntries (tx: Tx, entries: readonly AuditDraft[]): Promise<void> {
   if (entries.length === 0) return
   const row = await tx.first<{ count: string; hash: string }>('SELECT count, hash FROM audit_head WHERE id = 1 FOR UPDATE')
   let head: AuditHead = { count: Number(row?.count ?? 0), hash: row?.hash ?? '' }

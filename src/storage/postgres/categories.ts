@@ -33,12 +33,12 @@ export function createPostgresCategoryStore (db: Db): CategoryStore {
     },
     async replaceCategory (id, input, ifMatch, now) {
       return db.transaction(async (tx) => {
-        await lockCurrent(tx, id, ifMatch)
+        const before = toCategory(await lockCurrent(tx, id, ifMatch))
         const row = await tx.first<CategoryRow>(
           `UPDATE categories SET name = $1, description = $2, version = version + 1 WHERE id = $3 RETURNING ${CATEGORY_COLUMNS}`,
           [input.name, input.description ?? null, id])
         const category = toCategory(row!)
-        await appendEvents(tx, [catalogEvent('category.updated', category)], now)
+        await appendEvents(tx, [catalogEvent('category.updated', category)], now, before)
         return category
       })
     },

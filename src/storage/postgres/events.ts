@@ -36,15 +36,18 @@ function toEvent (row: EventRow): StoredEvent {
   }
 }
 
-/** Appends the events in the caller's transaction, in one statement, and their audit entries (audit.ts). */
-export async function appendEvents (tx: Tx, drafts: readonly EventDraft[], now: number): Promise<void> {
+/**
+ * Appends the events in the caller's transaction, in one statement, and their audit entries
+ * (audit.ts). `before`: the record an update read before changing it, for its audit entry.
+ */
+export async function appendEvents (tx: Tx, drafts: readonly EventDraft[], now: number, before?: unknown): Promise<void> {
   if (drafts.length === 0) return
   await tx.query(
     `INSERT INTO events (id, type, created_at, audience, subject_key_id, data)
      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[])`,
     [drafts.map(() => newEventId()), drafts.map((d) => d.type), drafts.map(() => now), drafts.map((d) => d.audience),
       drafts.map((d) => d.subjectKeyId), drafts.map((d) => JSON.stringify(d.data))])
-  await appendAudit(tx, drafts, now)
+  await appendAudit(tx, drafts, now, before)
 }
 
 export function createPostgresEventStore (db: Db): EventStore {

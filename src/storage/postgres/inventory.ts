@@ -34,7 +34,7 @@ export function createPostgresInventoryStore (db: Db): InventoryStore {
         const item = toInventory((await tx.first<InventoryRow>(
           `UPDATE pets SET stock = $1, status = $2, version = version + 1 WHERE id = $3 RETURNING ${INVENTORY_COLUMNS}`,
           [quantity, statusForStock(row.status, quantity, open), petId]))!)
-        await appendEvents(tx, stockSetEvents(row.stock, item, policy.lowStockThreshold), now)
+        await appendEvents(tx, stockSetEvents(row.stock, item, policy.lowStockThreshold), now, toInventory(row))
         return item
       })
     }

@@ -161,7 +161,7 @@ export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempoten
         if (row === null) return null
         if (changes.complete !== true) {
           const updated = toOrder((await tx.first<OrderRow>(`UPDATE orders SET ship_date = $1, version = version + 1 WHERE id = $2 RETURNING ${ORDER_COLUMNS}`, [changes.shipDate ?? row.ship_date, id]))!)
-          await appendEvents(tx, [orderEvent('order.updated', updated)], now)
+          await appendEvents(tx, [orderEvent('order.updated', updated)], now, toOrder(row))
           return updated
         }
         // Rule 4 asks whether open orders are left: the pet's lapsed ones are not (rule 10).
@@ -176,7 +176,7 @@ export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempoten
         // that a cancel holds, so the sweep skipped it, is not open either).
         await tx.query(`UPDATE pets SET status = 'sold', version = version + 1
           WHERE id = $1 AND stock = 0 AND status <> 'sold' AND NOT EXISTS (SELECT 1 FROM orders WHERE pet_id = $1 AND NOT complete AND expires_at > $2)`, [row.pet_id, now])
-        await appendEvents(tx, [orderEvent('order.completed', updated)], now)
+        await appendEvents(tx, [orderEvent('order.completed', updated)], now, toOrder(row))
         return updated
       })
       if (result === null) throw notFound(`order ${id}`)

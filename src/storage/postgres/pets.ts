@@ -92,7 +92,7 @@ export function createPostgresPetStore (db: Db, idempotency: PostgresIdempotency
           [name, name.toLowerCase(), categoryId, changes.status ?? row.status, id]
         ).catch(onConstraint({ pets_category_id_fkey: () => categoryNotFound(categoryId) }))
         const pet = toPet(updated!)
-        await appendEvents(tx, [catalogEvent('pet.updated', pet)], now)
+        await appendEvents(tx, [catalogEvent('pet.updated', pet)], now, toPet(row))
         return pet
       })
     },

@@ -1,7 +1,10 @@
 // WebhookStore on PostgreSQL. The fan-out holds the 'webhooks' cursor row FOR UPDATE while it
 // reads the feed and inserts the deliveries, so two instances never fan out the same events; a
 // claim takes due deliveries FOR UPDATE SKIP LOCKED and sets a lease, so two instances never take
-// the same one, and an instance that dies leaves its lease to expire.
+// the same one, and an instance that dies leaves its lease to expire. An endpoint created,
+// changed, rotated, deleted or replayed writes no event: its audit entry is appended here, in the
+// change's transaction (audit.ts).
+import { webhookAuditDraft, type WebhookChange } from '../../audit/audit.rules.ts'
 import { webhookLimitReached } from '../../errors.ts'
 import type { StoredEvent } from '../../events/events.store.ts'
 import type { Role } from '../../accounts/plans.ts'
@@ -9,7 +12,9 @@ import { typeFilterOf } from '../../webhooks/event-types.ts'
 import type { WebhookStore } from '../../webhooks/webhooks.store.ts'
 import { eventFilterSql } from '../event-filters.ts'
 import { deliveryEntries, fanOutPairs, liveSecrets, toWebhook, WEBHOOK_COLUMNS, type AttemptRow, type EndpointOwner, type PendingRow, type WebhookRow } from '../webhook-rows.ts'
-import type { Db } from './database.ts'
+import { currentActor } from '../../shared/actor-context.ts'
+import { appendAuditEntries } from './audit.ts'
+import type { Db, Tx } from './database.ts'
 import { appendEvents } from './events.ts'
 
 interface EventRow { seq: string; tx: string; id: string; type: string; created_at: string; audience: StoredEvent['audience']; subject_key_id: string | null; data: string }
@@ -30,6 +35,9 @@ interface ClaimRow extends EventRow {
   previous_secret_until: string | null
 }
 
+/** The audit entry of `change`, by the actor of the work running now, in `tx`. */
+const audit = (tx: Tx, change: WebhookChange, now: number): Promise<void> => appendAuditEntries(tx, [webhookAuditDraft(change, now, currentActor())])
+
 const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (webhook_id, event_id, origin, status, next_attempt_at, created_at, updated_at)`
 
 export function createPostgresWebhookStore (db: Db): WebhookStore {
@@ -43,7 +51,9 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         const row = await tx.first<WebhookRow>(`INSERT INTO webhooks (id, owner_key_id, url, types, description, status, secret, created_at, updated_at)
           VALUES ($1, $2, $3, $4, $5, 'enabled', $6, $7, $7) RETURNING ${WEBHOOK_COLUMNS}`,
         [input.id, input.ownerKeyId, input.url, JSON.stringify(input.types), input.description, input.secret, input.now])
-        return toWebhook(row!)
+        const created = toWebhook(row!)
+        await audit(tx, { action: 'webhook.create', after: created }, input.now)
+        return created
       })
     },
     async getWebhook (id) {
@@ -68,16 +78,28 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         [patch.url ?? before.url, JSON.stringify(patch.types ?? before.types), patch.description ?? before.description, status, now, id])
         const after = toWebhook(updated!)
         if (before.status === 'enabled' && after.status === 'disabled') await appendEvents(tx, [disabledEvent(after)], now)
+        await audit(tx, { action: 'webhook.update', before, after }, now)
         return after
       })
     },
-    async deleteWebhook (id) {
-      return (await db.query('DELETE FROM webhooks WHERE id = $1 RETURNING 1', [id])).length > 0
+    async deleteWebhook (id, now) {
+      return await db.transaction(async (tx) => {
+        const row = await tx.first<WebhookRow>(`DELETE FROM webhooks WHERE id = $1 RETURNING ${WEBHOOK_COLUMNS}`, [id])
+        if (row === undefined) return false
+        await audit(tx, { action: 'webhook.delete', before: toWebhook(row) }, now)
+        return true
+      })
     },
     async rotateSecret (id, secret, previousUntil, now) {
-      const row = await db.first<WebhookRow>(`UPDATE webhooks SET previous_secret = secret, previous_secret_until = $1, secret = $2, updated_at = $3,
-        version = version + 1 WHERE id = $4 RETURNING ${WEBHOOK_COLUMNS}`, [previousUntil, secret, now, id])
-      return row === undefined ? null : toWebhook(row)
+      return await db.transaction(async (tx) => {
+        const was = await tx.first<{ previous_secret_until: string | null }>('SELECT previous_secret_until FROM webhooks WHERE id = $1 FOR UPDATE', [id])
+        if (was === undefined) return null
+        const row = await tx.first<WebhookRow>(`UPDATE webhooks SET previous_secret = secret, previous_secret_until = $1, secret = $2, updated_at = $3,
+          version = version + 1 WHERE id = $4 RETURNING ${WEBHOOK_COLUMNS}`, [previousUntil, secret, now, id])
+        const before = was.previous_secret_until === null ? null : Number(was.previous_secret_until)
+        await audit(tx, { action: 'webhook.rotate_secret', id, previousUntil: { before, after: previousUntil } }, now)
+        return toWebhook(row!)
+      })
     },
     async queueTest (id, event, now) {
       return await db.transaction(async (tx) => {
@@ -88,21 +110,24 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
       })
     },
     async replay (id, selection, now, max) {
-      const owner = await db.first<{ owner_key_id: number; role: Role; types: string }>(
-        'SELECT w.owner_key_id, k.role, w.types FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id WHERE w.id = $1', [id])
-      if (owner === undefined) return 0
-      const types = JSON.parse(owner.types) as string[]
-      const params: unknown[] = [id, now]
-      const param = (value: unknown): string => { params.push(value); return `$${params.length}` }
-      const range = 'eventIds' in selection
-        ? `e.id = ANY(${param(selection.eventIds)}::text[])`
-        : `e.created_at >= ${param(selection.since)} AND e.created_at < ${param(selection.until)}`
-      const visibility = owner.role === 'admin' ? { role: 'admin' as const } : { role: owner.role, keyId: Number(owner.owner_key_id) }
-      const rows = await db.query(`${INSERT_DELIVERY}
-        SELECT $1, e.id, 'replay', 'pending', $2, $2, $2 FROM events e
-        WHERE ${range} AND e.type <> 'webhook.test' AND ${eventFilterSql(visibility, typeFilterOf(types), param)} ORDER BY e.seq LIMIT ${param(max)}
-        RETURNING 1`, params)
-      return rows.length
+      return await db.transaction(async (tx) => {
+        const owner = await tx.first<{ owner_key_id: number; role: Role; types: string }>(
+          'SELECT w.owner_key_id, k.role, w.types FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id WHERE w.id = $1', [id])
+        if (owner === undefined) return 0
+        const types = JSON.parse(owner.types) as string[]
+        const params: unknown[] = [id, now]
+        const param = (value: unknown): string => { params.push(value); return `$${params.length}` }
+        const range = 'eventIds' in selection
+          ? `e.id = ANY(${param(selection.eventIds)}::text[])`
+          : `e.created_at >= ${param(selection.since)} AND e.created_at < ${param(selection.until)}`
+        const visibility = owner.role === 'admin' ? { role: 'admin' as const } : { role: owner.role, keyId: Number(owner.owner_key_id) }
+        const rows = await tx.query(`${INSERT_DELIVERY}
+          SELECT $1, e.id, 'replay', 'pending', $2, $2, $2 FROM events e
+          WHERE ${range} AND e.type <> 'webhook.test' AND ${eventFilterSql(visibility, typeFilterOf(types), param)} ORDER BY e.seq LIMIT ${param(max)}
+          RETURNING 1`, params)
+        await audit(tx, { action: 'webhook.replay', id, selection, queued: rows.length }, now)
+        return rows.length
+      })
     },
     async listDeliveries (id, limit) {
       const [attempts, pending] = await Promise.all([

@@ -3,22 +3,27 @@
 // every append already; audit_head is still read and updated in the append's transaction, so a
 // second process (the CLI) appending to the same file keeps the chain too.
 import type { EventDraft } from '../../events/events.store.ts'
-import { auditDrafts, nextEntry } from '../../audit/audit.rules.ts'
+import { auditDrafts, nextEntry, type AuditDraft } from '../../audit/audit.rules.ts'
 import type { AuditHead, AuditStore } from '../../audit/audit.store.ts'
 import { currentActor } from '../../shared/actor-context.ts'
 import { auditFilterSql, toAuditEntry, AUDIT_COLUMNS, type AuditRow } from '../audit-rows.ts'
 import type { Db } from './database.ts'
 
-/** Appends the audit entries of a change's events; call it in the change's transaction. */
-export type SqliteAuditAppend = (drafts: readonly EventDraft[], now: number) => void
+/**
+ * Appends the audit entries of a change's events; call it in the change's transaction. `before`:
+ * the record an update read before changing it (audit.rules.ts, auditDrafts).
+ */
+export type SqliteAuditAppend = (drafts: readonly EventDraft[], now: number, before?: unknown) => void
 
-export function createSqliteAuditAppend (db: Db): SqliteAuditAppend {
+/** Appends audit drafts made by the caller (a change that writes no event); call it in the change's transaction. */
+export type SqliteAuditRecord = (entries: readonly AuditDraft[]) => void
+
+export function createSqliteAuditRecord (db: Db): SqliteAuditRecord {
   const head = db.prepare('SELECT count, hash FROM audit_head WHERE id = 1')
   const insert = db.prepare(`INSERT INTO audit_log (id, at, actor_type, actor_key_id, actor_role, actor_user, action, target_type, target_id, request_id, address, changes, hash)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
   const move = db.prepare('UPDATE audit_head SET count = ?, hash = ? WHERE id = 1')
-  return (drafts, now) => {
-    const entries = auditDrafts(drafts, now, currentActor())
+  return (entries) => {
     if (entries.length === 0) return
     let at = head.get() as unknown as AuditHead
     for (const draft of entries) {
@@ -30,6 +35,11 @@ export function createSqliteAuditAppend (db: Db): SqliteAuditAppend {
     }
     move.run(at.count, at.hash)
   }
+}
+
+export function createSqliteAuditAppend (db: Db): SqliteAuditAppend {
+  const record = createSqliteAuditRecord(db)
+  return (drafts, now, before) => { record(auditDrafts(drafts, now, currentActor(), before)) }
 }
 
 export function createSqliteAuditStore (db: Db): AuditStore {

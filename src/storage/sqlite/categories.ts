@@ -36,9 +36,9 @@ export function createSqliteCategoryStore (db: Db, writer: Writer, events: Sqlit
     },
     async replaceCategory (id, input, ifMatch, now) {
       return await writer.run(() => {
-        current(id, ifMatch)
+        const before = toCategory(current(id, ifMatch))
         const category = toCategory(replace.get(input.name, input.description ?? null, id) as unknown as CategoryRow)
-        events.append([catalogEvent('category.updated', category)], now)
+        events.append([catalogEvent('category.updated', category)], now, before)
         return category
       })
     },

@@ -10,8 +10,11 @@ import type { Db } from './database.ts'
 import type { Writer } from './writer.ts'
 
 export interface SqliteEventLog {
-  /** Appends the events; call it only inside a writer callback, with the change they report. */
-  append (drafts: readonly EventDraft[], now: number): void
+  /**
+   * Appends the events; call it only inside a writer callback, with the change they report.
+   * `before`: the record an update read before changing it, for its audit entry (audit.ts).
+   */
+  append (drafts: readonly EventDraft[], now: number, before?: unknown): void
 }
 
 interface EventRow {
@@ -43,9 +46,9 @@ export function createSqliteEventLog (db: Db): SqliteEventLog {
   // Every change that reports events is recorded in the audit log here, in the same transaction.
   const audit = createSqliteAuditAppend(db)
   return {
-    append (drafts, now) {
+    append (drafts, now, before) {
       for (const draft of drafts) insert.run(newEventId(), draft.type, now, draft.audience, draft.subjectKeyId, JSON.stringify(draft.data))
-      audit(drafts, now)
+      audit(drafts, now, before)
     }
   }
 }

@@ -38,7 +38,7 @@ export function createSqliteInventoryStore (db: Db, writer: Writer, cache: PetCa
         cache.forget(petId)
         const open = stockAsksOpenOrders(row.status, quantity) && openOrders.get(petId) !== undefined
         const item = toInventory(update.get(quantity, statusForStock(row.status, quantity, open), petId) as unknown as InventoryRow)
-        events.append(stockSetEvents(row.stock, item, policy.lowStockThreshold), now)
+        events.append(stockSetEvents(row.stock, item, policy.lowStockThreshold), now, toInventory(row))
         return item
       })
     }

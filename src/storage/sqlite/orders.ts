@@ -164,11 +164,11 @@ export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: Sql
           const updated = toOrder(complete.get(changes.shipDate ?? row.ship_date, id) as unknown as OrderRow)
           cache.forget(row.pet_id)
           sellIfDone.run({ id: row.pet_id })
-          events.append([orderEvent('order.completed', updated)], now)
+          events.append([orderEvent('order.completed', updated)], now, toOrder(row))
           return updated
         }
         const updated = toOrder(setShipDate.get(changes.shipDate ?? row.ship_date, id) as unknown as OrderRow)
-        events.append([orderEvent('order.updated', updated)], now)
+        events.append([orderEvent('order.updated', updated)], now, toOrder(row))
         return updated
       })
       if (result === null) throw notFound(`order ${id}`)

@@ -99,7 +99,7 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
         if (categoryId !== row.category_id) requireCategory(categoryId)
         cache.forget(id)
         const pet = toPet(update.get(name, name.toLowerCase(), categoryId, changes.status ?? row.status, id) as unknown as PetRow)
-        events.append([catalogEvent('pet.updated', pet)], now)
+        events.append([catalogEvent('pet.updated', pet)], now, toPet(row))
         return pet
       })
     },

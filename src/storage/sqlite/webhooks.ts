@@ -1,6 +1,9 @@
 // WebhookStore on SQLite. Every change runs in the writer, so the fan-out's read of the feed,
 // its deliveries and its cursor move are one transaction, and a claim is one UPDATE … RETURNING
-// that no other writer can interleave with.
+// that no other writer can interleave with. An endpoint created, changed, rotated, deleted or
+// replayed writes no event: its audit entry is appended here, in the writer's callback, by the
+// actor taken before the write was queued.
+import { webhookAuditDraft, type WebhookChange } from '../../audit/audit.rules.ts'
 import { webhookLimitReached } from '../../errors.ts'
 import type { StoredEvent } from '../../events/events.store.ts'
 import type { Role } from '../../accounts/plans.ts'
@@ -8,6 +11,8 @@ import { typeFilterOf } from '../../webhooks/event-types.ts'
 import type { ClaimedDelivery, WebhookStore } from '../../webhooks/webhooks.store.ts'
 import { eventFilterSql } from '../event-filters.ts'
 import { deliveryEntries, fanOutPairs, liveSecrets, toWebhook, WEBHOOK_COLUMNS, type AttemptRow, type EndpointOwner, type PendingRow, type WebhookRow } from '../webhook-rows.ts'
+import { currentActor } from '../../shared/actor-context.ts'
+import { createSqliteAuditRecord } from './audit.ts'
 import type { Db } from './database.ts'
 import { createSqliteEventLog } from './events.ts'
 import type { Writer } from './writer.ts'
@@ -33,6 +38,9 @@ interface ClaimRow extends EventRow {
 
 export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore {
   const events = createSqliteEventLog(db)
+  const record = createSqliteAuditRecord(db)
+  /** The audit entry of `change`, by `by` (the actor of the caller, taken when it queued the write). */
+  const audit = (change: WebhookChange, now: number, by: ReturnType<typeof currentActor>): void => { record([webhookAuditDraft(change, now, by)]) }
   const byId = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = ?`)
   const countByOwner = db.prepare('SELECT count(*) AS n FROM webhooks WHERE owner_key_id = ?')
   const insert = db.prepare(`INSERT INTO webhooks (id, owner_key_id, url, types, description, status, secret, created_at, updated_at)
@@ -89,10 +97,13 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
 
   return {
     async createWebhook (input, maxPerOwner) {
+      const by = currentActor()
       return await writer.run(() => {
         const { n } = countByOwner.get(input.ownerKeyId) as { n: number }
         if (n >= maxPerOwner) throw webhookLimitReached(maxPerOwner)
-        return toWebhook(insert.get(input.id, input.ownerKeyId, input.url, JSON.stringify(input.types), input.description, input.secret, input.now, input.now) as unknown as WebhookRow)
+        const created = toWebhook(insert.get(input.id, input.ownerKeyId, input.url, JSON.stringify(input.types), input.description, input.secret, input.now, input.now) as unknown as WebhookRow)
+        audit({ action: 'webhook.create', after: created }, input.now, by)
+        return created
       })
     },
     async getWebhook (id) {
@@ -105,6 +116,7 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
       return (db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE ${where} ORDER BY seq LIMIT ?`).all(...params) as unknown as WebhookRow[]).map(toWebhook)
     },
     async updateWebhook (id, patch, now, disabledEvent) {
+      const by = currentActor()
       return await writer.run(() => {
         const row = ownerOf(id)
         if (row === undefined) return null
@@ -113,16 +125,28 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
         const after = toWebhook(update.get(patch.url ?? before.url, JSON.stringify(patch.types ?? before.types), patch.description ?? before.description,
           status, now, status, id) as unknown as WebhookRow)
         if (before.status === 'enabled' && after.status === 'disabled') events.append([disabledEvent(after)], now)
+        audit({ action: 'webhook.update', before, after }, now, by)
         return after
       })
     },
-    async deleteWebhook (id) {
-      return await writer.run(() => Number(remove.run(id).changes) > 0)
+    async deleteWebhook (id, now) {
+      const by = currentActor()
+      return await writer.run(() => {
+        const row = ownerOf(id)
+        if (row === undefined) return false
+        remove.run(id)
+        audit({ action: 'webhook.delete', before: toWebhook(row) }, now, by)
+        return true
+      })
     },
     async rotateSecret (id, secret, previousUntil, now) {
+      const by = currentActor()
       return await writer.run(() => {
+        const was = ownerOf(id)
         const row = rotate.get(previousUntil, secret, now, id) as WebhookRow | undefined
-        return row === undefined ? null : toWebhook(row)
+        if (was === undefined || row === undefined) return null
+        audit({ action: 'webhook.rotate_secret', id, previousUntil: { before: toWebhook(was).previousSecretUntil, after: previousUntil } }, now, by)
+        return toWebhook(row)
       })
     },
     async queueTest (id, event, now) {
@@ -134,6 +158,7 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
       })
     },
     async replay (id, selection, now, max) {
+      const by = currentActor()
       return await writer.run(() => {
         const owner = replayOwner.get(id) as { owner_key_id: number; role: Role; types: string } | undefined
         if (owner === undefined) return 0
@@ -147,7 +172,9 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
         const sql = `INSERT INTO webhook_deliveries (webhook_id, event_id, origin, status, next_attempt_at, created_at, updated_at)
           SELECT ?, e.id, 'replay', 'pending', ?, ?, ? FROM events e
           WHERE ${range} AND e.type <> 'webhook.test' AND ${eventFilterSql(visibility, typeFilterOf(types), param)} ORDER BY e.seq LIMIT ${param(max)}`
-        return Number(db.prepare(sql).run(...params).changes)
+        const queued = Number(db.prepare(sql).run(...params).changes)
+        audit({ action: 'webhook.replay', id, selection, queued }, now, by)
+        return queued
       })
     },
     async listDeliveries (id, limit) {
