@@ -30,10 +30,10 @@ export const AuditEntrySchema = Type.Object({
   }, { title: 'AuditTarget', additionalProperties: false }),
   requestId: Type.Union([Type.String(), Type.Null()], { description: 'The request that made the change (its `Request-Id`); null outside a request.' }),
   address: Type.Union([Type.String(), Type.Null()], { description: 'The client address of that request; null outside a request.' }),
-  changes: Type.Record(Type.String(), FieldChangeSchema, { description: 'Each field the change wrote, with its value before and after. A create records every field (before null), a delete the id (after null), an update the values written (after). Never a secret or the hash of one.' }),
+  changes: Type.Record(Type.String(), FieldChangeSchema, { description: 'Each field the change wrote, with its value before and after. A create records every field (before null), a delete what it removed (after null), an update each field whose value changed (before and after; a key update only the values written, after). Never a secret or the hash of one.' }),
   hash: Hash('SHA-256 (hex) of the previous entry\'s hash (the empty string for entry 1) followed by this entry\'s canonical JSON (every field but `hash`, keys sorted, no white space, `at` in epoch milliseconds).')
 }, {
-  title: 'AuditEntry', additionalProperties: false, description: 'One change by staff, an admin, the command line or the system.',
+  title: 'AuditEntry', additionalProperties: false, description: 'One change by staff, an admin, the command line or the system, or to a webhook endpoint by its owner.',
   examples: [ENTRY_EXAMPLE]
 })
 
