@@ -1,8 +1,10 @@
 // What this instance knows of the keys it was sent: resolved keys by the key as presented (a hit
 // costs no hash), refused keys by their hash (a flood of wrong keys costs one hash each and no
-// database read). Both are bounded in size and time; a resolved key is reused for 2 s, the bound
-// on cross-instance staleness without Redis (docs/architecture.md).
-import { hashKey, isExpired } from '../accounts/keys.rules.ts'
+// database read). A key that is no key of ours by its shape or its checksum (accounts/keys.rules.ts
+// keyFormatOf) is refused before both: no hash, no read, whatever the flood. Both caches are
+// bounded in size and time; a resolved key is reused for 2 s, the bound on cross-instance
+// staleness without Redis (docs/architecture.md).
+import { hashKey, isExpired, keyFormatOf } from '../accounts/keys.rules.ts'
 import type { KeyRecord, KeyStore } from '../accounts/keys.store.ts'
 import { principalOf, type Principal } from './principal.ts'
 
@@ -15,9 +17,6 @@ export interface Refused { expires: number; expiredAt: number | null }
 const NOT_VALID: Refused = Object.freeze({ expires: Infinity, expiredAt: null })
 
 export const isRefused = (value: Principal | Refused): value is Refused => !('keyId' in value)
-
-/** Keys are `psk_` and 43 base64url characters (keys/keys.service.ts generateKey); anything else is refused without a lookup. */
-const KEY_FORMAT = /^psk_[A-Za-z0-9_-]{43}$/
 
 export interface KeyCacheOptions {
   keys: KeyStore
@@ -82,7 +81,8 @@ export function createKeyCache (options: KeyCacheOptions): KeyCache {
     cached (key, now) {
       const hit = resolved.get(key)
       if (hit !== undefined && hit.expires > now) return hit.principal
-      if (!KEY_FORMAT.test(key)) return NOT_VALID
+      // Malformed, or a checksummed key whose checksum is wrong: refused without a lookup.
+      if (keyFormatOf(key) === null) return NOT_VALID
       const hash = hashKey(key)
       const known = refused.get(hash)
       if (known !== undefined) {
@@ -92,6 +92,8 @@ export function createKeyCache (options: KeyCacheOptions): KeyCache {
       return undefined
     },
     read (key, now) {
+      // cached() refused it already when the access service asked first; this keeps the rule for any other caller.
+      if (keyFormatOf(key) === null) return Promise.resolve(NOT_VALID)
       const hit = resolved.get(key)
       const hash = hashKey(key)
       return keys.findKeyByHash(hash).then((record): Principal | Refused => {

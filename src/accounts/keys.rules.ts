@@ -1,6 +1,7 @@
 // Key lifecycle rules that both engines apply inside their transactions and the access check
 // applies on every request (docs/product.md section 9, key lifecycle).
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
+import { crc32 } from 'node:zlib'
 import { AppError } from '../errors.ts'
 import { DAY_MS } from '../ratelimit/limiter.ts'
 import { PLAN_QUOTAS } from './plans.ts'
@@ -8,6 +9,81 @@ import type { KeyRecord } from './keys.store.ts'
 
 /** A key as stored and looked up: its SHA-256 (keys/keys.service.ts generateKey says why not a slow hash). */
 export const hashKey = (key: string): string => createHash('sha256').update(key).digest('hex')
+
+// Key formats (docs/api.md "API keys", SECURITY.md). A checksummed key, made since issue 32, is
+// `psk_`, 43 base62 characters of randomness (62^43 > 2^256) and 6 base62 characters of the
+// CRC32 of those 43, as GitHub's tokens are: a scanner, or this service before any database
+// read, tells a real key from a random string without knowing any key. A legacy key is `psk_` and
+// 43 base64url characters (32 random bytes): it keeps working until it is rotated or expires.
+// The lengths differ (53 and 47), so a key's length says which rule applies.
+
+/** The fixed prefix of every key: redaction (http/redact.ts) and secret scanners look for it. */
+export const KEY_PREFIX = 'psk_'
+/** The base62 digits, in the order the checksum is written with (0-9, A-Z, a-z). */
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+const RANDOM_LENGTH = 43
+const CHECKSUM_LENGTH = 6
+/** The published pattern of a checksummed key, for secret scanners (docs/api.md, SECURITY.md). */
+export const KEY_PATTERN = `psk_[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}`
+const CHECKSUMMED_KEY = new RegExp(`^${KEY_PATTERN}$`)
+const LEGACY_KEY = /^psk_[A-Za-z0-9_-]{43}$/
+
+/** `checksummed` (issue 32) or `legacy` (psk_ and base64url, made before). */
+export const KEY_FORMATS = ['checksummed', 'legacy'] as const
+export type KeyFormat = typeof KEY_FORMATS[number]
+
+/** The checksum of a key's random part: its CRC32 (zlib's, IEEE) in 6 base62 digits, most significant first. */
+export function keyChecksum (random: string): string {
+  let n = crc32(random)
+  let out = ''
+  for (let i = 0; i < CHECKSUM_LENGTH; i++) {
+    out = BASE62[n % 62]! + out
+    n = Math.floor(n / 62)
+  }
+  return out
+}
+
+/**
+ * A new key's secret: 43 base62 characters drawn without bias (bytes from 248 up are dropped, as
+ * 248 = 4 × 62), then their checksum.
+ */
+export function newKeySecret (): string {
+  let random = ''
+  while (random.length < RANDOM_LENGTH) {
+    for (const byte of randomBytes(64)) {
+      if (byte < 248 && random.length < RANDOM_LENGTH) random += BASE62[byte % 62]!
+    }
+  }
+  return `${KEY_PREFIX}${random}${keyChecksum(random)}`
+}
+
+/**
+ * The format of a presented key, or null when it can be no key of ours: neither shape, or a
+ * checksummed shape whose checksum is wrong. Costs one CRC32 of 43 bytes; never a database read.
+ */
+export function keyFormatOf (key: string): KeyFormat | null {
+  if (key.length === KEY_PREFIX.length + RANDOM_LENGTH + CHECKSUM_LENGTH) {
+    if (!CHECKSUMMED_KEY.test(key)) return null
+    const random = key.slice(KEY_PREFIX.length, KEY_PREFIX.length + RANDOM_LENGTH)
+    return key.endsWith(keyChecksum(random)) ? 'checksummed' : null
+  }
+  return LEGACY_KEY.test(key) ? 'legacy' : null
+}
+
+/**
+ * How many characters of a key are kept to recognise it (`prefix`): `psk_` and 12 for a
+ * checksummed key, `psk_` and 8 for a legacy one. Only the prefix and the hash are stored, so the
+ * prefix's length is how a stored key says its format (keyFormatOfPrefix).
+ */
+export const DISPLAY_PREFIX_LENGTH: Record<KeyFormat, number> = { checksummed: 16, legacy: 12 }
+
+/** The format of a stored key, read from its prefix (DISPLAY_PREFIX_LENGTH). */
+export const keyFormatOfPrefix = (prefix: string): KeyFormat =>
+  prefix.length === DISPLAY_PREFIX_LENGTH.legacy ? 'legacy' : 'checksummed'
+
+/** Why a key was revoked: an admin asked (DELETE /admin/keys/{keyId}, `petstore keys revoke`), or it was reported leaked (POST /keys/leaked). */
+export const REVOCATION_REASONS = ['requested', 'leaked'] as const
+export type RevocationReason = typeof REVOCATION_REASONS[number]
 
 /** The quotas in force for a key: its plan's, or an enterprise key's own. */
 export function quotaOf (key: Pick<KeyRecord, 'plan' | 'perMinute' | 'perDay'>): { perMinute: number; perDay: number } {

@@ -4,6 +4,7 @@ import type { IfMatch, PageRequest } from '../shared/store.ts'
 import type { Plan, Role } from './plans.ts'
 import type { KeyStatus } from './keys.status.ts'
 import type { Scope } from './scopes.ts'
+import type { RevocationReason } from './keys.rules.ts'
 
 export interface KeyRecord {
   id: number
@@ -98,8 +99,11 @@ export interface KeyStore {
   listKeys (page: PageRequest, filter?: KeyFilter): Promise<KeyRecord[]>
   /** Throws not_found, precondition_failed. `now`: the instant of its key.updated event. */
   updateKey (id: number, changes: { name?: string; role?: Role; plan?: Plan; perMinute?: number | null; perDay?: number | null }, ifMatch: IfMatch, now: number): Promise<KeyRecord>
-  /** Idempotent; throws not_found. */
-  revokeKey (id: number, now: number, ifMatch: IfMatch): Promise<KeyRecord>
+  /**
+   * Revokes the key and the other live keys of its rotation chain; its key.revoked event says
+   * why (`reason`, `requested` when absent). Idempotent; throws not_found.
+   */
+  revokeKey (id: number, now: number, ifMatch: IfMatch, reason?: RevocationReason): Promise<KeyRecord>
   /**
    * In one transaction: makes the successor of key `id` (same name, role, plan, quotas, scopes and quota
    * identity; `replaces` = id) and sets the old key's `replacedBy` and its `expiresAt` to

@@ -191,7 +191,8 @@ async function list (admin: KeyAdmin, args: string[], io: Io): Promise<number> {
     const page = await admin.list({ limit: 100, ...(cursor !== undefined && { cursor }) })
     for (const key of page.items.map(toApiKey)) {
       if (values.json) io.out(printableJson(key))
-      else io.out(`${String(key.id).padStart(5)}  ${key.prefix}…  ${key.role.padEnd(8)} ${key.plan.padEnd(10)} ${key.limits.perMinute}/min ${key.limits.perDay}/day${key.revokedAt !== null ? '  revoked ' + key.revokedAt : ''}${key.expiresAt !== null ? '  expires ' + key.expiresAt : ''}${key.replacedBy !== null ? '  replaced by ' + key.replacedBy : ''}${key.ban !== null ? '  banned until ' + key.ban.until : ''}${key.scopes !== null ? '  scopes ' + key.scopes.join(',') : ''}${key.name !== null ? '  ' + printable(key.name) : ''}`)
+      // A legacy key's prefix is shorter (accounts/keys.rules.ts DISPLAY_PREFIX_LENGTH): padded, so the columns line up.
+      else io.out(`${String(key.id).padStart(5)}  ${(key.prefix + '…').padEnd(17)}  ${key.role.padEnd(8)} ${key.plan.padEnd(10)} ${key.limits.perMinute}/min ${key.limits.perDay}/day${key.format === 'legacy' ? '  legacy format (no checksum): rotate it' : ''}${key.revokedAt !== null ? '  revoked ' + key.revokedAt : ''}${key.expiresAt !== null ? '  expires ' + key.expiresAt : ''}${key.replacedBy !== null ? '  replaced by ' + key.replacedBy : ''}${key.ban !== null ? '  banned until ' + key.ban.until : ''}${key.scopes !== null ? '  scopes ' + key.scopes.join(',') : ''}${key.name !== null ? '  ' + printable(key.name) : ''}`)
     }
     cursor = page.nextCursor ?? undefined
   } while (cursor !== undefined)

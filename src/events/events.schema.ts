@@ -4,7 +4,7 @@
 import { Type, type Static, type TSchema } from 'typebox'
 import { CategorySchema } from '../categories/categories.schema.ts'
 import { InventoryItemSchema } from '../inventory/inventory.schema.ts'
-import { ApiKeySchema } from '../keys/keys.schema.ts'
+import { ApiKeySchema, RevokedApiKeySchema } from '../keys/keys.schema.ts'
 import { OrderSchema } from '../orders/orders.schema.ts'
 import { PetSchema } from '../pets/pets.schema.ts'
 import { Int64, NO_CONTROLS, paramDescription, StringEnum } from '../shared/schemas.ts'
@@ -55,7 +55,7 @@ const DATA: Record<string, TSchema> = {
   'key.created': ApiKeySchema,
   'key.updated': ApiKeySchema,
   'key.rotated': ApiKeySchema,
-  'key.revoked': ApiKeySchema,
+  'key.revoked': RevokedApiKeySchema,
   'key.expiring': ApiKeySchema,
   'key.banned': KeyBanDataSchema,
   'key.unbanned': KeyBanDataSchema,

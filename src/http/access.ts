@@ -42,7 +42,8 @@ export function installAccess (app: FastifyInstance, { access, clock }: AccessHo
   // without a promise.
   app.addHook('onRequest', (request, reply, done) => {
     const config = routeConfigOf(request)
-    const role = config.role
+    // Role none (no key needed): decided like a request that matched no role, charged and never refused for its key.
+    const role = config.role === 'none' ? undefined : config.role
     if (!isGuarded(role, request.url)) { done(); return }
     const outcome = access.decide({
       key: presentedKey(request),

@@ -10,7 +10,7 @@ export const KEY_PARAMETERS: ReadonlySet<string> = new Set([
 /** Parameters whose value is never logged: the key parameters and other usual secret names. */
 const SECRET_PARAMETER = /^(?:api[-_]?key|x-api-key|key|access[-_]?token|refresh[-_]?token|id[-_]?token|token|auth|authorization|bearer|password|passwd|pwd|secret|client[-_]?secret|signature|sig|session|sessionid)$/i
 
-/** Anything shaped like one of our keys, wherever it sits in a URL (a path segment too), whatever its case. */
+/** Anything shaped like one of our keys (checksummed: base62; legacy: base64url), wherever it sits in a URL (a path segment too), whatever its case. */
 const KEY_TEXT = /psk_[A-Za-z0-9_-]+/gi
 const KEY_PREFIX = /psk_/i
 /** A part of a URL between delimiters: a percent-encoded key hides in one of these. */

@@ -96,7 +96,7 @@ export function lazyChildLogger (logger: FastifyBaseLogger, bindings: Bindings):
 
 /** What a caller's own Request-Id may be: a UUID fits, and so does any short token of these characters. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
-/** An API key (keys.service.ts: `psk_` and base64url), whatever its case: never a request id. */
+/** An API key (accounts/keys.rules.ts: `psk_` and base62, or base64url for a legacy key), whatever its case: never a request id. */
 const KEY_LIKE = /psk_/i
 
 /**

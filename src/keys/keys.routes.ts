@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { etagOf, ifMatchOf, setNextLink } from '../routing/conditional.ts'
 import { ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, Reply } from '../shared/schemas.ts'
-import { ApiKeyPatchSchema, ApiKeySchema, ApiKeysSchema, CreatedApiKeySchema, DeprecationsSchema, KeyBansSchema, KeyIdParams, KeyRateLimitSchema, KeyListQuery, KeyUsageQuery, KeyUsageSchema, NewApiKeySchema, RevokeKeyIdParams, RotateApiKeySchema } from './keys.schema.ts'
+import { ApiKeyPatchSchema, ApiKeySchema, ApiKeysSchema, CreatedApiKeySchema, DeprecationsSchema, KeyBansSchema, KeyIdParams, KeyRateLimitSchema, KeyListQuery, KeyUsageQuery, KeyUsageSchema, LEAK_REPORT_ANSWER, LeakedKeysSchema, LeakReportSchema, NewApiKeySchema, RevokeKeyIdParams, RotateApiKeySchema } from './keys.schema.ts'
 import type { KeyAdmin } from './keys.service.ts'
 import { toApiKey } from './keys.view.ts'
 
@@ -164,4 +164,22 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
     },
     config: { role: 'admin', scope: 'keys:admin', errors: ['validation_failed'], lifecycle: { stability: 'beta', note: consoleBeta } }
   }, async () => admin.deprecations())
+
+  // Anyone who finds a key exposed may report it, without a key of their own (role none), charged
+  // to their address like any request without a valid key. The answer never varies: it must not
+  // tell whether any key sent was valid (docs/product.md, leaked keys).
+  app.post('/keys/leaked', {
+    schema: {
+      operationId: 'reportLeakedKeys', tags, summary: 'Report leaked API keys',
+      description: 'Revokes every valid key among those sent, and the other keys of its rotation, on every instance within seconds, and writes `key.revoked` with `reason: "leaked"`. Needs no key: send it from wherever the keys were found. The answer is `202` and the same body whether or not any key was valid, so it tells nothing about any key. Charged to the client address like any request without a valid key.',
+      security: [],
+      querystring: NoQuery, body: LeakedKeysSchema,
+      response: { 202: Reply('Received: every valid key sent is revoked. The same answer whatever was sent.', LeakReportSchema) }
+    },
+    config: { role: 'none', scope: null, errors: ['validation_failed'] }
+  }, async (request, reply) => {
+    await admin.reportLeaked(request.body.keys, { address: request.ip })
+    reply.code(202)
+    return LEAK_REPORT_ANSWER
+  })
 }

@@ -4,6 +4,7 @@
 import { Type, type Static } from 'typebox'
 import { IdParam, Int64, NO_CONTROLS, PageQuery, paramDescription, StringEnum } from '../shared/schemas.ts'
 import { KEY_STATUSES } from '../accounts/keys.status.ts'
+import { KEY_FORMATS, KEY_PATTERN, REVOCATION_REASONS } from '../accounts/keys.rules.ts'
 import { PLANS, PlanSchema, ROLES, RoleSchema, type Plan, type Role } from '../accounts/plans.ts'
 import { SCOPES, ScopeSchema, type Scope } from '../accounts/scopes.ts'
 
@@ -22,13 +23,17 @@ export const BanSchema = Type.Object({
   reason: Type.String()
 }, { title: 'Ban', additionalProperties: false, examples: [{ until: '2026-11-23T12:15:00.000Z', reason: 'kept calling while rate limited' }] })
 
+/** A checksummed key (its last 6 characters are the checksum of the 43 before them). */
+const KEY_EXAMPLE = 'psk_7Hq2xV9mT4bN8cR1sW6yK3fJ5dL0gA2eZ8uP1oQ3iY51W2QmU'
+
 const API_KEY_EXAMPLE = {
   id: 1,
   name: 'sample customer',
   role: 'customer',
   plan: 'free',
   limits: { perMinute: 60, perDay: 1_000 },
-  prefix: 'psk_Zc4Lq8Vn',
+  prefix: 'psk_Zc4Lq8VnT2bW',
+  format: 'checksummed',
   createdAt: '2026-11-23T09:00:00.000Z',
   revokedAt: null,
   expiresAt: null,
@@ -46,6 +51,7 @@ export const ApiKeySchema = Type.Object({
   plan: PlanSchema,
   limits: Type.Object({ perMinute: Type.Integer(), perDay: Type.Integer() }, { additionalProperties: false, description: 'The quotas in force for this key.' }),
   prefix: Type.String({ description: 'The first characters of the key, to recognise it; the key itself is never shown again.' }),
+  format: StringEnum(KEY_FORMATS, { description: '`checksummed`: `psk_`, 43 random base62 characters and a 6-character checksum, which secret scanners and this service check without any lookup (docs/api.md). `legacy`: a key made before checksums (`psk_` and 43 base64url characters); it works until it is rotated or expires: rotate it to get a checksummed key.', examples: ['checksummed'] }),
   createdAt: Type.String({ format: 'date-time' }),
   revokedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   expiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'From this instant the key answers `401 api_key_expired`; null: it never expires. A rotation sets it to the end of the grace period.', example: '2027-02-19T12:00:00.000Z' }),
@@ -56,6 +62,12 @@ export const ApiKeySchema = Type.Object({
   ban: Type.Union([BanSchema, Type.Null()], { description: 'The ban in force, if any. A ban covers every key of a rotation chain while they share a quota.' })
 }, { title: 'ApiKey', additionalProperties: false, examples: [API_KEY_EXAMPLE] })
 export type ApiKey = Static<typeof ApiKeySchema>
+
+/** The data of a key.revoked event: the key view and why it was revoked. */
+export const RevokedApiKeySchema = Type.Object({
+  ...ApiKeySchema.properties,
+  reason: Type.Optional(StringEnum(REVOCATION_REASONS, { description: 'Why: `requested` by an admin, or `leaked` (reported through POST /v1/keys/leaked). Absent from events written before reasons were recorded: those were requested.', examples: ['leaked'] }))
+}, { title: 'RevokedApiKey', additionalProperties: false, description: 'The revoked key as a GET of it answers, and why it was revoked.', examples: [{ ...API_KEY_EXAMPLE, revokedAt: '2026-11-23T10:00:00.000Z', reason: 'leaked' }] })
 
 export const ApiKeysSchema = Type.Array(ApiKeySchema, { title: 'ApiKeys', examples: [[API_KEY_EXAMPLE]] })
 
@@ -112,8 +124,29 @@ export type ApiKeyPatch = Static<typeof ApiKeyPatchSchema>
 
 export const CreatedApiKeySchema = Type.Object({
   ...ApiKeySchema.properties,
-  key: Type.String({ description: 'The API key. Shown once: only its hash is stored.' })
-}, { title: 'CreatedApiKey', additionalProperties: false, examples: [{ ...API_KEY_EXAMPLE, id: 4, name: 'Partner shop', prefix: 'psk_7Hq2xV9m', key: 'psk_7Hq2xV9mT4bN8cR1sW6yK3fJ5dL0gA2eZ8uP1oQ3iY5' }] })
+  key: Type.String({ pattern: `^${KEY_PATTERN}$`, description: 'The API key. Shown once: only its hash is stored. `psk_`, 43 random base62 characters and their 6-character checksum (docs/api.md): secret scanners find it by this pattern.' })
+}, { title: 'CreatedApiKey', additionalProperties: false, examples: [{ ...API_KEY_EXAMPLE, id: 4, name: 'Partner shop', prefix: 'psk_7Hq2xV9mT4bN', key: KEY_EXAMPLE }] })
+
+/** At most this many keys per leak report. */
+export const LEAKED_KEYS_MAX = 100
+
+export const LeakedKeysSchema = Type.Object({
+  keys: Type.Array(Type.String({ minLength: 1, maxLength: 200, description: 'A key found where it should not be: anything may be sent; only a valid key of this service is acted on.' }), {
+    minItems: 1, maxItems: LEAKED_KEYS_MAX, description: `The keys found, 1 to ${LEAKED_KEYS_MAX}.`
+  })
+}, { title: 'LeakedKeys', additionalProperties: false, description: 'Keys found exposed (in a repository, a paste, a log).', examples: [{ keys: [KEY_EXAMPLE] }] })
+export type LeakedKeys = Static<typeof LeakedKeysSchema>
+
+/** The one answer to a leak report: the same bytes whatever was sent, so it tells nothing about any key. */
+export const LEAK_REPORT_ANSWER = {
+  status: 'accepted',
+  message: 'Every valid key among those sent is revoked, with the keys of its rotation; this answer is the same whether any key was valid or not.'
+} as const
+
+export const LeakReportSchema = Type.Object({
+  status: StringEnum(['accepted'] as const),
+  message: Type.String()
+}, { title: 'LeakReport', additionalProperties: false, description: 'Always this very object.', examples: [LEAK_REPORT_ANSWER] })
 
 export const KeyListQuery = Type.Object({
   ...PageQuery,
@@ -236,7 +269,7 @@ export const DeprecationsSchema = Type.Object({
     operations: [{
       operationId: 'getPet', method: 'GET', path: '/v1/pets/{petId}', deprecatedAt: '2026-11-21T00:00:00.000Z', sunsetAt: '2027-05-21T00:00:00.000Z',
       successor: { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' },
-      keys: [{ keyId: 1, name: 'sample customer', prefix: 'psk_Zc4Lq8Vn', calls: 14, lastCallAt: '2026-11-23T09:12:41.087Z', days: [{ date: '2026-11-22', calls: 9 }, { date: '2026-11-23', calls: 5 }] }]
+      keys: [{ keyId: 1, name: 'sample customer', prefix: 'psk_Zc4Lq8VnT2bW', calls: 14, lastCallAt: '2026-11-23T09:12:41.087Z', days: [{ date: '2026-11-22', calls: 9 }, { date: '2026-11-23', calls: 5 }] }]
     }]
   }]
 })

@@ -1,5 +1,4 @@
 // API keys: making them, checking them, and administering them.
-import { randomBytes } from 'node:crypto'
 import { AppError, notFound } from '../errors.ts'
 import type { Clock } from '../shared/clock.ts'
 import type { DeprecatedOperation } from '../shared/deprecation.ts'
@@ -7,7 +6,7 @@ import { pageRequest, toPage, type Page } from '../shared/pagination.ts'
 import { isStorableId } from '../shared/schemas.ts'
 import type { IfMatch } from '../shared/store.ts'
 import { DAY_MS, type Decision, type Quota } from '../ratelimit/limiter.ts'
-import { hashKey, quotaOf, subjectOf, utcDay } from '../accounts/keys.rules.ts'
+import { DISPLAY_PREFIX_LENGTH, hashKey, isExpired, keyFormatOf, newKeySecret, quotaOf, subjectOf, utcDay } from '../accounts/keys.rules.ts'
 import type { Plan, Role } from '../accounts/plans.ts'
 import { canonicalScopes, roleAllows, SCOPES, type Scope } from '../accounts/scopes.ts'
 import { BAN_HISTORY_MAX, DEPRECATION_DAYS, GRACE_PERIOD_DEFAULT_S, GRACE_PERIOD_MAX_S, USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, type ApiKeyPatch, type Deprecations, type KeyBans, type KeyRateLimit, type KeyUsage, type NewApiKey, type RotateApiKey } from './keys.schema.ts'
@@ -15,13 +14,14 @@ import type { KeyStatus } from '../accounts/keys.status.ts'
 import type { BanRecord, KeyRecord, KeyStore } from '../accounts/keys.store.ts'
 
 /**
- * Keys are 32 random bytes (256 bits) behind a readable prefix. They are stored as SHA-256
- * hashes: a key has far too much entropy to brute-force, so a slow password hash would only
- * slow every request down; the lookup by hash also keeps comparisons off the key itself.
+ * Keys are 43 random base62 characters (over 256 bits) behind a readable prefix and before a
+ * checksum (accounts/keys.rules.ts: the format). They are stored as SHA-256 hashes: a key has far
+ * too much entropy to brute-force, so a slow password hash would only slow every request down;
+ * the lookup by hash also keeps comparisons off the key itself.
  */
 export function generateKey (): { key: string; hash: string; prefix: string } {
-  const key = `psk_${randomBytes(32).toString('base64url')}`
-  return { key, hash: hashKey(key), prefix: key.slice(0, 12) }
+  const key = newKeySecret()
+  return { key, hash: hashKey(key), prefix: key.slice(0, DISPLAY_PREFIX_LENGTH.checksummed) }
 }
 
 /**
@@ -112,6 +112,12 @@ export interface KeyAdmin {
   revoke (id: number, ifMatch: IfMatch): Promise<void>
   /** Lifts the key's ban in the database; returns how many bans were lifted. */
   unban (id: number): Promise<number>
+  /**
+   * Revokes every valid key among `presented` (found exposed), with the live keys of its rotation
+   * chain; the reporter needs no key (`address`: who reported, for the audit log). Answers nothing:
+   * the caller must learn nothing about any key.
+   */
+  reportLeaked (presented: readonly string[], reporter: { address: string }): Promise<void>
 }
 
 export interface KeyAdminHooks {
@@ -269,8 +275,28 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
       if (!isStorableId(id)) throw notFound(`key ${id}`)
       // Compute first, then call: `f?.(await g())` skips g() entirely when f is undefined, and the
       // CLI passes no hooks (issue 18).
-      const revoked = await keys.revokeKey(id, clock.now(), ifMatch)
+      const revoked = await keys.revokeKey(id, clock.now(), ifMatch, 'requested')
       hooks.onKeyChanged?.(revoked)
+    },
+    async reportLeaked (presented, _reporter) {
+      const now = clock.now()
+      // The same work for every key sent, garbage included: its format check and its hash, so
+      // the time of the answer says little about what was sent. Only a key of a valid format
+      // (a checksummed one with its right checksum, or a legacy one) is looked up, once.
+      const hashes = new Set<string>()
+      for (const key of presented) {
+        const hash = hashKey(key)
+        if (keyFormatOf(key) !== null) hashes.add(hash)
+      }
+      for (const hash of hashes) {
+        const record = await keys.findKeyByHash(hash)
+        // An expired or revoked key opens nothing any more; its successor has a secret of its own.
+        if (record === null || record.revokedAt !== null || isExpired(record, now)) continue
+        const revoked = await keys.revokeKey(record.id, now, null, 'leaked')
+        hooks.onKeyChanged?.(revoked)
+        // TODO(audit log, issue 32): record the revocation there, actor `_reporter.address` (no
+        // key), reason `leaked`, key `revoked.id` and its rotation chain, once the audit log exists.
+      }
     },
     async unban (id) {
       const record = await find(id)

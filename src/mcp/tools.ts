@@ -80,7 +80,8 @@ export function toolOf (route: Pick<RouteOptions, 'method' | 'url' | 'schema' | 
     },
     method,
     url: route.url,
-    role: config.role,
+    // Role none (POST /keys/leaked) needs no key; through MCP, any key may call it.
+    role: (config.role as string) === 'none' ? 'customer' : config.role,
     scope: config.scope ?? null,
     pathParams: Object.keys(params),
     queryParams: Object.keys(query),

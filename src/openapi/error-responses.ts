@@ -16,11 +16,12 @@ export function errorCodesOf (route: Pick<RouteOptions, 'schema' | 'config' | 'm
   const codes = new Set<ErrorCode>(config?.errors ?? [])
   if (schema?.params !== undefined || schema?.querystring !== undefined || schema?.body !== undefined || schema?.headers !== undefined) codes.add('validation_failed')
   if (schema?.body !== undefined) { codes.add('payload_too_large'); codes.add('unsupported_media_type') }
-  if (config?.role !== undefined && config.role !== 'customer') codes.add('forbidden')
+  if (config?.role !== undefined && config.role !== 'customer' && config.role !== 'none') codes.add('forbidden')
   // A restricted key without the operation's scope (access/refusals.ts).
   if (config?.scope !== undefined && config.scope !== null) codes.add('insufficient_scope')
   if (config?.lifecycle?.sunsetAt !== undefined) codes.add('operation_sunset')
-  for (const code of CROSS_CUTTING) codes.add(code)
+  // Role none needs no key, so no key is refused for it (a valid one is still charged, and may be banned).
+  for (const code of CROSS_CUTTING) if (config?.role !== 'none' || (code !== 'unauthenticated' && code !== 'api_key_expired')) codes.add(code)
   return [...codes]
 }
 

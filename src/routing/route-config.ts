@@ -9,8 +9,11 @@ import type { Lifecycle } from './lifecycle.ts'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The least role that may call it. Every /v1 operation must name one (requireRoles). */
-    role?: Principal['role']
+    /**
+     * The least role that may call it, or `none`: no key needed (POST /keys/leaked), the request
+     * charged like any without a valid key. Every /v1 operation must name one (requireRoles).
+     */
+    role?: Principal['role'] | 'none'
     /**
      * What a restricted key needs to call it (accounts/scopes.ts): a scope, several (each one its
      * role can hold), or null for none. Every /v1 operation must say (requireRoles).
@@ -50,10 +53,14 @@ export type { Principal }
 export function requireRoles (app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     if (!route.url.startsWith('/v1') || route.url.endsWith('*')) return
-    const config = route.config as { role?: Principal['role']; scope?: ScopeNeed } | undefined
+    const config = route.config as { role?: Principal['role'] | 'none'; scope?: ScopeNeed } | undefined
     const role = config?.role
     if (role === undefined) throw new Error(`route ${String(route.method)} ${route.url} declares no role`)
     if (config?.scope === undefined) throw new Error(`route ${String(route.method)} ${route.url} declares no scope (null for none)`)
+    if (role === 'none') {
+      if (config.scope !== null) throw new Error(`route ${String(route.method)} ${route.url}: role none needs no key, so it has no scope (null)`)
+      return
+    }
     const scopes = scopesOfNeed(config.scope)
     if (config.scope !== null && !scopes.some((s) => ROLE_RANK[SCOPE_ROLE[s]] <= ROLE_RANK[role])) {
       throw new Error(`route ${String(route.method)} ${route.url}: its role ${role} can hold none of its scopes ${scopes.join(', ')}`)

@@ -14,8 +14,8 @@ import { buildTestApp, type TestApp } from '../helpers/app.ts'
 /** `key`: the key to call with instead of the caller's default one (an operation that uses it up, such as a self-rotation). */
 interface Prepared { path: string; body?: unknown; key?: string }
 interface Fixture {
-  /** The least role the product gives the operation (docs/product.md section 3). */
-  role: Role
+  /** The least role the product gives the operation (docs/product.md section 3); none: no key needed. */
+  role: Role | 'none'
   success: number
   /** A fresh target for one call that is expected to succeed, made as admin; `caller` is the key that will call. */
   prepare (h: Harness, caller: Role): Promise<Prepared>
@@ -55,6 +55,7 @@ const FIXTURES: Record<string, Fixture> = {
   'GET /admin/deprecations': { role: 'admin', success: 200, prepare: async () => ({ path: '/admin/deprecations' }) },
   'GET /admin/audit': { role: 'admin', success: 200, prepare: async () => ({ path: '/admin/audit' }) },
   'GET /admin/audit/head': { role: 'admin', success: 200, prepare: async () => ({ path: '/admin/audit/head' }) },
+  'POST /keys/leaked': { role: 'none', success: 202, prepare: async () => ({ path: '/keys/leaked', body: { keys: ['psk_not-a-key'] } }) },
   'GET /rate_limit': { role: 'customer', success: 200, prepare: async () => ({ path: '/rate_limit' }) },
   'GET /keys/me': { role: 'customer', success: 200, prepare: async () => ({ path: '/keys/me' }) },
   'GET /keys/me/usage': { role: 'customer', success: 200, prepare: async () => ({ path: '/keys/me/usage' }) },
@@ -185,9 +186,11 @@ test('every operation in every spelling answers exactly 401 without a key, 403 b
           // Anonymous calls are charged to the address at the free quota: a new minute for each.
           h.clock.advance(60_000)
           const { path, body, key } = await fixture.prepare(h, caller ?? 'customer')
+          // Role none (POST /keys/leaked) needs no key: served whoever calls.
+          const needed = fixture.role
           const expected = !spelling.canonical
             ? 404
-            : caller === null ? 401 : ROLE_RANK[caller] < ROLE_RANK[fixture.role] ? 403 : fixture.success
+            : needed === 'none' ? fixture.success : caller === null ? 401 : ROLE_RANK[caller] < ROLE_RANK[needed] ? 403 : fixture.success
           const headers: Record<string, string> = caller === null ? {} : { 'X-API-Key': key ?? h.keys[caller] }
           const res = await raw(port, verb, spelling.target(path, port), headers, verb === 'HEAD' ? undefined : body)
           const where = `${verb} ${template} (${spelling.name}) as ${caller ?? 'nobody'}`

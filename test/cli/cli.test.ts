@@ -44,7 +44,7 @@ test('keys create --json prints one object with id and key, and the key is store
   }
   const list = memoryIo(env)
   assert.equal(await main(['keys', 'list', '--json'], list), 0)
-  assert.equal(JSON.parse(list.lines[0]!).prefix, created.key.slice(0, 12))
+  assert.equal(JSON.parse(list.lines[0]!).prefix, created.key.slice(0, 16))
   assert.ok(!list.lines.join('\n').includes(created.key))
   const revoke = memoryIo(env)
   assert.equal(await main(['keys', 'revoke', '1'], revoke), 0)
@@ -121,7 +121,7 @@ test('serve --sample-data loads the catalogue and prints three keys once; SIGTER
     }
   }
   const first1 = await stored()
-  assert.deepEqual(first1.keys.map((k) => [k.role, k.prefix]), keys.map(([role, key]) => [role, key!.slice(0, 12)]))
+  assert.deepEqual(first1.keys.map((k) => [k.role, k.prefix]), keys.map(([role, key]) => [role, key!.slice(0, 16)]))
 
   // Not a new database any more: no keys printed, and none made; the catalogue is not loaded twice.
   const second = await startServerProcess(cleanup, env, ['--sample-data'])

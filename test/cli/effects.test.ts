@@ -136,7 +136,7 @@ async function commandEffects (t: TestContext, engine: Engine, servers: ServerPr
     const row = await record(engine, made.id)
     assert.deepEqual({ role: row.role, plan: row.plan, perMinute: row.perMinute, perDay: row.perDay, name: row.name, revokedAt: row.revokedAt, expiresAt: row.expiresAt },
       { role: 'customer', plan: 'enterprise', perMinute: 7, perDay: 70, name: 'till', revokedAt: null, expiresAt: null })
-    assert.equal(row.prefix, made.key.slice(0, 12))
+    assert.equal(row.prefix, made.key.slice(0, 16))
     for (const s of servers) {
       const answer = await call(s.url, '/v1/pets?limit=1', { key: made.key })
       assert.equal(answer.status, 200)

@@ -71,7 +71,7 @@ test('keys rotate ID --grace 1h --json prints the new key once with replaces; th
   assert.match(created.key, /^psk_/)
   assert.deepEqual({ ...created, key: undefined, id: undefined, prefix: undefined, createdAt: undefined }, {
     key: undefined, id: undefined, prefix: undefined, createdAt: undefined,
-    name: 'partner', role: 'customer', plan: 'enterprise', limits: { perMinute: 5, perDay: 50 },
+    name: 'partner', role: 'customer', plan: 'enterprise', limits: { perMinute: 5, perDay: 50 }, format: 'checksummed',
     revokedAt: null, expiresAt: null, replaces: old.id, replacedBy: null, lastUsedAt: null, scopes: null, ban: null
   })
   const stores = createSqliteStores(path)

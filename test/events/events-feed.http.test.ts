@@ -102,7 +102,7 @@ test('key administration writes key.created, key.updated, key.rotated and key.re
   assert.deepEqual(events[1]!.data, updated)
   assert.deepEqual(events[2]!.data, successor, 'key.rotated: the successor, which names the key it replaces')
   assert.equal(events[2]!.data.replaces, id)
-  assert.deepEqual(events[3]!.data, revoked)
+  assert.deepEqual(events[3]!.data, { ...revoked, reason: 'requested' }, 'key.revoked: the view and why')
   const text = JSON.stringify(events)
   assert.ok(!text.includes(secret) && !text.includes(successorSecret), 'no secret in any event')
   assert.ok(!/hash/i.test(text), 'no hash either')

@@ -19,7 +19,7 @@ const iso = (ms: number): string => new Date(ms).toISOString()
 const DAY = 86_400_000
 
 /** The key view fields a fresh key has. */
-const FRESH = { revokedAt: null, expiresAt: null, replaces: null, replacedBy: null, lastUsedAt: null, scopes: null, ban: null }
+const FRESH = { format: 'checksummed', revokedAt: null, expiresAt: null, replaces: null, replacedBy: null, lastUsedAt: null, scopes: null, ban: null }
 
 async function create (app: TestApp, payload: Record<string, unknown>) {
   const res = await app.call({ method: 'POST', url: '/v1/admin/keys', payload })
@@ -35,7 +35,7 @@ test('POST /v1/admin/keys with a future expiresAt answers 201 and the key view s
   assert.equal(res.statusCode, 201)
   const body = res.json()
   assert.deepEqual(body, {
-    id: body.id, name: 'partner', role: 'customer', plan: 'pro', limits: { perMinute: 300, perDay: 10000 }, prefix: body.key.slice(0, 12),
+    id: body.id, name: 'partner', role: 'customer', plan: 'pro', limits: { perMinute: 300, perDay: 10000 }, prefix: body.key.slice(0, 16),
     createdAt: iso(T0), ...FRESH, expiresAt: '2026-12-01T00:00:00.000Z', key: body.key
   })
   const view = await app.call({ method: 'GET', url: `/v1/admin/keys/${body.id}` })
@@ -65,10 +65,10 @@ test('POST /v1/admin/keys/{keyId}/rotate answers 201 with the new key once, same
   const res = await app.call({ method: 'POST', url: `/v1/admin/keys/${old.id}/rotate`, payload: { gracePeriodSeconds: 3600 } })
   assert.equal(res.statusCode, 201)
   const body = res.json()
-  assert.match(body.key, /^psk_[A-Za-z0-9_-]{43}$/)
+  assert.match(body.key, /^psk_[0-9A-Za-z]{49}$/)
   assert.notEqual(body.key, old.key)
   assert.deepEqual(body, {
-    id: body.id, name: 'till', role: 'staff', plan: 'enterprise', limits: { perMinute: 50, perDay: 5000 }, prefix: body.key.slice(0, 12),
+    id: body.id, name: 'till', role: 'staff', plan: 'enterprise', limits: { perMinute: 50, perDay: 5000 }, prefix: body.key.slice(0, 16),
     createdAt: iso(T0 + 1000), ...FRESH, replaces: old.id, key: body.key
   })
   assert.equal(res.headers.location, `/v1/admin/keys/${body.id}`)
@@ -76,7 +76,7 @@ test('POST /v1/admin/keys/{keyId}/rotate answers 201 with the new key once, same
   assert.equal(res.headers['cache-control'], 'no-store')
   const oldView = await app.call({ method: 'GET', url: `/v1/admin/keys/${old.id}` })
   assert.deepEqual(oldView.json(), {
-    id: old.id, name: 'till', role: 'staff', plan: 'enterprise', limits: { perMinute: 50, perDay: 5000 }, prefix: old.key.slice(0, 12),
+    id: old.id, name: 'till', role: 'staff', plan: 'enterprise', limits: { perMinute: 50, perDay: 5000 }, prefix: old.key.slice(0, 16),
     createdAt: iso(T0), ...FRESH, expiresAt: iso(T0 + 1000 + 3_600_000), replacedBy: body.id
   })
   assert.equal(oldView.headers.etag, '"2"', 'the rotation changed the old key')

@@ -30,8 +30,8 @@ async function refusal (promise: Promise<unknown>): Promise<[string, string | un
 
 test('generateKey: psk_ and 43 base64url characters (32 bytes), its first 12 characters as prefix, its SHA-256 hex as hash; never the same twice', () => {
   const a = generateKey()
-  assert.match(a.key, /^psk_[A-Za-z0-9_-]{43}$/)
-  assert.equal(a.prefix, a.key.slice(0, 12))
+  assert.match(a.key, /^psk_[0-9A-Za-z]{49}$/)
+  assert.equal(a.prefix, a.key.slice(0, 16))
   assert.equal(a.hash, createHash('sha256').update(a.key).digest('hex'))
   assert.equal(hashKey(a.key), a.hash)
   assert.notEqual(generateKey().key, a.key)
@@ -61,7 +61,7 @@ test('create: stores name (null when absent), role, plan, quotas, the hash and p
   assert.deepEqual([made.ban, made.lastUsedAt], [null, null])
   const stored = await stores.keys.findKeyByHash(hashKey(made.key))
   assert.deepEqual(stored, made.record)
-  assert.deepEqual([stored!.name, stored!.role, stored!.plan, stored!.perMinute, stored!.perDay, stored!.prefix, stored!.createdAt, stored!.expiresAt], ['ci', 'staff', 'enterprise', 5, 50, made.key.slice(0, 12), T0, null])
+  assert.deepEqual([stored!.name, stored!.role, stored!.plan, stored!.perMinute, stored!.perDay, stored!.prefix, stored!.createdAt, stored!.expiresAt], ['ci', 'staff', 'enterprise', 5, 50, made.key.slice(0, 16), T0, null])
   const plain = await admin.create({ role: 'customer', plan: 'free' })
   assert.deepEqual([plain.record.name, plain.record.perMinute, plain.record.perDay], [null, null, null])
 })
@@ -248,12 +248,13 @@ test('toApiKey: the public view, instants as ISO text, null ones null, the ban\'
   const made = await admin.create({ role: 'customer', plan: 'enterprise', perMinute: 3, perDay: 30, name: 'v', expiresAt: new Date(T0 + 5000).toISOString(), scopes: ['orders:write', 'catalog:read'] })
   const record = { ...made.record, revokedAt: T0 + 1000 }
   assert.deepEqual(toApiKey({ record, ban: { endsAt: T0 + 9000, reason: 'r' } as never, lastUsedAt: T0 + 2000 }), {
-    id: record.id, name: 'v', role: 'customer', plan: 'enterprise', limits: { perMinute: 3, perDay: 30 }, prefix: record.prefix,
+    id: record.id, name: 'v', role: 'customer', plan: 'enterprise', limits: { perMinute: 3, perDay: 30 }, prefix: record.prefix, format: 'checksummed',
     createdAt: new Date(T0).toISOString(), revokedAt: new Date(T0 + 1000).toISOString(), expiresAt: new Date(T0 + 5000).toISOString(),
     replaces: null, replacedBy: null, lastUsedAt: new Date(T0 + 2000).toISOString(), scopes: ['catalog:read', 'orders:write'], ban: { until: new Date(T0 + 9000).toISOString(), reason: 'r' }
   })
   const plain = toApiKey({ record: { ...made.record, expiresAt: null, scopes: null }, ban: null, lastUsedAt: null })
   assert.deepEqual([plain.revokedAt, plain.expiresAt, plain.lastUsedAt, plain.ban, plain.scopes], [null, null, null, null, null])
+  assert.equal(toApiKey({ record: { ...made.record, prefix: 'psk_AAAAAAAA' }, ban: null, lastUsedAt: null }).format, 'legacy', 'a 12-character prefix: a key made before checksums')
 })
 
 test('validation refusals say what is wrong: the message and each detail name the field and the rule, so an operator at the CLI can fix the call', async (t) => {

@@ -11,6 +11,7 @@ export type Operation = {
   parameters?: Parameter[]
   requestBody?: { content: Record<string, Media> }
   responses: Record<string, { content?: Record<string, Media> }>
+  security?: unknown[]
 }
 export type Doc = { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Schema> } }
 

@@ -21,6 +21,7 @@ function dataOf (type: string): JsonObject {
   if (family === 'category') return name === 'deleted' ? deleted : ref('Category')
   if (family === 'inventory') return ref('InventoryItem')
   if (type === 'key.banned' || type === 'key.unbanned') return object({ keyId: integer, until: instant, strike: integer })
+  if (type === 'key.revoked') return ref('RevokedApiKey')
   if (family === 'key') return ref('ApiKey')
   if (family === 'quota') return object({ keyId: integer, window: { type: 'string', enum: ['day'] }, limit: integer, used: integer, percent: integer })
   if (family === 'deprecation') return object({ keyId: integer, operationId: text, sunset: instant, successor: text, calls: integer, day: text })

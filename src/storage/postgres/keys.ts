@@ -69,7 +69,7 @@ export function createPostgresKeyStore (db: Db): KeyStore {
         return updated
       })
     },
-    async revokeKey (id, now, ifMatch) {
+    async revokeKey (id, now, ifMatch, reason = 'requested') {
       return db.transaction(async (tx) => {
         const row = await lockCurrent(tx, id, ifMatch)
         // One caller, one fate: the other keys of the rotation chain that still work are revoked too.
@@ -78,7 +78,11 @@ export function createPostgresKeyStore (db: Db): KeyStore {
           [id, now])
         if (row.revoked_at !== null) return toKey(row)
         const revoked = toKey((await tx.first<KeyRow>(`UPDATE api_keys SET revoked_at = $1, version = version + 1 WHERE id = $2 RETURNING ${KEY_COLUMNS}`, [now, id]))!)
-        await appendKeyEvent(tx, 'key.revoked', revoked, now)
+        // appendKeyEvent's state, and why (the RevokedApiKey view, keys/keys.view.ts).
+        const ban = await tx.first<BanRow>(
+          `SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${sameIdentity(1)}) AND lifted_at IS NULL AND ends_at > $2 ORDER BY ends_at DESC LIMIT 1`, [revoked.id, now])
+        const state = { record: revoked, ban: ban === undefined ? null : toBan(ban), lastUsedAt: revoked.lastUsedAt, reason }
+        await appendEvents(tx, [keyEvent('key.revoked', state)], now)
         return revoked
       })
     },

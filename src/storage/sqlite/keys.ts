@@ -85,13 +85,16 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
         return updated
       })
     },
-    async revokeKey (id, now, ifMatch) {
+    async revokeKey (id, now, ifMatch, reason = 'requested') {
       return transaction(db, () => {
         const row = current(id, ifMatch)
         revokeSiblings.run(now, id, id, now)
         if (row.revoked_at !== null) return toKey(row)
         const revoked = toKey(revoke.get(now, id) as unknown as KeyRow)
-        appendKeyEvent('key.revoked', revoked, now)
+        // appendKeyEvent's state, and why (the RevokedApiKey view, keys/keys.view.ts).
+        const ban = activeBan.get(revoked.id, now) as BanRow | undefined
+        const state = { record: revoked, ban: ban === undefined ? null : toBan(ban), lastUsedAt: revoked.lastUsedAt, reason }
+        events.append([keyEvent('key.revoked', state)], now)
         return revoked
       })
     },
