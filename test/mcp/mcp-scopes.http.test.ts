@@ -27,7 +27,7 @@ test('tools/list of a catalog:read key has only the catalogue reads; placeOrder 
 
   const agent = await connect(t, root, key)
   const names = (await agent.listTools()).tools.map((tool) => tool.name).sort()
-  assert.deepEqual(names, ['getCategory', 'getMyApiKey', 'getMyApiKeyUsage', 'getPet', 'getRateLimit', 'listCategories', 'listMyApiKeyBans', 'listPets', 'rotateMyApiKey'])
+  assert.deepEqual(names, ['getCategory', 'getMyApiKey', 'getMyApiKeyUsage', 'getPet', 'getRateLimit', 'listCategories', 'listMyApiKeyBans', 'listPets', 'reportLeakedKeys', 'rotateMyApiKey'])
 
   const listed = await agent.callTool({ name: 'listPets', arguments: {} }) as { isError?: boolean; structuredContent?: { data: { id: number }[] } }
   assert.equal(listed.isError, undefined)
