@@ -41,7 +41,7 @@ test('GET /v1/keys/me answers 200 with the key the request carries, as the admin
   assert.equal(first.statusCode, 200)
   assert.equal(first.headers['cache-control'], 'no-store')
   assert.deepEqual(first.json(), {
-    id: mine.id, name: 'partner shop', role: 'customer', plan: 'pro', limits: { perMinute: 300, perDay: 10000 }, prefix: mine.key.slice(0, 12),
+    id: mine.id, name: 'partner shop', role: 'customer', plan: 'pro', limits: { perMinute: 300, perDay: 10000 }, prefix: mine.key.slice(0, 16), format: 'checksummed',
     createdAt: iso(T0), revokedAt: null, expiresAt: '2027-01-01T00:00:00.000Z', replaces: null, replacedBy: null,
     lastUsedAt: null, scopes: ['catalog:read'], ban: null
   })
@@ -98,7 +98,7 @@ test('POST /v1/keys/me/rotate answers 201 with a working successor (same setting
   assert.match(successor.key, /^psk_/)
   assert.notEqual(successor.key, old.key)
   assert.deepEqual(successor, {
-    id: successor.id, name: 'till', role: 'staff', plan: 'enterprise', limits: { perMinute: 50, perDay: 5000 }, prefix: successor.key.slice(0, 12),
+    id: successor.id, name: 'till', role: 'staff', plan: 'enterprise', limits: { perMinute: 50, perDay: 5000 }, prefix: successor.key.slice(0, 16), format: 'checksummed',
     createdAt: iso(T0 + 1000), revokedAt: null, expiresAt: null, replaces: old.id, replacedBy: null, lastUsedAt: null,
     scopes: ['catalog:read', 'catalog:write'], ban: null, key: successor.key
   })
