@@ -178,7 +178,7 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
     },
     config: { role: 'none', scope: null, errors: ['validation_failed'] }
   }, async (request, reply) => {
-    await admin.reportLeaked(request.body.keys, { address: request.ip })
+    await admin.reportLeaked(request.body.keys)
     reply.code(202)
     return LEAK_REPORT_ANSWER
   })

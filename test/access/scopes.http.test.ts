@@ -23,7 +23,7 @@ const SCOPE_OF: Record<string, string[]> = {
   listInventory: ['inventory:read'], getInventory: ['inventory:read'], setInventory: ['inventory:write'],
   listApiKeys: ['keys:admin'], createApiKey: ['keys:admin'], getApiKey: ['keys:admin'], updateApiKey: ['keys:admin'],
   revokeApiKey: ['keys:admin'], liftApiKeyBan: ['keys:admin'], rotateApiKey: ['keys:admin'], getApiKeyUsage: ['keys:admin'],
-  getApiKeyRateLimit: ['keys:admin'], listApiKeyBans: ['keys:admin'], listDeprecations: ['keys:admin'],
+  getApiKeyRateLimit: ['keys:admin'], listApiKeyBans: ['keys:admin'], listDeprecations: ['keys:admin'], listAuditEntries: ['keys:admin'], getAuditHead: ['keys:admin'],
   getRateLimit: [], getMyApiKey: [], getMyApiKeyUsage: [], listMyApiKeyBans: [], rotateMyApiKey: [], reportLeakedKeys: [],
   listEvents: FEED, getEvent: FEED,
   createWebhook: WEBHOOKS, listWebhooks: WEBHOOKS, getWebhook: WEBHOOKS, updateWebhook: WEBHOOKS, deleteWebhook: WEBHOOKS,

@@ -51,6 +51,10 @@ test('a leaked key reported without a key: it and its rotation pair answer 401, 
   assert.deepEqual(events.map((e) => [e.type, e.data.id, e.data.reason]), [['key.revoked', old.id, 'leaked']])
   assert.notEqual(events[0]!.data.revokedAt, null)
 
+  // The audit log (storage's event append) names the reporter by its address, not a key.
+  const audit = (await call({ method: 'GET', url: '/v1/admin/audit?action=key.revoke&limit=100' })).json() as Array<{ actor: { type: string }; target: { id: string }; address: string | null }>
+  assert.deepEqual(audit.map((e) => [e.actor.type, e.target.id, e.address]), [['address', String(old.id), '203.0.113.9']])
+
   // An admin's revocation says requested.
   assert.equal((await call({ method: 'DELETE', url: `/v1/admin/keys/${bystander.id}` })).statusCode, 204)
   const after = (await call({ method: 'GET', url: '/v1/events?type=key.revoked&limit=100' })).json() as Array<{ data: { id: number; reason?: string } }>
