@@ -81,10 +81,15 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
   let again = false
 
   async function round (): Promise<void> {
-    const now = clock.now()
-    while (await store.fanOut(now, FAN_OUT_BATCH) === FAN_OUT_BATCH) { /* a backlog: read on */ }
+    const fannedAt = clock.now()
+    while (await store.fanOut(fannedAt, FAN_OUT_BATCH) === FAN_OUT_BATCH) { /* a backlog: read on */ }
     const room = settings.maxInFlight - attempts.size
     if (room <= 0) return
+    // The claim's own time, not the round's: a fan-out can take seconds (the cursor's lock, a
+    // backlog, a busy database), and a lease counted from before it would expire that much
+    // before the attempt's deadline, letting another instance attempt the delivery too; what came
+    // due meanwhile is claimed now rather than a round later.
+    const now = clock.now()
     const claimed = await store.claimDue({
       now,
       leaseOwner,

@@ -34,7 +34,12 @@ export async function subscribe (app: TestApp, receiver: Pick<Receiver, 'port'> 
 
 /** Waits until the receiver has `count` requests (at most `timeoutMs`), and returns them. */
 export async function received (receiver: Receiver, count: number, timeoutMs = 3000): Promise<Received[]> {
-  return (await pollUntil(async () => receiver.received.length >= count ? receiver.received.slice() : undefined, { timeoutMs, intervalMs: 10, message: `the receiver got ${receiver.received.length} of ${count} deliveries` })).value
+  try {
+    return (await pollUntil(async () => receiver.received.length >= count ? receiver.received.slice() : undefined, { timeoutMs, intervalMs: 10, message: `the receiver did not get ${count} deliveries` })).value
+  } catch (error) {
+    // The count when the wait gave up (a message built before the wait would say 0).
+    throw new Error(`${(error as Error).message}: it got ${receiver.received.length}`, { cause: error })
+  }
 }
 
 /** Verifies one delivery with the official package and returns its payload. */
