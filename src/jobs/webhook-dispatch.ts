@@ -1,5 +1,6 @@
 // Webhook deliveries (webhooks/dispatcher.ts): every WEBHOOK_POLL_MS a round fans the feed's new
-// events out into deliveries and starts the due attempts, so a first attempt starts within about
+// events out into deliveries and starts the due attempts (and an attempt that ends while its
+// endpoint had its full share asks for the next round at once), so a first attempt starts within about
 // a poll of the commit on any instance. At stop, a second job waits (bounded) for the attempts in
 // flight to be recorded; one cut short is retried when its lease expires.
 import type { Dispatcher } from '../webhooks/dispatcher.ts'

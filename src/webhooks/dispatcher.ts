@@ -79,12 +79,17 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
   const attempts = new Set<Promise<void>>()
   let running: Promise<void> | null = null
   let again = false
+  // The last claim took all the room it had (in all, or an endpoint's share): more may be due,
+  // so each attempt that ends asks for the next round at once rather than a poll later (one
+  // endpoint got at most its share per poll: 16 deliveries a second at the defaults).
+  let saturated = false
+  let stopping = false
 
   async function round (): Promise<void> {
     const fannedAt = clock.now()
     while (await store.fanOut(fannedAt, FAN_OUT_BATCH) === FAN_OUT_BATCH) { /* a backlog: read on */ }
     const room = settings.maxInFlight - attempts.size
-    if (room <= 0) return
+    if (room <= 0) { saturated = true; return }
     // The claim's own time, not the round's: a fan-out can take seconds (the cursor's lock, a
     // backlog, a busy database), and a lease counted from before it would expire that much
     // before the attempt's deadline, letting another instance attempt the delivery too; what came
@@ -99,6 +104,8 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
       inFlight: Object.fromEntries(perEndpoint)
     })
     for (const delivery of claimed) start(delivery)
+    // An endpoint at its share may have more due, whether this claim or an earlier one filled it.
+    saturated = claimed.length === room || [...perEndpoint.values()].some((n) => n >= settings.maxInFlightPerEndpoint)
   }
 
   function start (delivery: ClaimedDelivery): void {
@@ -110,6 +117,7 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
         const left = (perEndpoint.get(delivery.webhookId) ?? 1) - 1
         if (left === 0) perEndpoint.delete(delivery.webhookId)
         else perEndpoint.set(delivery.webhookId, left)
+        if (saturated && !stopping) wake()
       })
     attempts.add(done)
   }
@@ -182,19 +190,22 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
     return current
   }
 
+  function wake (): void {
+    const round = (): void => {
+      tick().catch((error: unknown) => { deps.log?.warn({ err: error }, 'a webhook dispatch round failed; the next one retries') })
+    }
+    // The request that woke the dispatcher does not own its round: with tracing on, the round
+    // runs outside that request's trace (its storage work would otherwise show under it).
+    const tracing = telemetry.webhooks
+    const timer = setTimeout(tracing === null ? round : () => { tracing.detached(round) }, 0)
+    timer.unref()
+  }
+
   return {
     tick,
-    wake () {
-      const round = (): void => {
-        tick().catch((error: unknown) => { deps.log?.warn({ err: error }, 'a webhook dispatch round failed; the next one retries') })
-      }
-      // The request that woke the dispatcher does not own its round: with tracing on, the round
-      // runs outside that request's trace (its storage work would otherwise show under it).
-      const tracing = telemetry.webhooks
-      const timer = setTimeout(tracing === null ? round : () => { tracing.detached(round) }, 0)
-      timer.unref()
-    },
+    wake,
     async drain () {
+      stopping = true
       if (running !== null) await running.catch(() => {})
       let timer: NodeJS.Timeout | undefined
       const bound = new Promise<void>((resolve) => { timer = setTimeout(resolve, DRAIN_MS); timer.unref() })
