@@ -215,7 +215,7 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
       options.onDecision?.(decision.code === 'api_key_banned' ? 'banned' : 'limited')
       if (decision.banStarted && decision.ban !== null) {
         const { ban } = decision
-        return bans.record({ keyId: c.principal?.keyId ?? null, subject: outcome.subject, startedAt: ban.startedAt, endsAt: ban.until, reason: ban.reason }).then((failure) => {
+        return bans.record({ keyId: c.principal?.keyId ?? null, subject: outcome.subject, startedAt: ban.startedAt, endsAt: ban.until, reason: ban.reason, strike: ban.level }).then((failure) => {
           if (failure !== undefined) outcome.banNotRecorded = failure
           return outcome
         })

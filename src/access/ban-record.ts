@@ -2,14 +2,17 @@
 // already, and the 429 api_key_banned is answered whatever the database does: a record that
 // fails is reported, kept, and retried at most every BAN_RETRY_MS (on the next charged request,
 // or by retryPending()). A ban that is over by the time it is recorded is still recorded: its
-// history makes the next ban escalate.
-import type { BanRecord, KeyStore } from '../accounts/keys.store.ts'
+// history makes the next ban escalate. A key's ban carries its key.banned event into the same
+// transaction as its record (the store appends it), so the event comes with the record, late or
+// not, and a retry after a lost answer appends no second one (recordBan is idempotent).
+import type { KeyStore, NewBanRecord } from '../accounts/keys.store.ts'
 import type { Clock } from '../shared/clock.ts'
 
 /** A ban whose record in the database failed is tried again at most this often. */
 export const BAN_RETRY_MS = 5000
 
-export type NewBan = Omit<BanRecord, 'id' | 'liftedAt'>
+/** With its `strike` (the limiter's level), which the key.banned event carries. */
+export type NewBan = NewBanRecord
 
 /** A ban started and is recorded. The subject is `key:ID` or the address, never a key. */
 export type BanListener = (subject: string, keyId: number | null, until: number) => void

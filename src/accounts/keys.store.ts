@@ -45,6 +45,12 @@ export interface BanRecord {
   liftedAt: number | null
 }
 
+/**
+ * A ban to record: `strike` is the limiter's level of it (1 for a first ban, one more for each
+ * ban within 24 hours: ratelimit/limiter.ts decision 6), carried by its key.banned event.
+ */
+export type NewBanRecord = Omit<BanRecord, 'id' | 'liftedAt'> & { strike?: number }
+
 /** Requests of one key on one UTC day, by how they were answered (see access/usage.ts). */
 export interface UsageCounts {
   allowed: number
@@ -112,13 +118,21 @@ export interface KeyStore {
    * already replaced.
    */
   rotateKey (id: number, input: { hash: string; prefix: string; now: number; graceEndsAt: number }): Promise<{ old: KeyRecord; created: KeyRecord }>
-  recordBan (ban: Omit<BanRecord, 'id' | 'liftedAt'>): Promise<BanRecord>
+  /**
+   * Records a ban that started, and for a key's ban appends its key.banned event in the same
+   * transaction. Idempotent on (subject, startedAt, endsAt): a retry after a commit whose answer was lost
+   * records nothing twice, and appends no second event.
+   */
+  recordBan (ban: NewBanRecord): Promise<BanRecord>
   /**
    * The ban in force at `now` (latest ending) on the key's quota identity, if any: a ban
    * started through any key of a rotation chain covers them all.
    */
   activeBan (keyId: number, now: number): Promise<BanRecord | null>
-  /** Marks the bans in force on the key's quota identity as lifted; returns how many. */
+  /**
+   * Marks the bans in force on the key's quota identity as lifted; returns how many. When one
+   * was, appends one key.unbanned event in the same transaction (a ban that ends on time emits none).
+   */
   liftBans (keyId: number, now: number): Promise<number>
   /** Every ban in force at `now` (keys and client addresses), at most `limit`, latest ending first: a starting instance loads them. */
   activeBans (now: number, limit: number): Promise<BanRecord[]>

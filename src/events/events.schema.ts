@@ -14,9 +14,9 @@ const At = (description: string) => Type.String({ format: 'date-time', descripti
 
 const KeyBanDataSchema = Type.Object({
   keyId: Int64({ description: 'The key (its quota identity) the ban is on.' }),
-  until: Type.Union([At('When the ban ends (ISO 8601, UTC).'), Type.Null()]),
-  strike: Type.Integer({ minimum: 0, description: 'How many bans in a row this one is.' })
-}, { title: 'KeyBanEventData', additionalProperties: false, description: 'A ban that starts (key.banned) or is lifted (key.unbanned).', examples: [{ keyId: 1, until: '2026-11-21T12:15:00.000Z', strike: 1 }] })
+  until: Type.Union([At('key.banned: when the ban will end; key.unbanned: when it was lifted, its actual end (ISO 8601, UTC).'), Type.Null()]),
+  strike: Type.Integer({ minimum: 0, description: 'How many bans in a row this one is: 1 for a 15 minute ban, one more for each ban started within 24 hours of the previous one (0: a ban recorded before strikes were kept).' })
+}, { title: 'KeyBanEventData', additionalProperties: false, description: 'A ban that starts (key.banned, dated when it started) or that an admin or the command line lifts (key.unbanned). A ban that simply runs out writes no key.unbanned: its end is already known from key.banned.', examples: [{ keyId: 1, until: '2026-11-21T12:15:00.000Z', strike: 1 }] })
 
 const QuotaThresholdDataSchema = Type.Object({
   keyId: Int64({ description: 'The key (its quota identity).' }),

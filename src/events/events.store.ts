@@ -102,3 +102,13 @@ export function catalogEvent (type: string, data: unknown): EventDraft {
 export function keyEvent (type: string, state: { record: { quotaKeyId: number }; ban: unknown; lastUsedAt: number | null }): EventDraft {
   return { type, audience: 'key', subjectKeyId: state.record.quotaKeyId, data: state }
 }
+
+/**
+ * `key.banned` (a ban starts: `until` is when it will end) or `key.unbanned` (an admin or the CLI
+ * lifted it: `until` is the instant it was lifted, its actual end). A ban that simply runs out
+ * emits nothing. `keyId` is the quota identity, the ban's owner for the whole rotation chain;
+ * `strike` the ban's level (0: recorded before levels were kept).
+ */
+export function keyBanEvent (type: 'key.banned' | 'key.unbanned', ban: { quotaKeyId: number; until: number; strike: number }): EventDraft {
+  return { type, audience: 'key', subjectKeyId: ban.quotaKeyId, data: { keyId: ban.quotaKeyId, until: new Date(ban.until).toISOString(), strike: ban.strike } }
+}

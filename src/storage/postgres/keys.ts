@@ -1,7 +1,7 @@
 // KeyStore on PostgreSQL. Updates lock the key row first (SELECT ... FOR UPDATE).
 import { rotationRefusal } from '../../accounts/keys.rules.ts'
 import type { KeyRecord, KeyStore } from '../../accounts/keys.store.ts'
-import { keyEvent } from '../../events/events.store.ts'
+import { keyBanEvent, keyEvent } from '../../events/events.store.ts'
 import type { IfMatch } from '../../shared/store.ts'
 import { currentRow } from '../checks.ts'
 import type { Db, Tx } from './database.ts'
@@ -103,10 +103,17 @@ export function createPostgresKeyStore (db: Db): KeyStore {
       })
     },
     async recordBan (b) {
-      const row = await db.first<BanRow>(
-        `INSERT INTO bans (key_id, subject, started_at, ends_at, reason) VALUES ($1, $2, $3, $4, $5) RETURNING ${BAN_COLUMNS}`,
-        [b.keyId, b.subject, b.startedAt, b.endsAt, b.reason])
-      return toBan(row!)
+      return db.transaction(async (tx) => {
+        // Recorded already (a retry whose first attempt committed): no second record, no second event.
+        const recorded = await tx.first<BanRow>(`SELECT ${BAN_COLUMNS} FROM bans WHERE subject = $1 AND started_at = $2 AND ends_at = $3 ORDER BY id LIMIT 1`, [b.subject, b.startedAt, b.endsAt])
+        if (recorded !== undefined) return toBan(recorded)
+        const row = await tx.first<BanRow>(
+          `INSERT INTO bans (key_id, subject, started_at, ends_at, reason, strike) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${BAN_COLUMNS}`,
+          [b.keyId, b.subject, b.startedAt, b.endsAt, b.reason, b.strike ?? null])
+        const identity = b.keyId === null ? undefined : await tx.first<{ q: number }>('SELECT coalesce(quota_key_id, id) AS q FROM api_keys WHERE id = $1', [b.keyId])
+        if (identity !== undefined) await appendEvents(tx, [keyBanEvent('key.banned', { quotaKeyId: identity.q, until: b.endsAt, strike: b.strike ?? 0 })], b.startedAt)
+        return toBan(row!)
+      })
     },
     async activeBan (keyId, now) {
       const row = await db.first<BanRow>(
@@ -117,8 +124,14 @@ export function createPostgresKeyStore (db: Db): KeyStore {
       return (await db.query<BanRow>(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at IS NULL AND ends_at > $1 ORDER BY ends_at DESC LIMIT $2`, [now, limit])).map(toBan)
     },
     async liftBans (keyId, now) {
-      const lifted = await db.query(`UPDATE bans SET lifted_at = $1 WHERE key_id IN (${sameIdentity(2)}) AND lifted_at IS NULL AND ends_at > $1 RETURNING id`, [now, keyId])
-      return lifted.length
+      return db.transaction(async (tx) => {
+        const lifted = await tx.query<{ strike: number | null }>(`UPDATE bans SET lifted_at = $1 WHERE key_id IN (${sameIdentity(2)}) AND lifted_at IS NULL AND ends_at > $1 RETURNING strike`, [now, keyId])
+        const identity = lifted.length === 0 ? undefined : await tx.first<{ q: number }>('SELECT coalesce(quota_key_id, id) AS q FROM api_keys WHERE id = $1', [keyId])
+        if (identity !== undefined) {
+          await appendEvents(tx, [keyBanEvent('key.unbanned', { quotaKeyId: identity.q, until: now, strike: Math.max(...lifted.map((b) => b.strike ?? 0)) })], now)
+        }
+        return lifted.length
+      })
     },
     async bansLiftedSince (since, endingAfter = Number.MIN_SAFE_INTEGER) {
       return (await db.query<BanRow>(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at > $1 AND ends_at > $2 ORDER BY lifted_at, id LIMIT 10000`, [since, endingAfter])).map(toBan)

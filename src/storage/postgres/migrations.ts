@@ -626,5 +626,11 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     hash  text    NOT NULL
   );
   INSERT INTO audit_head (id, count, hash) VALUES (1, 0, '');
+  `,
+  // Ban events (issue 31), as SQLite's version 11: a ban's level (its strike), which key.banned
+  // and key.unbanned carry; NULL for the bans recorded before.
+  `
+  ALTER TABLE bans ADD COLUMN strike integer;
+  CREATE INDEX bans_by_subject ON bans (subject, started_at);
   `
 ]

@@ -1,7 +1,7 @@
 // KeyStore on SQLite.
 import { rotationRefusal } from '../../accounts/keys.rules.ts'
 import type { KeyRecord, KeyStore } from '../../accounts/keys.store.ts'
-import { keyEvent } from '../../events/events.store.ts'
+import { keyBanEvent, keyEvent } from '../../events/events.store.ts'
 import type { IfMatch } from '../../shared/store.ts'
 import { currentRow } from '../checks.ts'
 import { transaction, type Db } from './database.ts'
@@ -26,9 +26,11 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
   // work are revoked with the key, and take its role, plan and quotas.
   const revokeSiblings = db.prepare(`UPDATE api_keys SET revoked_at = ?, version = version + 1 WHERE id IN (${SAME_IDENTITY}) AND id <> ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`)
   const updateSiblings = db.prepare(`UPDATE api_keys SET role = ?, plan = ?, per_minute = ?, per_day = ?, version = version + 1 WHERE id IN (${SAME_IDENTITY}) AND id <> ? AND (role <> ? OR plan <> ? OR per_minute IS NOT ? OR per_day IS NOT ?)`)
-  const insertBan = db.prepare(`INSERT INTO bans (key_id, subject, started_at, ends_at, reason) VALUES (?, ?, ?, ?, ?) RETURNING ${BAN_COLUMNS}`)
+  const insertBan = db.prepare(`INSERT INTO bans (key_id, subject, started_at, ends_at, reason, strike) VALUES (?, ?, ?, ?, ?, ?) RETURNING ${BAN_COLUMNS}`)
+  const banOf = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE subject = ? AND started_at = ? AND ends_at = ? ORDER BY id LIMIT 1`)
+  const quotaIdentity = db.prepare('SELECT coalesce(quota_key_id, id) AS q FROM api_keys WHERE id = ?')
   const activeBan = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${SAME_IDENTITY}) AND lifted_at IS NULL AND ends_at > ? ORDER BY ends_at DESC LIMIT 1`)
-  const lift = db.prepare(`UPDATE bans SET lifted_at = ? WHERE key_id IN (${SAME_IDENTITY}) AND lifted_at IS NULL AND ends_at > ?`)
+  const lift = db.prepare(`UPDATE bans SET lifted_at = ? WHERE key_id IN (${SAME_IDENTITY}) AND lifted_at IS NULL AND ends_at > ? RETURNING strike`)
   const inForce = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at IS NULL AND ends_at > ? ORDER BY ends_at DESC LIMIT ?`)
   const liftedSince = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at > ? AND ends_at > ? ORDER BY lifted_at, id LIMIT 10000`)
   const addUsage = db.prepare(`INSERT INTO key_usage (key_id, day, allowed, limited, banned) VALUES (?, ?, ?, ?, ?)
@@ -112,7 +114,15 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
       })
     },
     async recordBan (b) {
-      return transaction(db, () => toBan(insertBan.get(b.keyId, b.subject, b.startedAt, b.endsAt, b.reason) as unknown as BanRow))
+      return transaction(db, () => {
+        // Recorded already (a retry whose first attempt committed): no second record, no second event.
+        const recorded = banOf.get(b.subject, b.startedAt, b.endsAt) as BanRow | undefined
+        if (recorded !== undefined) return toBan(recorded)
+        const ban = toBan(insertBan.get(b.keyId, b.subject, b.startedAt, b.endsAt, b.reason, b.strike ?? null) as unknown as BanRow)
+        const identity = b.keyId === null ? undefined : quotaIdentity.get(b.keyId) as { q: number } | undefined
+        if (identity !== undefined) events.append([keyBanEvent('key.banned', { quotaKeyId: identity.q, until: b.endsAt, strike: b.strike ?? 0 })], b.startedAt)
+        return ban
+      })
     },
     async activeBan (keyId, now) {
       const row = activeBan.get(keyId, now) as BanRow | undefined
@@ -122,7 +132,15 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
       return (inForce.all(now, limit) as unknown as BanRow[]).map(toBan)
     },
     async liftBans (keyId, now) {
-      return transaction(db, () => Number(lift.run(now, keyId, now).changes))
+      return transaction(db, () => {
+        const lifted = lift.all(now, keyId, now) as Array<{ strike: number | null }>
+        const identity = lifted.length === 0 ? undefined : quotaIdentity.get(keyId) as { q: number } | undefined
+        if (identity !== undefined) {
+          const strike = Math.max(...lifted.map((b) => b.strike ?? 0))
+          events.append([keyBanEvent('key.unbanned', { quotaKeyId: identity.q, until: now, strike })], now)
+        }
+        return lifted.length
+      })
     },
     async bansLiftedSince (since, endingAfter = Number.MIN_SAFE_INTEGER) {
       return (liftedSince.all(since, endingAfter) as unknown as BanRow[]).map(toBan)

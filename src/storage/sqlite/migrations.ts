@@ -266,5 +266,12 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
     hash  TEXT    NOT NULL
   );
   INSERT INTO audit_head (id, count, hash) VALUES (1, 0, '');
+  `,
+  // Ban events (issue 31): a ban's level (its strike, ratelimit/limiter.ts decision 6), which
+  // key.banned and key.unbanned carry; NULL for the bans recorded before. By subject and start:
+  // recording a ban again (a retry after a lost answer) finds the first record.
+  `
+  ALTER TABLE bans ADD COLUMN strike INTEGER;
+  CREATE INDEX bans_by_subject ON bans (subject, started_at);
   `
 ]
