@@ -164,7 +164,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onClose', (_app, done) => { requestLog.flush(); done() })
 
   // Usage per key: counted in memory per response, written in batches by the usage-flush job.
-  const usage = createUsageRecorder(stores.keys)
+  const usage = createUsageRecorder(stores.keys, { clock, deprecations: () => deprecatedOperations })
   // A deprecated operation's call is counted in the metrics and, per key, in the usage flush
   // (the console's deprecation view).
   const onDeprecatedCall = (operationId: string, keyId: number | null): void => {

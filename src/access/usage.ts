@@ -5,14 +5,18 @@
 // database holds the sum of them all.
 //
 // Calls of deprecated operations (the console's deprecation view) ride the same flush: counted
-// per operation, key and UTC day in memory, written in the same transaction as the usage.
+// per operation, key and UTC day in memory, written in the same transaction as the usage. So do
+// the events the new counts announce (quota.threshold, deprecation.used: events/usage-events.ts),
+// which the store appends in that transaction, once per quota identity and day.
 //
 // What may be lost: a graceful stop flushes (the job's run at stop), so nothing is lost then. A
 // crash (SIGKILL, power loss) loses what this instance counted since its last flush: at most one
 // interval's worth. A flush the database refuses keeps its counts for the next attempt.
 import { DAY_MS, type Decision } from '../ratelimit/limiter.ts'
 import { utcDay } from '../accounts/keys.rules.ts'
-import type { DeprecatedCallRow, KeyStore, UsageRow } from '../accounts/keys.store.ts'
+import type { DeprecatedCallRow, DeprecationFacts, KeyStore, UsageRow } from '../accounts/keys.store.ts'
+import type { Clock } from '../shared/clock.ts'
+import type { DeprecatedOperation } from '../shared/deprecation.ts'
 
 /** Well within the 5 seconds the product allows before counts and lastUsedAt reach the database. */
 export const USAGE_FLUSH_INTERVAL_MS = 2000
@@ -43,7 +47,27 @@ export interface UsageRecorder {
   flush (): Promise<void>
 }
 
-export function createUsageRecorder (keys: KeyStore): UsageRecorder {
+export interface UsageRecorderOptions {
+  /** The flush's instant dates the events it writes (quota.threshold, deprecation.used); without it, the latest use in the batch does. */
+  clock?: Clock
+  /** The deprecated operations as the routes declare them: their sunset and successor go into deprecation.used. */
+  deprecations?: () => readonly DeprecatedOperation[]
+}
+
+/** The facts deprecation.used names, by operationId, for the operations a flush carries calls of. */
+function factsOf (operations: readonly DeprecatedOperation[], called: ReadonlySet<string>): Record<string, DeprecationFacts> {
+  const facts: Record<string, DeprecationFacts> = {}
+  for (const op of operations) {
+    if (!called.has(op.operationId)) continue
+    facts[op.operationId] = {
+      sunset: op.sunsetAt?.getTime() ?? null,
+      successor: op.successor === undefined ? null : `${op.successor.method} ${op.successor.path}`
+    }
+  }
+  return facts
+}
+
+export function createUsageRecorder (keys: KeyStore, options: UsageRecorderOptions = {}): UsageRecorder {
   // Pending counts by UTC day, then key id: a request costs two map lookups, no string built.
   let counts = new Map<string, Map<number, UsageRow>>()
   let lastUsed = new Map<number, number>()
@@ -94,7 +118,13 @@ export function createUsageRecorder (keys: KeyStore): UsageRecorder {
     dayIndex = -1
     const rows = [...batch.values()].flatMap((byKey) => [...byKey.values()])
     try {
-      await keys.recordUsage({ counts: rows, lastUsed: [...writing].map(([keyId, at]) => ({ keyId, at })), ...(calls.length > 0 && { deprecated: calls }) })
+      const deprecations = calls.length === 0 ? {} : factsOf(options.deprecations?.() ?? [], new Set(calls.map((c) => c.operation)))
+      await keys.recordUsage({
+        counts: rows,
+        lastUsed: [...writing].map(([keyId, at]) => ({ keyId, at })),
+        ...(options.clock !== undefined && { now: options.clock.now() }),
+        ...(calls.length > 0 && { deprecated: calls, deprecations })
+      })
     } catch (error) {
       // Nothing of the batch was written (one transaction): keep it for the next flush.
       for (const r of rows) {

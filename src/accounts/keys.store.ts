@@ -75,6 +75,9 @@ export interface DeprecatedCallRow {
   lastCallAt: number
 }
 
+/** A deprecated operation as its deprecation.used event names it: its sunset (epoch ms) and successor (`GET /v1/pets?id={petId}`), or null. */
+export interface DeprecationFacts { sunset: number | null; successor: string | null }
+
 /**
  * What one flush adds: counts to add per key and day, the latest use per key, and calls of
  * deprecated operations per operation, key and day (added, the last call only moving forward).
@@ -83,6 +86,10 @@ export interface UsageBatch {
   counts: UsageRow[]
   lastUsed: { keyId: number; at: number }[]
   deprecated?: DeprecatedCallRow[]
+  /** The sunset and successor of each deprecated operation called, for its deprecation.used event. */
+  deprecations?: Record<string, DeprecationFacts>
+  /** The flush's instant: the date of the events it writes (else the latest use in the batch). */
+  now?: number
 }
 
 /** The key list's filters (GET /admin/keys); every one given must hold. */
@@ -144,7 +151,9 @@ export interface KeyStore {
   bansLiftedSince (since: number, endingAfter?: number): Promise<BanRecord[]>
   /**
    * Adds a batch of usage in one transaction: counts are added to the (key, day) rows, and
-   * lastUsedAt only ever moves forward (instances flush independently, in any order).
+   * lastUsedAt only ever moves forward (instances flush independently, in any order). In the same
+   * transaction it appends the quota.threshold and deprecation.used events the new counts
+   * announce, each once per quota identity and day (events/usage-events.ts).
    */
   recordUsage (batch: UsageBatch): Promise<void>
   /** The key's usage rows from `fromDay` (YYYY-MM-DD, inclusive) on, oldest first. */

@@ -22,18 +22,18 @@ const QuotaThresholdDataSchema = Type.Object({
   keyId: Int64({ description: 'The key (its quota identity).' }),
   window: StringEnum(['day'] as const, { description: 'The quota window.' }),
   limit: Type.Integer({ minimum: 0, description: 'Requests allowed in the window.' }),
-  used: Type.Integer({ minimum: 0, description: 'Requests counted when the threshold was passed.' }),
+  used: Type.Integer({ minimum: 0, description: 'Requests of the key (its rotation chain) counted that UTC day by the usage flush that passed the threshold: answered 2xx to 4xx, 429 excepted.' }),
   percent: Type.Integer({ description: 'The threshold passed: 80, 95 or 100.' })
-}, { title: 'QuotaThresholdEventData', additionalProperties: false, description: 'A key passed a share of its day quota (once per threshold, key and UTC day).', examples: [{ keyId: 1, window: 'day', limit: 1000, used: 800, percent: 80 }] })
+}, { title: 'QuotaThresholdEventData', additionalProperties: false, description: 'A key passed a share of its day quota (once per threshold, key and UTC day; an enterprise key without a day quota never does). Written by the usage flush, within seconds of the request that passed it.', examples: [{ keyId: 1, window: 'day', limit: 1000, used: 800, percent: 80 }] })
 
 const DeprecationUsedDataSchema = Type.Object({
   keyId: Int64({ description: 'The key (its quota identity) that called.' }),
   operationId: Type.String({ description: 'The deprecated operation.' }),
   sunset: Type.Union([At('When the operation stops answering (ISO 8601, UTC).'), Type.Null()]),
   successor: Type.Union([Type.String({ description: 'What to call instead.' }), Type.Null()]),
-  calls: Type.Integer({ minimum: 1, description: 'Calls counted that UTC day.' }),
+  calls: Type.Integer({ minimum: 1, description: 'Calls of the operation counted that UTC day when the event was written (the usage flush that first saw one, within seconds of the call).' }),
   day: Type.String({ description: 'The UTC day, YYYY-MM-DD.' })
-}, { title: 'DeprecationUsedEventData', additionalProperties: false, description: 'A key called a deprecated operation (once per key and UTC day).', examples: [{ keyId: 1, operationId: 'getPet', sunset: '2027-05-21T00:00:00.000Z', successor: 'GET /v1/pets?id={petId}', calls: 3, day: '2026-11-21' }] })
+}, { title: 'DeprecationUsedEventData', additionalProperties: false, description: 'A key called a deprecated operation (once per key, operation and UTC day). Written by the usage flush, within seconds of the first call.', examples: [{ keyId: 1, operationId: 'getPet', sunset: '2027-05-21T00:00:00.000Z', successor: 'GET /v1/pets?id={petId}', calls: 3, day: '2026-11-21' }] })
 
 const WebhookDataSchema = Type.Object({}, { title: 'WebhookEventData', additionalProperties: true, description: 'The webhook endpoint concerned (see the webhook operations).', examples: [{}] })
 

@@ -1,7 +1,8 @@
 // KeyStore on PostgreSQL. Updates lock the key row first (SELECT ... FOR UPDATE).
 import { rotationRefusal } from '../../accounts/keys.rules.ts'
-import type { KeyRecord, KeyStore } from '../../accounts/keys.store.ts'
+import type { KeyRecord, KeyStore, UsageBatch } from '../../accounts/keys.store.ts'
 import { keyBanEvent, keyEvent } from '../../events/events.store.ts'
+import { isComplete, noticeInstant, noticesOf, noticeTargets } from '../../events/usage-events.ts'
 import type { IfMatch } from '../../shared/store.ts'
 import { currentRow } from '../checks.ts'
 import type { Db, Tx } from './database.ts'
@@ -23,6 +24,55 @@ async function appendKeyEvent (tx: Tx, type: string, record: KeyRecord, now: num
   const ban = await tx.first<BanRow>(
     `SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${sameIdentity(1)}) AND lifted_at IS NULL AND ends_at > $2 ORDER BY ends_at DESC LIMIT 1`, [record.id, now])
   await appendEvents(tx, [keyEvent(type, { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt })], now)
+}
+
+interface NoticeRow { key_id: number; day: string; kind: 'quota' | 'deprecation'; operation: string; level: number }
+
+const noticeArrays = (rows: ReadonlyArray<Pick<NoticeRow, 'key_id' | 'day' | 'kind' | 'operation'>>): unknown[] =>
+  [rows.map((r) => r.key_id), rows.map((r) => r.day), rows.map((r) => r.kind), rows.map((r) => r.operation)]
+
+/**
+ * Inside recordUsage's transaction, after the counts: the quota.threshold and deprecation.used
+ * events they announce (events/usage-events.ts). Each quota identity's notice row is locked
+ * first (made when new), all in one order; the counts are read after, by a statement of their
+ * own, so two instances flushing one chain at once take turns and the second one reads the
+ * first one's counts: a threshold is written once, by whichever passes it.
+ */
+async function announce (tx: Tx, batch: UsageBatch): Promise<void> {
+  const targets = noticeTargets(batch).map((t) => ({ key_id: t.keyId, day: t.day, kind: t.kind, operation: t.operation }))
+  if (targets.length === 0) return
+  const locked = await tx.query<NoticeRow>(
+    `INSERT INTO key_notices (key_id, day, kind, operation)
+     SELECT DISTINCT coalesce(k.quota_key_id, k.id), t.day, t.kind, t.operation
+       FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS t (key_id, day, kind, operation) JOIN api_keys k ON k.id = t.key_id
+       ORDER BY 1, 2, 3, 4
+     ON CONFLICT (key_id, day, kind, operation) DO UPDATE SET level = key_notices.level
+     RETURNING key_id, day, kind, operation, level`, noticeArrays(targets))
+  const open = locked.filter((r) => !isComplete(r.kind, r.level))
+  if (open.length === 0) return
+  const counted = await tx.query<NoticeRow & { plan: KeyRow['plan']; per_minute: number | null; per_day: number | null; n: string }>(
+    `SELECT t.key_id, t.day, t.kind, t.operation, i.plan, i.per_minute, i.per_day,
+       CASE WHEN t.kind = 'quota'
+         THEN (SELECT coalesce(sum(u.allowed), 0) FROM key_usage u JOIN api_keys c ON c.id = u.key_id WHERE u.day = t.day AND (c.id = t.key_id OR c.quota_key_id = t.key_id))
+         ELSE (SELECT coalesce(sum(d.calls), 0) FROM deprecated_calls d JOIN api_keys c ON c.id = d.key_id WHERE d.operation = t.operation AND d.day = t.day AND (c.id = t.key_id OR c.quota_key_id = t.key_id))
+       END AS n
+     FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS t (key_id, day, kind, operation) JOIN api_keys i ON i.id = t.key_id`,
+    noticeArrays(open))
+  const levels = new Map(open.map((r) => [`${r.key_id} ${r.day} ${r.kind} ${r.operation}`, r.level]))
+  const changed: NoticeRow[] = []
+  const drafts = counted.flatMap((r) => {
+    const level = levels.get(`${r.key_id} ${r.day} ${r.kind} ${r.operation}`) ?? 0
+    const state = { keyId: r.key_id, day: r.day, kind: r.kind, operation: r.operation, level, count: Number(r.n), key: { plan: r.plan, perMinute: r.per_minute, perDay: r.per_day } }
+    const notices = noticesOf(state, batch.deprecations ?? {})
+    if (notices.drafts.length > 0) changed.push({ key_id: r.key_id, day: r.day, kind: r.kind, operation: r.operation, level: notices.level })
+    return notices.drafts
+  })
+  if (changed.length === 0) return
+  await tx.query(
+    `UPDATE key_notices n SET level = c.level FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::integer[]) AS c (key_id, day, kind, operation, level)
+     WHERE n.key_id = c.key_id AND n.day = c.day AND n.kind = c.kind AND n.operation = c.operation`,
+    [...noticeArrays(changed), changed.map((r) => r.level)])
+  await appendEvents(tx, drafts, noticeInstant(batch))
 }
 
 export function createPostgresKeyStore (db: Db): KeyStore {
@@ -165,6 +215,7 @@ export function createPostgresKeyStore (db: Db): KeyStore {
              ON CONFLICT (operation, key_id, day) DO UPDATE SET calls = deprecated_calls.calls + excluded.calls, last_call_at = greatest(deprecated_calls.last_call_at, excluded.last_call_at)`,
             [deprecated.map((d) => d.operation), deprecated.map((d) => d.keyId), deprecated.map((d) => d.day), deprecated.map((d) => d.calls), deprecated.map((d) => d.lastCallAt)])
         }
+        await announce(tx, batch)
       })
     },
     async usage (keyId, fromDay) {

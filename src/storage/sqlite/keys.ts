@@ -1,7 +1,8 @@
 // KeyStore on SQLite.
 import { rotationRefusal } from '../../accounts/keys.rules.ts'
-import type { KeyRecord, KeyStore } from '../../accounts/keys.store.ts'
+import type { KeyRecord, KeyStore, UsageBatch } from '../../accounts/keys.store.ts'
 import { keyBanEvent, keyEvent } from '../../events/events.store.ts'
+import { isComplete, noticeInstant, noticesOf, noticeTargets } from '../../events/usage-events.ts'
 import type { IfMatch } from '../../shared/store.ts'
 import { currentRow } from '../checks.ts'
 import { transaction, type Db } from './database.ts'
@@ -40,7 +41,37 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
   const addDeprecated = db.prepare(`INSERT INTO deprecated_calls (operation, key_id, day, calls, last_call_at) VALUES (?, ?, ?, ?, ?)
     ON CONFLICT (operation, key_id, day) DO UPDATE SET calls = deprecated_calls.calls + excluded.calls, last_call_at = max(deprecated_calls.last_call_at, excluded.last_call_at)`)
   const deprecatedSince = db.prepare('SELECT operation, key_id, day, calls, last_call_at FROM deprecated_calls WHERE day >= ? ORDER BY operation, key_id, day')
+  // The usage events (events/usage-events.ts): the identity of a key, what its chain counts that
+  // day, and what was announced already. One writer at a time: no row needs locking here.
+  const identityOf = db.prepare('SELECT i.id, i.plan, i.per_minute, i.per_day FROM api_keys k JOIN api_keys i ON i.id = coalesce(k.quota_key_id, k.id) WHERE k.id = ?')
+  const chainAllowed = db.prepare('SELECT coalesce(sum(u.allowed), 0) AS n FROM key_usage u JOIN api_keys c ON c.id = u.key_id WHERE u.day = ? AND (c.id = ? OR c.quota_key_id = ?)')
+  const chainCalls = db.prepare('SELECT coalesce(sum(d.calls), 0) AS n FROM deprecated_calls d JOIN api_keys c ON c.id = d.key_id WHERE d.operation = ? AND d.day = ? AND (c.id = ? OR c.quota_key_id = ?)')
+  const noticeLevel = db.prepare('SELECT level FROM key_notices WHERE key_id = ? AND day = ? AND kind = ? AND operation = ?')
+  const setNotice = db.prepare(`INSERT INTO key_notices (key_id, day, kind, operation, level) VALUES (?, ?, ?, ?, ?)
+    ON CONFLICT (key_id, day, kind, operation) DO UPDATE SET level = excluded.level`)
   const banHistory = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${SAME_IDENTITY}) ORDER BY started_at DESC, id DESC LIMIT ?`)
+
+  /** Inside recordUsage's transaction, after the counts: the quota.threshold and deprecation.used events they announce. */
+  const announce = (batch: UsageBatch): void => {
+    const seen = new Set<string>()
+    const now = noticeInstant(batch)
+    for (const target of noticeTargets(batch)) {
+      const identity = identityOf.get(target.keyId) as { id: number; plan: KeyRow['plan']; per_minute: number | null; per_day: number | null } | undefined
+      const id = `${identity?.id} ${target.day} ${target.kind} ${target.operation}`
+      if (identity === undefined || seen.has(id)) continue
+      seen.add(id)
+      const level = (noticeLevel.get(identity.id, target.day, target.kind, target.operation) as { level: number } | undefined)?.level ?? 0
+      if (isComplete(target.kind, level)) continue
+      const counted = target.kind === 'quota'
+        ? chainAllowed.get(target.day, identity.id, identity.id)
+        : chainCalls.get(target.operation, target.day, identity.id, identity.id)
+      const state = { keyId: identity.id, day: target.day, kind: target.kind, operation: target.operation, level, count: Number((counted as { n: number }).n), key: { plan: identity.plan, perMinute: identity.per_minute, perDay: identity.per_day } }
+      const notices = noticesOf(state, batch.deprecations ?? {})
+      if (notices.drafts.length === 0) continue
+      setNotice.run(identity.id, target.day, target.kind, target.operation, notices.level)
+      events.append(notices.drafts, now)
+    }
+  }
 
   const current = (id: number, ifMatch: IfMatch): KeyRow => currentRow(byId.get(id) as KeyRow | undefined, `key ${id}`, ifMatch)
   /** The key event of a change, in the change's transaction: the key's state, its ban in force at `now` included. */
@@ -151,6 +182,7 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
         for (const c of batch.counts) addUsage.run(c.keyId, c.day, c.allowed, c.limited, c.banned)
         for (const u of batch.lastUsed) touch.run(u.at, u.keyId, u.at)
         for (const d of batch.deprecated ?? []) addDeprecated.run(d.operation, d.keyId, d.day, d.calls, d.lastCallAt)
+        announce(batch)
       })
     },
     async usage (keyId, fromDay) {

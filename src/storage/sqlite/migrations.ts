@@ -273,5 +273,20 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE bans ADD COLUMN strike INTEGER;
   CREATE INDEX bans_by_subject ON bans (subject, started_at);
+  `,
+  // Usage events (issue 31, events/usage-events.ts): what the usage flush announced per quota
+  // identity (the first key of a rotation chain) and UTC day, so that quota.threshold and
+  // deprecation.used are written once, whatever the instances and restarts. kind 'quota': level
+  // is the highest threshold written (0, 80, 95, 100), operation ''; kind 'deprecation': level 1
+  // once deprecation.used was written for the operation.
+  `
+  CREATE TABLE key_notices (
+    key_id    INTEGER NOT NULL REFERENCES api_keys (id),
+    day       TEXT    NOT NULL, -- UTC day, YYYY-MM-DD
+    kind      TEXT    NOT NULL CHECK (kind IN ('quota', 'deprecation')),
+    operation TEXT    NOT NULL DEFAULT '',
+    level     INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (key_id, day, kind, operation)
+  );
   `
 ]
