@@ -36,9 +36,10 @@ export const NEAR_LIMIT_SHARE = 0.1
 export interface UsageRecorder {
   /**
    * One request made with the key at `now`: counted under `outcome`, or only marking the key as
-   * used when the outcome is null (a 5xx is none of the three). Memory only; never awaits.
+   * used when the outcome is null (a 5xx is none of the three). `viaMcp`: an agent made it through
+   * the MCP endpoint; it is counted in `mcp` too. Memory only; never awaits.
    */
-  record (keyId: number, outcome: UsageOutcome | null, now: number): void
+  record (keyId: number, outcome: UsageOutcome | null, now: number, viaMcp?: boolean): void
   /** One call of a deprecated operation (its operationId) with the key at `now`. Memory only. */
   recordDeprecated (operation: string, keyId: number, now: number): void
   /** The key's latest use counted here and not yet in the database, if any. */
@@ -130,6 +131,7 @@ export function createUsageRecorder (keys: KeyStore, options: UsageRecorderOptio
       for (const r of rows) {
         const row = rowOf(r.day, r.keyId)
         row.allowed += r.allowed; row.limited += r.limited; row.banned += r.banned
+        if (r.mcp !== undefined) row.mcp = (row.mcp ?? 0) + r.mcp
       }
       for (const [keyId, at] of writing) if ((lastUsed.get(keyId) ?? -Infinity) < at) lastUsed.set(keyId, at)
       for (const c of calls) addDeprecated(c.operation, c.keyId, c.day, c.calls, c.lastCallAt)
@@ -146,7 +148,7 @@ export function createUsageRecorder (keys: KeyStore, options: UsageRecorderOptio
   }
 
   return {
-    record (keyId, outcome, now) {
+    record (keyId, outcome, now, viaMcp = false) {
       if ((lastUsed.get(keyId) ?? -Infinity) < now) lastUsed.set(keyId, now)
       if (outcome === null) return
       const index = Math.floor(now / DAY_MS)
@@ -162,6 +164,7 @@ export function createUsageRecorder (keys: KeyStore, options: UsageRecorderOptio
         today.set(keyId, row)
       }
       row[outcome]++
+      if (viaMcp) row.mcp = (row.mcp ?? 0) + 1
     },
     recordDeprecated (operation, keyId, now) {
       const index = Math.floor(now / DAY_MS)

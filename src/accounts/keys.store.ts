@@ -56,6 +56,8 @@ export interface UsageCounts {
   allowed: number
   limited: number
   banned: number
+  /** Of these three, the requests an agent made through MCP (shared/channel.ts); absent in a batch: none. */
+  mcp?: number
 }
 
 export interface UsageRow extends UsageCounts {

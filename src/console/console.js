@@ -223,14 +223,17 @@ async function loadKey (id) {
     // Another key: nothing of the previous one stays on screen while this one loads.
     shown = null
     $('key-title').textContent = `Key ${id}`
-    for (const node of [$('key-details'), $('chain'), $('usage-chart'), $('usage-table').tBodies[0], $('windows-table').tBodies[0], $('bans-table').tBodies[0]]) node.replaceChildren()
+    for (const node of [$('key-details'), $('chain'), $('usage-chart'), $('usage-mcp'), $('usage-table').tBodies[0], $('windows-table').tBodies[0], $('bans-table').tBodies[0]]) node.replaceChildren()
   }
   const { data: key, etag } = await api(`/v1/admin/keys/${id}`)
   shown = { key, etag }
   $('key-title').textContent = `${keyLabel(key)} (key ${key.id})`
   const details = [
     ['Prefix', el('code', { text: key.prefix })], ['Role', key.role], ['Plan', key.plan],
-    ['Quotas', `${key.limits.perMinute} per minute, ${key.limits.perDay} per day`], ['Status', statusNode(key)],
+    ['Quotas', `${key.limits.perMinute} per minute, ${key.limits.perDay} per day`],
+    // A restricted key lists its scopes; null: everything its role allows.
+    ['Scopes', key.scopes === null || key.scopes === undefined ? `all its role allows (${key.role})` : key.scopes.join(', ')],
+    ['Status', statusNode(key)],
     ['Created', dateTime(key.createdAt)], ['Expires', key.expiresAt === null ? 'never' : dateTime(key.expiresAt)],
     ['Last used', key.lastUsedAt === null ? 'never' : dateTime(key.lastUsedAt)]
   ]
@@ -265,8 +268,11 @@ async function loadUsage (id) {
   const days = Number(new FormData($('usage-range')).get('days') ?? 30)
   const { data } = await api(`/v1/admin/keys/${id}/usage?days=${days}`)
   $('usage-table').tBodies[0].replaceChildren(...data.days.map((d) => el('tr', { 'data-date': d.date },
-    el('th', { scope: 'row', text: d.date }), cell(d.allowed, { class: 'num' }), cell(d.limited, { class: 'num' }), cell(d.banned, { class: 'num' }))))
-  if (data.days.length === 0) $('usage-table').tBodies[0].append(el('tr', {}, el('td', { colspan: '4', text: 'No traffic in the period.' })))
+    el('th', { scope: 'row', text: d.date }), cell(d.allowed, { class: 'num' }), cell(d.limited, { class: 'num' }), cell(d.banned, { class: 'num' }), cell(d.mcp, { class: 'num', 'data-mcp': '' }))))
+  if (data.days.length === 0) $('usage-table').tBodies[0].append(el('tr', {}, el('td', { colspan: '5', text: 'No traffic in the period.' })))
+  // Calls through MCP: of the requests counted above, those an agent made (tool calls, initialize, lists).
+  const mcp = data.days.reduce((sum, d) => sum + d.mcp, 0)
+  $('usage-mcp').replaceChildren('Calls through MCP in the period (tool calls, initialize and lists; counted in the columns too): ', el('strong', { id: 'usage-mcp-count', text: String(mcp) }))
   $('usage-chart').replaceChildren(chart(data.days, days))
 }
 

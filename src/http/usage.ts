@@ -2,6 +2,7 @@
 // /v1: the status decides how a request counts, so this runs once the answer is known.
 import type { FastifyInstance } from 'fastify'
 import { NEAR_LIMIT_SHARE, usageOutcome, type UsageRecorder } from '../access/usage.ts'
+import { viaMcp } from '../shared/channel.ts'
 import type { Clock } from '../shared/clock.ts'
 
 export interface UsageHookOptions {
@@ -18,7 +19,8 @@ export function installUsageRecording (app: FastifyInstance, options: UsageHookO
     if (decision !== null) {
       const principal = request.principal
       // Only requests made with a valid key count for it (a 401 has no key to count for).
-      if (principal !== null) recorder.record(principal.keyId, usageOutcome(reply.statusCode, decision), clock.now())
+      // A tool call of the MCP endpoint is a request of its own, marked by the process's secret header.
+      if (principal !== null) recorder.record(principal.keyId, usageOutcome(reply.statusCode, decision), clock.now(), viaMcp(request.headers))
       // A request answered from a peek (not charged) left the windows as they were.
       if (onNearLimit !== undefined && decision.allowed && request.charged) {
         if (decision.minute.remaining < decision.minute.limit * NEAR_LIMIT_SHARE) onNearLimit('minute')

@@ -184,8 +184,9 @@ export const KeyUsageDaySchema = Type.Object({
   date: Type.String({ format: 'date', description: 'The UTC day.' }),
   allowed: Type.Integer({ minimum: 0, description: 'Requests answered 2xx to 4xx, 429 excepted.' }),
   limited: Type.Integer({ minimum: 0, description: 'Requests answered `429 rate_limited`.' }),
-  banned: Type.Integer({ minimum: 0, description: 'Requests answered `429 api_key_banned`.' })
-}, { title: 'KeyUsageDay', additionalProperties: false, example: { date: '2026-11-21', allowed: 1250, limited: 3, banned: 0 } })
+  banned: Type.Integer({ minimum: 0, description: 'Requests answered `429 api_key_banned`.' }),
+  mcp: Type.Integer({ minimum: 0, description: 'Of the requests counted above, those an agent made through the MCP endpoint: each tool call, `initialize` and the lists. The `POST /mcp` exchanges that carry them are free requests of the key, counted in `allowed` but not here.' })
+}, { title: 'KeyUsageDay', additionalProperties: false, example: { date: '2026-11-21', allowed: 1250, limited: 3, banned: 0, mcp: 40 } })
 
 export const KeyUsageSchema = Type.Object({
   keyId: Int64(),
@@ -193,7 +194,7 @@ export const KeyUsageSchema = Type.Object({
 }, {
   title: 'KeyUsage',
   additionalProperties: false,
-  example: { keyId: 3, days: [{ date: '2026-11-20', allowed: 980, limited: 0, banned: 0 }, { date: '2026-11-21', allowed: 1250, limited: 3, banned: 0 }] }
+  example: { keyId: 3, days: [{ date: '2026-11-20', allowed: 980, limited: 0, banned: 0, mcp: 0 }, { date: '2026-11-21', allowed: 1250, limited: 3, banned: 0, mcp: 40 }] }
 })
 export type KeyUsage = Static<typeof KeyUsageSchema>
 

@@ -178,7 +178,7 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
       await hooks.usage?.flush()
       const fromDay = utcDay(clock.now() - (days - 1) * DAY_MS)
       const rows = await keys.usage(id, fromDay)
-      return { keyId: id, days: rows.map((r) => ({ date: r.day, allowed: r.allowed, limited: r.limited, banned: r.banned })) }
+      return { keyId: id, days: rows.map((r) => ({ date: r.day, allowed: r.allowed, limited: r.limited, banned: r.banned, mcp: r.mcp ?? 0 })) }
     },
     async list (query) {
       const page = pageRequest(query)

@@ -55,10 +55,10 @@ export const toKey = (r: KeyRow): KeyRecord => ({
   quotaKeyId: r.quota_key_id ?? r.id, lastUsedAt: r.last_used_at, version: r.version, scopes: scopesFromText(r.scopes)
 })
 
-export interface UsageRowSql { key_id: number; day: string; allowed: number; limited: number; banned: number }
-export const USAGE_COLUMNS = 'key_id, day, allowed, limited, banned'
+export interface UsageRowSql { key_id: number; day: string; allowed: number; limited: number; banned: number; mcp: number }
+export const USAGE_COLUMNS = 'key_id, day, allowed, limited, banned, mcp'
 export const toUsage = (r: UsageRowSql): UsageRow =>
-  ({ keyId: r.key_id, day: r.day, allowed: r.allowed, limited: r.limited, banned: r.banned })
+  ({ keyId: r.key_id, day: r.day, allowed: r.allowed, limited: r.limited, banned: r.banned, mcp: r.mcp })
 
 export interface BanRow { id: number; key_id: number | null; subject: string; started_at: number; ends_at: number; reason: string; lifted_at: number | null }
 export const BAN_COLUMNS = 'id, key_id, subject, started_at, ends_at, reason, lifted_at'

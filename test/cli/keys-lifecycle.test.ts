@@ -119,7 +119,7 @@ test('keys usage ID prints the flushed counts per UTC day (--json: the API\'s ob
   assert.equal(json.code, 0)
   assert.deepEqual(JSON.parse(json.lines[0]!), {
     keyId: made.id,
-    days: [{ date: yesterday, allowed: 12, limited: 3, banned: 1 }, { date: today, allowed: 5, limited: 0, banned: 0 }]
+    days: [{ date: yesterday, allowed: 12, limited: 3, banned: 1, mcp: 0 }, { date: today, allowed: 5, limited: 0, banned: 0, mcp: 0 }]
   })
   const table = await run(env, 'usage', String(made.id), '--days', '1')
   assert.equal(table.code, 0)

@@ -225,7 +225,7 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
     const today = utcDay(Date.now())
     const bar = page.locator(`#usage-chart g[data-date="${today}"]`)
     await bar.waitFor({ state: 'attached' })
-    const usage = await (await api(`/v1/admin/keys/${customer.id}/usage?days=30`, operator.key)).json() as { days: { date: string; allowed: number; limited: number; banned: number }[] }
+    const usage = await (await api(`/v1/admin/keys/${customer.id}/usage?days=30`, operator.key)).json() as { days: { date: string; allowed: number; limited: number; banned: number; mcp: number }[] }
     const day = usage.days.find((d) => d.date === today)!
     // 60 allowed and 3 limited, unless the minute turned during the 63 requests.
     assert.equal(day.allowed + day.limited, 63)
@@ -236,7 +236,7 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
     assert.equal(await bar.locator('rect.limited').count(), day.limited > 0 ? 1 : 0)
     assert.match((await bar.locator('title').textContent())!, new RegExp(`${day.allowed} allowed, ${day.limited} limited`))
     const row = page.locator(`#usage-table tr[data-date="${today}"]`)
-    assert.equal(await row.innerText(), `${today}\t${day.allowed}\t${day.limited}\t${day.banned}`)
+    assert.equal(await row.innerText(), `${today}\t${day.allowed}\t${day.limited}\t${day.banned}\t${day.mcp}`)
     // The windows (the day's: the minute may have turned since the traffic), read without
     // charging the customer: still the allowed requests of the day.
     const dayRow = page.locator('#windows-table tbody tr', { hasText: 'day' })

@@ -170,12 +170,12 @@ test('GET /v1/admin/keys/{keyId}/usage counts allowed, limited and banned reques
   assert.deepEqual(res.json(), {
     keyId: id,
     days: [
-      { date: '2026-11-21', allowed: 61, limited: 20, banned: 5 },
-      { date: '2026-11-23', allowed: 7, limited: 0, banned: 0 }
+      { date: '2026-11-21', allowed: 61, limited: 20, banned: 5, mcp: 0 },
+      { date: '2026-11-23', allowed: 7, limited: 0, banned: 0, mcp: 0 }
     ]
   })
   // days=1 is today only; days=3 reaches back to the first day.
-  assert.deepEqual((await app.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=1` })).json().days, [{ date: '2026-11-23', allowed: 7, limited: 0, banned: 0 }])
+  assert.deepEqual((await app.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=1` })).json().days, [{ date: '2026-11-23', allowed: 7, limited: 0, banned: 0, mcp: 0 }])
   assert.equal((await app.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=2` })).json().days.length, 1)
   assert.equal((await app.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=3` })).json().days.length, 2)
   // The store holds the same figures (the read flushed this instance's counts first).
@@ -241,10 +241,10 @@ test('a burst of 300 requests from 3 keys, 429s included, writes nothing to the 
   assert.deepEqual(writes, none)
   // One read of the usage flushes everything this instance counted, in one store call.
   const first = await app.call({ method: 'GET', url: `/v1/admin/keys/${keys[0]!.id}/usage` })
-  assert.deepEqual(first.json().days, [{ date: '2026-11-21', allowed: 60, limited: 20, banned: 0 }])
+  assert.deepEqual(first.json().days, [{ date: '2026-11-21', allowed: 60, limited: 20, banned: 0, mcp: 0 }])
   assert.deepEqual(writes, { ...none, recordUsage: 1 })
-  assert.deepEqual(await app.stores.keys.usage(keys[1]!.id, '2026-11-21'), [{ keyId: keys[1]!.id, day: '2026-11-21', allowed: 110, limited: 0, banned: 0 }])
-  assert.deepEqual(await app.stores.keys.usage(keys[2]!.id, '2026-11-21'), [{ keyId: keys[2]!.id, day: '2026-11-21', allowed: 110, limited: 0, banned: 0 }])
+  assert.deepEqual(await app.stores.keys.usage(keys[1]!.id, '2026-11-21'), [{ keyId: keys[1]!.id, day: '2026-11-21', allowed: 110, limited: 0, banned: 0, mcp: 0 }])
+  assert.deepEqual(await app.stores.keys.usage(keys[2]!.id, '2026-11-21'), [{ keyId: keys[2]!.id, day: '2026-11-21', allowed: 110, limited: 0, banned: 0, mcp: 0 }])
 })
 
 test('usage reaches the database within one flush interval (2 s), by the timer, with no request asking for it', async (t) => {
@@ -259,7 +259,7 @@ test('usage reaches the database within one flush interval (2 s), by the timer, 
   assert.deepEqual(await app.stores.keys.usage(id, '2026-11-21'), [])
   t.mock.timers.tick(2000)
   await written
-  assert.deepEqual(await app.stores.keys.usage(id, '2026-11-21'), [{ keyId: id, day: '2026-11-21', allowed: 3, limited: 0, banned: 0 }])
+  assert.deepEqual(await app.stores.keys.usage(id, '2026-11-21'), [{ keyId: id, day: '2026-11-21', allowed: 3, limited: 0, banned: 0, mcp: 0 }])
   assert.equal((await app.stores.keys.getKey(id))!.lastUsedAt, T0)
 })
 
@@ -268,7 +268,7 @@ test('closing the app (a graceful stop) flushes the usage counted since the last
   const { id, key } = await app.makeKey('customer', 'free')
   for (let i = 0; i < 4; i++) await app.call({ method: 'GET', url: '/v1/pets', key })
   await app.app.close()
-  assert.deepEqual(await app.stores.keys.usage(id, '2026-11-21'), [{ keyId: id, day: '2026-11-21', allowed: 4, limited: 0, banned: 0 }])
+  assert.deepEqual(await app.stores.keys.usage(id, '2026-11-21'), [{ keyId: id, day: '2026-11-21', allowed: 4, limited: 0, banned: 0, mcp: 0 }])
 })
 
 test('a server stopped gracefully (startServer\'s close, as on SIGTERM) writes the usage it counted before it exits', async (t) => {
@@ -295,8 +295,8 @@ test('two instances on one database count one key\'s usage independently and the
   b.clock.advance(30_000)
   for (let i = 0; i < 5; i++) assert.equal((await b.call({ method: 'GET', url: '/v1/pets', key })).statusCode, 200)
   // Each instance writes its own counts when it reads usage (or on its timer, or at close).
-  assert.deepEqual((await a.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage` })).json().days, [{ date: '2026-11-21', allowed: 7, limited: 0, banned: 0 }])
-  assert.deepEqual((await b.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage` })).json().days, [{ date: '2026-11-21', allowed: 12, limited: 0, banned: 0 }])
+  assert.deepEqual((await a.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage` })).json().days, [{ date: '2026-11-21', allowed: 7, limited: 0, banned: 0, mcp: 0 }])
+  assert.deepEqual((await b.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage` })).json().days, [{ date: '2026-11-21', allowed: 12, limited: 0, banned: 0, mcp: 0 }])
   assert.equal((await a.stores.keys.getKey(id))!.lastUsedAt, T0 + 30_000, 'the later use, whichever instance wrote first')
 })
 
@@ -306,8 +306,8 @@ test('a rotated pair reports its usage under each key separately', async (t) => 
   const successor = (await app.call({ method: 'POST', url: `/v1/admin/keys/${old.id}/rotate`, payload: { gracePeriodSeconds: 600 } })).json()
   for (let i = 0; i < 3; i++) assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key: old.key })).statusCode, 200)
   for (let i = 0; i < 5; i++) assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key: successor.key })).statusCode, 200)
-  assert.deepEqual((await app.call({ method: 'GET', url: `/v1/admin/keys/${old.id}/usage` })).json().days, [{ date: '2026-11-21', allowed: 3, limited: 0, banned: 0 }])
-  assert.deepEqual((await app.call({ method: 'GET', url: `/v1/admin/keys/${successor.id}/usage` })).json().days, [{ date: '2026-11-21', allowed: 5, limited: 0, banned: 0 }])
+  assert.deepEqual((await app.call({ method: 'GET', url: `/v1/admin/keys/${old.id}/usage` })).json().days, [{ date: '2026-11-21', allowed: 3, limited: 0, banned: 0, mcp: 0 }])
+  assert.deepEqual((await app.call({ method: 'GET', url: `/v1/admin/keys/${successor.id}/usage` })).json().days, [{ date: '2026-11-21', allowed: 5, limited: 0, banned: 0, mcp: 0 }])
 })
 
 // ---- metrics ------------------------------------------------------------------------------

@@ -122,7 +122,7 @@ test('usage: days from 1 to the maximum (default 30), today included; the instan
   for (const bad of [0, USAGE_DAYS_MAX + 1, 2.5]) assert.deepEqual(await refusal(admin.usage(id, { days: bad })), ['validation_failed', '/days'])
   await stores.keys.recordUsage({ counts: [{ keyId: id, day: '2026-10-23', allowed: 1, limited: 0, banned: 0 }, { keyId: id, day: '2026-10-22', allowed: 2, limited: 0, banned: 0 }, { keyId: id, day: '2026-11-21', allowed: 3, limited: 1, banned: 2 }], lastUsed: [] })
   assert.deepEqual((await admin.usage(id, {})).days.map((d) => d.date), ['2026-10-23', '2026-11-21'], '30 days back from 2026-11-21 is 2026-10-23')
-  assert.deepEqual(await admin.usage(id, { days: 1 }), { keyId: id, days: [{ date: '2026-11-21', allowed: 3, limited: 1, banned: 2 }] })
+  assert.deepEqual(await admin.usage(id, { days: 1 }), { keyId: id, days: [{ date: '2026-11-21', allowed: 3, limited: 1, banned: 2, mcp: 0 }] })
   assert.equal((await admin.usage(id, { days: USAGE_DAYS_MAX })).days.length, 3)
   assert.equal(flushed, 3)
   clock.advance(0)

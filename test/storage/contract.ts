@@ -617,16 +617,16 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
         lastUsed: [{ keyId: a.id, at: NOW + 500 }, { keyId: b.id, at: NOW + 100 }]
       })
       await keys.recordUsage({
-        counts: [{ keyId: a.id, day: '2026-11-21', allowed: 10, limited: 4, banned: 1 }],
+        counts: [{ keyId: a.id, day: '2026-11-21', allowed: 10, limited: 4, banned: 1, mcp: 2 }],
         // Another instance's older use arrives later: lastUsedAt stays.
         lastUsed: [{ keyId: a.id, at: NOW + 200 }, { keyId: b.id, at: NOW + 900 }]
       })
       assert.deepEqual(await keys.usage(a.id, '2026-11-01'), [
-        { keyId: a.id, day: '2026-11-19', allowed: 1, limited: 0, banned: 0 },
-        { keyId: a.id, day: '2026-11-21', allowed: 13, limited: 4, banned: 3 }
+        { keyId: a.id, day: '2026-11-19', allowed: 1, limited: 0, banned: 0, mcp: 0 },
+        { keyId: a.id, day: '2026-11-21', allowed: 13, limited: 4, banned: 3, mcp: 2 }
       ])
-      assert.deepEqual(await keys.usage(a.id, '2026-11-20'), [{ keyId: a.id, day: '2026-11-21', allowed: 13, limited: 4, banned: 3 }])
-      assert.deepEqual(await keys.usage(b.id, '2026-11-21'), [{ keyId: b.id, day: '2026-11-21', allowed: 5, limited: 1, banned: 0 }])
+      assert.deepEqual(await keys.usage(a.id, '2026-11-20'), [{ keyId: a.id, day: '2026-11-21', allowed: 13, limited: 4, banned: 3, mcp: 2 }])
+      assert.deepEqual(await keys.usage(b.id, '2026-11-21'), [{ keyId: b.id, day: '2026-11-21', allowed: 5, limited: 1, banned: 0, mcp: 0 }])
       assert.equal((await keys.getKey(a.id))!.lastUsedAt, NOW + 500)
       const bNow = (await keys.getKey(b.id))!
       assert.equal(bNow.lastUsedAt, NOW + 900)

@@ -904,6 +904,7 @@ export interface components {
             allowed: number;
             limited: number;
             banned: number;
+            mcp: number;
         };
         LeakedKeys: {
             keys: string[];

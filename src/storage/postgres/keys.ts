@@ -197,10 +197,11 @@ export function createPostgresKeyStore (db: Db): KeyStore {
       await db.transaction(async (tx) => {
         if (counts.length > 0) {
           await tx.query(
-            `INSERT INTO key_usage (key_id, day, allowed, limited, banned)
-             SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[])
-             ON CONFLICT (key_id, day) DO UPDATE SET allowed = key_usage.allowed + excluded.allowed, limited = key_usage.limited + excluded.limited, banned = key_usage.banned + excluded.banned`,
-            [counts.map((c) => c.keyId), counts.map((c) => c.day), counts.map((c) => c.allowed), counts.map((c) => c.limited), counts.map((c) => c.banned)])
+            `INSERT INTO key_usage (key_id, day, allowed, limited, banned, mcp)
+             SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
+             ON CONFLICT (key_id, day) DO UPDATE SET allowed = key_usage.allowed + excluded.allowed, limited = key_usage.limited + excluded.limited, banned = key_usage.banned + excluded.banned,
+               mcp = key_usage.mcp + excluded.mcp`,
+            [counts.map((c) => c.keyId), counts.map((c) => c.day), counts.map((c) => c.allowed), counts.map((c) => c.limited), counts.map((c) => c.banned), counts.map((c) => c.mcp ?? 0)])
         }
         if (lastUsed.length > 0) {
           await tx.query(

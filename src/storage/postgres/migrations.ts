@@ -645,5 +645,10 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     level     integer NOT NULL DEFAULT 0,
     PRIMARY KEY (key_id, day, kind, operation)
   );
+  `,
+  // Calls through MCP per key and day (issue 33), as SQLite's version 12: of the day's counted
+  // requests, those an agent made through the MCP endpoint.
+  `
+  ALTER TABLE key_usage ADD COLUMN mcp bigint NOT NULL DEFAULT 0;
   `
 ]

@@ -34,8 +34,9 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
   const lift = db.prepare(`UPDATE bans SET lifted_at = ? WHERE key_id IN (${SAME_IDENTITY}) AND lifted_at IS NULL AND ends_at > ? RETURNING strike`)
   const inForce = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at IS NULL AND ends_at > ? ORDER BY ends_at DESC LIMIT ?`)
   const liftedSince = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at > ? AND ends_at > ? ORDER BY lifted_at, id LIMIT 10000`)
-  const addUsage = db.prepare(`INSERT INTO key_usage (key_id, day, allowed, limited, banned) VALUES (?, ?, ?, ?, ?)
-    ON CONFLICT (key_id, day) DO UPDATE SET allowed = key_usage.allowed + excluded.allowed, limited = key_usage.limited + excluded.limited, banned = key_usage.banned + excluded.banned`)
+  const addUsage = db.prepare(`INSERT INTO key_usage (key_id, day, allowed, limited, banned, mcp) VALUES (?, ?, ?, ?, ?, ?)
+    ON CONFLICT (key_id, day) DO UPDATE SET allowed = key_usage.allowed + excluded.allowed, limited = key_usage.limited + excluded.limited, banned = key_usage.banned + excluded.banned,
+      mcp = key_usage.mcp + excluded.mcp`)
   const touch = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)')
   const usage = db.prepare(`SELECT ${USAGE_COLUMNS} FROM key_usage WHERE key_id = ? AND day >= ? ORDER BY day`)
   const addDeprecated = db.prepare(`INSERT INTO deprecated_calls (operation, key_id, day, calls, last_call_at) VALUES (?, ?, ?, ?, ?)
@@ -179,7 +180,7 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
     async recordUsage (batch) {
       if (batch.counts.length === 0 && batch.lastUsed.length === 0 && (batch.deprecated ?? []).length === 0) return
       transaction(db, () => {
-        for (const c of batch.counts) addUsage.run(c.keyId, c.day, c.allowed, c.limited, c.banned)
+        for (const c of batch.counts) addUsage.run(c.keyId, c.day, c.allowed, c.limited, c.banned, c.mcp ?? 0)
         for (const u of batch.lastUsed) touch.run(u.at, u.keyId, u.at)
         for (const d of batch.deprecated ?? []) addDeprecated.run(d.operation, d.keyId, d.day, d.calls, d.lastCallAt)
         announce(batch)

@@ -288,5 +288,10 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
     level     INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (key_id, day, kind, operation)
   );
+  `,
+  // Calls through MCP per key and day (issue 33): of the day's counted requests, those an agent
+  // made through the MCP endpoint (shared/channel.ts), added by the usage flush like the others.
+  `
+  ALTER TABLE key_usage ADD COLUMN mcp INTEGER NOT NULL DEFAULT 0;
   `
 ]
