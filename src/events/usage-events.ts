@@ -2,7 +2,7 @@
 // count passes 80, 95 and 100% of its day quota, and deprecation.used the first time in a UTC day
 // that a key calls a deprecated operation. Each is written once per quota identity and day (and
 // operation), even across instances and restarts: the engines remember what was announced in
-// `key_notices` (level: the highest threshold written, or 1 once a deprecation was), in the
+// `usage_notices` (level: the highest threshold written, or 1 once a deprecation was), in the
 // transaction that adds the counts, and ask here what a new count announces.
 import { quotaOf } from '../accounts/keys.rules.ts'
 import type { DeprecationFacts, KeyRecord, UsageBatch } from '../accounts/keys.store.ts'

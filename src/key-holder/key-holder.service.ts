@@ -81,7 +81,7 @@ export function createKeyHolder (keys: KeyStore, clock: Clock, hooks: KeyHolderH
       await hooks.usage?.flush()
       const fromDay = utcDay(clock.now() - (days - 1) * DAY_MS)
       const rows = await keys.usage(keyId, fromDay)
-      return { keyId, days: rows.map((r) => ({ date: r.day, allowed: r.allowed, limited: r.limited, banned: r.banned })) }
+      return { keyId, days: rows.map((r) => ({ date: r.day, allowed: r.allowed, limited: r.limited, banned: r.banned, mcp: r.mcp ?? 0 })) }
     },
     async bans (keyId) {
       const rows = await keys.banHistory(keyId, BAN_HISTORY_MAX)

@@ -42,11 +42,11 @@ async function announce (tx: Tx, batch: UsageBatch): Promise<void> {
   const targets = noticeTargets(batch).map((t) => ({ key_id: t.keyId, day: t.day, kind: t.kind, operation: t.operation }))
   if (targets.length === 0) return
   const locked = await tx.query<NoticeRow>(
-    `INSERT INTO key_notices (key_id, day, kind, operation)
+    `INSERT INTO usage_notices (key_id, day, kind, operation)
      SELECT DISTINCT coalesce(k.quota_key_id, k.id), t.day, t.kind, t.operation
        FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS t (key_id, day, kind, operation) JOIN api_keys k ON k.id = t.key_id
        ORDER BY 1, 2, 3, 4
-     ON CONFLICT (key_id, day, kind, operation) DO UPDATE SET level = key_notices.level
+     ON CONFLICT (key_id, day, kind, operation) DO UPDATE SET level = usage_notices.level
      RETURNING key_id, day, kind, operation, level`, noticeArrays(targets))
   const open = locked.filter((r) => !isComplete(r.kind, r.level))
   if (open.length === 0) return
@@ -69,7 +69,7 @@ async function announce (tx: Tx, batch: UsageBatch): Promise<void> {
   })
   if (changed.length === 0) return
   await tx.query(
-    `UPDATE key_notices n SET level = c.level FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::integer[]) AS c (key_id, day, kind, operation, level)
+    `UPDATE usage_notices n SET level = c.level FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::integer[]) AS c (key_id, day, kind, operation, level)
      WHERE n.key_id = c.key_id AND n.day = c.day AND n.kind = c.kind AND n.operation = c.operation`,
     [...noticeArrays(changed), changed.map((r) => r.level)])
   await appendEvents(tx, drafts, noticeInstant(batch))

@@ -633,20 +633,20 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   ALTER TABLE bans ADD COLUMN strike integer;
   CREATE INDEX bans_by_subject ON bans (subject, started_at);
   `,
-  // Usage events (issue 31), as SQLite's version 11: what the usage flush announced per quota
+  // Usage events (issue 31), as SQLite's version 12: what the usage flush announced per quota
   // identity and UTC day (quota.threshold, deprecation.used), so each is written once whatever
   // the instances and restarts; the flush locks these rows before it reads the day's counts.
   `
-  CREATE TABLE key_notices (
-    key_id    bigint  NOT NULL CONSTRAINT key_notices_key_id_fkey REFERENCES api_keys (id),
+  CREATE TABLE usage_notices (
+    key_id    bigint  NOT NULL CONSTRAINT usage_notices_key_id_fkey REFERENCES api_keys (id),
     day       text    NOT NULL,
-    kind      text    NOT NULL CONSTRAINT key_notices_kind_check CHECK (kind IN ('quota', 'deprecation')),
+    kind      text    NOT NULL CONSTRAINT usage_notices_kind_check CHECK (kind IN ('quota', 'deprecation')),
     operation text    NOT NULL DEFAULT '',
     level     integer NOT NULL DEFAULT 0,
     PRIMARY KEY (key_id, day, kind, operation)
   );
   `,
-  // Calls through MCP per key and day (issue 33), as SQLite's version 12: of the day's counted
+  // Calls through MCP per key and day (issue 33), as SQLite's version 13: of the day's counted
   // requests, those an agent made through the MCP endpoint.
   `
   ALTER TABLE key_usage ADD COLUMN mcp bigint NOT NULL DEFAULT 0;

@@ -280,7 +280,7 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   // is the highest threshold written (0, 80, 95, 100), operation ''; kind 'deprecation': level 1
   // once deprecation.used was written for the operation.
   `
-  CREATE TABLE key_notices (
+  CREATE TABLE usage_notices (
     key_id    INTEGER NOT NULL REFERENCES api_keys (id),
     day       TEXT    NOT NULL, -- UTC day, YYYY-MM-DD
     kind      TEXT    NOT NULL CHECK (kind IN ('quota', 'deprecation')),
