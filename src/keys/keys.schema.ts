@@ -131,7 +131,7 @@ export const CreatedApiKeySchema = Type.Object({
 export const LEAKED_KEYS_MAX = 100
 
 export const LeakedKeysSchema = Type.Object({
-  keys: Type.Array(Type.String({ minLength: 1, maxLength: 200, description: 'A key found where it should not be: anything may be sent; only a valid key of this service is acted on.' }), {
+  keys: Type.Array(Type.String({ minLength: 1, maxLength: 200, pattern: NO_CONTROLS, description: 'A key found where it should not be: any text without control characters may be sent; only a valid key of this service is acted on.' }), {
     minItems: 1, maxItems: LEAKED_KEYS_MAX, description: `The keys found, 1 to ${LEAKED_KEYS_MAX}.`
   })
 }, { title: 'LeakedKeys', additionalProperties: false, description: 'Keys found exposed (in a repository, a paste, a log).', examples: [{ keys: [KEY_EXAMPLE] }] })
