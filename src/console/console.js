@@ -123,6 +123,29 @@ function statusNode (key) {
 
 const keyLabel = (key) => key.name === null ? `key ${key.id}` : key.name
 
+/**
+ * A key made before checksums (issue 32; `format` in the key view) that still works: the operator
+ * should rotate it. A revoked, rotated or expired one cannot be rotated, so it gets no badge.
+ */
+function legacyBadge (key) {
+  if (key.format !== 'legacy' || ['revoked', 'rotated', 'expired'].includes(statusOf(key))) return null
+  return el('span', { class: 'badge legacy', 'data-format': 'legacy', text: 'legacy format: rotate it' })
+}
+
+/** Why a key was revoked, as key.revoked says (`reason`): an admin's request, or a leak reported. */
+const REVOCATION_REASONS = {
+  requested: 'requested (by an admin or the command line)',
+  leaked: 'leaked (reported through POST /v1/keys/leaked)'
+}
+const reasonText = (reason) => Object.hasOwn(REVOCATION_REASONS, reason) ? REVOCATION_REASONS[reason] : String(reason)
+
+function prefixNode (key) {
+  const wrap = el('span', {}, el('code', { text: key.prefix }))
+  const badge = legacyBadge(key)
+  if (badge !== null) wrap.append(' ', badge)
+  return wrap
+}
+
 // ---- views ---------------------------------------------------------------------------------
 
 function show (view) {
@@ -181,7 +204,7 @@ async function loadKeys (url) {
   const body = $('keys-table').tBodies[0]
   body.replaceChildren(...data.map((key) => el('tr', { 'data-key-id': String(key.id) },
     el('th', { scope: 'row' }, link(`#/keys/${key.id}`, keyLabel(key))),
-    cell(el('code', { text: key.prefix })),
+    cell(prefixNode(key)),
     cell(key.role),
     cell(key.plan),
     cell(`${key.limits.perMinute}/min, ${key.limits.perDay}/day`),
@@ -229,11 +252,13 @@ async function loadKey (id) {
   shown = { key, etag }
   $('key-title').textContent = `${keyLabel(key)} (key ${key.id})`
   const details = [
-    ['Prefix', el('code', { text: key.prefix })], ['Role', key.role], ['Plan', key.plan],
+    ['Prefix', el('code', { text: key.prefix })],
+    ['Format', key.format === 'legacy' ? el('span', {}, 'legacy (no checksum)', ...(legacyBadge(key) === null ? [] : [' ', legacyBadge(key)])) : 'checksummed'],
+    ['Role', key.role], ['Plan', key.plan],
     ['Quotas', `${key.limits.perMinute} per minute, ${key.limits.perDay} per day`],
     // A restricted key lists its scopes; null: everything its role allows.
     ['Scopes', key.scopes === null || key.scopes === undefined ? `all its role allows (${key.role})` : key.scopes.join(', ')],
-    ['Status', statusNode(key)],
+    ['Status', el('span', {}, statusNode(key), el('span', { id: 'revocation-reason' }))],
     ['Created', dateTime(key.createdAt)], ['Expires', key.expiresAt === null ? 'never' : dateTime(key.expiresAt)],
     ['Last used', key.lastUsedAt === null ? 'never' : dateTime(key.lastUsedAt)]
   ]
@@ -248,7 +273,7 @@ async function loadKey (id) {
   $('revoke').hidden = key.revokedAt !== null
   $('rotate-form').hidden = key.revokedAt !== null || key.replacedBy !== null
   $('confirm-revoke').hidden = true
-  await Promise.all([loadUsage(key.id), loadWindows(key.id), loadBans(key.id), loadKeyHistory(key.id)])
+  await Promise.all([loadUsage(key.id), loadWindows(key.id), loadBans(key.id), loadKeyHistory(key)])
 }
 
 async function loadWindows (id) {
@@ -674,11 +699,36 @@ async function loadAudit (url) {
   $('audit-next').disabled = auditNext === null
 }
 
-async function loadKeyHistory (id) {
-  const { data } = await api(`/v1/admin/audit?targetType=key&targetId=${id}&limit=50`)
+/**
+ * Why a revoked key was revoked: the `reason` of its key.revoke entry when the audit log records
+ * it, else of its key.revoked event in the feed (GET /v1/events; an event without one was written
+ * before reasons were kept, when every revocation was requested). Null when neither is left: a key
+ * revoked with its rotation chain has no event of its own, and the feed keeps EVENT_RETENTION_DAYS.
+ */
+async function revocationReason (key, entries) {
+  const recorded = entries.find((entry) => entry.action === 'key.revoke')?.changes.reason?.after
+  if (typeof recorded === 'string') return recorded
+  let url = `/v1/events?type=key.revoked&limit=${FEED_PAGE}`
+  for (let page = 0; page < FEED_PAGES && url !== null; page++) {
+    const { data, link: header } = await api(url)
+    const event = data.find((e) => e.data?.id === key.id)
+    if (event !== undefined) return typeof event.data.reason === 'string' ? event.data.reason : 'requested'
+    url = data.length < FEED_PAGE ? null : nextFromLink(header, '/v1/events')
+  }
+  return null
+}
+
+async function loadKeyHistory (key) {
+  const { data } = await api(`/v1/admin/audit?targetType=key&targetId=${key.id}&limit=50`)
+  const reason = key.revokedAt === null ? null : await revocationReason(key, data)
+  if (reason !== null) $('revocation-reason').replaceChildren(', ', el('span', { 'data-reason': reason, text: reasonText(reason) }))
   const body = $('key-history-table').tBodies[0]
-  body.replaceChildren(...data.map((entry) => el('tr', { 'data-entry': String(entry.id) },
-    cell(dateTime(entry.at)), cell(el('code', { text: entry.action })), cell(actorNode(entry.actor)), cell(changesNode(entry.changes)))))
+  body.replaceChildren(...data.map((entry) => {
+    const action = el('span', {}, el('code', { text: entry.action }))
+    if (entry.action === 'key.revoke' && reason !== null) action.append(': ', el('span', { 'data-reason': reason, text: reasonText(reason) }))
+    return el('tr', { 'data-entry': String(entry.id) },
+      cell(dateTime(entry.at)), cell(action), cell(actorNode(entry.actor)), cell(changesNode(entry.changes)))
+  }))
   if (data.length === 0) body.append(el('tr', {}, el('td', { colspan: '4', text: 'No recorded change.' })))
 }
 
@@ -783,13 +833,21 @@ $('create-form').addEventListener('submit', async (event) => {
   const body = { role: String(data.get('role')), ...quotasFrom(event.target) }
   const name = String(data.get('name')).trim()
   if (name !== '') body.name = name
+  // None checked: no `scopes`, so the key may do everything its role allows (the API's default).
+  const scopes = data.getAll('scopes').map(String)
+  if (scopes.length > 0) body.scopes = scopes
+  $('create-error').textContent = ''
   try {
     const { data: created } = await api('/v1/admin/keys', { method: 'POST', body })
     newKeyShown(created)
     say(`Key ${created.id} created. Copy it now: it is shown once.`)
     event.target.reset()
     await loadKeys(current ?? listUrl())
-  } catch (error) { warn(explain(error)) }
+  } catch (error) {
+    // A refusal (a scope outside the role: 400 validation_failed) is said beside the form, as text.
+    if (error instanceof ApiError && error.status === 400) $('create-error').textContent = explain(error)
+    else warn(explain(error))
+  }
 })
 
 $('copy-key').addEventListener('click', async () => {
