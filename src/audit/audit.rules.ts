@@ -60,9 +60,8 @@ const BOOKKEEPING = /^(version|updatedAt)$/
 
 /**
  * An update's changes. With the record before it (`before`, which the store read for its If-Match
- * check), each field whose value changed, `{ before, after }`, and no other. Without it (key
- * updates: their stores do not hand it over), the values after the change, `before` left out
- * rather than guessed.
+ * check), each field whose value changed, `{ before, after }`, and no other. Without it (a
+ * revocation, a cancellation), the values after the change, `before` left out rather than guessed.
  */
 function updated (record: unknown, before?: unknown): Record<string, FieldChange> {
   if (before === undefined || before === null || typeof before !== 'object') return fieldsOf(record, (after) => ({ after }))
@@ -102,7 +101,11 @@ function factsOf (type: string, data: unknown, before: unknown): Facts {
       const record = (data as { record: Record<string, unknown> }).record
       // A rotation's event carries the successor: the entry is about the key rotated.
       if (verb === 'rotated') return { target: { type: 'key', id: String(record.replaces) }, changes: { replacedBy: { before: null, after: record.id } } }
-      return { target: { type: 'key', id: String(record.id) }, changes: verb === 'created' ? created(record) : updated(record) }
+      const reason = (data as { reason?: unknown }).reason
+      return {
+        target: { type: 'key', id: String(record.id) },
+        changes: verb === 'created' ? created(record) : { ...updated(record, before), ...(reason !== undefined && { reason: { after: reason } }) }
+      }
     }
     case 'inventory':
       return { target: { type: 'inventory', id: idOf(data, 'petId') }, changes: updated(data, before) }

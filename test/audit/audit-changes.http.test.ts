@@ -206,3 +206,17 @@ test('petstore audit verify exits 0 after webhook entries and before-and-after u
   assert.equal(result.code, 0, result.out)
   assert.match(result.out, new RegExp(`audit log intact: ${count} entries`))
 })
+
+test('a key renamed records its name before and after, nothing else; its revocation records why', async (t) => {
+  const h = await buildTestApp(t)
+  const created = await h.call({ method: 'POST', url: '/v1/admin/keys', payload: { name: 'Partner', role: 'customer', plan: 'free' } })
+  assert.equal(created.statusCode, 201, created.body)
+  const key = created.json()
+  // Fault caught: the key's store handing no before-record (the values after only, every field).
+  const renamed = await oneEntry(h, () => h.call({ method: 'PATCH', url: `/v1/admin/keys/${key.id}`, payload: { name: 'Partner shop' } }), 200)
+  assert.equal(renamed.action, 'key.update')
+  assert.deepEqual(renamed.changes, { name: { before: 'Partner', after: 'Partner shop' } })
+  const revoked = await oneEntry(h, () => h.call({ method: 'DELETE', url: `/v1/admin/keys/${key.id}` }), 204)
+  assert.equal(revoked.action, 'key.revoke')
+  assert.deepEqual(revoked.changes.reason, { after: 'requested' })
+})

@@ -20,10 +20,10 @@ async function lockCurrent (tx: Tx, id: number, ifMatch: IfMatch): Promise<KeyRo
 }
 
 /** The key event of a change, in the change's transaction: the key's state, its ban in force at `now` included. */
-async function appendKeyEvent (tx: Tx, type: string, record: KeyRecord, now: number): Promise<void> {
+async function appendKeyEvent (tx: Tx, type: string, record: KeyRecord, now: number, before?: KeyRecord): Promise<void> {
   const ban = await tx.first<BanRow>(
     `SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${sameIdentity(1)}) AND lifted_at IS NULL AND ends_at > $2 ORDER BY ends_at DESC LIMIT 1`, [record.id, now])
-  await appendEvents(tx, [keyEvent(type, { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt })], now)
+  await appendEvents(tx, [keyEvent(type, { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt })], now, before)
 }
 
 interface NoticeRow { key_id: number; day: string; kind: 'quota' | 'deprecation'; operation: string; level: number }
@@ -115,7 +115,7 @@ export function createPostgresKeyStore (db: Db): KeyStore {
           `UPDATE api_keys SET role = $2, plan = $3, per_minute = $4, per_day = $5, version = version + 1 WHERE id IN (${sameIdentity(1)}) AND id <> $1
              AND (role <> $2 OR plan <> $3 OR per_minute IS DISTINCT FROM $4 OR per_day IS DISTINCT FROM $5)`,
           [id, updated.role, updated.plan, updated.perMinute, updated.perDay])
-        await appendKeyEvent(tx, 'key.updated', updated, now)
+        await appendKeyEvent(tx, 'key.updated', updated, now, toKey(row))
         return updated
       })
     },

@@ -76,9 +76,9 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
 
   const current = (id: number, ifMatch: IfMatch): KeyRow => currentRow(byId.get(id) as KeyRow | undefined, `key ${id}`, ifMatch)
   /** The key event of a change, in the change's transaction: the key's state, its ban in force at `now` included. */
-  const appendKeyEvent = (type: string, record: KeyRecord, now: number): void => {
+  const appendKeyEvent = (type: string, record: KeyRecord, now: number, before?: KeyRecord): void => {
     const ban = activeBan.get(record.id, now) as BanRow | undefined
-    events.append([keyEvent(type, { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt })], now)
+    events.append([keyEvent(type, { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt })], now, before)
   }
 
   return {
@@ -115,7 +115,7 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
           changes.perDay === undefined ? row.per_day : changes.perDay, id) as unknown as KeyRow)
         const { role, plan, perMinute, perDay } = updated
         updateSiblings.run(role, plan, perMinute, perDay, id, id, role, plan, perMinute, perDay)
-        appendKeyEvent('key.updated', updated, now)
+        appendKeyEvent('key.updated', updated, now, toKey(row))
         return updated
       })
     },
