@@ -146,7 +146,9 @@ test('the Redis limiter call and each webhook attempt are spans: the limiter und
   const woke = spans.filter((s) => s.kind === SERVER && s.attributes['http.route'] === '/v1/webhooks/:webhookId/test')
   assert.equal(woke.length, 3)
   for (const server of woke) {
-    const late = spans.filter((s) => s.traceId === server.traceId && BigInt(s.endTime) > BigInt(server.endTime))
+    // @fastify/otel's own spans of the request (`request`, its hooks and handler) may end a moment
+    // after the server span on a busy machine: they are the request's, not the round's.
+    const late = spans.filter((s) => s.traceId === server.traceId && BigInt(s.endTime) > BigInt(server.endTime) && !/^(request$|handler - |hook - )/.test(s.name))
     assert.deepEqual(late.map((s) => s.name), [], 'spans of the dispatch round under the request that woke it')
   }
 
