@@ -32,7 +32,7 @@ USER node
 # (amaro: about 18 MiB of RSS for the life of the process). Modules loaded only later (the
 # PostgreSQL store, ioredis) are added on first use. `npm run test:image` checks the saving.
 ENV NODE_COMPILE_CACHE=/app/.cache/node
-RUN node --input-type=module -e "await import('/app/src/cli/main.ts'); await import('/app/src/cli/serve.ts')"
+RUN node --input-type=module -e "await import('/app/src/cli/main.ts'); await import('/app/src/cli/serve.ts'); await import('/app/src/server.ts')"
 
 # What is exposed: the API on 3000 (HOST=0.0.0.0 above). /metrics, with /healthz and /readyz, is
 # served on a listener of its own, 127.0.0.1:9464 by default (METRICS_HOST, METRICS_PORT): inside
