@@ -95,17 +95,23 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
     // before the attempt's deadline, letting another instance attempt the delivery too; what came
     // due meanwhile is claimed now rather than a round later.
     const now = clock.now()
+    const inFlight = Object.fromEntries(perEndpoint)
     const claimed = await store.claimDue({
       now,
       leaseOwner,
       leaseUntil: now + settings.timeoutMs + LEASE_MARGIN_MS,
       limit: room,
       perEndpoint: settings.maxInFlightPerEndpoint,
-      inFlight: Object.fromEntries(perEndpoint)
+      inFlight
     })
-    for (const delivery of claimed) start(delivery)
-    // An endpoint at its share may have more due, whether this claim or an earlier one filled it.
-    saturated = claimed.length === room || [...perEndpoint.values()].some((n) => n >= settings.maxInFlightPerEndpoint)
+    for (const delivery of claimed) {
+      start(delivery)
+      inFlight[delivery.webhookId] = (inFlight[delivery.webhookId] ?? 0) + 1
+    }
+    // An endpoint at its share when the claim ran may have more due, whether this claim or an
+    // earlier one filled it. Counted from what the claim saw, not from perEndpoint now: attempts
+    // that ended during the claim lowered that, and a backlog would wait for the poll.
+    saturated = claimed.length === room || Object.values(inFlight).some((n) => n >= settings.maxInFlightPerEndpoint)
   }
 
   function start (delivery: ClaimedDelivery): void {
@@ -117,7 +123,10 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
         const left = (perEndpoint.get(delivery.webhookId) ?? 1) - 1
         if (left === 0) perEndpoint.delete(delivery.webhookId)
         else perEndpoint.set(delivery.webhookId, left)
-        if (saturated && !stopping) wake()
+        if (stopping) return
+        // Ended during a round: that round's claim did not count this room, so one more runs.
+        if (running !== null) again = true
+        else if (saturated) wake()
       })
     attempts.add(done)
   }
