@@ -702,8 +702,9 @@ async function loadAudit (url) {
 /**
  * Why a revoked key was revoked: the `reason` of its key.revoke entry when the audit log records
  * it, else of its key.revoked event in the feed (GET /v1/events; an event without one was written
- * before reasons were kept, when every revocation was requested). Null when neither is left: a key
- * revoked with its rotation chain has no event of its own, and the feed keeps EVENT_RETENTION_DAYS.
+ * before reasons were kept, when every revocation was requested). Null when neither is left: the
+ * feed keeps EVENT_RETENTION_DAYS, and a partner revoked with its rotation chain before each key
+ * got an event of its own has none.
  */
 async function revocationReason (key, entries) {
   const recorded = entries.find((entry) => entry.action === 'key.revoke')?.changes.reason?.after

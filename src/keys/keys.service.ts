@@ -293,9 +293,8 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
         if (record === null || record.revokedAt !== null || isExpired(record, now)) continue
         const revoked = await keys.revokeKey(record.id, now, null, 'leaked')
         hooks.onKeyChanged?.(revoked)
-        // The audit entry is written with the key.revoked event (storage's event append), its actor
-        // the request's address (http/access.ts). TODO(audit log): it does not carry the event's
-        // `reason` yet (audit/audit.rules.ts factsOf), nor the siblings revoked with the key.
+        // The audit entries are written with the key.revoked events (storage's event append: one
+        // per key, the rotation partner's too, each with its reason), the actor the request's address.
       }
     },
     async unban (id) {

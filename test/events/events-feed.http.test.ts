@@ -93,11 +93,14 @@ test('key administration writes key.created, key.updated, key.rotated and key.re
   const { key: successorSecret, ...successor } = rotated.json()
   assert.equal((await call({ method: 'DELETE', url: `/v1/admin/keys/${successor.id}` })).statusCode, 204)
   const revoked = (await call({ method: 'GET', url: `/v1/admin/keys/${successor.id}` })).json()
+  const partner = (await call({ method: 'GET', url: `/v1/admin/keys/${id}` })).json()
   // Revoking again changes nothing: no second event.
   assert.equal((await call({ method: 'DELETE', url: `/v1/admin/keys/${successor.id}` })).statusCode, 204)
 
-  const events = (await feed(h, 7, { query: '&type=key.*' })).filter((e) => e.data.id === id || e.data.id === successor.id)
-  assert.deepEqual(types(events), ['key.created', 'key.updated', 'key.rotated', 'key.revoked'])
+  const events = (await feed(h, 8, { query: '&type=key.*' })).filter((e) => e.data.id === id || e.data.id === successor.id)
+  // The old key, still in its grace period, is revoked with its successor: an event of its own.
+  assert.deepEqual(types(events), ['key.created', 'key.updated', 'key.rotated', 'key.revoked', 'key.revoked'])
+  assert.deepEqual(events[4]!.data, { ...partner, reason: 'requested' }, 'key.revoked: the rotation partner, revoked with it')
   assert.deepEqual(events[0]!.data, view)
   assert.deepEqual(events[1]!.data, updated)
   assert.deepEqual(events[2]!.data, successor, 'key.rotated: the successor, which names the key it replaces')

@@ -1,9 +1,10 @@
 // POST /v1/keys/leaked (issue 32; docs/product.md, leaked keys): anyone who finds keys exposed
 // reports them without a key; each valid one is revoked with its rotation pair, on both engines,
 // and key.revoked says `reason: "leaked"`. The answer is one and the same whatever was sent: it is
-// no oracle. Faults caught: a report that revokes nothing, or only one key of a rotation pair; an
-// answer that differs for a valid key (an oracle); a report that needs a key, or is not charged to
-// the address; more than 100 keys accepted; the reported keys written to the log.
+// no oracle. Faults caught: a report that revokes nothing, or only one key of a rotation pair (or
+// the partner without its own event and audit entry); an answer that differs for a valid key (an
+// oracle); a report that needs a key, or is not charged to the address; more than 100 keys
+// accepted; the reported keys written to the log.
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { test } from 'node:test'
@@ -48,17 +49,18 @@ test('a leaked key reported without a key: it and its rotation pair answer 401, 
   for (const id of [old.id, successor.id]) assert.notEqual((await h.stores.keys.getKey(id))!.revokedAt, null, `key ${id} revoked in the database`)
 
   const events = (await call({ method: 'GET', url: '/v1/events?type=key.revoked&limit=100' })).json() as Array<{ type: string; data: { id: number; reason?: string; revokedAt: string | null } }>
-  assert.deepEqual(events.map((e) => [e.type, e.data.id, e.data.reason]), [['key.revoked', old.id, 'leaked']])
-  assert.notEqual(events[0]!.data.revokedAt, null)
+  // One event per key revoked: the key reported and its rotation partner, each saying why.
+  assert.deepEqual(events.map((e) => [e.type, e.data.id, e.data.reason]).sort(), [['key.revoked', old.id, 'leaked'], ['key.revoked', successor.id, 'leaked']])
+  for (const event of events) assert.notEqual(event.data.revokedAt, null)
 
-  // The audit log (storage's event append) names the reporter by its address, not a key.
+  // The audit log (storage's event append) names the reporter by its address, not a key, for both keys.
   const audit = (await call({ method: 'GET', url: '/v1/admin/audit?action=key.revoke&limit=100' })).json() as Array<{ actor: { type: string }; target: { id: string }; address: string | null }>
-  assert.deepEqual(audit.map((e) => [e.actor.type, e.target.id, e.address]), [['address', String(old.id), '203.0.113.9']])
+  assert.deepEqual(audit.map((e) => [e.actor.type, e.target.id, e.address]).sort(), [['address', String(old.id), '203.0.113.9'], ['address', String(successor.id), '203.0.113.9']])
 
   // An admin's revocation says requested.
   assert.equal((await call({ method: 'DELETE', url: `/v1/admin/keys/${bystander.id}` })).statusCode, 204)
   const after = (await call({ method: 'GET', url: '/v1/events?type=key.revoked&limit=100' })).json() as Array<{ data: { id: number; reason?: string } }>
-  assert.deepEqual(after.map((e) => [e.data.id, e.data.reason]), [[old.id, 'leaked'], [bystander.id, 'requested']])
+  assert.deepEqual(after.map((e) => [e.data.id, e.data.reason]), [[old.id, 'leaked'], [successor.id, 'leaked'], [bystander.id, 'requested']])
 })
 
 test('the answer is byte for byte the same for a valid key, an unknown one, a wrong checksum, garbage, a revoked key and a repeat', async (t) => {

@@ -123,17 +123,20 @@ export function createPostgresKeyStore (db: Db): KeyStore {
       return db.transaction(async (tx) => {
         const row = await lockCurrent(tx, id, ifMatch)
         // One caller, one fate: the other keys of the rotation chain that still work are revoked too.
-        await tx.query(
-          `UPDATE api_keys SET revoked_at = $2, version = version + 1 WHERE id IN (${sameIdentity(1)}) AND id <> $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)`,
-          [id, now])
-        if (row.revoked_at !== null) return toKey(row)
-        const revoked = toKey((await tx.first<KeyRow>(`UPDATE api_keys SET revoked_at = $1, version = version + 1 WHERE id = $2 RETURNING ${KEY_COLUMNS}`, [now, id]))!)
-        // appendKeyEvent's state, and why (the RevokedApiKey view, keys/keys.view.ts).
-        const ban = await tx.first<BanRow>(
-          `SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${sameIdentity(1)}) AND lifted_at IS NULL AND ends_at > $2 ORDER BY ends_at DESC LIMIT 1`, [revoked.id, now])
-        const state = { record: revoked, ban: ban === undefined ? null : toBan(ban), lastUsedAt: revoked.lastUsedAt, reason }
-        await appendEvents(tx, [keyEvent('key.revoked', state)], now)
-        return revoked
+        const siblings = (await tx.query<KeyRow>(
+          `UPDATE api_keys SET revoked_at = $2, version = version + 1 WHERE id IN (${sameIdentity(1)}) AND id <> $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2) RETURNING ${KEY_COLUMNS}`,
+          [id, now])).map(toKey)
+        const revoked = row.revoked_at !== null ? null : toKey((await tx.first<KeyRow>(`UPDATE api_keys SET revoked_at = $1, version = version + 1 WHERE id = $2 RETURNING ${KEY_COLUMNS}`, [now, id]))!)
+        const records = revoked === null ? siblings : [revoked, ...siblings]
+        // appendKeyEvent's state, and why (the RevokedApiKey view, keys/keys.view.ts): one event
+        // (and so one audit entry) per key revoked, the rotation partner included.
+        if (records.length > 0) {
+          const banRow = await tx.first<BanRow>(
+            `SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${sameIdentity(1)}) AND lifted_at IS NULL AND ends_at > $2 ORDER BY ends_at DESC LIMIT 1`, [id, now])
+          const ban = banRow === undefined ? null : toBan(banRow)
+          await appendEvents(tx, records.map((record) => { const state = { record, ban, lastUsedAt: record.lastUsedAt, reason }; return keyEvent('key.revoked', state) }), now)
+        }
+        return revoked ?? toKey(row)
       })
     },
     async rotateKey (id, r) {

@@ -25,7 +25,7 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
   const revoke = db.prepare(`UPDATE api_keys SET revoked_at = ?, version = version + 1 WHERE id = ? RETURNING ${KEY_COLUMNS}`)
   // One caller, one fate (docs/product.md 9.x): the other keys of the rotation chain that still
   // work are revoked with the key, and take its role, plan and quotas.
-  const revokeSiblings = db.prepare(`UPDATE api_keys SET revoked_at = ?, version = version + 1 WHERE id IN (${SAME_IDENTITY}) AND id <> ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`)
+  const revokeSiblings = db.prepare(`UPDATE api_keys SET revoked_at = ?, version = version + 1 WHERE id IN (${SAME_IDENTITY}) AND id <> ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?) RETURNING ${KEY_COLUMNS}`)
   const updateSiblings = db.prepare(`UPDATE api_keys SET role = ?, plan = ?, per_minute = ?, per_day = ?, version = version + 1 WHERE id IN (${SAME_IDENTITY}) AND id <> ? AND (role <> ? OR plan <> ? OR per_minute IS NOT ? OR per_day IS NOT ?)`)
   const insertBan = db.prepare(`INSERT INTO bans (key_id, subject, started_at, ends_at, reason, strike) VALUES (?, ?, ?, ?, ?, ?) RETURNING ${BAN_COLUMNS}`)
   const banOf = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE subject = ? AND started_at = ? AND ends_at = ? ORDER BY id LIMIT 1`)
@@ -122,14 +122,15 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
     async revokeKey (id, now, ifMatch, reason = 'requested') {
       return transaction(db, () => {
         const row = current(id, ifMatch)
-        revokeSiblings.run(now, id, id, now)
-        if (row.revoked_at !== null) return toKey(row)
-        const revoked = toKey(revoke.get(now, id) as unknown as KeyRow)
-        // appendKeyEvent's state, and why (the RevokedApiKey view, keys/keys.view.ts).
-        const ban = activeBan.get(revoked.id, now) as BanRow | undefined
-        const state = { record: revoked, ban: ban === undefined ? null : toBan(ban), lastUsedAt: revoked.lastUsedAt, reason }
-        events.append([keyEvent('key.revoked', state)], now)
-        return revoked
+        const siblings = (revokeSiblings.all(now, id, id, now) as unknown as KeyRow[]).map(toKey)
+        const revoked = row.revoked_at !== null ? null : toKey(revoke.get(now, id) as unknown as KeyRow)
+        // appendKeyEvent's state, and why (the RevokedApiKey view, keys/keys.view.ts): one event
+        // (and so one audit entry) per key revoked, the rotation partner included.
+        const banRow = activeBan.get(id, now) as BanRow | undefined
+        const ban = banRow === undefined ? null : toBan(banRow)
+        const records = revoked === null ? siblings : [revoked, ...siblings]
+        if (records.length > 0) events.append(records.map((record) => { const state = { record, ban, lastUsedAt: record.lastUsedAt, reason }; return keyEvent('key.revoked', state) }), now)
+        return revoked ?? toKey(row)
       })
     },
     async rotateKey (id, r) {
