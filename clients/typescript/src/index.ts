@@ -195,7 +195,7 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
         // slips out. A 429 was not processed, so any method may retry, unless the wait is
         // longer than maxWaitMs: then this call rejects with the 429 (queued ones too, in the gate).
         let waitMs = 0
-        if (error !== null && error.status === 429 && error.code !== 'api_key_banned') {
+        if (error !== null && error.status === 429 && !isBan(error)) {
           waitMs = error.retryAfter !== null ? error.retryAfter * 1000 : backoffMs(retry + 1)
           gate.hold(now() + waitMs)
         }
@@ -216,7 +216,7 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
       const { response, text, error, tooLong: waitTooLong } = received
       if (error === null) return { data: text === '' ? undefined : JSON.parse(text), response }
       lastError = error
-      if (response.status === 429 && error.code !== 'api_key_banned' && !waitTooLong) continue
+      if (response.status === 429 && !isBan(error) && !waitTooLong) continue
       if (response.status === 503 && retryable) {
         // A Retry-After past maxWaitMs rejects at once, as a 429's does: the 503 tells when to come back.
         const retryAfterMs = error.retryAfter !== null ? error.retryAfter * 1000 : null
@@ -417,6 +417,14 @@ function notify<T> (callback: ((value: T) => unknown) | undefined, value: T): vo
  * the Web Crypto API is used where it is, and Math.random only where it is not: a key only has
  * to differ from the caller's other keys of the same day.
  */
+/**
+ * A ban (of the key, or of the client's address when it sends no key): never retried, since it
+ * lasts minutes and a retry is refused too; the call rejects at once with retryAfter.
+ */
+function isBan (error: PetstoreError): boolean {
+  return error.code === 'api_key_banned' || error.code === 'address_banned'
+}
+
 function randomKey (): string {
   const webCrypto = (globalThis as { crypto?: { randomUUID?: () => string; getRandomValues?: (bytes: Uint8Array) => Uint8Array } }).crypto
   if (typeof webCrypto?.randomUUID === 'function') return webCrypto.randomUUID()

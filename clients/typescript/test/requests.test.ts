@@ -275,21 +275,23 @@ test('a client clock an hour off still waits the reset the RateLimit field gives
   }
 })
 
-test('a 429 api_key_banned rejects at once and holds nothing: the client\'s next call is sent without a wait', async (t) => {
-  const server = await serveForClient(t)
-  let first = true
-  const { fetch, exchanges } = recordingFetch(async (input, init) => {
-    const response = await globalThis.fetch(input, init)
-    if (!first) return response
-    first = false
-    return new Response(JSON.stringify({ code: 'api_key_banned', message: 'banned' }), { status: 429, headers: { 'content-type': 'application/json', 'retry-after': '30' } })
+for (const code of ['api_key_banned', 'address_banned'] as const) {
+  test(`a 429 ${code} rejects at once and holds nothing: the client's next call is sent without a wait`, async (t) => {
+    const server = await serveForClient(t)
+    let first = true
+    const { fetch, exchanges } = recordingFetch(async (input, init) => {
+      const response = await globalThis.fetch(input, init)
+      if (!first) return response
+      first = false
+      return new Response(JSON.stringify({ code, message: 'banned' }), { status: 429, headers: { 'content-type': 'application/json', 'retry-after': '30' } })
+    })
+    const waits: number[] = []
+    const client = server.client({ fetch, sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) } })
+    await assert.rejects(client.pets.list(), { status: 429, code, retryAfter: 30 })
+    assert.deepEqual(await client.pets.list(), [])
+    assert.deepEqual([exchanges.map((e) => e.status), waits], [[429, 200], []])
   })
-  const waits: number[] = []
-  const client = server.client({ fetch, sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) } })
-  await assert.rejects(client.pets.list(), { status: 429, code: 'api_key_banned', retryAfter: 30 })
-  assert.deepEqual(await client.pets.list(), [])
-  assert.deepEqual([exchanges.map((e) => e.status), waits], [[429, 200], []])
-})
+}
 
 test('a 429 whose Retry-After is exactly maxWaitMs is waited out and retried, not refused', async (t) => {
   const server = await serveForClient(t)
