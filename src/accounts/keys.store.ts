@@ -164,4 +164,9 @@ export interface KeyStore {
   deprecatedCalls (fromDay: string): Promise<DeprecatedCallRow[]>
   /** The bans of the key's quota identity (its rotation chain), latest start first, at most `limit`. */
   banHistory (keyId: number, limit: number): Promise<BanRecord[]>
+  /**
+   * Deletes at most `max` of the notices recordUsage keeps per key and day (which thresholds and
+   * deprecations were announced) of days before `beforeDay` (YYYY-MM-DD); returns how many.
+   */
+  pruneUsageNotices (beforeDay: string, max: number): Promise<number>
 }

@@ -15,6 +15,7 @@ import { keyExpiringJob } from './key-expiring.ts'
 import { orderSweepJob } from './order-sweep.ts'
 import { createJobRunner, type Job, type JobEvents, type JobTimers } from './runner.ts'
 import { usageFlushJob } from './usage-flush.ts'
+import { usageNoticePruneJob } from './usage-notice-prune.ts'
 import { webhookJobs } from './webhook-dispatch.ts'
 import type { Dispatcher } from '../webhooks/dispatcher.ts'
 
@@ -44,6 +45,7 @@ export function backgroundJobs (deps: JobDeps): Job[] {
     orderSweepJob(deps),
     eventPruneJob(deps),
     keyExpiringJob(deps),
+    usageNoticePruneJob(deps),
     ...webhookJobs(deps)
   ]
 }

@@ -230,6 +230,11 @@ export function createPostgresKeyStore (db: Db): KeyStore {
     },
     async banHistory (keyId, limit) {
       return (await db.query<BanRow>(`SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${sameIdentity(1)}) ORDER BY started_at DESC, id DESC LIMIT $2`, [keyId, limit])).map(toBan)
+    },
+    async pruneUsageNotices (beforeDay, max) {
+      const rows = await db.query<{ n: string }>(`WITH gone AS (DELETE FROM usage_notices WHERE (key_id, day, kind, operation) IN
+          (SELECT key_id, day, kind, operation FROM usage_notices WHERE day < $1 LIMIT $2) RETURNING 1) SELECT count(*) AS n FROM gone`, [beforeDay, max])
+      return Number(rows[0]?.n ?? 0)
     }
   }
 }

@@ -47,6 +47,7 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
   const identityOf = db.prepare('SELECT i.id, i.plan, i.per_minute, i.per_day FROM api_keys k JOIN api_keys i ON i.id = coalesce(k.quota_key_id, k.id) WHERE k.id = ?')
   const chainAllowed = db.prepare('SELECT coalesce(sum(u.allowed), 0) AS n FROM key_usage u JOIN api_keys c ON c.id = u.key_id WHERE u.day = ? AND (c.id = ? OR c.quota_key_id = ?)')
   const chainCalls = db.prepare('SELECT coalesce(sum(d.calls), 0) AS n FROM deprecated_calls d JOIN api_keys c ON c.id = d.key_id WHERE d.operation = ? AND d.day = ? AND (c.id = ? OR c.quota_key_id = ?)')
+  const pruneNotices = db.prepare('DELETE FROM usage_notices WHERE rowid IN (SELECT rowid FROM usage_notices WHERE day < ? LIMIT ?)')
   const noticeLevel = db.prepare('SELECT level FROM usage_notices WHERE key_id = ? AND day = ? AND kind = ? AND operation = ?')
   const setNotice = db.prepare(`INSERT INTO usage_notices (key_id, day, kind, operation, level) VALUES (?, ?, ?, ?, ?)
     ON CONFLICT (key_id, day, kind, operation) DO UPDATE SET level = excluded.level`)
@@ -195,6 +196,9 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
     },
     async banHistory (keyId, limit) {
       return (banHistory.all(keyId, limit) as unknown as BanRow[]).map(toBan)
+    },
+    async pruneUsageNotices (beforeDay, max) {
+      return transaction(db, () => Number(pruneNotices.run(beforeDay, max).changes))
     }
   }
 }
