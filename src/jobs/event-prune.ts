@@ -11,16 +11,21 @@ export const PRUNE_EVERY_MS = 10 * 60_000
 export const PRUNE_BATCH = 1000
 export const PRUNE_BATCHES_PER_RUN = 20
 
-/** Deletes what is past retention, batch after batch, until a batch comes back short or the run's bound; returns how many. */
-export async function pruneEvents (deps: { events: EventStore; clock: Clock; eventRetentionDays: number }): Promise<number> {
-  const before = deps.clock.now() - deps.eventRetentionDays * DAY_MS
+/** Runs `batch` (deleting at most PRUNE_BATCH) until one comes back short or the run's bound; returns how many it deleted. */
+export async function pruneInBatches (batch: (max: number) => Promise<number>): Promise<number> {
   let deleted = 0
-  for (let batch = 0; batch < PRUNE_BATCHES_PER_RUN; batch++) {
-    const n = await deps.events.pruneEvents(before, PRUNE_BATCH)
+  for (let i = 0; i < PRUNE_BATCHES_PER_RUN; i++) {
+    const n = await batch(PRUNE_BATCH)
     deleted += n
     if (n < PRUNE_BATCH) break
   }
   return deleted
+}
+
+/** Deletes the events past retention; returns how many. */
+export async function pruneEvents (deps: { events: EventStore; clock: Clock; eventRetentionDays: number }): Promise<number> {
+  const before = deps.clock.now() - deps.eventRetentionDays * DAY_MS
+  return await pruneInBatches((max) => deps.events.pruneEvents(before, max))
 }
 
 export function eventPruneJob (deps: { events: EventStore; clock: Clock; eventRetentionDays: number }): Job {

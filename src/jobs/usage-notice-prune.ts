@@ -7,19 +7,13 @@ import type { KeyStore } from '../accounts/keys.store.ts'
 import { utcDay } from '../accounts/keys.rules.ts'
 import { DAY_MS } from '../ratelimit/limiter.ts'
 import type { Clock } from '../shared/clock.ts'
-import { PRUNE_BATCH, PRUNE_BATCHES_PER_RUN, PRUNE_EVERY_MS } from './event-prune.ts'
+import { PRUNE_EVERY_MS, pruneInBatches } from './event-prune.ts'
 import type { Job } from './runner.ts'
 
-/** Deletes the notices of days before yesterday (UTC), batch after batch up to the run's bound; returns how many. */
+/** Deletes the notices of days before yesterday (UTC); returns how many. */
 export async function pruneUsageNotices (deps: { keys: KeyStore; clock: Clock }): Promise<number> {
   const beforeDay = utcDay(deps.clock.now() - DAY_MS)
-  let deleted = 0
-  for (let batch = 0; batch < PRUNE_BATCHES_PER_RUN; batch++) {
-    const n = await deps.keys.pruneUsageNotices(beforeDay, PRUNE_BATCH)
-    deleted += n
-    if (n < PRUNE_BATCH) break
-  }
-  return deleted
+  return await pruneInBatches((max) => deps.keys.pruneUsageNotices(beforeDay, max))
 }
 
 export function usageNoticePruneJob (deps: { keys: KeyStore; clock: Clock }): Job {
