@@ -62,14 +62,20 @@ void test('redis: a script reply of the wrong shape is refused, never read as a 
   const { redis, prefix } = fixture
   const limiter = createRedisRateLimiter({ redis, prefix, now: () => START })
   await limiter.consume('key:1', QUOTA)
+  // One line per call of the batch, six integers each (here a batch of one).
   const replies: unknown[] = [
     'OK',
     null,
-    [0, 1, 1, 0, 0],
-    [0, 1, 1, 0, 0, 0, 0],
-    [0, 1, '1', 0, 0, 0],
-    [5, 1, 1, 0, 0, 0],
-    [-1, 1, 1, 0, 0, 0]
+    '',
+    [0, 1, 1, 0, 0, 0],
+    '0 1 1 0 0',
+    '0 1 1 0 0 0 0',
+    '0 1 x 0 0 0',
+    '0 1 1e3 0 0 0',
+    '0 1  1 0 0 0',
+    '0 1 1 0 0 0\n0 1 1 0 0 0',
+    '5 1 1 0 0 0',
+    '-1 1 1 0 0 0'
   ]
   for (const reply of replies) {
     redis.evalsha = (async () => reply) as typeof redis.evalsha
@@ -85,7 +91,7 @@ void test('redis: a script reply of the wrong shape is refused, never read as a 
   ]
   const seen = []
   for (const [reply] of outcomes) {
-    redis.evalsha = (async () => reply) as typeof redis.evalsha
+    redis.evalsha = (async () => reply.join(' ')) as typeof redis.evalsha
     const d = await limiter.consume('key:1', QUOTA)
     seen.push([d.code, d.allowed, d.banStarted, d.ban?.level ?? null, d.minute.remaining, d.day.remaining])
   }
@@ -96,6 +102,20 @@ void test('redis: a script reply of the wrong shape is refused, never read as a 
     ['api_key_banned', false, true, 1, 5, 100],
     ['api_key_banned', false, false, null, 5, 100]
   ])
+})
+
+void test('redis: a call whose step fails in Redis (WRONGTYPE) fails alone; the other calls of its batch are answered and charged once', async (t) => {
+  const fixture = await open(t)
+  if (fixture === null) return
+  const { redis, prefix } = fixture
+  const limiter = createRedisRateLimiter({ redis, prefix, now: () => START })
+  await redis.set(`${prefix}{key:bad}:s`, 'not a hash') // the state hash of key:bad, damaged
+  const sent = spy(redis)
+  const [one, bad, two] = await Promise.allSettled([limiter.consume('key:1', QUOTA), limiter.consume('key:bad', QUOTA), limiter.consume('key:2', QUOTA)])
+  assert.equal(sent.length, 1, 'the three calls went in one command')
+  assert.ok(bad.status === 'rejected' && bad.reason instanceof Error && /WRONGTYPE/.test(bad.reason.message), String(bad.status === 'rejected' ? bad.reason : bad.value))
+  assert.deepEqual([one, two].map((r) => r.status === 'fulfilled' ? r.value.minute.remaining : r.reason), [4, 4])
+  assert.deepEqual([(await limiter.peek('key:1', QUOTA)).minute.remaining, (await limiter.peek('key:2', QUOTA)).minute.remaining], [4, 4])
 })
 
 void test('redis: needsBans answers true once per prefix, until the sentinel is lost', async (t) => {

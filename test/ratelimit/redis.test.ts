@@ -51,6 +51,19 @@ void describe('redis back end', { skip }, () => {
     return `test:${randomUUID()}:`
   }
 
+  const QUOTA_20 = { perMinute: 20, perDay: 1000 }
+
+  /** Records the name of every command the client sends. */
+  function spy (c: Redis): string[] {
+    const sent: string[] = []
+    const send = c.sendCommand.bind(c)
+    c.sendCommand = (command: Command, ...rest: unknown[]) => {
+      sent.push(command.name)
+      return send(command, ...(rest as [never]))
+    }
+    return sent
+  }
+
   runRateLimiterContract('redis', async (now) => {
     const prefix = uniquePrefix()
     return {
@@ -99,12 +112,7 @@ void describe('redis back end', { skip }, () => {
     const prefix = uniquePrefix()
     t.after(() => deleteRedisKeys(shared, prefix))
     const c = await client()
-    const sent: string[] = []
-    const send = c.sendCommand.bind(c)
-    c.sendCommand = (command: Command, ...rest: unknown[]) => {
-      sent.push(command.name)
-      return send(command, ...(rest as [never]))
-    }
+    const sent = spy(c)
     const limiter = createRedisRateLimiter({ redis: c, prefix, now: () => START })
     const quota = { perMinute: 2, perDay: 100 }
     await limiter.consume('key:1', quota)
@@ -117,6 +125,39 @@ void describe('redis back end', { skip }, () => {
     assert.deepEqual(sent.splice(0), ['evalsha'])
     await limiter.unban('key:1')
     assert.deepEqual(sent.splice(0), ['evalsha'])
+  })
+
+  void test('the calls of one event-loop turn go in one command, each decided in call order: 50 concurrent calls on two keys at 20/min allow exactly 20 each', async (t) => {
+    const prefix = uniquePrefix()
+    t.after(() => deleteRedisKeys(shared, prefix))
+    const c = await client()
+    const limiter = createRedisRateLimiter({ redis: c, prefix, now: () => START })
+    await limiter.peek('key:0', QUOTA_20) // EVAL: the script is now loaded
+    const sent = spy(c)
+    const decisions = await Promise.all(Array.from({ length: 50 }, (_, i) => limiter.consume(`key:${i % 2 + 1}`, QUOTA_20)))
+    assert.deepEqual(sent, ['evalsha'], 'one command for the 50 calls')
+    for (const key of [0, 1]) {
+      const own = decisions.filter((_, i) => i % 2 === key)
+      // As if each had been sent alone, in order: the first 20 allowed counting down, then 429s.
+      assert.deepEqual(own.map((d) => d.allowed ? d.minute.remaining : d.code),
+        [...Array.from({ length: 20 }, (_, i) => 19 - i), ...Array.from({ length: 5 }, () => 'rate_limited')])
+    }
+    const after = await Promise.all([limiter.peek('key:1', QUOTA_20), limiter.peek('key:2', QUOTA_20)])
+    assert.deepEqual(after.map((d) => [d.minute.remaining, d.day.remaining]), [[0, 980], [0, 980]])
+  })
+
+  void test('150 calls in one turn are sent as batches of at most 64 (three commands), the counts exact', async (t) => {
+    const prefix = uniquePrefix()
+    t.after(() => deleteRedisKeys(shared, prefix))
+    const c = await client()
+    const limiter = createRedisRateLimiter({ redis: c, prefix, now: () => START })
+    await limiter.peek('key:0', QUOTA_20)
+    const sent = spy(c)
+    const quota = { perMinute: 140, perDay: 1000 }
+    const decisions = await Promise.all(Array.from({ length: 150 }, () => limiter.consume('key:1', quota)))
+    assert.deepEqual(sent, ['evalsha', 'evalsha', 'evalsha'])
+    assert.deepEqual(decisions.map((d) => d.allowed ? d.minute.remaining : d.code),
+      [...Array.from({ length: 140 }, (_, i) => 139 - i), ...Array.from({ length: 10 }, () => 'rate_limited')])
   })
 
   void test('after the server loses its script cache (NOSCRIPT), the call is resent with EVAL and answers', async (t) => {
