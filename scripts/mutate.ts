@@ -3,10 +3,12 @@
 // mutants; Stryker's perTest coverage then runs, for each mutant, only the test files that cover
 // it. Incremental mode keeps one file per part under .stryker/, so a rerun tests only what
 // changed since the last run of that part. Not part of npm test or CI: a part takes minutes to
-// half an hour on two cores. See docs/testing.md.
+// half an hour on two cores. Stryker is not in the project's npm ci: it is installed in
+// tools/mutate on the first run (scripts/tools.ts). See docs/testing.md.
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { delimiter, dirname, join } from 'node:path'
+import { join } from 'node:path'
+import { installTool, pinnedNodePath } from './tools.ts'
 
 interface Part {
   mutate: string[]
@@ -95,9 +97,10 @@ function main (args: string[]): number {
     process.stderr.write(`usage: npm run mutate -- PART [stryker flags]\nparts: ${Object.keys(PARTS).join(', ')}\n`)
     return 2
   }
+  const bin = installTool('mutate')
   mkdirSync('.stryker', { recursive: true })
   const config = {
-    $schema: './node_modules/@stryker-mutator/core/schema/stryker-schema.json',
+    $schema: '../tools/mutate/node_modules/@stryker-mutator/core/schema/stryker-schema.json',
     testRunner: 'tap',
     tap: { testFiles: part.tests, nodeArgs: ['--test-reporter=tap', ...(part.nodeArgs ?? [])] },
     checkers: [],
@@ -114,17 +117,17 @@ function main (args: string[]): number {
     clearTextReporter: { allowColor: false, logTests: false, reportMutants: true, reportScoreTable: true },
     tempDirName: '.stryker/tmp',
     cleanTempDir: 'always',
-    // The sandbox needs no copy of the packages: they are linked. docs/openapi.json stays: the
-    // CLI tests compare `petstore openapi` with it byte for byte.
-    ignorePatterns: ['data', 'bench/results', '.tmp', 'docs/*', '!docs/openapi.json', '.stryker'],
+    // The sandbox needs no copy of the packages: they are linked (the project's; Stryker's own,
+    // under tools/, are not needed there). docs/openapi.json stays: the CLI tests compare
+    // `petstore openapi` with it byte for byte.
+    ignorePatterns: ['data', 'bench/results', '.tmp', 'docs/*', '!docs/openapi.json', '.stryker', 'tools'],
     thresholds: { high: 90, low: 85, break: null }
   }
   const file = join('.stryker', `stryker-${name}.config.json`)
   writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`)
   // The tap runner starts each test file with spawn('node', …), found on PATH: this Node (the
   // pinned 24, which runs .ts) goes first, so no test file ever runs on a machine's older node.
-  const path = [dirname(process.execPath), process.env.PATH ?? ''].join(delimiter)
-  const result = spawnSync('npx', ['stryker', 'run', file, ...rest], { stdio: 'inherit', env: { ...process.env, PATH: path, CI: process.env.CI ?? '' } })
+  const result = spawnSync(join(bin, 'stryker'), ['run', file, ...rest], { stdio: 'inherit', env: { ...process.env, PATH: pinnedNodePath(), CI: process.env.CI ?? '' } })
   return result.status ?? 1
 }
 

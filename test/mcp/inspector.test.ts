@@ -1,16 +1,23 @@
 // The MCP Inspector's command-line mode (@modelcontextprotocol/inspector --cli), a client we did
-// not write, lists the tools of a running server and calls one, with a key in a header.
+// not write, lists the tools of a running server and calls one, with a key in a header. It needs
+// Node 22 or later, so it is not in the project's npm ci: the test installs it in tools/inspector
+// on first use (scripts/tools.ts), with npm on the pinned Node.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { test } from 'node:test'
+import { join } from 'node:path'
+import { before, test } from 'node:test'
 import { promisify } from 'node:util'
+import { installTool, pinnedNodePath } from '../../scripts/tools.ts'
 import { listenTestApp } from '../helpers/app.ts'
 
 const run = promisify(execFile)
-const INSPECTOR = new URL('../../node_modules/.bin/mcp-inspector', import.meta.url).pathname
+let inspector = ''
+
+before(() => { inspector = join(installTool('inspector'), 'mcp-inspector') }, { timeout: 300_000 })
 
 async function inspect (url: string, key: string, ...args: string[]): Promise<unknown> {
-  const { stdout } = await run(INSPECTOR, ['--cli', url, '--transport', 'http', '--header', `X-API-Key: ${key}`, ...args], { timeout: 60_000 })
+  // Its bin starts with `#!/usr/bin/env node`: the pinned Node goes first on PATH.
+  const { stdout } = await run(inspector, ['--cli', url, '--transport', 'http', '--header', `X-API-Key: ${key}`, ...args], { timeout: 60_000, env: { ...process.env, PATH: pinnedNodePath() } })
   return JSON.parse(stdout.slice(stdout.indexOf('{')))
 }
 
