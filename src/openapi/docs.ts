@@ -1,7 +1,7 @@
 // /docs: the live OpenAPI document (fetched from opts.specUrl when the page loads) rendered by
 // Scalar's API reference, served entirely by the API itself (no CDN, works offline). GET /docs
-// is a small HTML page; GET /docs/assets/* serves Scalar's standalone browser bundle, read from
-// node_modules, and our boot script, src/openapi/docs/docs-init.js, which configures Scalar.
+// is a small HTML page; GET /docs/assets/* serves Scalar's standalone browser bundle, vendored in
+// src/openapi/docs/vendor/, and our boot script, src/openapi/docs/docs-init.js, which configures Scalar.
 //
 // The per-operation try-it switch (`x-hideTryItPanel: true`, docs/product.md section 7). Scalar
 // 1.72 has only a global switch (`hideTestRequestButton`). Its API client (the modal behind
@@ -62,9 +62,8 @@ const CONTENT_SECURITY_POLICY = [
 // read or not. The assets never change while the process runs, so every app built in this
 // process (tests build many) shares one read and one compression.
 const loadAssets = onceSucceeded(() => Promise.all([
-  // The package's exports map does not expose dist/browser, so resolve its entry point and
-  // go from there; the "browser" field of its package.json names the same file.
-  readFile(new URL('./browser/standalone.js', import.meta.resolve('@scalar/api-reference')))
+  // The package's browser bundle, vendored (src/openapi/docs/vendor/README.md, scripts/vendor-scalar.ts).
+  readFile(new URL('./docs/vendor/scalar-api-reference.js', import.meta.url))
     .then((bytes) => versionedAsset(bytes, 'scalar-api-reference', 'js', 'text/javascript; charset=utf-8')),
   readFile(new URL('./docs/docs-init.js', import.meta.url))
     .then((bytes) => versionedAsset(bytes, 'docs-init', 'js', 'text/javascript; charset=utf-8'))

@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify'
 import { docsRoutes } from '../../src/openapi/docs.ts'
 import { buildFixtureApp } from './fixture-app.ts'
 
-const scalarBundle = new URL('./browser/standalone.js', import.meta.resolve('@scalar/api-reference'))
+const scalarBundle = new URL('../../src/openapi/docs/vendor/scalar-api-reference.js', import.meta.url)
 
 async function fixtureApp (t: { after: (fn: () => Promise<unknown>) => void }): Promise<FastifyInstance> {
   const { app } = await buildFixtureApp()
