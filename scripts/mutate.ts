@@ -26,7 +26,7 @@ export const PARTS: Record<string, Part> = {
     // test/cli/effects.test.ts (49 s a run: the same commands as cli.test.ts and
     // keys-lifecycle.test.ts, against server processes, which matters for src/access/, not here)
     // and the per-request tests, which are the access part's since src/access/ left src/keys/.
-    tests: ['test/keys/keys.service.test.ts', 'test/keys/*.test.ts', 'test/cli/keys-lifecycle.test.ts', 'test/cli/cli.test.ts', 'test/keys/key-lifecycle.http.test.ts', 'test/keys/console-admin.http.test.ts', 'test/access/key-access.http.test.ts', 'test/access/access-revocation.http.test.ts', 'test/access/key-checksum.http.test.ts', 'test/access/scopes.http.test.ts']
+    tests: ['test/keys/keys.service.test.ts', 'test/keys/*.test.ts', 'test/cli/keys-lifecycle.test.ts', 'test/cli/cli.test.ts', 'test/keys/key-lifecycle.http.test.ts', 'test/keys/console-admin.http.test.ts', 'test/access/key-access.http.test.ts', 'test/access/access-revocation.http.test.ts', 'test/access/key-checksum.http.test.ts', 'test/access/scopes.test.ts', 'test/access/scopes.http.test.ts']
   },
   ratelimit: {
     mutate: ['src/ratelimit/*.ts'],

@@ -51,7 +51,7 @@ export const scopesOfNeed = (need: ScopeNeed | undefined): readonly Scope[] =>
  * has let it through already, and the feed's `keys:admin` is not asked of staff).
  */
 export function missingScope (role: Role, scopes: ReadonlySet<Scope> | null, need: ScopeNeed | undefined): Scope | null {
-  if (scopes === null || need === null || need === undefined) return null
+  if (scopes === null) return null
   for (const scope of scopesOfNeed(need)) if (roleAllows(role, scope) && !scopes.has(scope)) return scope
   return null
 }
