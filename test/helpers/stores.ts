@@ -31,7 +31,25 @@ export function testPostgresReason (): Promise<string | null> {
 async function newSchema (): Promise<{ schema: string; drop (): Promise<void> }> {
   const schema = `petstore_test_${randomBytes(6).toString('hex')}`
   await withPostgres(TEST_DATABASE_URL, (c) => c.query(`CREATE SCHEMA ${schema}`))
-  return { schema, drop: () => withPostgres(TEST_DATABASE_URL, async (c) => { await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) }) }
+  return { schema, drop: () => withPostgres(TEST_DATABASE_URL, (c) => dropSchema(c, schema)) }
+}
+
+/**
+ * DROP SCHEMA … CASCADE locks the schema's tables one by one: a connection of the test's stores
+ * still running a statement (a job's run, a pool closed after this hook) can deadlock with it
+ * (40P01, seen in CI on the two-instance audit test). The server then aborts one side; the drop
+ * is tried again, a little later, up to five times.
+ */
+async function dropSchema (c: { query (sql: string): Promise<unknown> }, schema: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+      return
+    } catch (error) {
+      if ((error as { code?: string }).code !== '40P01' || attempt === 5) throw error
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt))
+    }
+  }
 }
 
 /**
