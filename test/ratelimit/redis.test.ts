@@ -160,6 +160,20 @@ void describe('redis back end', { skip }, () => {
       [...Array.from({ length: 140 }, (_, i) => 139 - i), ...Array.from({ length: 10 }, () => 'rate_limited')])
   })
 
+  void test('exactly 64 calls in one turn are one command: the full batch leaves nothing for the end of the turn', async (t) => {
+    // Fault caught: the turn's end sending an empty script call after a full batch went out.
+    const prefix = uniquePrefix()
+    t.after(() => deleteRedisKeys(shared, prefix))
+    const c = await client()
+    const limiter = createRedisRateLimiter({ redis: c, prefix, now: () => START })
+    await limiter.peek('key:0', QUOTA_20)
+    const sent = spy(c)
+    const decisions = await Promise.all(Array.from({ length: 64 }, () => limiter.consume('key:1', { perMinute: 100, perDay: 1000 })))
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.deepEqual(sent, ['evalsha'])
+    assert.deepEqual(decisions.map((d) => d.allowed && d.minute.remaining), Array.from({ length: 64 }, (_, i) => 99 - i))
+  })
+
   void test('after the server loses its script cache (NOSCRIPT), the call is resent with EVAL and answers', async (t) => {
     const prefix = uniquePrefix()
     t.after(() => deleteRedisKeys(shared, prefix))
