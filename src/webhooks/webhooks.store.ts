@@ -122,8 +122,12 @@ export interface WebhookStore {
    */
   fanOut (now: number, batch: number): Promise<number>
   /**
-   * Takes a lease on up to `limit` due deliveries of enabled endpoints, oldest due first, so that
-   * each endpoint has at most `perEndpoint` in flight counting the `inFlight` this instance holds.
+   * Takes a lease on up to `limit` due deliveries of enabled endpoints, each endpoint's oldest due
+   * first, so that each endpoint has at most `perEndpoint` in flight counting the `inFlight` this
+   * instance holds; a delivery another lease holds is taken only once that lease has expired. The
+   * result is in due order. Endpoints take turns: when the limit runs out, the next claim (of this
+   * store) starts with the endpoint after the last one served, in creation order, so endpoints
+   * with a backlog never keep the others waiting for good.
    */
   claimDue (claim: DueClaim): Promise<ClaimedDelivery[]>
   /** Records an attempt and its delivery's new state; may disable the endpoint (see AttemptRecord). */

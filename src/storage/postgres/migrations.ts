@@ -650,5 +650,12 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   // requests, those an agent made through the MCP endpoint.
   `
   ALTER TABLE key_usage ADD COLUMN mcp bigint NOT NULL DEFAULT 0;
+  `,
+  // The webhook claim, as SQLite's version 15 (here version 17): each endpoint's pending
+  // deliveries in claim order, so a claim reads at most each endpoint's room (storage/postgres/
+  // webhooks.ts, claimDue); read backwards, the pending part of an endpoint's deliveries list.
+  `
+  CREATE INDEX webhook_deliveries_claim ON webhook_deliveries (webhook_id, next_attempt_at, id) WHERE status = 'pending';
+  DROP INDEX webhook_deliveries_due;
   `
 ]

@@ -40,7 +40,47 @@ const audit = (tx: Tx, change: WebhookChange, now: number): Promise<void> => app
 
 const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (webhook_id, event_id, origin, status, next_attempt_at, created_at, updated_at)`
 
+/**
+ * An endpoint's pending deliveries, latest due first: webhook_deliveries_claim read backwards, so
+ * never a sort of the endpoint's backlog. The list shows a pending one at the time it is due
+ * (deliveryEntries sorts by it), so these are the ones it can show. Exported, like CLAIM_SQL, for
+ * its plan test.
+ */
+export const PENDING_SQL = `SELECT d.event_id, e.type, d.attempts, d.next_attempt_at FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+  WHERE d.webhook_id = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at DESC, d.id DESC LIMIT $2`
+
+/**
+ * The claim, in one round trip. Per enabled endpoint with room ($1 perEndpoint less this
+ * instance's in-flight count in $2: one jsonb lookup per endpoint, not per delivery), a LATERAL
+ * read of at most its room from webhook_deliveries_claim, in claim order, locked FOR UPDATE SKIP
+ * LOCKED (another instance's claim running now keeps its rows and this one reads on): the cost
+ * follows what is claimed, not the backlog, which a window over every pending delivery read
+ * before. Endpoints take turns at going first, from the creation order $7 on (see claimDue). The
+ * outer LIMIT $4 sorts what the endpoints' reads returned, at most their rooms together: rows
+ * read past it stay locked until the statement ends, never leased. Exported for its plan test
+ * (test/storage/postgres/stores.test.ts).
+ */
+export const CLAIM_SQL = `WITH endpoints AS (
+    SELECT w.id, w.seq, $1::int - coalesce(($2::jsonb ->> w.id)::int, 0) AS room
+    FROM webhooks w WHERE w.status = 'enabled'
+  ), picked AS (
+    SELECT c.id, e.seq FROM endpoints e CROSS JOIN LATERAL (
+      SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+      WHERE d.webhook_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $3)
+      ORDER BY d.next_attempt_at, d.id LIMIT e.room FOR UPDATE SKIP LOCKED
+    ) c
+    WHERE e.room > 0
+    ORDER BY e.seq < $7, e.seq, c.next_attempt_at, c.id LIMIT $4
+  ), leased AS (
+    UPDATE webhook_deliveries d SET lease_owner = $5, lease_until = $6 FROM picked WHERE d.id = picked.id
+    RETURNING d.id, d.attempts, d.webhook_id, d.event_id, d.next_attempt_at, picked.seq
+  )
+  SELECT l.id AS delivery_id, l.attempts, w.id AS webhook_id, w.url, w.secret, w.previous_secret, w.previous_secret_until, l.seq AS turn_seq, ${EVENT_COLUMNS}
+  FROM leased l JOIN webhooks w ON w.id = l.webhook_id JOIN events e ON e.id = l.event_id ORDER BY l.next_attempt_at, l.id`
+
 export function createPostgresWebhookStore (db: Db): WebhookStore {
+  // The creation order (seq) from which the next claim starts: see claimDue.
+  let turnFrom = 0
   return {
     async createWebhook (input, maxPerOwner) {
       return await db.transaction(async (tx) => {
@@ -134,8 +174,7 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         db.query<AttemptRow>(`SELECT d.event_id, e.type, a.attempt, a.at, a.outcome, a.status, a.error, a.duration_ms
           FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id
           WHERE a.webhook_id = $1 ORDER BY a.id DESC LIMIT $2`, [id, limit]),
-        db.query<PendingRow>(`SELECT d.event_id, e.type, d.attempts, d.next_attempt_at FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
-          WHERE d.webhook_id = $1 AND d.status = 'pending' ORDER BY d.id DESC LIMIT $2`, [id, limit])
+        db.query<PendingRow>(PENDING_SQL, [id, limit])
       ])
       return deliveryEntries(attempts, pending, limit)
     },
@@ -167,22 +206,16 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
     },
     async claimDue ({ now, leaseOwner, leaseUntil, limit, perEndpoint, inFlight }) {
       if (limit <= 0) return []
-      const rows = await db.query<ClaimRow>(`WITH ranked AS (
-          SELECT d.id, row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.id) AS rn,
-            $1::int - coalesce(($2::jsonb ->> d.webhook_id)::int, 0) AS room
-          FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-          WHERE d.status = 'pending' AND d.next_attempt_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $3) AND w.status = 'enabled'
-        ), picked AS (
-          SELECT d.id FROM webhook_deliveries d JOIN ranked r ON r.id = d.id
-          WHERE r.rn <= r.room AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < $3)
-          ORDER BY d.next_attempt_at, d.id LIMIT $4 FOR UPDATE OF d SKIP LOCKED
-        ), leased AS (
-          UPDATE webhook_deliveries d SET lease_owner = $5, lease_until = $6 FROM picked WHERE d.id = picked.id
-          RETURNING d.id, d.attempts, d.webhook_id, d.event_id, d.next_attempt_at
-        )
-        SELECT l.id AS delivery_id, l.attempts, w.id AS webhook_id, w.url, w.secret, w.previous_secret, w.previous_secret_until, ${EVENT_COLUMNS}
-        FROM leased l JOIN webhooks w ON w.id = l.webhook_id JOIN events e ON e.id = l.event_id ORDER BY l.next_attempt_at, l.id`,
-      [perEndpoint, JSON.stringify(inFlight), now, limit, leaseOwner, leaseUntil])
+      const rows = await db.query<ClaimRow & { turn_seq: string }>(CLAIM_SQL, [perEndpoint, JSON.stringify(inFlight), now, limit, leaseOwner, leaseUntil, turnFrom])
+      // Endpoints take turns at going first (round robin in creation order): when the limit runs
+      // out, the next claim starts after the last endpoint served, so a few endpoints with a
+      // backlog never keep the others waiting for good. Per store, so per instance.
+      if (rows.length === limit) {
+        // The last endpoint served in turn order: those from turnFrom on came first, then the others.
+        const seqs = rows.map((row) => Number(row.turn_seq))
+        const wrapped = seqs.filter((seq) => seq < turnFrom)
+        turnFrom = Math.max(...(wrapped.length > 0 ? wrapped : seqs)) + 1
+      }
       return rows.map((row) => ({
         id: Number(row.delivery_id), webhookId: row.webhook_id, url: row.url, attempts: row.attempts, event: toEvent(row),
         secrets: liveSecrets({ secret: row.secret, previousSecret: row.previous_secret, previousSecretUntil: row.previous_secret_until === null ? null : Number(row.previous_secret_until) }, now)

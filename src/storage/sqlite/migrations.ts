@@ -293,5 +293,14 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   // made through the MCP endpoint (shared/channel.ts), added by the usage flush like the others.
   `
   ALTER TABLE key_usage ADD COLUMN mcp INTEGER NOT NULL DEFAULT 0;
+  `,
+  // The webhook claim (docs/performance.md, "Webhooks: the claim"): each endpoint's pending
+  // deliveries in claim order, so a claim reads at most each endpoint's room (storage/sqlite/
+  // webhooks.ts, claimDue), not every pending delivery. Read backwards it gives the pending part
+  // of GET /v1/webhooks/{id}/deliveries (latest due first) without sorting the endpoint's backlog,
+  // and it serves the pending count of /metrics: nothing reads webhook_deliveries_due any more.
+  `
+  CREATE INDEX webhook_deliveries_claim ON webhook_deliveries (webhook_id, next_attempt_at, id) WHERE status = 'pending';
+  DROP INDEX webhook_deliveries_due;
   `
 ]

@@ -1,8 +1,8 @@
 // WebhookStore on SQLite. Every change runs in the writer, so the fan-out's read of the feed,
-// its deliveries and its cursor move are one transaction, and a claim is one UPDATE … RETURNING
-// that no other writer can interleave with. An endpoint created, changed, rotated, deleted or
-// replayed writes no event: its audit entry is appended here, in the writer's callback, by the
-// actor taken before the write was queued.
+// its deliveries and its cursor move are one transaction, and a claim (an UPDATE … RETURNING per
+// endpoint with room) is one writer callback that no other write can interleave with. An
+// endpoint created, changed, rotated, deleted or replayed writes no event: its audit entry is
+// appended here, in the writer's callback, by the actor taken before the write was queued.
 import { webhookAuditDraft, type WebhookChange } from '../../audit/audit.rules.ts'
 import { webhookLimitReached } from '../../errors.ts'
 import type { StoredEvent } from '../../events/events.store.ts'
@@ -36,6 +36,26 @@ interface ClaimRow extends EventRow {
   previous_secret_until: number | null
 }
 
+// These two are exported for their plan test (test/storage/sqlite/stores.test.ts): each must read
+// webhook_deliveries_claim in its order, so its cost follows the rows it returns, not an
+// endpoint's backlog.
+/**
+ * An endpoint's pending deliveries, latest due first: the index read backwards. The list shows a
+ * pending one at the time it is due (deliveryEntries sorts by it), so these are the ones it can show.
+ */
+export const PENDING_SQL = `SELECT d.event_id, e.type, d.attempts, d.next_attempt_at FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+  WHERE d.webhook_id = ? AND d.status = 'pending' ORDER BY d.next_attempt_at DESC, d.id DESC LIMIT ?`
+/**
+ * One endpoint's claim: at most LIMIT of its due deliveries, from webhook_deliveries_claim in
+ * claim order (next_attempt_at, id), skipping those another lease still holds. A window over every
+ * pending delivery did this before, at a cost in proportion to the backlog, inside the writer.
+ */
+export const CLAIM_SQL = `UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ? WHERE id IN (
+    SELECT id FROM webhook_deliveries
+    WHERE webhook_id = ? AND status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)
+    ORDER BY next_attempt_at, id LIMIT ?)
+  RETURNING id`
+
 export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore {
   const events = createSqliteEventLog(db)
   const record = createSqliteAuditRecord(db)
@@ -62,16 +82,11 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
   const attempts = db.prepare(`SELECT d.event_id, e.type, a.attempt, a.at, a.outcome, a.status, a.error, a.duration_ms
     FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id
     WHERE a.webhook_id = ? ORDER BY a.id DESC LIMIT ?`)
-  const pending = db.prepare(`SELECT d.event_id, e.type, d.attempts, d.next_attempt_at FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
-    WHERE d.webhook_id = ? AND d.status = 'pending' ORDER BY d.id DESC LIMIT ?`)
-  const claim = db.prepare(`UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ? WHERE id IN (
-      SELECT id FROM (
-        SELECT d.id, d.next_attempt_at, row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.id) AS rn,
-          ? - coalesce(json_extract(?, '$."' || d.webhook_id || '"'), 0) AS room
-        FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-        WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?) AND w.status = 'enabled'
-      ) WHERE rn <= room ORDER BY next_attempt_at, id LIMIT ?)
-    RETURNING id`)
+  const pending = db.prepare(PENDING_SQL)
+  const claimable = db.prepare("SELECT id, seq FROM webhooks WHERE status = 'enabled' ORDER BY seq")
+  const claim = db.prepare(CLAIM_SQL)
+  // The creation order (seq) from which the next claim starts: see claimDue.
+  let turnFrom = 0
   const claimed = (ids: number[], now: number): ClaimedDelivery[] => {
     if (ids.length === 0) return []
     const rows = db.prepare(`SELECT d.id AS delivery_id, d.attempts, w.id AS webhook_id, w.url, w.secret, w.previous_secret, w.previous_secret_until, ${EVENT_COLUMNS}
@@ -194,7 +209,25 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
     },
     async claimDue ({ now, leaseOwner, leaseUntil, limit, perEndpoint, inFlight }) {
       if (limit <= 0) return []
-      const ids = await writer.run(() => (claim.all(leaseOwner, leaseUntil, perEndpoint, JSON.stringify(inFlight), now, now, limit) as Array<{ id: number }>).map((row) => row.id))
+      const ids = await writer.run(() => {
+        // Endpoints take turns at going first (round robin in creation order): when the limit
+        // runs out, the next claim starts after the endpoint it ran out at, so a few endpoints
+        // with a backlog never keep the others waiting for good. Per store, so per instance.
+        const endpoints = claimable.all() as Array<{ id: string; seq: number }>
+        const first = endpoints.findIndex((endpoint) => endpoint.seq >= turnFrom)
+        const turns = first <= 0 ? endpoints : [...endpoints.slice(first), ...endpoints.slice(0, first)]
+        const taken: number[] = []
+        for (const endpoint of turns) {
+          const room = Math.min(perEndpoint - (inFlight[endpoint.id] ?? 0), limit - taken.length)
+          if (room <= 0) continue
+          for (const row of claim.all(leaseOwner, leaseUntil, endpoint.id, now, now, room) as Array<{ id: number }>) taken.push(row.id)
+          if (taken.length === limit) {
+            turnFrom = endpoint.seq + 1
+            break
+          }
+        }
+        return taken
+      })
       return claimed(ids, now)
     },
     async recordAttempt (record) {
