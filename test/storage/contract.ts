@@ -8,6 +8,8 @@ import { DEFAULT_ORDER_HOLD_MS } from '../../src/orders/orders.store.ts'
 import type { PetStatus } from '../../src/pets/pets.schema.ts'
 import { IDEMPOTENCY_TTL_MS, type IdempotencyClaim } from '../../src/shared/store.ts'
 import type { Stores } from '../../src/storage/stores.ts'
+import { disabledEvent } from '../../src/webhooks/webhooks.view.ts'
+import type { ClaimedDelivery, DueClaim } from '../../src/webhooks/webhooks.store.ts'
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0)
 
@@ -57,6 +59,39 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     const place = (quantity: number, claim: IdempotencyClaim | null = null, petId = pet.id, ownerKeyId = owner.id) =>
       stores.orders.placeOrder({ petId, quantity, shipDate: null, ownerKeyId, now: NOW }, claim)
     return { stores, category, pet, owner, other, place }
+  }
+
+  /**
+   * `count` endpoints subscribed to webhook.test (A, B, C … in creation order), `queue` to add
+   * due test deliveries to one of them, `claim` with the dispatcher's defaults unless told, and
+   * `settle` to record claimed attempts as succeeded (what the dispatcher does after each).
+   */
+  async function withEndpoints (t: TestContext, count: number) {
+    const stores = await open(t)
+    const owner = await stores.keys.createKey({ name: 'hooks', role: 'admin', plan: 'enterprise', perMinute: null, perDay: null, hash: 'h-hooks', prefix: 'psk_hooks', now: NOW })
+    const endpoints: string[] = []
+    for (let i = 0; i < count; i++) {
+      const id = `wh_contract${String.fromCharCode(97 + i).repeat(15)}`
+      await stores.webhooks.createWebhook({ id, ownerKeyId: owner.id, url: `http://127.0.0.1:9/${i}`, types: ['webhook.test'], description: null, secret: 'whsec_contract', now: NOW }, 10)
+      endpoints.push(id)
+    }
+    /** Queues `n` test deliveries of `webhookId`, due at `at`, `at` + 1 …; returns their event ids. */
+    const queue = async (webhookId: string, n: number, at: number): Promise<string[]> => {
+      const ids: string[] = []
+      for (let i = 0; i < n; i++) ids.push(await stores.webhooks.queueTest(webhookId, { type: 'webhook.test', audience: 'webhook', subjectKeyId: owner.id, data: { webhookId } }, at + i))
+      return ids
+    }
+    const claim = (over: Partial<DueClaim> & { now: number }) =>
+      stores.webhooks.claimDue({ leaseOwner: 'instance-a', leaseUntil: over.now + 15_000, limit: 64, perEndpoint: 4, inFlight: {}, ...over })
+    const settle = async (claimed: readonly ClaimedDelivery[], at: number, leaseOwner = 'instance-a'): Promise<void> => {
+      for (const d of claimed) {
+        await stores.webhooks.recordAttempt({
+          deliveryId: d.id, webhookId: d.webhookId, leaseOwner, attempt: d.attempts + 1, at, outcome: 'succeeded', status: 204, error: null,
+          durationMs: 1, nextAttemptAt: null, disableIfFailingSince: at - 1000, disabledEvent: disabledEvent('failing')
+        })
+      }
+    }
+    return { stores, endpoints, queue, claim, settle }
   }
 
   describe(`${engine} store contract`, () => {
@@ -631,6 +666,61 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const bNow = (await keys.getKey(b.id))!
       assert.equal(bNow.lastUsedAt, NOW + 900)
       assert.equal(bNow.version, 1, 'use is not a change of the key: its ETag stays')
+    })
+
+    // ---- webhook claims -----------------------------------------------------------------------
+
+    test('webhooks: claimDue takes at most each endpoint\'s room counting this instance\'s in-flight, oldest due first, never a disabled endpoint or what is not yet due', async (t) => {
+      const { stores, endpoints: [a, b, c], queue, claim } = await withEndpoints(t, 3)
+      const aEvents = await queue(a!, 4, NOW)
+      const bEvents = await queue(b!, 3, NOW + 10)
+      await queue(a!, 1, NOW + 5000)
+      await queue(c!, 2, NOW)
+      await stores.webhooks.updateWebhook(c!, { status: 'disabled' }, NOW, disabledEvent('manual'))
+      const now = NOW + 100
+      // A is at its room (2 of 2 in flight here): nothing more of it; B gets its 2 oldest.
+      const first = await claim({ now, perEndpoint: 2, inFlight: { [a!]: 2 } })
+      assert.deepEqual(first.map((d) => [d.webhookId, d.event.id]), [[b, bEvents[0]], [b, bEvents[1]]])
+      assert.deepEqual({ ...first[0]!, event: first[0]!.event.type }, {
+        id: first[0]!.id, webhookId: b, url: 'http://127.0.0.1:9/1', secrets: ['whsec_contract'], attempts: 0, event: 'webhook.test'
+      })
+      // One slot of A left: its oldest due; B is full now; the one due at NOW + 5000 waits.
+      const second = await claim({ now, perEndpoint: 2, inFlight: { [a!]: 1, [b!]: 2 } })
+      assert.deepEqual(second.map((d) => d.event.id), [aEvents[0]])
+      // The rest, in due order across endpoints; C is disabled and keeps its deliveries.
+      const third = await claim({ now })
+      assert.deepEqual(third.map((d) => d.event.id), [aEvents[1], aEvents[2], aEvents[3], bEvents[2]])
+      assert.deepEqual(await claim({ now }), [])
+      assert.deepEqual(await claim({ now, limit: 0 }), [])
+    })
+
+    test('webhooks: with a small limit, endpoints take turns: three with 10 due each are all served within three claims', async (t) => {
+      const { endpoints, queue, claim, settle } = await withEndpoints(t, 3)
+      // A's backlog is the oldest, then B's, then C's: oldest-first alone would serve only A.
+      for (const [i, id] of endpoints.entries()) await queue(id, 10, NOW + i * 10)
+      const served: string[][] = []
+      for (let round = 0; round < 3; round++) {
+        const now = NOW + 1000 + round
+        const claimed = await claim({ now, limit: 2, perEndpoint: 2 })
+        assert.equal(claimed.length, 2, 'the limit is used')
+        served.push(claimed.map((d) => d.webhookId))
+        await settle(claimed, now)
+      }
+      assert.deepEqual(new Set(served.flat()), new Set(endpoints), `every endpoint served: ${JSON.stringify(served)}`)
+    })
+
+    test('webhooks: claimDue skips a delivery another owner leased until its lease has expired, then takes it', async (t) => {
+      const { endpoints: [a], queue, claim } = await withEndpoints(t, 1)
+      const events = await queue(a!, 3, NOW)
+      const leasedAt = NOW + 100
+      const held = await claim({ now: leasedAt, leaseOwner: 'instance-a', leaseUntil: leasedAt + 1000, limit: 1 })
+      assert.deepEqual(held.map((d) => d.event.id), [events[0]])
+      // Another instance, with its own room: the two others, never the leased one.
+      const other = await claim({ now: leasedAt + 500, leaseOwner: 'instance-b', leaseUntil: leasedAt + 5000 })
+      assert.deepEqual(other.map((d) => d.event.id), [events[1], events[2]])
+      assert.deepEqual(await claim({ now: leasedAt + 1000, leaseOwner: 'instance-b' }), [], 'a lease holds up to its last instant')
+      const taken = await claim({ now: leasedAt + 1001, leaseOwner: 'instance-b' })
+      assert.deepEqual(taken.map((d) => [d.id, d.event.id]), [[held[0]!.id, events[0]]], 'an expired lease is taken over')
     })
   })
 }

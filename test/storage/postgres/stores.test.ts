@@ -12,6 +12,7 @@ import { AppError, ServiceUnavailableError } from '../../../src/errors.ts'
 import { InfraError, openStores } from '../../../src/infra.ts'
 import { POSTGRES_MIGRATIONS } from '../../../src/storage/postgres/migrations.ts'
 import { createPostgresStores } from '../../../src/storage/postgres/index.ts'
+import { CLAIM_SQL, PENDING_SQL } from '../../../src/storage/postgres/webhooks.ts'
 import { serviceGate } from '../../helpers/services.ts'
 import { createTestSchema, openPostgresTestStores, testPostgresReason, TEST_DATABASE_URL } from '../../helpers/stores.ts'
 import { runStoreContract } from '../contract.ts'
@@ -139,6 +140,28 @@ function engineTests (): void {
         assert.match(plan, /Index (Only )?Scan/, plan)
         assert.doesNotMatch(plan, /Sort|Seq Scan/, plan)
       }
+    })
+  })
+
+  test('postgres: each endpoint\'s claim and its pending list read webhook_deliveries_claim in order, never sorting the backlog', async (t) => {
+    const schema = await createTestSchema(t)
+    const stores = await createPostgresStores(TEST_DATABASE_URL, { schema })
+    t.after(() => stores.close())
+    await inspect(schema, async (c) => {
+      // As above: with scans and sorts made (almost) forbidden, a plan that cannot read the index
+      // in order still shows them. The claim's outer Sort orders only what the endpoints' reads
+      // returned (their rooms together): what matters is below each endpoint's LockRows.
+      await c.query('SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off')
+      const explain = async (sql: string, params: unknown[]): Promise<string> =>
+        (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN (COSTS OFF) ${sql}`, params)).rows.map((r) => r['QUERY PLAN']).join('\n')
+      const claim = await explain(CLAIM_SQL, [4, '{}', 1000, 64, 'owner', 2000, 0])
+      assert.match(claim, /LockRows\n\s+->\s+Index Scan using webhook_deliveries_claim on webhook_deliveries d\n\s+Index Cond: \(\(webhook_id = \w+\.id\) AND \(next_attempt_at <= /, claim)
+      assert.doesNotMatch(claim, /Seq Scan on webhook_deliveries/, claim)
+      const pending = await explain(PENDING_SQL, ['wh_x', 100])
+      assert.match(pending, /Index Scan Backward using webhook_deliveries_claim on webhook_deliveries d/, pending)
+      assert.doesNotMatch(pending, /Sort|Seq Scan on webhook_deliveries/, pending)
+      const indexes = (await c.query<{ indexname: string }>("SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'webhook_deliveries' ORDER BY indexname", [schema])).rows.map((r) => r.indexname)
+      assert.deepEqual(indexes, ['webhook_deliveries_by_event', 'webhook_deliveries_claim', 'webhook_deliveries_once', 'webhook_deliveries_pkey'])
     })
   })
 

@@ -4,7 +4,9 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
+import { migrateSqlite } from '../../../src/storage/sqlite/database.ts'
 import { SQLITE_MIGRATIONS } from '../../../src/storage/sqlite/migrations.ts'
+import { CLAIM_SQL, PENDING_SQL } from '../../../src/storage/sqlite/webhooks.ts'
 import { createSqliteStores } from '../../../src/storage/sqlite/index.ts'
 import { runStoreContract } from '../contract.ts'
 import { tempDir } from '../../helpers/temp.ts'
@@ -51,4 +53,22 @@ test('sqlite: a database newer than the program is refused', async (t) => {
   db.exec(`PRAGMA user_version = ${SQLITE_MIGRATIONS.length + 1}`)
   db.close()
   assert.throws(() => createSqliteStores(path), /newer than this program knows/)
+})
+
+// The claim's cost, checked without a clock: each endpoint's claim and its pending list read an
+// index in the order they return, so they stop at their LIMIT whatever the backlog. A claim that
+// ranks every pending delivery, or a list that sorts them (USE TEMP B-TREE), fails here.
+test('sqlite: an endpoint\'s claim and its pending list read webhook_deliveries_claim in order, never sorting the backlog', () => {
+  const db = new DatabaseSync(':memory:')
+  migrateSqlite(db)
+  const plan = (sql: string): string => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((row) => row.detail).join('\n')
+  const claim = plan(CLAIM_SQL)
+  assert.match(claim, /SEARCH webhook_deliveries USING INDEX webhook_deliveries_claim \(webhook_id=\? AND next_attempt_at<\?\)/, claim)
+  assert.doesNotMatch(claim, /TEMP B-TREE|SCAN webhook_deliveries/, claim)
+  const pending = plan(PENDING_SQL)
+  assert.match(pending, /SEARCH d USING INDEX webhook_deliveries_claim \(webhook_id=\?\)/, pending)
+  assert.doesNotMatch(pending, /TEMP B-TREE|SCAN d/, pending)
+  const indexes = (db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'webhook_deliveries' AND sql IS NOT NULL ORDER BY name").all() as Array<{ name: string }>).map((row) => row.name)
+  assert.deepEqual(indexes, ['webhook_deliveries_by_event', 'webhook_deliveries_claim', 'webhook_deliveries_once'], 'webhook_deliveries_due is gone: nothing reads it')
+  db.close()
 })
