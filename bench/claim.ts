@@ -1,0 +1,92 @@
+// node bench/claim.ts: what one webhook claim (WebhookStore.claimDue) costs with a backlog, on
+// SQLite and PostgreSQL (docs/performance.md, "Webhooks: the claim"). One endpoint has --pending
+// due deliveries (queued as test deliveries through the store); each round claims with the
+// dispatcher's defaults (limit 64, 4 per endpoint) and then records the claimed attempts as
+// succeeded, so the backlog stays about the same. Two cases, --rounds each, median and p90 in ms:
+//   room   the endpoint has its 4 slots free: the claim takes 4
+//   full   the endpoint already has 4 in flight: the claim takes nothing
+// SQLite runs on a temporary file with the WAL's fsync left out (a no-op sync): what is measured
+// is the claim's own work in the writer, not the disk. PostgreSQL runs in a schema of its own,
+// dropped at the end.
+//
+//   node bench/claim.ts [--engine sqlite|postgres|both] [--pending 20000] [--rounds 40] [--database URL]
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import pg from 'pg'
+import { createPostgresStores } from '../src/storage/postgres/index.ts'
+import { createSqliteStores } from '../src/storage/sqlite/index.ts'
+import type { Stores } from '../src/storage/stores.ts'
+
+const { values } = parseArgs({
+  options: {
+    engine: { type: 'string', default: 'both' },
+    pending: { type: 'string', default: '20000' },
+    rounds: { type: 'string', default: '40' },
+    database: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/test' }
+  },
+  strict: true
+})
+const PENDING = Number(values.pending)
+const ROUNDS = Number(values.rounds)
+const T0 = Date.UTC(2026, 0, 1)
+const WEBHOOK = 'wh_claimbench0000000000000'
+
+async function seed (stores: Stores): Promise<void> {
+  const key = await stores.keys.createKey({ name: 'bench', role: 'admin', plan: 'enterprise', perMinute: null, perDay: null, hash: 'h-bench', prefix: 'psk_bench', now: T0 })
+  await stores.webhooks.createWebhook({ id: WEBHOOK, ownerKeyId: key.id, url: 'http://127.0.0.1:9/hook', types: ['webhook.test'], description: null, secret: 'whsec_bench', now: T0 }, 10)
+  const event = { type: 'webhook.test', audience: 'webhook' as const, subjectKeyId: key.id, data: { webhookId: WEBHOOK } }
+  for (let done = 0; done < PENDING; done += 500) {
+    await Promise.all(Array.from({ length: Math.min(500, PENDING - done) }, (_, i) => stores.webhooks.queueTest(WEBHOOK, event, T0 + done + i)))
+  }
+}
+
+const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
+
+async function measure (engine: string, stores: Stores): Promise<void> {
+  const started = performance.now()
+  await seed(stores)
+  console.log(`${engine}: ${PENDING} pending deliveries queued in ${Math.round(performance.now() - started)} ms`)
+  let now = T0 + PENDING + 1000
+  for (const [name, inFlight] of [['room', {}], ['full', { [WEBHOOK]: 4 }]] as const) {
+    const times: number[] = []
+    let claimedCount = 0
+    for (let round = 0; round < ROUNDS; round++) {
+      now += 1
+      const at = performance.now()
+      const claimed = await stores.webhooks.claimDue({ now, leaseOwner: 'bench', leaseUntil: now + 15_000, limit: 64, perEndpoint: 4, inFlight })
+      times.push(performance.now() - at)
+      claimedCount += claimed.length
+      await Promise.all(claimed.map((d) => stores.webhooks.recordAttempt({
+        deliveryId: d.id, webhookId: d.webhookId, leaseOwner: 'bench', attempt: d.attempts + 1, at: now, outcome: 'succeeded', status: 204,
+        error: null, durationMs: 1, nextAttemptAt: null, disableIfFailingSince: 0, disabledEvent: () => { throw new Error('not disabled here') }
+      })))
+    }
+    times.sort((a, b) => a - b)
+    console.log(`${engine} ${name}: claimDue median ${quantile(times, 0.5).toFixed(2)} ms, p90 ${quantile(times, 0.9).toFixed(2)} ms over ${ROUNDS} rounds (${claimedCount / ROUNDS} claimed a round)`)
+  }
+}
+
+if (values.engine === 'sqlite' || values.engine === 'both') {
+  const dir = mkdtempSync(path.join(tmpdir(), 'petstore-claim-'))
+  const stores = createSqliteStores(path.join(dir, 'petstore.db'), { sync: async () => {} })
+  try { await measure('sqlite', stores) } finally {
+    await stores.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+if (values.engine === 'postgres' || values.engine === 'both') {
+  const schema = `petstore_claim_${randomBytes(6).toString('hex')}`
+  const admin = new pg.Client({ connectionString: values.database })
+  await admin.connect()
+  await admin.query(`CREATE SCHEMA ${schema}`)
+  try {
+    const stores = await createPostgresStores(values.database, { schema, poolMax: 4 })
+    try { await measure('postgres', stores) } finally { await stores.close() }
+  } finally {
+    await admin.query(`DROP SCHEMA ${schema} CASCADE`)
+    await admin.end()
+  }
+}
