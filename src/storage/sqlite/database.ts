@@ -33,6 +33,11 @@ export function openSqlite (path: string): Db {
   if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
   db.exec('PRAGMA synchronous = FULL')
   db.exec('PRAGMA foreign_keys = ON')
+  // The writer runs each write of a group commit in a savepoint of its own; SQLite keeps what a
+  // savepoint would undo in a sub-journal, which past 64 KiB spills to a temporary file: about
+  // 20 pwrite calls per order in a batch of 20 (docs/performance.md, "Orders"). In memory, it is
+  // freed at each commit; the few sorts without an index (bounded pages) stay in memory too.
+  db.exec('PRAGMA temp_store = MEMORY')
   // SQLite's lower() folds ASCII only: the key search's fold instead (key-filters.ts), with which
   // the migration that added api_keys.search_name filled it for the keys already there.
   db.function('lower', { deterministic: true }, (text) => typeof text === 'string' ? searchFold(text) : text)

@@ -239,3 +239,28 @@ test('migrateSqlite: a database part-way is taken from its version on, one migra
   const schema = (d: Db): unknown[] => d.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name").all()
   assert.deepEqual(schema(partial), schema(db).filter((row) => (row as { name: string }).name !== 't'))
 })
+
+/** SQLite's temporary files this process has open (named etilqs_…, unlinked once opened). */
+const temporaryFiles = (): string[] => readdirSync('/proc/self/fd').flatMap((fd) => {
+  try { return [readlinkSync(`/proc/self/fd/${fd}`)].filter((target) => target.includes('etilqs_')) } catch { return [] }
+})
+
+test('writer: a group commit whose savepoints journal far more than 64 KiB opens no temporary file (the sub-journal stays in memory: temp_store)', async (t) => {
+  const { db, path } = file(t)
+  db.exec('CREATE INDEX t_by_x ON t (x)')
+  const writer = createWriter(db, path, { sync: async () => {}, checkpointIntervalMs: 0 })
+  const random = (): string => Math.random().toString(36).repeat(8)
+  // An index of some hundred pages, so that each later write dirties pages the batch already has.
+  await writer.run(() => { for (let i = 0; i < 5000; i++) insert(db, random())() })
+  const seen: string[][] = []
+  // One turn: 40 writes in one transaction, each in its savepoint, each dirtying some 40 pages.
+  await Promise.all(Array.from({ length: 40 }, () => writer.run(() => {
+    for (let i = 0; i < 40; i++) insert(db, random())()
+    seen.push(temporaryFiles())
+  })))
+  // Fault caught: the default temp_store, where the sub-journal spilled to a file and every page
+  // a savepoint journaled was a pwrite (about 20 per order, docs/performance.md "Orders").
+  assert.deepEqual(seen.flat(), [])
+  assert.equal(rows(path).length, 5000 + 40 * 40)
+  await writer.close()
+})
