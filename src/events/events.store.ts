@@ -84,6 +84,12 @@ export interface KeyNoticeBatch {
   max: number
 }
 
+// The random part is taken from a pool drawn 256 ids at a time, as randomUUID does: a draw of
+// 10 bytes per id cost about 1% of an order's CPU.
+const ENTROPY_BYTES = 2560
+let entropy = Buffer.alloc(0)
+let entropyAt = 0
+
 /**
  * A new event id: `evt_` and 32 lowercase hex digits (the same form PostgreSQL's functions make):
  * the millisecond in 12, then 80 random bits. Ids made in time order land at the end of the
@@ -91,7 +97,13 @@ export interface KeyNoticeBatch {
  * "Orders"); nothing promises an order of ids, and within a millisecond there is none.
  */
 export function newEventId (): string {
-  return `evt_${Date.now().toString(16).padStart(12, '0')}${randomBytes(10).toString('hex')}`
+  if (entropyAt + 10 > entropy.length) {
+    entropy = randomBytes(ENTROPY_BYTES)
+    entropyAt = 0
+  }
+  const random = entropy.toString('hex', entropyAt, entropyAt + 10)
+  entropyAt += 10
+  return `evt_${Date.now().toString(16).padStart(12, '0')}${random}`
 }
 
 /** A catalogue event (pet.*, category.*): every staff member and admin sees it. */

@@ -73,7 +73,10 @@ type WebhookOwnerRole = 'customer' | 'staff' | 'admin'
  * created no later than it, whose types match and whose owner may see it. webhook.test is
  * delivered only to the endpoint it tests, by queueTest.
  */
-export function fanOutPairs (events: readonly StoredEvent[], endpoints: readonly EndpointOwner[]): Array<{ webhookId: string; eventId: string }> {
+/** What the fan-out reads of an event: never its data, which it does not need (nor parse). */
+export type FeedHead = Pick<StoredEvent, 'id' | 'type' | 'createdAt' | 'audience' | 'subjectKeyId'>
+
+export function fanOutPairs (events: readonly FeedHead[], endpoints: readonly EndpointOwner[]): Array<{ webhookId: string; eventId: string }> {
   const pairs: Array<{ webhookId: string; eventId: string }> = []
   for (const event of events) {
     if (event.type === 'webhook.test') continue

@@ -184,9 +184,13 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         if (cursor === undefined) return 0
         // The feed's rule (storage/postgres/events.ts): only transactions below the oldest one
         // running, in (tx, seq) order, so no event can commit later behind the cursor.
-        const rows = (await tx.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events e
+        // An event's head, not its data: fanOutPairs decides without it.
+        const rows = (await tx.query<Omit<EventRow, 'data'>>(`SELECT e.seq, e.tx::text AS tx, e.id, e.type, e.created_at, e.audience, e.subject_key_id FROM events e
           WHERE (e.tx, e.seq) > ($1::xid8, $2::bigint) AND e.tx < pg_snapshot_xmin(pg_current_snapshot())
-          ORDER BY e.tx, e.seq LIMIT $3`, [cursor.tx, cursor.seq, batch])).map(toEvent)
+          ORDER BY e.tx, e.seq LIMIT $3`, [cursor.tx, cursor.seq, batch])).map((row) => ({
+          id: row.id, type: row.type, createdAt: Number(row.created_at), audience: row.audience,
+          subjectKeyId: row.subject_key_id === null ? null : Number(row.subject_key_id), position: { tx: row.tx, seq: Number(row.seq) }
+        }))
         if (rows.length === 0) return 0
         const owners = (await tx.query<{ id: string; types: string; owner_key_id: string; role: EndpointOwner['ownerRole']; created_at: string }>(
           `SELECT w.id, w.types, w.owner_key_id, k.role, w.created_at FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id

@@ -76,7 +76,8 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
     VALUES (?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT DO NOTHING`)
   const cursor = db.prepare("SELECT seq FROM event_cursors WHERE name = 'webhooks'")
   const moveCursor = db.prepare("UPDATE event_cursors SET seq = ? WHERE name = 'webhooks'")
-  const feed = db.prepare(`SELECT ${EVENT_COLUMNS} FROM events e WHERE e.seq > ? ORDER BY e.seq LIMIT ?`)
+  // The fan-out's read: an event's head, not its data (fanOutPairs decides without it).
+  const feed = db.prepare('SELECT seq, id, type, created_at, audience, subject_key_id FROM events WHERE seq > ? ORDER BY seq LIMIT ?')
   const endpoints = db.prepare(`SELECT w.id, w.types, w.owner_key_id, k.role, w.created_at FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id
     WHERE w.status = 'enabled' AND k.revoked_at IS NULL`)
   const attempts = db.prepare(`SELECT d.event_id, e.type, a.attempt, a.at, a.outcome, a.status, a.error, a.duration_ms
@@ -198,12 +199,13 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
     async fanOut (now, batch) {
       return await writer.run(() => {
         const { seq } = cursor.get() as { seq: number }
-        const rows = (feed.all(seq, batch) as unknown as EventRow[]).map(toEvent)
+        const rows = (feed.all(seq, batch) as unknown as Array<Omit<EventRow, 'data'>>)
+          .map((row) => ({ seq: row.seq, id: row.id, type: row.type, createdAt: row.created_at, audience: row.audience, subjectKeyId: row.subject_key_id }))
         if (rows.length === 0) return 0
         const owners = (endpoints.all() as Array<{ id: string; types: string; owner_key_id: number; role: EndpointOwner['ownerRole']; created_at: number }>)
           .map((row) => ({ id: row.id, types: JSON.parse(row.types) as string[], ownerKeyId: row.owner_key_id, ownerRole: row.role, createdAt: row.created_at }))
         for (const { webhookId, eventId } of fanOutPairs(rows, owners)) insertDelivery.run(webhookId, eventId, 'feed', now, now, now)
-        moveCursor.run(rows[rows.length - 1]!.position.seq)
+        moveCursor.run(rows[rows.length - 1]!.seq)
         return rows.length
       })
     },
