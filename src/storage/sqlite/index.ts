@@ -43,5 +43,5 @@ export function createSqliteStores (path: string, options: { migrate?: boolean; 
  * actor of the caller that queued it (shared/actor-context.ts), for its audit entry.
  */
 function actorBound (writer: Writer): Writer {
-  return { run: (fn) => writer.run(bindActor(fn)), close: () => writer.close() }
+  return { run: (fn, options) => writer.run(bindActor(fn), options), close: () => writer.close() }
 }

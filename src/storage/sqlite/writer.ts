@@ -16,9 +16,20 @@ export interface Writer {
    * without blocking the event loop for up to WRITE_LOCK_BOUND_MS, then fails with 503
    * service_unavailable and Retry-After.
    */
-  run<T> (fn: () => T): Promise<T>
+  run<T> (fn: () => T, options?: RunOptions): Promise<T>
   /** Waits for the writes queued and in flight, and releases the WAL file. */
   close (): Promise<void>
+}
+
+export interface RunOptions {
+  /**
+   * false: resolve once committed, without waiting for the fsync that makes it durable (the next
+   * one does). Only for bookkeeping that a power loss may undo because it is redone: the webhook
+   * dispatcher's fan-out, leases and attempt records (at-least-once: an attempt whose record is
+   * lost is made again). A process crash (SIGKILL) loses nothing either way: the commit is in
+   * the WAL file, in the page cache. Default true.
+   */
+  durable?: boolean
 }
 
 export interface WriterOptions {
@@ -39,6 +50,8 @@ interface Pending {
   since: number
   /** The caller's trace context when tracing is on (telemetry/hooks.ts). */
   trace: WriteTrace | undefined
+  /** Answered at the commit, not after the fsync (RunOptions.durable false). */
+  eager: boolean
 }
 
 /**
@@ -236,18 +249,20 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
       restore()
       batchSpan?.end(lost?.error)
     }
-    if (done.length > 0) {
+    for (const [p, result] of done) if (p.eager) p.resolve(result)
+    const durables = done.filter(([p]) => !p.eager)
+    if (durables.length > 0) {
       durable().then(
-        () => { for (const [p, result] of done) p.resolve(result) },
-        (error: unknown) => { for (const [p] of done) p.reject(error) }
+        () => { for (const [p, result] of durables) p.resolve(result) },
+        (error: unknown) => { for (const [p] of durables) p.reject(error) }
       )
     }
   }
 
   return {
-    run<T> (fn: () => T): Promise<T> {
+    run<T> (fn: () => T, options?: RunOptions): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        queue.push({ fn, resolve: resolve as (value: unknown) => void, reject, since: Date.now(), trace: telemetry.writer?.capture() })
+        queue.push({ fn, resolve: resolve as (value: unknown) => void, reject, since: Date.now(), trace: telemetry.writer?.capture(), eager: options?.durable === false })
         schedule()
       })
     },

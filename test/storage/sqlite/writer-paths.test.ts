@@ -12,7 +12,7 @@ import { migrateSqlite, openSqlite, transaction, type Db } from '../../../src/st
 import { SQLITE_MIGRATIONS } from '../../../src/storage/sqlite/migrations.ts'
 import { createWriter } from '../../../src/storage/sqlite/writer.ts'
 import { tempDir } from '../../helpers/temp.ts'
-import { file, insert, rows, turns } from './writer-helpers.ts'
+import { file, insert, rows, turns, watch } from './writer-helpers.ts'
 
 /** An fsync the test completes by hand. */
 function gatedSync (): { sync: () => Promise<void>; calls: () => number; finish: () => void; fail: (error: Error) => void } {
@@ -88,6 +88,26 @@ test('writer: close() waits for the queued writes and for the fsyncs in flight a
   await b
   await closing
   assert.equal(closed, true)
+})
+
+test('writer: a write run with durable false is answered at its commit, before the fsync; a durable write of the same batch waits for it', async (t) => {
+  const { db, path } = file(t)
+  const gate = gatedSync()
+  const writer = createWriter(db, path, { sync: gate.sync, checkpointIntervalMs: 0 })
+  const kept = watch(writer.run(insert(db, 'durable')))
+  const eager = watch(writer.run(insert(db, 'bookkeeping'), { durable: false }))
+  await turns()
+  // Fault caught: every write waiting for the fsync (the dispatcher's rounds waited twice per
+  // delivery), or an eager write that is not committed when answered.
+  assert.deepEqual([eager.outcome, kept.outcome, gate.calls()], ['ok 2', null, 1])
+  assert.deepEqual(rows(path), ['durable', 'bookkeeping'])
+  gate.finish()
+  await turns()
+  assert.equal(kept.outcome, 'ok 1')
+  // Only eager writes: no fsync is started for them.
+  await writer.run(insert(db, 'alone'), { durable: false })
+  assert.equal(gate.calls(), 1)
+  await writer.close()
 })
 
 for (const first of ['succeeds', 'fails'] as const) {
