@@ -627,13 +627,13 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   );
   INSERT INTO audit_head (id, count, hash) VALUES (1, 0, '');
   `,
-  // Ban events (issue 31), as SQLite's version 11: a ban's level (its strike), which key.banned
+  // Ban events (issue 31), as SQLite's version 12: a ban's level (its strike), which key.banned
   // and key.unbanned carry; NULL for the bans recorded before.
   `
   ALTER TABLE bans ADD COLUMN strike integer;
   CREATE INDEX bans_by_subject ON bans (subject, started_at);
   `,
-  // Usage events (issue 31), as SQLite's version 12: what the usage flush announced per quota
+  // Usage events (issue 31), as SQLite's version 13: what the usage flush announced per quota
   // identity and UTC day (quota.threshold, deprecation.used), so each is written once whatever
   // the instances and restarts; the flush locks these rows before it reads the day's counts.
   `
@@ -646,7 +646,7 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     PRIMARY KEY (key_id, day, kind, operation)
   );
   `,
-  // Calls through MCP per key and day (issue 33), as SQLite's version 13: of the day's counted
+  // Calls through MCP per key and day (issue 33), as SQLite's version 14: of the day's counted
   // requests, those an agent made through the MCP endpoint.
   `
   ALTER TABLE key_usage ADD COLUMN mcp bigint NOT NULL DEFAULT 0;
