@@ -1,7 +1,7 @@
 // Runs against the real Redis (PETSTORE_TEST_REDIS_URL, else 127.0.0.1:6379). Without it the
 // suite is skipped with the reason, except under CI, where a missing Redis is a failure
 // (test/helpers/services.ts).
-import { after, before, describe, test } from 'node:test'
+import { after, before, describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
@@ -54,6 +54,16 @@ void describe('redis back end', { skip }, () => {
   const QUOTA_20 = { perMinute: 20, perDay: 1000 }
 
   /** Records the name of every command the client sends. */
+  /** A limiter on a fresh prefix whose script is already loaded (one EVAL done), and the commands sent after. */
+  async function loadedLimiter (t: TestContext): Promise<{ limiter: ReturnType<typeof createRedisRateLimiter>; sent: string[] }> {
+    const prefix = uniquePrefix()
+    t.after(() => deleteRedisKeys(shared, prefix))
+    const c = await client()
+    const limiter = createRedisRateLimiter({ redis: c, prefix, now: () => START })
+    await limiter.peek('key:0', QUOTA_20) // EVAL: the script is now loaded
+    return { limiter, sent: spy(c) }
+  }
+
   function spy (c: Redis): string[] {
     const sent: string[] = []
     const send = c.sendCommand.bind(c)
@@ -128,12 +138,7 @@ void describe('redis back end', { skip }, () => {
   })
 
   void test('the calls of one event-loop turn go in one command, each decided in call order: 50 concurrent calls on two keys at 20/min allow exactly 20 each', async (t) => {
-    const prefix = uniquePrefix()
-    t.after(() => deleteRedisKeys(shared, prefix))
-    const c = await client()
-    const limiter = createRedisRateLimiter({ redis: c, prefix, now: () => START })
-    await limiter.peek('key:0', QUOTA_20) // EVAL: the script is now loaded
-    const sent = spy(c)
+    const { limiter, sent } = await loadedLimiter(t)
     const decisions = await Promise.all(Array.from({ length: 50 }, (_, i) => limiter.consume(`key:${i % 2 + 1}`, QUOTA_20)))
     assert.deepEqual(sent, ['evalsha'], 'one command for the 50 calls')
     for (const key of [0, 1]) {
@@ -147,12 +152,7 @@ void describe('redis back end', { skip }, () => {
   })
 
   void test('150 calls in one turn are sent as batches of at most 64 (three commands), the counts exact', async (t) => {
-    const prefix = uniquePrefix()
-    t.after(() => deleteRedisKeys(shared, prefix))
-    const c = await client()
-    const limiter = createRedisRateLimiter({ redis: c, prefix, now: () => START })
-    await limiter.peek('key:0', QUOTA_20)
-    const sent = spy(c)
+    const { limiter, sent } = await loadedLimiter(t)
     const quota = { perMinute: 140, perDay: 1000 }
     const decisions = await Promise.all(Array.from({ length: 150 }, () => limiter.consume('key:1', quota)))
     assert.deepEqual(sent, ['evalsha', 'evalsha', 'evalsha'])
@@ -162,12 +162,7 @@ void describe('redis back end', { skip }, () => {
 
   void test('exactly 64 calls in one turn are one command: the full batch leaves nothing for the end of the turn', async (t) => {
     // Fault caught: the turn's end sending an empty script call after a full batch went out.
-    const prefix = uniquePrefix()
-    t.after(() => deleteRedisKeys(shared, prefix))
-    const c = await client()
-    const limiter = createRedisRateLimiter({ redis: c, prefix, now: () => START })
-    await limiter.peek('key:0', QUOTA_20)
-    const sent = spy(c)
+    const { limiter, sent } = await loadedLimiter(t)
     const decisions = await Promise.all(Array.from({ length: 64 }, () => limiter.consume('key:1', { perMinute: 100, perDay: 1000 })))
     await new Promise((resolve) => setImmediate(resolve))
     assert.deepEqual(sent, ['evalsha'])
