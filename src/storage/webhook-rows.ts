@@ -68,14 +68,14 @@ export function deliveryEntries (attempts: readonly AttemptRow[], pending: reado
 export interface EndpointOwner { id: string; types: string[]; ownerKeyId: number; ownerRole: WebhookOwnerRole; createdAt: number }
 type WebhookOwnerRole = 'customer' | 'staff' | 'admin'
 
+/** What the fan-out reads of an event: never its data, which it does not need (nor parse). */
+export type FeedHead = Pick<StoredEvent, 'id' | 'type' | 'createdAt' | 'audience' | 'subjectKeyId'>
+
 /**
  * The fan-out's decision, the same on both engines: each event goes to every enabled endpoint
  * created no later than it, whose types match and whose owner may see it. webhook.test is
  * delivered only to the endpoint it tests, by queueTest.
  */
-/** What the fan-out reads of an event: never its data, which it does not need (nor parse). */
-export type FeedHead = Pick<StoredEvent, 'id' | 'type' | 'createdAt' | 'audience' | 'subjectKeyId'>
-
 export function fanOutPairs (events: readonly FeedHead[], endpoints: readonly EndpointOwner[]): Array<{ webhookId: string; eventId: string }> {
   const pairs: Array<{ webhookId: string; eventId: string }> = []
   for (const event of events) {
