@@ -8,22 +8,20 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { categoryRoutes } from './categories/categories.routes.ts'
 import { createCategoryService } from './categories/categories.service.ts'
 import type { Config } from './config.ts'
-import { answerMalformedUrl, installAccess } from './http/access.ts'
+import { answerMalformedUrl } from './http/access.ts'
+import { installPipeline } from './http/pipeline.ts'
 import { connectionOptions } from './transport/connections.ts'
-import { answerUnroutedWithoutBody } from './transport/unread-body.ts'
-import { installCors } from './http/cors.ts'
 import { consoleRoutes } from './console/console.routes.ts'
 import { docsRoutes } from './openapi/docs.ts'
 import { installErrorHandling } from './http/errors.ts'
 import { deprecatedOperation } from './routing/lifecycle.ts'
-import { collectDeprecatedOperations, installSunset, lifecycleHeaderStep } from './http/lifecycle-hooks.ts'
+import { collectDeprecatedOperations } from './http/lifecycle-hooks.ts'
 import type { DeprecatedOperation } from './shared/deprecation.ts'
 import { healthRoutes } from './ops/health.ts'
-import { setResponseHeaders } from './http/response-headers.ts'
-import { createMetrics, installMetrics, malformedUrlCounter, metricsRoutes, type Metrics } from './ops/metrics.ts'
+import { createMetrics, httpMetrics, malformedUrlCounter, metricsRoutes, type Metrics } from './ops/metrics.ts'
 import { API_VERSION, registerOpenApi } from './openapi/openapi.ts'
 import { serveOpenApi } from './openapi/serve.ts'
-import { acceptedRequestId, bindRequestLogger, lazyChildLogger, observeFrameworkAnswers, RequestLog } from './http/request-log.ts'
+import { acceptedRequestId, lazyChildLogger, observeFrameworkAnswers, RequestLog } from './http/request-log.ts'
 import { installValidation, parseJsonBody } from './http/validation.ts'
 import { inventoryRoutes } from './inventory/inventory.routes.ts'
 import { createInventoryService } from './inventory/inventory.service.ts'
@@ -34,7 +32,6 @@ import { createAccessService, type AccessEvents } from './access/access.service.
 import { localKeyEvents, type KeyEvents } from './access/key-events.ts'
 import { createKeyAdmin } from './keys/keys.service.ts'
 import { createUsageRecorder } from './access/usage.ts'
-import { installUsageRecording } from './http/usage.ts'
 import { orderRoutes } from './orders/orders.routes.ts'
 import { mcpRoutes } from './mcp/mcp.routes.ts'
 import { collectTools, type Tool } from './mcp/tools.ts'
@@ -52,7 +49,7 @@ import type { RateLimiter } from './ratelimit/limiter.ts'
 import type { Readiness } from './shared/readiness.ts'
 import { systemClock, type Clock } from './shared/clock.ts'
 import type { Stores } from './storage/stores.ts'
-import { requireRoles, routeConfigOf } from './routing/route-config.ts'
+import { requireRoles } from './routing/route-config.ts'
 import { installSteps, type Step } from './http/steps.ts'
 import { backgroundJobs, installJobs } from './jobs/jobs.ts'
 import { telemetry } from './telemetry/hooks.ts'
@@ -92,12 +89,12 @@ export interface AppDeps {
 
 /** The installation steps of buildApp, in their order. */
 export type StepName =
-  | 'deprecations' | 'roles' | 'request-id' | 'validation' | 'errors' | 'metrics' | 'json' | 'access' | 'sunset' | 'usage' | 'cors' | 'openapi'
+  | 'deprecations' | 'roles' | 'validation' | 'errors' | 'json' | 'pipeline' | 'openapi'
   | 'mcp-tools' | 'v1-routes' | 'mcp-routes' | 'health-routes' | 'metrics-routes' | 'openapi-routes' | 'docs-routes' | 'console-routes'
 export type AppStep = Step<StepName>
 
 /** The steps every request runs through (hooks and parsers): every routes step comes after them all. */
-const PIPELINE: StepName[] = ['request-id', 'validation', 'errors', 'metrics', 'json', 'access', 'sunset', 'usage', 'cors']
+const PIPELINE: StepName[] = ['validation', 'errors', 'json', 'pipeline']
 /**
  * What a routes step needs: the pipeline (a route's hooks, parsers and error handler are those
  * of the app when the route is declared: Fastify copies them into each plugin as it starts), and
@@ -193,30 +190,10 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
     { name: 'deprecations', needs: [], install: (app) => { deprecatedOperations = collectDeprecatedOperations(app) } },
     // Reads each route as it is declared: a /v1 route without config.role fails the build.
     { name: 'roles', needs: [], install: requireRoles },
-    // The first step of every request, synchronous: the request id and the lifecycle headers go
-    // on every response, errors included, so they are set before anything can fail; and the
-    // request's logger learns where to find the key id once it is known.
-    {
-      name: 'request-id',
-      needs: [],
-      install: (app) => {
-        const setLifecycleHeaders = lifecycleHeaderStep(lifecycleOptions)
-        app.addHook('onRequest', (request, reply, done) => {
-          reply.header('request-id', request.id)
-          setResponseHeaders(request, reply)
-          setLifecycleHeaders(request, reply, routeConfigOf(request).lifecycle)
-          bindRequestLogger(request)
-          done()
-        })
-      }
-    },
     // The two Ajv instances and the integer and body guards (per route, as routes are declared).
     { name: 'validation', needs: [], install: installValidation },
     // The one error handler, the 404 and the 405 (which learns each route's path as it is declared).
-    // With it, a request no route takes is answered without reading its body (transport/unread-body.ts).
-    { name: 'errors', needs: [], install: (app) => { installErrorHandling(app); answerUnroutedWithoutBody(app) } },
-    // Counts and times every response (onResponse).
-    { name: 'metrics', needs: [], install: (app) => { installMetrics(app, metrics) } },
+    { name: 'errors', needs: [], install: installErrorHandling },
     // JSON only: Fastify's default text/plain parser would let a string body reach validation.
     {
       name: 'json',
@@ -228,35 +205,28 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
         })
       }
     },
-    // After request-id: a refusal (401, 403, 429) is answered from this hook and must carry the
-    // request id and the lifecycle headers, which the earlier hook has set by then.
-    { name: 'access', needs: ['request-id'], install: (app) => { installAccess(app, { access, clock }) } },
-    // Reads request.principal (decorated and set by access) to count a deprecated call per key;
-    // the 410 after the sunset comes after the access decision, so it is charged like any call.
-    { name: 'sunset', needs: ['access'], install: (app) => { installSunset(app, lifecycleOptions) } },
-    // Reads request.rateLimit and request.principal, which access decorates and sets.
+    // The one pipeline step (http/pipeline.ts): one onRequest step (the request id and the
+    // headers of every answer, the access decision, CORS, the sunset), one onResponse step
+    // (metrics, usage per key), and the audit log's actor on the routes that write. /metrics is
+    // for Prometheus on the private network, never for a browser: no CORS at all, preflights
+    // included (http/cors.ts).
     {
-      name: 'usage',
-      needs: ['access'],
+      name: 'pipeline',
+      needs: [],
       install: (app) => {
-        installUsageRecording(app, { recorder: usage, clock, onNearLimit: (window) => { metrics.onNearLimit(window) } })
-      }
-    },
-    // After access, where @fastify/cors ran: a refusal of the access step (401, 429) goes out
-    // without CORS headers, and a preflight under /v1 gets its rate-limit headers from access (a
-    // peek: free) before this step answers it. /metrics is for Prometheus on the private network,
-    // never for a browser: no CORS at all, preflights included (http/cors.ts).
-    {
-      name: 'cors',
-      needs: ['access'],
-      install: (app) => {
-        installCors(app, {
-          origin: config.corsOrigins,
-          methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-          allowedHeaders: ['X-API-Key', 'Authorization', 'Content-Type', 'If-Match', 'Idempotency-Key', 'Request-Id'],
-          exposedHeaders: EXPOSED_HEADERS,
-          maxAge: 600,
-          excluded: ['/metrics']
+        installPipeline(app, {
+          access: { access, clock },
+          lifecycle: lifecycleOptions,
+          cors: {
+            origin: config.corsOrigins,
+            methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+            allowedHeaders: ['X-API-Key', 'Authorization', 'Content-Type', 'If-Match', 'Idempotency-Key', 'Request-Id'],
+            exposedHeaders: EXPOSED_HEADERS,
+            maxAge: 600,
+            excluded: ['/metrics']
+          },
+          usage: { recorder: usage, clock, onNearLimit: (window) => { metrics.onNearLimit(window) } },
+          metrics: httpMetrics(metrics)
         })
       }
     },

@@ -34,15 +34,11 @@ const notRegistered = (dependency: string, plugin: string) => (error: Error & { 
 test('the declared order builds an app that answers', async (t) => {
   let names: StepName[] = []
   await buildWith(t, (steps) => { names = steps.map((s) => s.name); return steps })
-  assert.deepEqual(names, ['deprecations', 'roles', 'request-id', 'validation', 'errors', 'metrics', 'json', 'access', 'sunset', 'usage', 'cors', 'openapi', 'mcp-tools', 'v1-routes', 'mcp-routes', 'health-routes', 'metrics-routes', 'openapi-routes', 'docs-routes', 'console-routes'])
+  assert.deepEqual(names, ['deprecations', 'roles', 'validation', 'errors', 'json', 'pipeline', 'openapi', 'mcp-tools', 'v1-routes', 'mcp-routes', 'health-routes', 'metrics-routes', 'openapi-routes', 'docs-routes', 'console-routes'])
 })
 
-test('usage recording installed before access fails the build, naming both (it reads the decision access sets)', async (t) => {
-  await assert.rejects(buildWith(t, moveBefore('usage', 'access')), notRegistered('access', 'usage'))
-})
-
-test('the access hook installed before the request id hook fails the build (a refusal would go out without Request-Id)', async (t) => {
-  await assert.rejects(buildWith(t, moveBefore('access', 'request-id')), notRegistered('request-id', 'access'))
+test('the /v1 routes declared before the pipeline fail the build (they would run without the access step)', async (t) => {
+  await assert.rejects(buildWith(t, moveBefore('v1-routes', 'pipeline')), notRegistered('pipeline', 'v1-routes'))
 })
 
 test('the /v1 routes declared before the OpenAPI hooks fail the build (they would be missing from the document)', async (t) => {

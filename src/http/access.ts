@@ -1,9 +1,11 @@
-// The HTTP side of access (docs/product.md sections 3 and 4): one onRequest hook that reads the
+// The HTTP side of access (docs/product.md sections 3 and 4): the pipeline's access step reads the
 // request's facts, asks the access service (access/access.service.ts) for a decision, and turns
 // the outcome into headers (rate limits, Retry-After, WWW-Authenticate) and the refusal to
 // answer, if any. Every decision is access/'s: the service's, and which requests it decides and
 // what a wrong target is answered (access/targets.ts).
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify'
+import type { Principal } from '../access/principal.ts'
+import type { ScopeNeed } from '../accounts/scopes.ts'
 import type { AccessOutcome, AccessService } from '../access/access.service.ts'
 import { asksForKey, isGuarded, isApiPath, isPreflight, malformedUrl, malformedUrlRefusal, refusalFor } from '../access/targets.ts'
 import type { Decision } from '../ratelimit/limiter.ts'
@@ -12,7 +14,6 @@ import { withActor } from '../shared/actor-context.ts'
 import { sendError, toAppError } from './errors.ts'
 import { setRateLimitHeaders } from './rate-limit-headers.ts'
 import { keyParameterOf } from './redact.ts'
-import { routeConfigOf } from '../routing/route-config.ts'
 
 export type { AccessEvents } from '../access/access.service.ts'
 
@@ -33,47 +34,47 @@ export interface AccessHookOptions {
 /** The challenge of a 401 (RFC 9110 11.6.1): the API takes a key as a bearer token. */
 const CHALLENGE = 'Bearer realm="petstore"'
 
-export function installAccess (app: FastifyInstance, { access, clock }: AccessHookOptions): void {
+/** What a route needs of the access step, read from its config once (http/pipeline.ts). */
+export interface RouteAccess {
+  /** The least role, or undefined: no key needed (role none) or no operation (a 404, /health). */
+  readonly role: Principal['role'] | undefined
+  readonly scope: ScopeNeed | undefined
+  readonly free: boolean
+  readonly banExempt: boolean
+}
+
+/** A route's needs from its config: role none (no key needed) is decided like a request that matched no role, charged and never refused for its key. */
+export function routeAccessOf (config: FastifyContextConfig): RouteAccess {
+  return { role: config.role === 'none' ? undefined : config.role, scope: config.scope, free: config.quota === 'free', banExempt: config.banExempt === true }
+}
+
+/** Declares what the access step sets on each request. */
+export function decorateAccess (app: FastifyInstance): void {
   app.decorateRequest('principal', null)
   app.decorateRequest('rateLimit', null)
   app.decorateRequest('charged', false)
+}
 
-  // Not async: when the key is cached and the limiter answers at once, the request goes on
-  // without a promise.
-  app.addHook('onRequest', (request, reply, done) => {
-    const config = routeConfigOf(request)
-    // Role none (no key needed): decided like a request that matched no role, charged and never refused for its key.
-    const role = config.role === 'none' ? undefined : config.role
-    if (!isGuarded(role, request.url)) { done(); return }
+/**
+ * The access step of the pipeline (http/pipeline.ts): asks the access service for a decision and
+ * sets its headers; returns the refusal to answer, if any. Not async: when the key is cached and
+ * the limiter answers at once, the request goes on without a promise.
+ */
+export function accessStep ({ access, clock }: AccessHookOptions): (request: FastifyRequest, reply: FastifyReply, route: RouteAccess) => Error | undefined | Promise<Error | undefined> {
+  return (request, reply, route) => {
+    if (!isGuarded(route.role, request.url)) return undefined
     const outcome = access.decide({
       key: presentedKey(request),
       address: request.ip,
-      role,
-      scope: config.scope,
-      free: config.quota === 'free',
-      banExempt: config.banExempt === true,
-      preflight: isPreflight(request.method, role),
+      role: route.role,
+      scope: route.scope,
+      free: route.free,
+      banExempt: route.banExempt,
+      preflight: isPreflight(request.method, route.role),
       keyInQuery: keyParameterOf(request.url)
     })
-    if (outcome instanceof Promise) {
-      outcome.then((o) => { done(apply(request, reply, o)) }, (error: unknown) => { done(error as Error) })
-    } else {
-      const refusal = apply(request, reply, outcome)
-      if (refusal === undefined) done()
-      // A refusal waits one microtask: when the bytes after a well-formed head are malformed HTTP
-      // (a bad chunk), Node's parser reports it in this same tick and its 400, which closes the
-      // connection, goes first, as it did when this step was always asynchronous.
-      else queueMicrotask(() => { done(refusal) })
-    }
-  })
-
-  // The actor of the audit log (shared/actor-context.ts): what the handler changes is this
-  // request's doing. Set after parsing (a body's stream events would lose it); reads skip it.
-  app.addHook('preHandler', (request, _reply, done) => {
-    if (request.method === 'GET' || request.method === 'HEAD') { done(); return }
-    const p = request.principal
-    withActor({ actor: p === null ? { type: 'address' } : { type: 'key', keyId: p.keyId, role: p.role }, requestId: request.id, address: request.ip }, done)
-  })
+    return outcome instanceof Promise ? outcome.then((o) => apply(request, reply, o)) : apply(request, reply, outcome)
+  }
 
   /** Sets what the outcome says on the request and the reply; returns the refusal to answer. */
   function apply (request: FastifyRequest, reply: FastifyReply, outcome: AccessOutcome): Error | undefined {
@@ -91,6 +92,16 @@ export function installAccess (app: FastifyInstance, { access, clock }: AccessHo
     if (asksForKey(answer)) reply.header('www-authenticate', CHALLENGE)
     return answer
   }
+}
+
+/**
+ * The actor of the audit log (shared/actor-context.ts): what the handler changes is this
+ * request's doing. A preHandler of the routes that write (http/pipeline.ts): set after parsing,
+ * since a body's stream events would lose it.
+ */
+export const actorStep: preHandlerHookHandler = (request, _reply, done) => {
+  const p = request.principal
+  withActor({ actor: p === null ? { type: 'address' } : { type: 'key', keyId: p.keyId, role: p.role }, requestId: request.id, address: request.ip }, done)
 }
 
 /**

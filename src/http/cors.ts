@@ -12,9 +12,9 @@
 // - a preflight (OPTIONS) outside /metrics: also `Access-Control-Allow-Methods`, `-Allow-Headers`
 //   and `-Max-Age`, answered 204 with `Content-Length: 0` (no Origin or request method needed);
 // - OPTIONS /metrics reaches the `OPTIONS *` route unanswered and gets the 404.
-// It runs where @fastify/cors ran: an onRequest step after the access step, so a refusal of the
-// access step (401, 429) goes out without CORS headers, as before.
-import type { FastifyInstance, FastifyReply } from 'fastify'
+// It runs where @fastify/cors ran: in the pipeline's one onRequest step (http/pipeline.ts), after
+// the access decision, so a refusal of the access step (401, 429) goes out without CORS headers.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 
 export interface CorsOptions {
   /** `*`, or the allowed origins (a list with `*` in it allows all). */
@@ -35,37 +35,49 @@ declare module 'fastify' {
   }
 }
 
-export function installCors (app: FastifyInstance, options: CorsOptions): void {
+/**
+ * The CORS step of the pipeline (http/pipeline.ts): sets the headers of the answer and answers a
+ * preflight (true when it did). `excluded` is the route's, or null when it depends on the path
+ * (a request that matched no route, or the OPTIONS route every preflight reaches).
+ */
+export function corsStep (options: CorsOptions): (request: FastifyRequest, reply: FastifyReply, excluded: boolean | null) => boolean {
   const anyOrigin = options.origin === '*' || options.origin.includes('*')
   const allowed = new Set(anyOrigin ? [] : options.origin)
   const exposed = options.exposedHeaders.join(', ')
   const methods = options.methods.join(', ')
   const allowedHeaders = options.allowedHeaders.join(', ')
   const maxAge = String(options.maxAge)
-  const excluded = new Set(options.excluded)
+  const excludedPaths = new Set(options.excluded)
 
-  app.decorateRequest('corsPreflightEnabled', false)
-
-  app.addHook('onRequest', (request, reply, done) => {
+  return (request, reply, excluded) => {
     addOriginToVary(reply)
-    if (excluded.size > 0 && excluded.has(pathOf(request.url))) { done(); return }
+    if (excluded ?? (excludedPaths.size > 0 && excludedPaths.has(pathOf(request.url)))) return false
     const origin = request.headers.origin
     const preflight = request.raw.method === 'OPTIONS'
     // Not a CORS request: a browser sends Origin with every cross-origin request, and Vary: Origin
     // keeps a cache from answering one with this answer.
-    if (origin === undefined && !preflight) { done(); return }
+    if (origin === undefined && !preflight) return false
     if (anyOrigin) reply.header('access-control-allow-origin', '*')
     else if (origin !== undefined && allowed.has(origin)) reply.header('access-control-allow-origin', origin)
     reply.header('access-control-expose-headers', exposed)
-    if (!preflight) { done(); return }
+    if (!preflight) return false
     request.corsPreflightEnabled = true
     reply.header('access-control-allow-methods', methods)
     reply.header('access-control-allow-headers', allowedHeaders)
     reply.header('access-control-max-age', maxAge)
     reply.code(204).header('content-length', '0').send()
-  })
+    return true
+  }
+}
 
-  // Every OPTIONS request reaches this route; only a preflight the step above answered is one.
+/** Whether a route's path is left out of CORS: null when it depends on the request's path (no route, or a wildcard). */
+export function corsExcluded (options: CorsOptions, url: string | undefined): boolean | null {
+  return url === undefined || url.endsWith('*') ? null : options.excluded.includes(url)
+}
+
+/** The OPTIONS route every preflight reaches: only one the CORS step answered is one. */
+export function installPreflightRoute (app: FastifyInstance): void {
+  app.decorateRequest('corsPreflightEnabled', false)
   app.options('*', { schema: { hide: true } }, (request, reply) => {
     if (!request.corsPreflightEnabled) {
       reply.callNotFound()

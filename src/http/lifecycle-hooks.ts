@@ -1,6 +1,6 @@
 // The runtime half of the lifecycle: headers on every response of a deprecated operation
 // (errors included, so they are set before anything can fail) and 410 after the sunset.
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { AppError } from '../errors.ts'
 import type { Clock } from '../shared/clock.ts'
 import type { DeprecatedOperation } from '../shared/deprecation.ts'
@@ -27,49 +27,39 @@ function fill (template: Template, params: Record<string, string>): string {
   return out
 }
 
-/**
- * The step that sets the lifecycle headers of a deprecated operation. It runs in the first
- * onRequest step (app.ts), before the access step: the headers must be on 401s and 429s too.
- * Each lifecycle's headers are built once; a successor given as a template (/v1/pets?id={petId})
- * is split once and filled from the request's path parameters.
- */
-export function lifecycleHeaderStep (options: LifecycleHookOptions): (request: FastifyRequest, reply: FastifyReply, lifecycle: Lifecycle | undefined) => void {
-  const cache = new WeakMap<Lifecycle, [string, Template | string][]>()
-  return (request, reply, lifecycle) => {
-    if (lifecycle?.deprecatedAt === undefined) return
-    let headers = cache.get(lifecycle)
-    if (headers === undefined) {
-      headers = Object.entries(lifecycleHeaders(lifecycle, { docsUrl: options.docsUrl })).map(([name, value]) => [name, compile(value)])
-      cache.set(lifecycle, headers)
-    }
-    for (const [name, value] of headers) {
-      reply.header(name, typeof value === 'string' ? value : fill(value, request.params as Record<string, string>))
-    }
-  }
-}
+/** A lifecycle header, its value fixed text or a template filled from the path parameters. */
+export type LifecycleHeader = readonly [name: string, value: Template | string]
 
 /**
- * Counts each call of a deprecated operation per key, and refuses it after the sunset. A hook of
- * the deprecated routes only (added as they are declared), so other routes pay nothing; route
- * hooks run after the app's, so the key is known by then.
+ * The lifecycle headers of a deprecated operation, built once per route (http/pipeline.ts sets
+ * them first, so they are on 401s and 429s too); none for a stable one. A successor given as a
+ * template (/v1/pets?id={petId}) is split once and filled from each request's path parameters.
  */
-export function installSunset (app: FastifyInstance, options: LifecycleHookOptions): void {
-  app.addHook('onRoute', (route) => {
-    const lifecycle = route.config?.lifecycle
-    if (lifecycle?.deprecatedAt === undefined) return
-    const operationId = (route.schema as { operationId?: string } | undefined)?.operationId ?? route.url
-    const sunset: onRequestHookHandler = (request, _reply, done) => {
-      options.onDeprecatedCall?.(operationId, request.principal?.keyId ?? null)
-      if (lifecycle.sunsetAt !== undefined && options.clock.now() >= lifecycle.sunsetAt.getTime()) {
-        const successor = lifecycle.successor === undefined ? '' : `; use ${lifecycle.successor.method} ${lifecycle.successor.path}`
-        done(new AppError('operation_sunset', `this operation was retired on ${lifecycle.sunsetAt.toISOString()}${successor}`))
-        return
-      }
-      done()
-    }
-    const existing = route.onRequest
-    route.onRequest = existing === undefined ? [sunset] : [...(Array.isArray(existing) ? existing : [existing]), sunset]
-  })
+export function lifecycleHead (lifecycle: Lifecycle | undefined, docsUrl: string): readonly LifecycleHeader[] {
+  if (lifecycle?.deprecatedAt === undefined) return []
+  return Object.entries(lifecycleHeaders(lifecycle, { docsUrl })).map(([name, value]) => [name, compile(value)] as const)
+}
+
+/** The value of a lifecycle header for this request. */
+export function lifecycleValue (value: Template | string, request: FastifyRequest): string {
+  return typeof value === 'string' ? value : fill(value, request.params as Record<string, string>)
+}
+
+/** A deprecated operation, as the sunset step reads it. */
+export interface Deprecated { readonly operationId: string; readonly lifecycle: Lifecycle }
+
+/**
+ * Counts each call of a deprecated operation per key, and refuses it after the sunset: run by
+ * the pipeline after the access decision (so the key is known, and the 410 is charged like any
+ * call), for deprecated routes only, so other routes pay nothing.
+ */
+export function sunsetStep (options: LifecycleHookOptions): (request: FastifyRequest, deprecated: Deprecated) => AppError | undefined {
+  return (request, { operationId, lifecycle }) => {
+    options.onDeprecatedCall?.(operationId, request.principal?.keyId ?? null)
+    if (lifecycle.sunsetAt === undefined || options.clock.now() < lifecycle.sunsetAt.getTime()) return undefined
+    const successor = lifecycle.successor === undefined ? '' : `; use ${lifecycle.successor.method} ${lifecycle.successor.path}`
+    return new AppError('operation_sunset', `this operation was retired on ${lifecycle.sunsetAt.toISOString()}${successor}`)
+  }
 }
 
 /**

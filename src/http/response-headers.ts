@@ -1,7 +1,8 @@
 // Headers for typed and sensitive answers (docs/product.md section 9): every response says it
 // must be read only as the type it declares, and key administration (key records and new keys)
-// must never be stored by a cache. Set in the first hook, so that 401s and 429s carry them too.
-import type { FastifyReply, FastifyRequest } from 'fastify'
+// must never be stored by a cache. Set first by the pipeline (http/pipeline.ts), so that 401s and
+// 429s carry them too, and by the error answer of a request that never reached it.
+import type { FastifyRequest } from 'fastify'
 import { routeConfigOf } from '../routing/route-config.ts'
 
 export const NO_STORE_PREFIX = '/v1/admin'
@@ -13,11 +14,4 @@ export function responseHeadersOf (request: FastifyRequest): Readonly<Record<str
   // The route it matched, or the path for one that matched none (a 404 under /v1/admin).
   const path = routeConfigOf(request).url ?? request.url.split('?', 1)[0] ?? ''
   return path === NO_STORE_PREFIX || path.startsWith(`${NO_STORE_PREFIX}/`) ? TYPED_NO_STORE : TYPED
-}
-
-/** Sets the headers of responseHeadersOf, one header call each (no object per request). */
-export function setResponseHeaders (request: FastifyRequest, reply: FastifyReply): void {
-  const headers = responseHeadersOf(request)
-  reply.header('x-content-type-options', 'nosniff')
-  if (headers !== TYPED) reply.header('cache-control', 'no-store')
 }

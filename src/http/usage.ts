@@ -1,6 +1,6 @@
 // Usage per key (access/usage.ts) and near-limit counts, taken from each finished response under
 // /v1: the status decides how a request counts, so this runs once the answer is known.
-import type { FastifyInstance } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { NEAR_LIMIT_SHARE, usageOutcome, type UsageRecorder } from '../access/usage.ts'
 import { viaMcp } from '../shared/channel.ts'
 import type { Clock } from '../shared/clock.ts'
@@ -12,9 +12,10 @@ export interface UsageHookOptions {
   onNearLimit?: (window: 'minute' | 'day') => void
 }
 
-export function installUsageRecording (app: FastifyInstance, options: UsageHookOptions): void {
+/** The usage step of the pipeline's response step (http/pipeline.ts). */
+export function usageStep (options: UsageHookOptions): (request: FastifyRequest, reply: FastifyReply) => void {
   const { recorder, clock, onNearLimit } = options
-  app.addHook('onResponse', (request, reply, done) => {
+  return (request, reply) => {
     const decision = request.rateLimit
     if (decision !== null) {
       const principal = request.principal
@@ -27,6 +28,5 @@ export function installUsageRecording (app: FastifyInstance, options: UsageHookO
         if (decision.day.remaining < decision.day.limit * NEAR_LIMIT_SHARE) onNearLimit('day')
       }
     }
-    done()
-  })
+  }
 }

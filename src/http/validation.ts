@@ -6,7 +6,7 @@
 import { Ajv, type ErrorObject, type Options as AjvOptions } from 'ajv'
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats'
 import type { TSchema } from 'typebox'
-import type { FastifyInstance, FastifySchema, FastifySchemaCompiler, preParsingHookHandler, preValidationHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyRequest, FastifySchema, FastifySchemaCompiler, preValidationHookHandler } from 'fastify'
 import { AppError, clipText } from '../errors.ts'
 import { CONTROL_RANGES, HEADER_TEXT, MULTILINE_TEXT, NAME_PATTERN, NO_CONTROLS } from '../shared/schemas.ts'
 import { redactText } from './redact.ts'
@@ -32,7 +32,6 @@ export function installValidation (app: FastifyInstance): void {
   app.setSchemaErrorFormatter((errors, dataVar) => validationError(dataVar === 'querystring' ? 'query' : dataVar, problemsOf(errors, dataVar === 'body')))
 
   installIntegerGuard(app)
-  installBodylessGuard(app)
 }
 
 // `discriminator`: a oneOf keyed by a property (the key's plan) is checked against the branch
@@ -86,23 +85,18 @@ export function bodyCheck (schema: TSchema): (value: unknown) => Problem[] {
 /**
  * An operation without a body schema takes no body: a body is 400 before it is read, so such an
  * operation never answers 413 or 415 about a body it would ignore (its documented statuses stay
- * exact). An empty body (`Content-Length: 0`) is no body.
+ * exact). An empty body (`Content-Length: 0`) is no body. Checked by the pipeline step
+ * (http/pipeline.ts) for the routes `takesNoBody` says, after the access decision.
  */
-function installBodylessGuard (app: FastifyInstance): void {
-  app.addHook('onRoute', (route) => {
-    if ((route.schema as FastifySchema | undefined)?.body !== undefined) return
-    // Not async: a promise per request for every GET costs more than the check (docs/performance.md).
-    const guard: preParsingHookHandler = (request, _reply, payload, done) => {
-      const length = request.headers['content-length']
-      if (request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')) {
-        done(new AppError('validation_failed', `${request.method} ${request.routeOptions.url ?? ''} takes no body; send none`, { details: [{ path: '/', message: 'must be absent' }] }))
-        return
-      }
-      done(null, payload)
-    }
-    const existing = route.preParsing
-    route.preParsing = existing === undefined ? [guard] : [...(Array.isArray(existing) ? existing : [existing]), guard]
-  })
+export function takesNoBody (schema: unknown): boolean {
+  return (schema as FastifySchema | undefined)?.body === undefined
+}
+
+/** The refusal of a body sent to an operation that takes none, or undefined when none was sent. */
+export function bodySent (request: FastifyRequest, url: string): AppError | undefined {
+  const length = request.headers['content-length']
+  if (request.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return undefined
+  return new AppError('validation_failed', `${request.method} ${url} takes no body; send none`, { details: [{ path: '/', message: 'must be absent' }] })
 }
 
 /** The JSON Pointer of a body error; a discriminator's error is about its tag property. */
@@ -179,7 +173,7 @@ function installIntegerGuard (app: FastifyInstance): void {
       { where: 'headers', key: 'headers', fields: integerFields(schema?.headers) }
     ] as const
     if (parts.every((p) => p.fields.length === 0)) return
-    // Not async, as the bodyless guard above.
+    // Not async: a promise per request costs more than the check (docs/performance.md).
     const guard: preValidationHookHandler = (request, _reply, done) => {
       try {
         for (const { where, key, fields } of parts) {

@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { AccessEvents } from '../http/access.ts'
 import type { LifecycleHookOptions } from '../http/lifecycle-hooks.ts'
-import { routeContextOf } from '../routing/route-config.ts'
+import type { RouteContext } from '../routing/route-config.ts'
 import { arrivedOnPublicListener } from '../transport/connections.ts'
 import { AppError } from '../errors.ts'
 
@@ -343,39 +343,30 @@ export function createMetrics (): Metrics {
 }
 
 interface MethodSeries { labels: Labels; duration: DurationCell; byStatus: Map<number, CountCell> }
-interface RouteSeries { operation: string; byMethod: Map<string, MethodSeries> }
+
+/** The series of one route (or of the preflights, of malformed URLs). */
+export interface RouteSeries { operation: string; byMethod: Map<string, MethodSeries> }
 
 /**
- * One onResponse hook counts and times every response. The label objects of each route, method
- * and status are made once: a request costs a few map lookups and a few additions.
+ * Counts and times every response: the pipeline's response step (http/pipeline.ts) calls
+ * `record` with the series its route plan holds, made once per route by `seriesOf`. The label
+ * objects of each method and status are made once: a request costs a few map lookups and a few
+ * additions.
  */
-export function installMetrics (app: FastifyInstance, metrics: Metrics): void {
+export function httpMetrics (metrics: Metrics): { seriesOf: (context: RouteContext) => RouteSeries; record: (series: RouteSeries, request: FastifyRequest, reply: FastifyReply) => void } {
   const { http } = metrics
-  // Keyed by the route's config object, which Fastify makes once per route.
-  const routes = new WeakMap<object, RouteSeries>()
   const preflight: RouteSeries = { operation: 'preflight', byMethod: new Map() }
-  const NO_CONFIG = {}
-
-  function routeOf (request: FastifyRequest): RouteSeries {
-    if (request.method === 'OPTIONS') return preflight
-    const { config = NO_CONFIG, schema } = routeContextOf(request)
-    const url = (config as { url?: string }).url
-    let route = routes.get(config)
-    if (route === undefined) {
+  return {
+    seriesOf ({ config, schema }) {
       const operationId = (schema as { operationId?: unknown } | undefined)?.operationId
       // Unmatched paths (404, 405) have no url: the raw URL would be unbounded.
-      const operation = typeof operationId === 'string' ? operationId : url ?? 'unknown'
-      route = { operation, byMethod: new Map() }
-      routes.set(config, route)
+      return { operation: typeof operationId === 'string' ? operationId : config?.url ?? 'unknown', byMethod: new Map() }
+    },
+    record (series, request, reply) {
+      // elapsedTime: milliseconds since Fastify received the request.
+      record(http, request.method === 'OPTIONS' ? preflight : series, request.method, reply.statusCode, reply.elapsedTime / 1000)
     }
-    return route
   }
-
-  app.addHook('onResponse', (request, reply, done) => {
-    // elapsedTime: milliseconds since Fastify received the request.
-    record(http, routeOf(request), request.method, reply.statusCode, reply.elapsedTime / 1000)
-    done()
-  })
 }
 
 /** Counts and times one answer in the series of `route`, method and status (made on first use). */

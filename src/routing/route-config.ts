@@ -70,7 +70,7 @@ export function requireRoles (app: FastifyInstance): void {
 
 /** What the hot path reads about the matched route: its config (with url and method) and schema. */
 type RouteConfig = FastifyContextConfig & { url?: string | undefined }
-interface RouteContext { config?: RouteConfig | undefined; schema?: unknown }
+export interface RouteContext { config?: RouteConfig | undefined; schema?: unknown }
 
 let contextSymbol: symbol | null | undefined
 

@@ -3,7 +3,7 @@
 // not-found handler runs: a body of 60 KB sent a byte every 2 s held a connection busy for the
 // whole request deadline, and 1,100 of them locked every other client out (issue 30). Node
 // cannot resume the connection after an unread body but by reading it, hence the close.
-import type { FastifyInstance } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 
 /** Whether the request announces a body (a Content-Length above 0, or chunked). */
 function announcesBody (headers: Record<string, string | string[] | undefined>): boolean {
@@ -12,17 +12,14 @@ function announcesBody (headers: Record<string, string | string[] | undefined>):
 }
 
 /**
- * An onRequest hook, installed before the access step so that any answer to such a request (a
- * 401 or 429 under /v1 too) closes the connection. Fastify parses no body when a request has
- * neither Content-Type nor a length: those are hidden from Fastify's view of the headers (its
- * `request.headers` setter; the raw request keeps them, for the log).
+ * Called by the pipeline step (http/pipeline.ts) first, before the access decision, so that any
+ * answer to such a request (a 401 or 429 under /v1 too) closes the connection. Fastify parses no
+ * body when a request has neither Content-Type nor a length: those are hidden from Fastify's view
+ * of the headers (its `request.headers` setter; the raw request keeps them, for the log).
  */
-export function answerUnroutedWithoutBody (app: FastifyInstance): void {
-  app.addHook('onRequest', (request, reply, done) => {
-    if (request.is404 && announcesBody(request.raw.headers)) {
-      request.headers = { 'content-type': undefined, 'content-length': '0', 'transfer-encoding': undefined }
-      reply.header('connection', 'close')
-    }
-    done()
-  })
+export function leaveUnroutedBodyUnread (request: FastifyRequest, reply: FastifyReply): void {
+  if (request.is404 && announcesBody(request.raw.headers)) {
+    request.headers = { 'content-type': undefined, 'content-length': '0', 'transfer-encoding': undefined }
+    reply.header('connection', 'close')
+  }
 }
