@@ -63,6 +63,14 @@ export const PARTS: Record<string, Part> = {
       'test/access/access-targets.http.test.ts', 'test/access/access-secrets.http.test.ts', 'test/access/access.http.test.ts'
     ]
   },
+  pipeline: {
+    // The one pipeline step (src/http/pipeline.ts): its order, its plan per route, its headers.
+    // In-process HTTP tests, fastest first; a mutant that never calls done() ends at 30 s.
+    mutate: ['src/http/pipeline.ts'],
+    timeoutMS: 10000,
+    nodeArgs: ['--test-timeout=30000'],
+    tests: ['test/http/pipeline.test.ts', 'test/http/response-headers.http.test.ts', 'test/http/cors.http.test.ts', 'test/http/lifecycle.http.test.ts', 'test/access/access.http.test.ts', 'test/access/access-charged.http.test.ts', 'test/audit/audit.http.test.ts', 'test/ops/metrics.test.ts', 'test/transport/deadlines.test.ts', 'test/http/errors.http.test.ts']
+  },
   checks: {
     mutate: ['src/storage/checks.ts'],
     tests: ['test/storage/checks.test.ts', 'test/storage/sqlite/stores.test.ts', 'test/pets/pets.http.test.ts', 'test/categories/categories.http.test.ts', 'test/orders/orders.http.test.ts', 'test/inventory/inventory.http.test.ts', 'test/keys/key-lifecycle.http.test.ts']
