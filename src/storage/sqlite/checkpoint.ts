@@ -1,13 +1,13 @@
-// The WAL checkpoint of the SQLite stores, off the event loop on a worker thread.
-import { statSync } from 'node:fs'
-import { Worker } from 'node:worker_threads'
+// The WAL checkpoint of the SQLite stores, on the serving thread, its fsyncs on libuv's pool.
+import { closeSync, fsync, openSync, statSync } from 'node:fs'
+import { DatabaseSync } from 'node:sqlite'
 import type { Db } from './database.ts'
 
 /**
  * How often the WAL is checkpointed. SQLite's own automatic checkpoint (every 1000 pages, about
  * 4 MiB) ran inside the committing call, on the event loop, with its fsyncs: a stall of its own
- * while orders flow (issue 20). A checkpoint every 100 ms on another thread (createCheckpointer)
- * keeps the WAL near WAL_SIZE_LIMIT_BYTES at any write rate this process reaches.
+ * while orders flow (issue 20). A checkpoint every 100 ms (createCheckpointer) copies what the
+ * last 100 ms wrote, and keeps the WAL near WAL_SIZE_LIMIT_BYTES at any write rate.
  */
 export const CHECKPOINT_INTERVAL_MS = 100
 
@@ -27,98 +27,117 @@ export function walBytes (path: string): number {
   }
 }
 
-/** The WAL size at which the checkpoint worker starts (see createCheckpointer). */
-export const WORKER_START_BYTES = 1024 * 1024
-
-/** The longest the writer holds its batches for a RESTART checkpoint (then it races it for the lock). */
-const RESTART_PAUSE_MS = 250
-
-/** How long the checkpointing connection waits for the write lock for a RESTART checkpoint (in its own thread). */
-const RESTART_WAIT_MS = 200
-
-// The checkpointing connection, in a worker thread: an ES module (a data: URL, so read as a
-// module whatever the process was started with: a string run with `eval: true` takes the
-// process's --input-type, and a CommonJS one failed at every tick under --input-type=module)
-// that opens the file and runs a checkpoint on each message. With synchronous=FULL the
-// checkpoint fsyncs the WAL before it copies pages and the database file before it lets SQLite
-// reuse the WAL: an acknowledged write is in one of the two, durably, at every instant, as with
-// SQLite's automatic checkpoint.
-const CHECKPOINT_WORKER = new URL('data:text/javascript,' + encodeURIComponent(`
-import { parentPort, workerData } from 'node:worker_threads'
-import { DatabaseSync } from 'node:sqlite'
-const db = new DatabaseSync(workerData.path)
-db.exec('PRAGMA synchronous = FULL')
-db.exec('PRAGMA busy_timeout = ${RESTART_WAIT_MS}')
-const passive = db.prepare('PRAGMA wal_checkpoint(PASSIVE)')
-const restart = db.prepare('PRAGMA wal_checkpoint(RESTART)')
-parentPort.on('message', (message) => {
-  if (message === 'close') {
-    db.close()
-    parentPort.close()
-    return
-  }
-  try {
-    const { busy, log, checkpointed } = (message === 'restart' ? restart : passive).get()
-    parentPort.postMessage({ busy, log, checkpointed })
-  } catch (error) {
-    parentPort.postMessage({ error: String(error && error.message) })
-  }
-})
-`))
+export interface CheckpointHooks {
+  /**
+   * Resolves once an fsync of the WAL that began after the call has completed (the writer's group
+   * fsync): every frame committed before the call is then durable.
+   */
+  durable: () => Promise<void>
+  /** Told when the writer may commit again (see Checkpointer.holding). */
+  resume: () => void
+}
 
 /**
- * Takes the WAL checkpoint off the event loop: SQLite's automatic one is turned off on the serving
- * connection (wal_autocheckpoint=0), and a second connection, on a worker thread, checkpoints
- * every intervalMs:
- * - PASSIVE while the WAL is under WAL_SIZE_LIMIT_BYTES: it copies what no reader still needs and
- *   never waits for a lock, so it blocks neither the writer nor a read. Once every frame is
- *   copied, the writer starts the WAL over at its next commit and truncates it to the limit.
- * - RESTART past the limit: under a continuous stream of writes a passive checkpoint never
- *   catches up with the end of the WAL, so it would grow without bound. RESTART takes the write
- *   lock while it copies the rest (tens of milliseconds for a few MiB): the writer meanwhile
- *   retries without blocking the event loop (createWriter), and reads go on.
- * The worker starts once the WAL passes WORKER_START_BYTES (a short CLI command or a read-mostly
- * instance never pays for the thread), one checkpoint runs at a time, and the timer does not keep
- * the process alive. Until then, or without a worker, the WAL holds the commits durably; the last
- * connection to close checkpoints it.
+ * The WAL checkpoint, without a thread of its own (a worker's isolate cost about 10 MiB of
+ * resident memory, docs/performance.md "Memory"). SQLite's automatic checkpoint is turned off on
+ * the serving connection (wal_autocheckpoint=0). Every intervalMs, when anything was committed
+ * since the last one, a checkpoint runs in four steps; only the third is on the event loop:
+ * 1. A connection of its own (the pin) starts a read transaction: its snapshot, frames 1..M of
+ *    the WAL, bounds what step 3 copies, and while it lasts no writer starts the WAL over.
+ * 2. The writer's group fsync makes frames 1..M durable, on libuv's pool.
+ * 3. A PASSIVE checkpoint on the serving connection with synchronous=OFF copies frames 1..M (no
+ *    later one: the pin still reads them from the WAL) into the database file without an fsync,
+ *    each being durable already. Page copies into the page cache, no disk wait; no statement of
+ *    this process can be reading meanwhile (node:sqlite is synchronous).
+ * 4. The database file is fsynced, on libuv's pool, then the pin ends: only now may the writer
+ *    start the WAL over, when every frame is in the file (nothing was committed after M).
+ * Writes go on meanwhile, so under a steady stream of them the WAL is never copied whole and
+ * never starts over. Once it passes WAL_SIZE_LIMIT_BYTES the pin instead takes the write lock
+ * (BEGIN IMMEDIATE, without waiting: another process's transaction means the next tick) and the
+ * writer holds its batches (holding()) until step 4 ends: nothing is appended, every frame is
+ * copied, and the writer's next commit starts the WAL over and truncates it to the limit.
+ * An acknowledged write is thus, at every instant, durable in the WAL or in the database file,
+ * as with SQLite's own checkpoint at synchronous=FULL. The timer does not keep the process
+ * alive; until a tick, the WAL holds the commits durably, and the last connection to close
+ * checkpoints it.
  */
 export interface Checkpointer {
-  /**
-   * True while a RESTART checkpoint runs (for at most RESTART_PAUSE_MS): the writer holds its
-   * batches meanwhile, so that the checkpoint gets the write lock at once instead of racing the
-   * writer for it turn after turn (it would lose, and the WAL would keep growing).
-   */
-  restarting (): boolean
+  /** True while a checkpoint holds the write lock: the writer keeps its batches until resume(). */
+  holding (): boolean
   close (): Promise<void>
 }
 
-export function createCheckpointer (db: Db, path: string, intervalMs: number): Checkpointer {
+export function createCheckpointer (db: Db, path: string, intervalMs: number, hooks: CheckpointHooks = { durable: async () => {}, resume: () => {} }): Checkpointer {
   db.exec('PRAGMA wal_autocheckpoint = 0')
   db.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`)
-  if (intervalMs <= 0) return { restarting: () => false, async close () {} }
-  let worker: Worker | null = null
-  let running = false
-  let restartSince: number | null = null
-  let exited: Promise<void> = Promise.resolve()
-  const done = (): void => { running = false; restartSince = null }
-  const tick = (): void => {
-    if (running) return
-    if (worker === null) {
-      // A thread costs about 10 MiB of resident memory: a process that hardly writes (a CLI
-      // command, a read-mostly instance) does without until its WAL passes WORKER_START_BYTES.
-      if (walBytes(path) < WORKER_START_BYTES) return
-      const started = new Worker(CHECKPOINT_WORKER, { workerData: { path } })
-      worker = started
-      exited = new Promise<void>((resolve) => started.once('exit', () => resolve()))
-      started.on('message', done)
-      // A worker that fails (the file vanished) is started again at the next tick.
-      started.on('error', () => { done(); if (worker === started) worker = null })
-      started.unref()
+  if (intervalMs <= 0) return { holding: () => false, async close () {} }
+  const passive = db.prepare('PRAGMA wal_checkpoint(PASSIVE)')
+  // Opened at the first tick that finds a commit: a CLI command that ends sooner never opens it.
+  let pin: { db: DatabaseSync; version: () => number; read: () => void; fd: number } | null = null
+  let lastVersion = -1
+  let holding = false
+  let closed = false
+  let running: Promise<void> | null = null
+
+  const open = (): NonNullable<typeof pin> => {
+    const own = new DatabaseSync(path)
+    try {
+      own.exec('PRAGMA busy_timeout = 0')
+      const dataVersion = own.prepare('PRAGMA data_version')
+      const read = own.prepare('SELECT count(*) FROM sqlite_schema')
+      return {
+        db: own,
+        version: () => Number(Object.values(dataVersion.get()!)[0]),
+        read: () => { read.get() },
+        // The database file, fsynced in step 4 (fsync flushes it whichever descriptor names it).
+        fd: openSync(path, 'r')
+      }
+    } catch (error) {
+      own.close()
+      throw error
     }
-    running = true
-    const restart = walBytes(path) > WAL_SIZE_LIMIT_BYTES
-    if (restart) restartSince = Date.now()
-    worker.postMessage(restart ? 'restart' : 'passive')
+  }
+
+  async function checkpoint (): Promise<void> {
+    pin ??= open()
+    // data_version changes when another connection (the serving one, another process's) commits.
+    const version = pin.version()
+    if (version === lastVersion) return
+    const whole = walBytes(path) > WAL_SIZE_LIMIT_BYTES
+    try {
+      pin.db.exec(whole ? 'BEGIN IMMEDIATE' : 'BEGIN')
+      pin.read()
+    } catch {
+      if (pin.db.isTransaction) pin.db.exec('ROLLBACK')
+      return // another process holds the write lock: the next tick
+    }
+    holding = whole
+    try {
+      await hooks.durable()
+      if (closed) return
+      db.exec('PRAGMA synchronous = OFF')
+      try {
+        passive.get()
+      } finally {
+        db.exec('PRAGMA synchronous = FULL')
+      }
+      const fd = pin.fd
+      await new Promise<void>((resolve, reject) => fsync(fd, (error) => { if (error === null) resolve(); else reject(error) }))
+      lastVersion = version
+    } finally {
+      try { pin.db.exec('ROLLBACK') } catch { /* not in a transaction */ }
+      if (holding) {
+        holding = false
+        hooks.resume()
+      }
+    }
+  }
+
+  const tick = (): void => {
+    if (running !== null || closed) return
+    // A failed checkpoint (the file vanished, the disk is full) is tried again at the next tick;
+    // the WAL keeps the commits meanwhile.
+    running = checkpoint().catch(() => {}).finally(() => { running = null })
   }
   // Not a job (src/jobs/): it stands in for SQLite's automatic checkpoint, turned off above, so it
   // lives exactly as long as this connection, in every process that opens it (the CLI, tests),
@@ -127,15 +146,16 @@ export function createCheckpointer (db: Db, path: string, intervalMs: number): C
   const timer = setInterval(tick, intervalMs)
   timer.unref()
   return {
-    restarting: () => restartSince !== null && Date.now() - restartSince < RESTART_PAUSE_MS,
+    holding: () => holding,
     async close () {
-      restartSince = null
+      closed = true
       clearInterval(timer)
-      // Referenced again, so that the process waits for the thread to close its connection.
-      worker?.ref()
-      worker?.postMessage('close')
-      worker = null
-      await exited
+      await running
+      if (pin !== null) {
+        closeSync(pin.fd)
+        pin.db.close()
+        pin = null
+      }
     }
   }
 }

@@ -36,7 +36,7 @@ export interface WriterOptions {
   /** Makes the commits so far durable (fsync of the WAL); injectable for tests. */
   sync?: () => Promise<void>
   lockBoundMs?: number
-  /** How often the WAL is checkpointed, off the event loop (see createCheckpointer); 0: never (tests). */
+  /** How often the WAL is checkpointed (see createCheckpointer); 0: never (tests). */
   checkpointIntervalMs?: number
 }
 
@@ -70,8 +70,10 @@ interface Pending {
  */
 export function createWriter (db: Db, path: string, options: WriterOptions = {}): Writer {
   const wal = options.sync !== undefined || path === ':memory:' ? null : walFile(path)
-  const checkpointer = path === ':memory:' ? null : createCheckpointer(db, path, options.checkpointIntervalMs ?? CHECKPOINT_INTERVAL_MS)
   const sync = options.sync ?? wal?.sync ?? (async () => {})
+  // A checkpoint holds the writer's batches while it runs (see createCheckpointer), then resumes it.
+  const resume = (): void => { if (queue.length > 0 && scheduled === null) schedule() }
+  const checkpointer = path === ':memory:' ? null : createCheckpointer(db, path, options.checkpointIntervalMs ?? CHECKPOINT_INTERVAL_MS, { durable, resume })
   const lockBoundMs = options.lockBoundMs ?? WRITE_LOCK_BOUND_MS
   db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
   // The commit of a batch is fsynced by durable(), off the event loop; and the lock is tried
@@ -168,12 +170,9 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
    */
   function flush (): void {
     scheduled = null
-    if (queue.length > 0 && checkpointer?.restarting() === true) {
-      // The checkpoint worker is copying the WAL back under the write lock: wait for it, without
-      // blocking the event loop (a few milliseconds, RESTART_PAUSE_MS at most).
-      scheduled = setTimeout(flush, 2)
-      return
-    }
+    // A checkpoint holds the write lock (two fsyncs on libuv's pool and a copy): its resume()
+    // schedules this again.
+    if (queue.length > 0 && checkpointer?.holding() === true) return
     try {
       if (queue.length > 0) runBatch()
     } finally {
