@@ -52,17 +52,20 @@ export interface CheckpointHooks {
  * 4. The database file is fsynced, on libuv's pool, then the pin ends: only now may the writer
  *    start the WAL over, when every frame is in the file (nothing was committed after M).
  * Writes go on meanwhile, so under a steady stream of them the WAL is never copied whole and
- * never starts over. Once it passes WAL_SIZE_LIMIT_BYTES the pin instead takes the write lock
- * (BEGIN IMMEDIATE, without waiting: another process's transaction means the next tick) and the
- * writer holds its batches (holding()) until step 4 ends: nothing is appended, every frame is
- * copied, and the writer's next commit starts the WAL over and truncates it to the limit.
+ * never starts over. Once it passes WAL_SIZE_LIMIT_BYTES the writer also holds its batches
+ * (holding()) from step 1 to the end of step 4: nothing of the writer's is appended after M, every
+ * frame is copied, and its next commit starts the WAL over and truncates it to the limit. The
+ * write lock is not taken: a synchronous transaction() on the serving connection (keys, usage)
+ * would wait for it in SQLite's busy handler, blocking the very event loop that must end the
+ * checkpoint. Such a commit, or another process's, made meanwhile comes after M: it is not
+ * copied and stays in the WAL, which then starts over at a later checkpoint.
  * An acknowledged write is thus, at every instant, durable in the WAL or in the database file,
  * as with SQLite's own checkpoint at synchronous=FULL. The timer does not keep the process
  * alive; until a tick, the WAL holds the commits durably, and the last connection to close
  * checkpoints it.
  */
 export interface Checkpointer {
-  /** True while a checkpoint holds the write lock: the writer keeps its batches until resume(). */
+  /** True while a checkpoint holds the writer (the WAL past its limit): it keeps its batches until resume(). */
   holding (): boolean
   close (): Promise<void>
 }
@@ -105,11 +108,11 @@ export function createCheckpointer (db: Db, path: string, intervalMs: number, ho
     if (version === lastVersion) return
     const whole = walBytes(path) > WAL_SIZE_LIMIT_BYTES
     try {
-      pin.db.exec(whole ? 'BEGIN IMMEDIATE' : 'BEGIN')
+      pin.db.exec('BEGIN')
       pin.read()
-    } catch {
+    } catch (error) {
       if (pin.db.isTransaction) pin.db.exec('ROLLBACK')
-      return // another process holds the write lock: the next tick
+      throw error
     }
     holding = whole
     try {

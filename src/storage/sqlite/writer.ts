@@ -170,7 +170,7 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
    */
   function flush (): void {
     scheduled = null
-    // A checkpoint holds the write lock (two fsyncs on libuv's pool and a copy): its resume()
+    // A checkpoint holds the writer (two fsyncs on libuv's pool and a copy): its resume()
     // schedules this again.
     if (queue.length > 0 && checkpointer?.holding() === true) return
     try {
