@@ -18,7 +18,7 @@ const CLI = path.join(HERE, '..', 'src', 'cli', 'main.ts')
 /**
  * The environment and Node flags `petstore` starts with, read from its shebang
  * (`#!/usr/bin/env -S MALLOC_ARENA_MAX=2 NODE_COMPILE_CACHE=${HOME}/.cache/petstore node
- * --max-semi-space-size=4`), so the API child runs with what `petstore serve` runs with
+ * --max-semi-space-size=4 --heap-growing-percent=20`), so the API child runs with what `petstore serve` runs with
  * (docs/performance.md, "Memory").
  */
 export function startCommand (file = CLI): { env: Record<string, string>; flags: string[] } {

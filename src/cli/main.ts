@@ -1,6 +1,9 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 NODE_COMPILE_CACHE=${HOME}/.cache/petstore node --max-semi-space-size=4
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 NODE_COMPILE_CACHE=${HOME}/.cache/petstore node --max-semi-space-size=4 --heap-growing-percent=20
 // petstore: the command line. Each command is run(args, io) -> exit code; this entry maps
 // failures to one clear line and an exit code, never a stack trace.
+// The shebang's Node flags (docs/performance.md, "Memory"): an 8 MiB young generation, and an old
+// generation allowed to grow to 1.2 times what the last full GC kept (V8 chooses up to 4 times):
+// the pages of V8's largest heap stay resident after a burst, so its peak is the process's RSS.
 import { ConfigError } from '../config.ts'
 import { AppError } from '../errors.ts'
 import { InfraError } from '../infra.ts'

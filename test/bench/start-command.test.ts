@@ -37,5 +37,5 @@ test('the bench reads the start command as env -S does: ${NAME} expands from the
   assert.equal(env.MALLOC_ARENA_MAX, '2')
   assert.ok(!env.NODE_COMPILE_CACHE!.includes('${'), env.NODE_COMPILE_CACHE)
   assert.ok(env.NODE_COMPILE_CACHE!.startsWith(process.env.HOME ?? ''), env.NODE_COMPILE_CACHE)
-  assert.deepEqual(flags, ['--max-semi-space-size=4'])
+  assert.deepEqual(flags, ['--max-semi-space-size=4', '--heap-growing-percent=20'])
 })
