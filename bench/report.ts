@@ -359,7 +359,7 @@ const RIGHT = [false, false, true, true, true, true, true, true, false, true, tr
 
 /** The rounds of the mixed runs: the reads' p99 beside the event loop's delay and the GC's pauses. */
 const ROUND_HEADER = ['setup', 'round', 'req/s', 'reads p99 ms', 'loop p99 ms', 'loop max ms', 'longest GC ms', 'GC ms in round', 'heap MiB', 'stalls > 20 ms', 'longest stall ms: running / waiting for CPU / blocked / of it GC', 'its cause']
-const THREAD_HEADER = ['setup', 'scenario', 'round', 'CPU µs/req', 'main thread', 'checkpoint worker', 'libuv pool (fsync)', 'V8 helpers (GC, JIT)', 'other', 'steal on its CPU ms/s']
+const THREAD_HEADER = ['setup', 'scenario', 'round', 'CPU µs/req', 'main thread', 'worker threads', 'libuv pool (fsync)', 'V8 helpers (GC, JIT)', 'other', 'steal on its CPU ms/s']
 const THREAD_ORDER: ThreadKind[] = ['main', 'worker', 'pool', 'v8', 'other']
 const THREAD_RIGHT = [false, false, true, true, true, true, true, true, true, true]
 /** Where the server's CPU went, by thread and round (the thread split needs Linux's /proc). */

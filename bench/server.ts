@@ -48,7 +48,7 @@ export type Deliveries = Record<string, { posts: number; types: Record<string, {
  * Where the resident set goes, MiB: the pages mapped from files (the Node binary and its
  * libraries, read-only and shared), the anonymous ones, and of those what V8's heap has committed
  * (the young generation's semi-spaces apart), what lives outside it (Buffers, ArrayBuffers), and
- * the threads (the checkpoint worker is one, with an isolate of its own).
+ * the threads (a worker thread has an isolate of its own; the server starts none since the checkpoint left its worker).
  */
 export interface MemoryParts {
   fileMiB: number
@@ -79,7 +79,7 @@ export interface ProcessStats {
   stalledMs: number
   /**
    * CPU time by thread, in µs (Linux; empty elsewhere): the main thread (the event loop), the
-   * checkpoint worker (a worker thread), libuv's pool (the writer's fsyncs), V8's helpers
+   * worker threads (none since the checkpoint left its worker), libuv's pool (the writer's fsyncs), V8's helpers
    * (concurrent GC and compilation), the rest. cpuUs is their sum.
    */
   threadCpuUs: Partial<Record<ThreadKind, number>>

@@ -332,7 +332,7 @@ export function createMetrics (): Metrics {
       // nodejs_eventloop_lag_p99_seconds: together they show a checkpoint that stalls requests.
       new Gauge({
         name: 'sqlite_wal_bytes',
-        help: 'Size of the SQLite write-ahead log in bytes; kept near 4 MiB by the checkpoint worker.',
+        help: 'Size of the SQLite write-ahead log in bytes; kept near 4 MiB by the WAL checkpoint.',
         registers,
         collect () { this.set(bytes()) }
       })

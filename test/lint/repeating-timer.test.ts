@@ -60,7 +60,7 @@ function sources (dir = 'src'): string[] {
 }
 
 test('the exceptions are exactly the two decided ones, each one line with its reason', () => {
-  // The drain's idle-connection sweep lives only during a stop; the SQLite checkpoint worker stands
+  // The drain's idle-connection sweep lives only during a stop; the SQLite WAL checkpoint stands
   // in for the engine's own checkpoint and lives as long as its connection (docs/architecture.md
   // "Background jobs").
   const found: string[] = []
