@@ -69,7 +69,7 @@ export const PARTS: Record<string, Part> = {
     mutate: ['src/http/pipeline.ts'],
     timeoutMS: 10000,
     nodeArgs: ['--test-timeout=30000'],
-    tests: ['test/http/pipeline.test.ts', 'test/http/response-headers.http.test.ts', 'test/http/cors.http.test.ts', 'test/http/lifecycle.http.test.ts', 'test/access/access.http.test.ts', 'test/access/access-charged.http.test.ts', 'test/audit/audit.http.test.ts', 'test/ops/metrics.test.ts', 'test/transport/deadlines.test.ts', 'test/http/errors.http.test.ts']
+    tests: ['test/http/pipeline.test.ts', 'test/http/response-headers.http.test.ts', 'test/http/cors.http.test.ts', 'test/http/lifecycle.http.test.ts', 'test/access/access.http.test.ts', 'test/access/access-charged.http.test.ts', 'test/audit/audit.http.test.ts', 'test/ops/metrics.test.ts', 'test/transport/deadlines.test.ts', 'test/http/errors.http.test.ts', 'test/http/logging.http.test.ts']
   },
   checks: {
     mutate: ['src/storage/checks.ts'],

@@ -21,7 +21,7 @@ import { accessStep, actorStep, decorateAccess, routeAccessOf, type AccessHookOp
 import { corsExcluded, corsStep, installPreflightRoute, type CorsOptions } from './cors.ts'
 import { lifecycleHead, lifecycleValue, sunsetStep, type Deprecated, type LifecycleHeader, type LifecycleHookOptions } from './lifecycle-hooks.ts'
 import { bindRequestLogger } from './request-log.ts'
-import { NO_STORE_PREFIX } from './response-headers.ts'
+import { isNoStorePath } from './response-headers.ts'
 import { usageStep, type UsageHookOptions } from './usage.ts'
 import { bodySent, takesNoBody } from './validation.ts'
 import { leaveUnroutedBodyUnread } from '../transport/unread-body.ts'
@@ -48,8 +48,6 @@ interface RoutePlan<Series = unknown> {
    * template is filled from the path parameters).
    */
   readonly head: readonly LifecycleHeader[]
-  /** Whether Cache-Control: no-store depends on the path (no route matched): decided per request. */
-  readonly noStoreByPath: boolean
   readonly access: RouteAccess
   /** Left out of CORS (/metrics); null when it depends on the path. */
   readonly corsExcluded: boolean | null
@@ -90,8 +88,8 @@ export function installPipeline<Series> (app: FastifyInstance, options: Pipeline
     const lifecycle = config.lifecycle
     const operationId = (context.schema as { operationId?: unknown } | undefined)?.operationId
     const plan: RoutePlan<Series> = {
-      head: [TYPED, ...(url !== undefined && isNoStore(url) ? [NO_STORE] : []), ...lifecycleHead(lifecycle, docsUrl)],
-      noStoreByPath: url === undefined,
+      // A request that matched no route is answered by the error handler, which adds no-store by its path.
+      head: [TYPED, ...(url !== undefined && isNoStorePath(url) ? [NO_STORE] : []), ...lifecycleHead(lifecycle, docsUrl)],
       access: routeAccessOf(config),
       corsExcluded: corsExcluded(options.cors, url),
       noBody: url !== undefined && takesNoBody(context.schema) ? url : null,
@@ -114,8 +112,7 @@ export function installPipeline<Series> (app: FastifyInstance, options: Pipeline
     request.plan = plan
     // 1. On every answer of the route, refusals included.
     reply.header('request-id', request.id)
-    for (const [name, value] of plan.head) reply.header(name, typeof value === 'string' ? value : lifecycleValue(value, request))
-    if (plan.noStoreByPath && isNoStore(pathOf(request.url))) reply.header(NO_STORE[0], NO_STORE[1])
+    for (const [name, value] of plan.head) reply.header(name, lifecycleValue(value, request))
     // A request no route takes is answered without reading its body (transport/unread-body.ts).
     leaveUnroutedBodyUnread(request, reply)
     bindRequestLogger(request)
@@ -163,12 +160,3 @@ export function installPipeline<Series> (app: FastifyInstance, options: Pipeline
 /** The headers of typed and sensitive answers (http/response-headers.ts). */
 const TYPED = ['x-content-type-options', 'nosniff'] as const
 const NO_STORE = ['cache-control', 'no-store'] as const
-
-function isNoStore (path: string): boolean {
-  return path === NO_STORE_PREFIX || path.startsWith(`${NO_STORE_PREFIX}/`)
-}
-
-function pathOf (url: string): string {
-  const query = url.indexOf('?')
-  return query === -1 ? url : url.slice(0, query)
-}

@@ -10,8 +10,12 @@ export const NO_STORE_PREFIX = '/v1/admin'
 const TYPED = { 'x-content-type-options': 'nosniff' } as const
 const TYPED_NO_STORE = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' } as const
 
+/** Key administration: its answers must never be stored (a route's path, or a path no route matched). */
+export function isNoStorePath (path: string): boolean {
+  return path === NO_STORE_PREFIX || path.startsWith(`${NO_STORE_PREFIX}/`)
+}
+
 export function responseHeadersOf (request: FastifyRequest): Readonly<Record<string, string>> {
   // The route it matched, or the path for one that matched none (a 404 under /v1/admin).
-  const path = routeConfigOf(request).url ?? request.url.split('?', 1)[0] ?? ''
-  return path === NO_STORE_PREFIX || path.startsWith(`${NO_STORE_PREFIX}/`) ? TYPED_NO_STORE : TYPED
+  return isNoStorePath(routeConfigOf(request).url ?? request.url.split('?', 1)[0] ?? '') ? TYPED_NO_STORE : TYPED
 }

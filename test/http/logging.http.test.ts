@@ -146,3 +146,21 @@ test('a ban is logged as a warning with the key id and its end, and the key neve
   assert.equal(Object.keys(ban).filter((k) => k === 'keyId').length, 1)
   assert.doesNotMatch(log.text(), new RegExp(key))
 })
+
+test('a preflight, a refusal, a served read and a sunset 410 each end once: one line each, and no "reply already sent" warning', async (t) => {
+  const log = capturedLogger()
+  const { app, call, clock } = await buildTestApp(t, { deps: { logger: log.logger }, env: { PETSTORE_GET_PET_SUNSET: '2026-12-01T00:00:00Z' } })
+  const preflight = await app.inject({ method: 'OPTIONS', url: '/v1/pets', headers: { origin: 'https://shop.example', 'access-control-request-method': 'GET' } })
+  const refused = await call({ method: 'GET', url: '/v1/pets', key: null })
+  const served = await call({ method: 'GET', url: '/v1/pets' })
+  clock.set(Date.parse('2026-12-02T00:00:00Z'))
+  const retired = await call({ method: 'GET', url: '/v1/pets/1' })
+  assert.deepEqual([preflight.statusCode, refused.statusCode, served.statusCode, retired.statusCode], [204, 401, 200, 410])
+  const lines = log.lines()
+  for (const res of [preflight, refused, served, retired]) {
+    const mine = lines.filter((l) => l.reqId === res.headers['request-id'])
+    assert.equal(mine.length, 1, `${res.statusCode}: one line, not ${JSON.stringify(mine)}`)
+    assert.equal(mine[0]!.statusCode, res.statusCode)
+  }
+  assert.deepEqual(lines.filter((l) => l.level >= 40), [], 'no warning or error')
+})
