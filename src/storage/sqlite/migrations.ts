@@ -294,7 +294,7 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE key_usage ADD COLUMN mcp INTEGER NOT NULL DEFAULT 0;
   `,
-  // The webhook claim (docs/performance.md, "Webhooks: the claim"): each endpoint's pending
+  // The webhook claim (docs/performance-history.md, "Webhooks: the claim"): each endpoint's pending
   // deliveries in claim order, so a claim reads at most each endpoint's room (storage/sqlite/
   // webhooks.ts, claimDue), not every pending delivery. Read backwards it gives the pending part
   // of GET /v1/webhooks/{id}/deliveries (latest due first) without sorting the endpoint's backlog,
