@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { DatabaseSync } from 'node:sqlite'
+import type { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
 import { loadConfig } from '../../../src/config.ts'
 import { createLogger, startServer } from '../../../src/server.ts'
@@ -14,6 +14,7 @@ import { WAL_SIZE_LIMIT_BYTES, walBytes } from '../../../src/storage/sqlite/chec
 import { openSqlite } from '../../../src/storage/sqlite/database.ts'
 import { createWriter } from '../../../src/storage/sqlite/writer.ts'
 import { tempDir } from '../../helpers/temp.ts'
+import { countRows as count } from './writer-helpers.ts'
 
 const ROW_BYTES = 8192
 const ROWS = 4000 // 32 MiB of rows: eight times the WAL's size limit
@@ -48,15 +49,6 @@ async function writeLoop (t: TestContext, checkpointIntervalMs: number): Promise
 const workers = (): number => readdirSync('/proc/self/task').filter((tid) => {
   try { return readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === 'WorkerThread' } catch { return false }
 }).length
-
-const count = (path: string): number => {
-  const other = new DatabaseSync(path)
-  try {
-    return Number(other.prepare('SELECT count(*) AS n FROM t').get()?.n)
-  } finally {
-    other.close()
-  }
-}
 
 test('the serving connection never checkpoints: with the checkpoint off, the WAL holds all 32 MiB written', async (t) => {
   // Fault caught: SQLite's automatic checkpoint (every 1000 pages) running in the committing call,

@@ -11,6 +11,7 @@ import { test, type TestContext } from 'node:test'
 import { createCheckpointer, walBytes, WAL_SIZE_LIMIT_BYTES, type CheckpointHooks } from '../../../src/storage/sqlite/checkpoint.ts'
 import { openSqlite, transaction, type Db } from '../../../src/storage/sqlite/database.ts'
 import { tempDir } from '../../helpers/temp.ts'
+import { countRows as count } from './writer-helpers.ts'
 
 const MiB = 1024 * 1024
 
@@ -83,15 +84,6 @@ function canWrite (path: string): boolean {
 /** One small row, unless a checkpoint holds the write lock (the writer would wait for it, not block). */
 function tryInsert (db: Db): void {
   try { db.exec('INSERT INTO t (x) VALUES (1)') } catch { /* held: the next try */ }
-}
-
-const count = (path: string): number => {
-  const other = new DatabaseSync(path)
-  try {
-    return Number(other.prepare('SELECT count(*) AS n FROM t').get()?.n)
-  } finally {
-    other.close()
-  }
 }
 
 test('checkpointer: the serving connection never checkpoints by itself and truncates its WAL to the limit; with interval 0 nothing runs and nothing is held', async (t) => {

@@ -44,3 +44,13 @@ export function watch<T> (promise: Promise<T>): { outcome: string | null } {
   )
   return state
 }
+
+/** The rows of table t in the database at `path`, read by a connection of its own (what another process would see). */
+export const countRows = (path: string): number => {
+  const other = new DatabaseSync(path)
+  try {
+    return Number(other.prepare('SELECT count(*) AS n FROM t').get()?.n)
+  } finally {
+    other.close()
+  }
+}
