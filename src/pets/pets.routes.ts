@@ -1,9 +1,10 @@
 // Pets over HTTP: schema, one service call, status code.
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { etagOf, idempotencyClaimOf, ifMatchOf, setNextLink } from '../routing/conditional.ts'
 import type { Lifecycle } from '../routing/lifecycle.ts'
 import type { Clock } from '../shared/clock.ts'
+import type { Page } from '../shared/pagination.ts'
 import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, idempotencyKeyHeaders } from '../shared/schemas.ts'
 import { type Pet, DeletePetIdParams, NewPetSchema, PetIdParams, PetListQuery, PetPatchSchema, PetSchema, PetsSchema } from './pets.schema.ts'
 import type { PetService } from './pets.service.ts'
@@ -30,6 +31,11 @@ function sendPet (reply: Parameters<typeof sendJson>[0], pet: PetRecord): void {
   reply.header('etag', etagOf(pet))
   sendJson(reply, petJson(pet))
 }
+/** A page of pets, with the next page's link. */
+function sendPage (request: FastifyRequest, reply: FastifyReply, page: Page<PetRecord>): void {
+  setNextLink(request, reply, page.nextCursor)
+  sendJson(reply, `[${page.items.map(petJson).join(',')}]`)
+}
 function petJson (pet: PetRecord): string {
   let body = bodies.get(pet)
   if (body === undefined) {
@@ -51,10 +57,12 @@ export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPet
       response: { 200: Reply('A page of pets.', PetsSchema, LinkHeader) }
     },
     config: { role: 'customer', scope: 'catalog:read', errors: ['validation_failed'] }
-  }, async (request, reply) => {
-    const page = await pets.list(request.query)
-    setNextLink(request, reply, page.nextCursor)
-    return sendJson(reply, `[${page.items.map(petJson).join(',')}]`)
+  }, (request, reply) => {
+    // Not async, as getPet below: SQLite answers a page in this turn.
+    const page = pets.list(request.query)
+    if (page instanceof Promise) return page.then((p) => { sendPage(request, reply, p) })
+    sendPage(request, reply, page)
+    return undefined
   })
 
   app.post('/pets', {

@@ -7,7 +7,8 @@ import type { NewPet, PetListQuery, PetPatch } from './pets.schema.ts'
 import type { PetRecord, PetStore } from './pets.store.ts'
 
 export interface PetService {
-  list (query: PetListQuery): Promise<Page<PetRecord>>
+  /** A page, answered at once when the store can (listPetsNow), else its promise. */
+  list (query: PetListQuery): Page<PetRecord> | Promise<Page<PetRecord>>
   get (id: number): Promise<PetRecord>
   /** get(), answered at once when the store can (getPetNow), else its promise; throws not_found. */
   read (id: number): PetRecord | Promise<PetRecord>
@@ -19,7 +20,7 @@ export interface PetService {
 
 export function createPetService (pets: PetStore, clock: Clock): PetService {
   const service: PetService = {
-    async list (query) {
+    list (query) {
       const page = pageRequest(query)
       const ids = query.id === undefined ? undefined : [...new Set(query.id)]
       const filter = {
@@ -28,7 +29,8 @@ export function createPetService (pets: PetStore, clock: Clock): PetService {
         ...(query.categoryId !== undefined && { categoryId: query.categoryId }),
         ...(query.name !== undefined && { nameContains: query.name.toLowerCase() })
       }
-      return toPage(await pets.listPets(filter, page), page)
+      if (pets.listPetsNow === undefined) return pets.listPets(filter, page).then((rows) => toPage(rows, page))
+      return toPage(pets.listPetsNow(filter, page), page)
     },
 
     async get (id) {

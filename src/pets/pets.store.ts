@@ -23,6 +23,8 @@ export interface PetStore {
    * its pet cache): the read path then answers in the same turn (docs/performance.md).
    */
   getPetNow?: (id: number) => PetRecord | null
+  /** listPets without a promise, offered by the same stores (SQLite: the cache and one statement). */
+  listPetsNow?: (filter: PetFilter, page: PageRequest) => PetRecord[]
   /**
    * Creates the pet and its inventory entry (stock 1), and writes pet.created (at `now`) in the same
    * transaction; a replay writes nothing. Throws category_not_found, idempotency_key_reused.

@@ -4,6 +4,8 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
+import { createPetService } from '../../../src/pets/pets.service.ts'
+import { systemClock } from '../../../src/shared/clock.ts'
 import { createSqliteStores } from '../../../src/storage/sqlite/index.ts'
 import { tempDir } from '../../helpers/temp.ts'
 
@@ -75,4 +77,21 @@ test('pet cache: ?id= reads keep id order, the cursor and the limit, and skip mi
   assert.deepEqual(await names([ids[3]!, ids[0]!, 999, ids[2]!], { limit: 2, afterId: ids[0]! }), ['c', 'd'])
   // Bounded at two entries: still right after evictions.
   for (const id of [...ids, ...ids]) assert.equal((await stores.pets.getPet(id))?.id, id)
+})
+
+test('pet service on SQLite: a page is answered in the same turn, as the store answers it, and a bad cursor throws at once', async (t) => {
+  const stores = createSqliteStores(tempFile(t))
+  t.after(() => stores.close())
+  const service = createPetService(stores.pets, systemClock)
+  const dogs = await stores.categories.createCategory({ name: 'Dogs' }, Date.now())
+  const ids: number[] = []
+  for (const name of ['Rex', 'Max', 'Ada']) ids.push((await stores.pets.createPet({ name, categoryId: dogs.id, status: 'available' }, null, Date.now())).record.id)
+  for (const query of [{ id: [ids[2]!, ids[0]!] }, { limit: 2 }, { status: 'available' as const, limit: 1 }]) {
+    const page = service.list(query)
+    assert.ok(!(page instanceof Promise), `${JSON.stringify(query)}: no promise`)
+    const rows = await stores.pets.listPets({ ...(query.id !== undefined && { ids: query.id }), ...(query.status !== undefined && { status: query.status }) }, { afterId: null, limit: (query.limit ?? 20) + 1 })
+    assert.deepEqual(page.items, rows.slice(0, query.limit ?? 20), JSON.stringify(query))
+    assert.equal(page.nextCursor === null, rows.length <= (query.limit ?? 20))
+  }
+  assert.throws(() => service.list({ cursor: 'nope' }), (error: Error & { code?: string }) => error.code === 'validation_failed')
 })
