@@ -30,7 +30,7 @@ import { microBenchmark } from './limiter.ts'
 import { GeneratorMissing, measure, openGenerator, plainWrk, type Generator, type PlainRun, type Slice } from './load.ts'
 import { parseOptions, USAGE, type Options } from './options.ts'
 import { hasCommand, killChildren, placement, startServer, type ChildServer, type Placement } from './processes.ts'
-import { bareRow, failedRow, instanceTitles, memoryRow, notesOf, referenceCheck, renderText, save, scenarioRow, SETUP_TITLES, webhookText, type Document, type Memory, type MicroResult, type ReferenceCheck, type Row, type SetupId } from './report.ts'
+import { bareRow, failedRow, instanceTitles, memoryRow, notesOf, referenceCheck, renderText, save, scenarioRow, SETUP_TITLES, successorCheck, webhookText, type Document, type Memory, type MicroResult, type ReferenceCheck, type Row, type SetupId } from './report.ts'
 import { BARE_LOAD, BARE_PROBE, probe, scenarios, seed, type Seeded } from './scenarios.ts'
 import type { PetstoreChildSettings, ProcessStats } from './server.ts'
 import { instanceLayout, startInstances } from './instances.ts'
@@ -144,6 +144,7 @@ async function runSetup (run: Run, setup: SetupId, env: Record<string, string>, 
       rows.push(row)
       report(run, row)
     }
+    successorCheck(rows)
     run.memory.push(memoryRow(setup, rssStart, await server.rss()))
   } finally {
     await server.stop()
