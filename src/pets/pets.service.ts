@@ -7,7 +7,7 @@ import type { NewPet, PetListQuery, PetPatch } from './pets.schema.ts'
 import type { PetRecord, PetStore } from './pets.store.ts'
 
 export interface PetService {
-  /** A page, answered at once when the store can (listPetsNow), else its promise. */
+  /** A page, answered at once when the store answers at once, else its promise. */
   list (query: PetListQuery): Page<PetRecord> | Promise<Page<PetRecord>>
   get (id: number): Promise<PetRecord>
   /** get(), answered at once when the store can (getPetNow), else its promise; throws not_found. */
@@ -29,8 +29,8 @@ export function createPetService (pets: PetStore, clock: Clock): PetService {
         ...(query.categoryId !== undefined && { categoryId: query.categoryId }),
         ...(query.name !== undefined && { nameContains: query.name.toLowerCase() })
       }
-      if (pets.listPetsNow === undefined) return pets.listPets(filter, page).then((rows) => toPage(rows, page))
-      return toPage(pets.listPetsNow(filter, page), page)
+      const rows = pets.listPets(filter, page)
+      return rows instanceof Promise ? rows.then((r) => toPage(r, page)) : toPage(rows, page)
     },
 
     async get (id) {

@@ -16,15 +16,14 @@ export interface PetFilter {
 export interface PetChanges { name?: string; categoryId?: number; status?: PetStatus }
 
 export interface PetStore {
-  listPets (filter: PetFilter, page: PageRequest): Promise<PetRecord[]>
+  /** A page of pets; a store that reads at once (SQLite) answers without a promise. */
+  listPets (filter: PetFilter, page: PageRequest): PetRecord[] | Promise<PetRecord[]>
   getPet (id: number): Promise<PetRecord | null>
   /**
    * The same read without a promise, offered by a store whose point read never waits (SQLite and
    * its pet cache): the read path then answers in the same turn (docs/performance.md).
    */
   getPetNow?: (id: number) => PetRecord | null
-  /** listPets without a promise, offered by the same stores (SQLite: the cache and one statement). */
-  listPetsNow?: (filter: PetFilter, page: PageRequest) => PetRecord[]
   /**
    * Creates the pet and its inventory entry (stock 1), and writes pet.created (at `now`) in the same
    * transaction; a replay writes nothing. Throws category_not_found, idempotency_key_reused.

@@ -32,7 +32,7 @@ const IDEMPOTENCY_KEY_REUSED = 'this Idempotency-Key was already used with a dif
 const page = (limit: number, afterId: number | null = null) => ({ afterId, limit })
 
 /** Walks every page of a keyset list; asserts ids strictly grow, so no row comes twice. */
-async function walk<T extends { id: number }> (list: (afterId: number | null) => Promise<T[]>, limit: number): Promise<T[]> {
+async function walk<T extends { id: number }> (list: (afterId: number | null) => T[] | Promise<T[]>, limit: number): Promise<T[]> {
   const all: T[] = []
   let afterId: number | null = null
   for (;;) {

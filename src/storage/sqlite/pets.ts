@@ -48,6 +48,7 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
     if (categoryExists.get(categoryId) === undefined) throw categoryNotFound(categoryId)
   }
 
+  /** listPets: synchronous, so GET /v1/pets answers in the request's own turn. */
   function listNow (filter: PetFilter, page: PageRequest): PetRecord[] {
     // Ids only (GET /pets?id=…): point reads through the cache, in id order, after the cursor.
     if (filter.ids !== undefined && filter.status === undefined && filter.categoryId === undefined && filter.nameContains === undefined) {
@@ -75,11 +76,7 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
   }
 
   return {
-    async listPets (filter, page) {
-      return listNow(filter, page)
-    },
-
-    listPetsNow: listNow,
+    listPets: listNow,
 
     async getPet (id) {
       return cache.get(id)
