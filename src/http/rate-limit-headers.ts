@@ -37,6 +37,16 @@ function stringsOf (quota: Quota): QuotaStrings {
   return strings
 }
 
+/**
+ * A count as text, made without V8's number-to-string cache: the cache allocates each string it
+ * keeps in the old generation, and a count that changes with every request (the remaining
+ * requests) left one dead string there per request, freed only by a full GC (docs/performance.md,
+ * "Stalls and memory"). For an integer, infinite or not, the same text as String(n).
+ */
+function countText (n: number): string {
+  return n.toFixed(0)
+}
+
 /** Sets X-RateLimit-*, RateLimit, RateLimit-Policy and, when refused, Retry-After. */
 export function setRateLimitHeaders (reply: HeaderTarget, decision: Decision, quota: Quota, now: number): void {
   const s = Math.floor(now / 1000)
@@ -53,9 +63,11 @@ export function setRateLimitHeaders (reply: HeaderTarget, decision: Decision, qu
   const { minute, day } = decision
   const minuteBinds = bindingWindow(decision) === minute
   reply.header('x-ratelimit-limit', minuteBinds ? strings.minuteLimit : strings.dayLimit)
-  reply.header('x-ratelimit-remaining', String(minuteBinds ? minute.remaining : day.remaining))
+  const minuteRemaining = countText(minute.remaining)
+  const dayRemaining = countText(day.remaining)
+  reply.header('x-ratelimit-remaining', minuteBinds ? minuteRemaining : dayRemaining)
   reply.header('x-ratelimit-reset', minuteBinds ? minuteReset : dayReset)
   reply.header('ratelimit-policy', strings.policy)
-  reply.header('ratelimit', `"minute";r=${minute.remaining};t=${minuteT}, "day";r=${day.remaining};t=${dayT}`)
+  reply.header('ratelimit', `"minute";r=${minuteRemaining};t=${minuteT}, "day";r=${dayRemaining};t=${dayT}`)
   if (!decision.allowed) reply.header('retry-after', String(decision.retryAfterSeconds))
 }

@@ -8,6 +8,8 @@ import {
   nextBanLevel
 } from '../../src/ratelimit/limiter.ts'
 import type { Decision } from '../../src/ratelimit/limiter.ts'
+import { getHeapSpaceStatistics } from 'node:v8'
+import { setRateLimitHeaders } from '../../src/http/rate-limit-headers.ts'
 import { rateLimitHeaders } from '../helpers/rate-limit-headers.ts'
 
 function decision (minute: [number, number, number], day: [number, number, number]): Decision {
@@ -69,4 +71,30 @@ void test('quotas that are not whole numbers >= 0 are refused before they reach 
   assert.throws(() => checkQuota({ perMinute: -1, perDay: 10 }), RangeError)
   assert.throws(() => checkQuota({ perMinute: 1, perDay: Number.NaN }), RangeError)
   checkQuota({ perMinute: 0, perDay: 0 })
+})
+
+void test('rateLimitHeaders: counts are written as String(n) writes them, without a string left in the old generation per request', () => {
+  const now = 1_000_000_000_500
+  const quota = { perMinute: 1_000_000_000, perDay: 2 ** 40 }
+  for (const [minute, day] of [[0, 0], [7, 12], [999_999_998, 2 ** 40 - 1], [2 ** 31, Infinity]] as const) {
+    const headers = rateLimitHeaders(decision([quota.perMinute, minute, 60_000], [quota.perDay, day, 86_400_000]), quota, now)
+    assert.equal(headers['X-RateLimit-Remaining'], String(minute))
+    assert.equal(headers.RateLimit, `"minute";r=${String(minute)};t=20, "day";r=${String(day)};t=80000`)
+  }
+  // V8's number-to-string cache puts each string it keeps in the old generation: a count that
+  // changes with every request then left garbage only a full GC frees (docs/performance.md).
+  const target = { header () {} }
+  const oldSpace = (): number => getHeapSpaceStatistics().find((s) => s.space_name === 'old_space')!.space_used_size
+  const perCall: number[] = []
+  // The first chunks compile the code (which lives in the old generation too); the median is the steady state.
+  for (let chunk = 0; chunk < 7; chunk++) {
+    const before = oldSpace()
+    for (let i = 0; i < 10_000; i++) {
+      const remaining = 900_000_000 - chunk * 10_000 - i
+      setRateLimitHeaders(target, decision([quota.perMinute, remaining, 60_000], [quota.perDay, remaining + 5, 86_400_000]), quota, now)
+    }
+    perCall.push((oldSpace() - before) / 10_000)
+  }
+  const median = [...perCall].sort((a, b) => a - b)[3]!
+  assert.ok(median < 16, `${median.toFixed(1)} bytes of old generation a call (${perCall.map((b) => b.toFixed(1)).join(', ')})`)
 })
