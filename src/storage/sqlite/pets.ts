@@ -11,7 +11,6 @@ import type { SqliteEventLog } from './events.ts'
 import type { PetCache } from './pet-cache.ts'
 import type { SqliteIdempotency } from './idempotency.ts'
 import { PET_COLUMNS, toPet, type PetRow } from '../rows.ts'
-import type { PageRequest } from '../../shared/store.ts'
 
 export function createSqlitePetStore (db: Db, writer: Writer, idempotency: SqliteIdempotency, cache: PetCache, events: SqliteEventLog): PetStore {
   const byId = db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`)
@@ -48,35 +47,33 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
     if (categoryExists.get(categoryId) === undefined) throw categoryNotFound(categoryId)
   }
 
-  /** listPets: synchronous, so GET /v1/pets answers in the request's own turn. */
-  function listNow (filter: PetFilter, page: PageRequest): PetRecord[] {
-    // Ids only (GET /pets?id=…): point reads through the cache, in id order, after the cursor.
-    if (filter.ids !== undefined && filter.status === undefined && filter.categoryId === undefined && filter.nameContains === undefined) {
-      const after = page.afterId ?? 0
+  return {
+    // Synchronous: GET /v1/pets answers in the request's own turn, as a read by id does.
+    listPets (filter, page) {
+      // Ids only (GET /pets?id=…): point reads through the cache, in id order, after the cursor.
+      if (filter.ids !== undefined && filter.status === undefined && filter.categoryId === undefined && filter.nameContains === undefined) {
+        const after = page.afterId ?? 0
+        const pets: PetRecord[] = []
+        for (const id of [...filter.ids].sort((a, b) => a - b)) {
+          if (id <= after) continue
+          const pet = cache.get(id)
+          if (pet !== null) pets.push(pet)
+          if (pets.length === page.limit) break
+        }
+        return pets
+      }
+      const params: Record<string, string | number> = { after: page.afterId ?? 0, limit: page.limit }
+      if (filter.ids !== undefined) params.ids = JSON.stringify(filter.ids)
+      if (filter.status !== undefined) params.status = filter.status
+      if (filter.categoryId !== undefined) params.category = filter.categoryId
+      if (filter.nameContains !== undefined) params.name = filter.nameContains
       const pets: PetRecord[] = []
-      for (const id of [...filter.ids].sort((a, b) => a - b)) {
-        if (id <= after) continue
+      for (const [id] of listStatement(filter).all(params) as unknown as [number][]) {
         const pet = cache.get(id)
         if (pet !== null) pets.push(pet)
-        if (pets.length === page.limit) break
       }
       return pets
-    }
-    const params: Record<string, string | number> = { after: page.afterId ?? 0, limit: page.limit }
-    if (filter.ids !== undefined) params.ids = JSON.stringify(filter.ids)
-    if (filter.status !== undefined) params.status = filter.status
-    if (filter.categoryId !== undefined) params.category = filter.categoryId
-    if (filter.nameContains !== undefined) params.name = filter.nameContains
-    const pets: PetRecord[] = []
-    for (const [id] of listStatement(filter).all(params) as unknown as [number][]) {
-      const pet = cache.get(id)
-      if (pet !== null) pets.push(pet)
-    }
-    return pets
-  }
-
-  return {
-    listPets: listNow,
+    },
 
     async getPet (id) {
       return cache.get(id)
