@@ -279,6 +279,8 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
     // No longer banned: served, or limited by its minute quota until the minute turns.
     const after = await api('/v1/pets?limit=1', noisy.key)
     assert.ok(after.status === 200 || (await after.json() as { code: string }).code === 'rate_limited', `not banned any more (${after.status})`)
+    // The ban history re-renders after the lift: wait for its first row to be the lifted one.
+    await page.waitForFunction('!/\\tno\\t/.test(document.querySelector("#bans-table tbody tr")?.innerText ?? "\\tno\\t")', undefined, { timeout: 5_000 }).catch(() => {})
     assert.match(await page.locator('#bans-table tbody tr').first().innerText(), /kept calling while rate limited/)
     assert.doesNotMatch(await page.locator('#bans-table tbody tr').first().innerText(), /\tno\t/)
   })
