@@ -32,7 +32,7 @@ USER node
 # (amaro: about 18 MiB of RSS for the life of the process). Modules loaded only later (the
 # PostgreSQL store, ioredis) are added on first use. `npm run test:image` checks the saving.
 ENV NODE_COMPILE_CACHE=/app/.cache/node
-RUN node --heap-growing-percent=20 --input-type=module -e "await import('/app/src/cli/main.ts'); await import('/app/src/cli/serve.ts'); await import('/app/src/server.ts')"
+RUN node --heap-growing-percent=20 --no-concurrent-recompilation --input-type=module -e "await import('/app/src/cli/main.ts'); await import('/app/src/cli/serve.ts'); await import('/app/src/server.ts')"
 
 # What is exposed: the API on 3000 (HOST=0.0.0.0 above). /metrics, with /healthz and /readyz, is
 # served on a listener of its own, 127.0.0.1:9464 by default (METRICS_HOST, METRICS_PORT): inside
@@ -49,6 +49,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.METRICS_PORT || 9464) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 
 # Exec form: node is PID 1 and receives SIGTERM itself (it drains requests, closes the stores,
-# exits 0). --heap-growing-percent as in the `petstore` shebang (docs/performance.md "Memory"):
-# Node refuses it in NODE_OPTIONS, so it is given here and in the compile-cache step above. Migrations run at start under a lock; `migrate` runs them alone.
-CMD ["node", "--heap-growing-percent=20", "src/cli/main.ts", "serve"]
+# exits 0). --heap-growing-percent and --no-concurrent-recompilation as in the `petstore` shebang
+# (docs/performance.md "Memory"): Node refuses them in NODE_OPTIONS, so they are given here and in the compile-cache step above. Migrations run at start under a lock; `migrate` runs them alone.
+CMD ["node", "--heap-growing-percent=20", "--no-concurrent-recompilation", "src/cli/main.ts", "serve"]

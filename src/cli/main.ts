@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 NODE_COMPILE_CACHE=${HOME}/.cache/petstore node --max-semi-space-size=4 --heap-growing-percent=20
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 NODE_COMPILE_CACHE=${HOME}/.cache/petstore node --max-semi-space-size=4 --heap-growing-percent=20 --no-concurrent-recompilation
 // petstore: the command line. Each command is run(args, io) -> exit code; this entry maps
 // failures to one clear line and an exit code, never a stack trace.
 // The shebang's Node flags (docs/performance.md, "Memory"): an 8 MiB young generation, and an old
