@@ -722,5 +722,19 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const taken = await claim({ now: leasedAt + 1001, leaseOwner: 'instance-b' })
       assert.deepEqual(taken.map((d) => [d.id, d.event.id]), [[held[0]!.id, events[0]]], 'an expired lease is taken over')
     })
+
+    test('webhooks: an attempt that ends after its endpoint was deleted is dropped, not an error', async (t) => {
+      // Fault caught: the attempt's insert failing its foreign key (the dispatcher logged a
+      // warning for each attempt in flight when an endpoint was deleted).
+      const { stores, endpoints: [a], queue, claim } = await withEndpoints(t, 1)
+      await queue(a!, 1, NOW)
+      const [claimed] = await claim({ now: NOW + 100 })
+      assert.equal(await stores.webhooks.deleteWebhook(a!, NOW + 200), true)
+      await stores.webhooks.recordAttempt({
+        deliveryId: claimed!.id, webhookId: a!, leaseOwner: 'instance-a', attempt: 1, at: NOW + 300, outcome: 'succeeded', status: 204, error: null,
+        durationMs: 1, nextAttemptAt: null, disableIfFailingSince: NOW, disabledEvent: () => { throw new Error('not disabled') }
+      })
+      assert.equal(await stores.webhooks.getWebhook(a!), null)
+    })
   })
 }

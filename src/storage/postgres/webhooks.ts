@@ -227,8 +227,9 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
     },
     async recordAttempt (record) {
       await db.transaction(async (tx) => {
+        // Not when the delivery is gone (its endpoint deleted while the attempt was in flight).
         await tx.query(`INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, at, outcome, status, error, duration_ms)
-          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+          SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $1)`,
         [record.deliveryId, record.webhookId, record.attempt, record.at, record.outcome, record.status, record.error, record.durationMs])
         const status = record.outcome === 'succeeded' ? 'succeeded' : record.nextAttemptAt === null ? 'failed' : 'pending'
         await tx.query(`UPDATE webhook_deliveries SET attempts = $1, status = $2, next_attempt_at = $3, lease_owner = NULL, lease_until = NULL,

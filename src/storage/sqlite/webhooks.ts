@@ -63,6 +63,8 @@ export const CLAIM_SQL = `UPDATE webhook_deliveries SET lease_owner = ?, lease_u
  * for an fsync twice, which held one endpoint to about 1,700 deliveries a second.
  */
 const BOOKKEEPING = { durable: false }
+/** Deliveries of a deleted endpoint removed per write (with their attempts): about 3 ms each. */
+const PURGE_BATCH = 1000
 
 export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore {
   const events = createSqliteEventLog(db)
@@ -77,6 +79,7 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
     failing_since = CASE WHEN ? = 'enabled' AND status = 'disabled' THEN NULL ELSE failing_since END, version = version + 1
     WHERE id = ? RETURNING ${WEBHOOK_COLUMNS}`)
   const remove = db.prepare('DELETE FROM webhooks WHERE id = ?')
+  const purge = db.prepare('DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = ? LIMIT ?)')
   const rotate = db.prepare(`UPDATE webhooks SET previous_secret = secret, previous_secret_until = ?, secret = ?, updated_at = ?, version = version + 1
     WHERE id = ? RETURNING ${WEBHOOK_COLUMNS}`)
   const lastEvent = db.prepare('SELECT id FROM events WHERE seq = last_insert_rowid()')
@@ -106,8 +109,9 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
       secrets: liveSecrets({ secret: row.secret, previousSecret: row.previous_secret, previousSecretUntil: row.previous_secret_until }, now)
     }))
   }
+  // Not when the delivery is gone (its endpoint deleted while the attempt was in flight).
   const insertAttempt = db.prepare(`INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, at, outcome, status, error, duration_ms)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+    SELECT ?1, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?1)`)
   const settle = db.prepare(`UPDATE webhook_deliveries SET attempts = ?, status = ?, next_attempt_at = ?, lease_owner = NULL, lease_until = NULL,
     last_status = ?, last_error = ?, updated_at = ? WHERE id = ? AND lease_owner = ?`)
   const succeeded = db.prepare('UPDATE webhooks SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL')
@@ -155,6 +159,11 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
     },
     async deleteWebhook (id, now) {
       const by = currentActor()
+      // An endpoint's history (a delivery and its attempts per event) goes first, PURGE_BATCH
+      // deliveries a write: in one write, the 170,000 of a bench run held the event loop for
+      // 0.5 s and the savepoint's journal, in memory, kept 30 MiB of the heap for good.
+      // Bookkeeping: the delete that follows is the write the caller is answered on, once durable.
+      while (await writer.run(() => Number(purge.run(id, PURGE_BATCH).changes), BOOKKEEPING) === PURGE_BATCH) { /* next batch */ }
       return await writer.run(() => {
         const row = ownerOf(id)
         if (row === undefined) return false

@@ -72,3 +72,49 @@ test('sqlite: an endpoint\'s claim and its pending list read webhook_deliveries_
   assert.deepEqual(indexes, ['webhook_deliveries_by_event', 'webhook_deliveries_claim', 'webhook_deliveries_once'], 'webhook_deliveries_due is gone: nothing reads it')
   db.close()
 })
+
+test('sqlite: an endpoint with a long history is deleted in batches, the event loop free between them; an attempt on a gone delivery is dropped', async (t) => {
+  // Faults caught: the endpoint's deliveries deleted by one cascade in one write (no reader ever
+  // sees a part of them gone: 170,000 held the event loop 0.5 s and kept 30 MiB of memory), a
+  // batch loop that stops early or never, and an attempt recorded for a deleted delivery
+  // failing its foreign key (the dispatcher logged a warning for each one in flight).
+  const path = tempFile(t)
+  const stores = createSqliteStores(path)
+  t.after(() => stores.close())
+  const now = Date.now()
+  const owner = await stores.keys.createKey({ name: 'hooks', role: 'admin', plan: 'enterprise', perMinute: null, perDay: null, hash: 'h-hooks', prefix: 'psk_hooks', now })
+  const id = 'wh_historyhistoryhist'
+  await stores.webhooks.createWebhook({ id, ownerKeyId: owner.id, url: 'http://127.0.0.1:9/h', types: ['order.*'], description: null, secret: 'whsec_history', now }, 10)
+  const side = new DatabaseSync(path)
+  t.after(() => side.close())
+  const history = 4_500
+  side.exec('BEGIN')
+  const event = side.prepare("INSERT INTO events (id, type, created_at, audience, data) VALUES (?, 'order.created', ?, 'order', '{}')")
+  const delivery = side.prepare("INSERT INTO webhook_deliveries (webhook_id, event_id, origin, status, attempts, created_at, updated_at) VALUES (?, ?, 'feed', 'succeeded', 1, ?, ?)")
+  const attempt = side.prepare("INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, at, outcome, status, duration_ms) VALUES (?, ?, 1, ?, 'succeeded', 204, 1)")
+  for (let i = 0; i < history; i++) {
+    event.run(`ev_history${i}`, now)
+    attempt.run(delivery.run(id, `ev_history${i}`, now, now).lastInsertRowid, id, now)
+  }
+  side.exec('COMMIT')
+  const count = (table: string): number => Number((side.prepare(`SELECT count(*) AS n FROM ${table} WHERE webhook_id = ?`).get(id) as { n: number }).n)
+  assert.equal(count('webhook_deliveries'), history)
+
+  let settled = false
+  const deleting = stores.webhooks.deleteWebhook(id, now).finally(() => { settled = true })
+  const seen = new Set<number>()
+  while (!settled) {
+    seen.add(count('webhook_deliveries'))
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  assert.equal(await deleting, true)
+  assert.ok([...seen].some((n) => n > 0 && n < history), `another connection saw part of the history gone while the delete ran (saw ${[...seen].join(', ')})`)
+  assert.deepEqual([count('webhook_deliveries'), count('webhook_attempts'), Number((side.prepare('SELECT count(*) AS n FROM webhooks WHERE id = ?').get(id) as { n: number }).n)], [0, 0, 0])
+  assert.equal(await stores.webhooks.deleteWebhook(id, now), false)
+
+  await stores.webhooks.recordAttempt({
+    deliveryId: 1, webhookId: id, leaseOwner: 'instance-a', attempt: 2, at: now, outcome: 'succeeded', status: 204, error: null, durationMs: 1,
+    nextAttemptAt: null, disableIfFailingSince: now, disabledEvent: () => { throw new Error('not disabled') }
+  })
+  assert.equal(count('webhook_attempts'), 0)
+})
