@@ -50,5 +50,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
 
 # Exec form: node is PID 1 and receives SIGTERM itself (it drains requests, closes the stores,
 # exits 0). --heap-growing-percent and --no-concurrent-recompilation as in the `petstore` shebang
-# (docs/performance.md "Memory"): Node refuses them in NODE_OPTIONS, so they are given here and in the compile-cache step above. Migrations run at start under a lock; `migrate` runs them alone.
+# (docs/performance.md "Memory"): Node refuses them in NODE_OPTIONS, so they are given here and in
+# the compile-cache step above. Migrations run at start under a lock; `migrate` runs them alone.
 CMD ["node", "--heap-growing-percent=20", "--no-concurrent-recompilation", "src/cli/main.ts", "serve"]
