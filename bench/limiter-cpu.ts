@@ -14,7 +14,10 @@
 //   node bench/limiter-cpu.ts --baseline src/ratelimit/redis-baseline.ts
 // Commands are those this client sent (its sendCommand), so other users of the Redis do not count.
 //
-//   node bench/limiter-cpu.ts [--redis URL] [--in-flight 1,10,50] [--calls 5000] [--rounds 9] [--repeats 3] [--baseline PATH]
+// --subjects N makes the loops share N subjects (1: the bench's one key, whose calls then fill
+// each batch) instead of one each.
+//
+//   node bench/limiter-cpu.ts [--redis URL] [--in-flight 1,10,50] [--subjects N] [--calls 5000] [--rounds 9] [--repeats 3] [--baseline PATH]
 import { randomBytes } from 'node:crypto'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -35,7 +38,8 @@ const { values } = parseArgs({
     calls: { type: 'string', default: '5000' },
     rounds: { type: 'string', default: '9' },
     repeats: { type: 'string', default: '3' },
-    baseline: { type: 'string' }
+    baseline: { type: 'string' },
+    subjects: { type: 'string' }
   },
   strict: true
 })
@@ -43,17 +47,29 @@ const levels = values['in-flight'].split(',').map(Number)
 const calls = Number(values.calls)
 const rounds = Number(values.rounds)
 const repeats = Number(values.repeats)
+// How many subjects the loops share out (a loop's is its number modulo this): by default one each;
+// 1 is the bench's case, every request on one key, so that a batch holds one subject's calls.
+const subjectCount = values.subjects === undefined ? Infinity : Number(values.subjects)
 type CreateRedisRateLimiter = typeof createRedisRateLimiter
 const baseline = values.baseline === undefined
   ? null
   : (await import(pathToFileURL(path.resolve(values.baseline)).href) as { createRedisRateLimiter: CreateRedisRateLimiter }).createRedisRateLimiter
 
-interface Sample { cpuUs: number; wallUs: number; commands: number }
+interface Sample { cpuUs: number; wallUs: number; commands: number; redisUs: number }
+
+/** Redis's own time in script calls so far (µs, `INFO commandstats`: EVALSHA and EVAL, every client). */
+async function redisScriptUs (): Promise<number> {
+  const text = await redis.info('commandstats')
+  let total = 0
+  for (const m of text.matchAll(/^cmdstat_(?:evalsha|eval):calls=\d+,usec=(\d+),/gm)) total += Number(m[1])
+  return total
+}
 
 const counter = { commands: 0 }
 
 async function measure (limiter: RateLimiter, subjects: string[]): Promise<Sample> {
   const perLoop = Math.ceil(calls / subjects.length)
+  const redisBefore = await redisScriptUs()
   const commandsBefore = counter.commands
   const cpu = process.cpuUsage()
   const start = process.hrtime.bigint()
@@ -65,7 +81,9 @@ async function measure (limiter: RateLimiter, subjects: string[]): Promise<Sampl
   const used = process.cpuUsage(cpu)
   if (refused > 0) throw new Error(`${refused} calls were refused`)
   const made = perLoop * subjects.length
-  return { cpuUs: (used.user + used.system) / made, wallUs: wallNs / 1000 / made, commands: (counter.commands - commandsBefore) / made }
+  const commands = (counter.commands - commandsBefore) / made
+  const redisUs = (await redisScriptUs() - redisBefore) / made
+  return { cpuUs: (used.user + used.system) / made, wallUs: wallNs / 1000 / made, commands, redisUs }
 }
 
 function median (xs: number[]): number {
@@ -85,10 +103,10 @@ const prefix = `petstore:bench:${randomBytes(6).toString('hex')}:`
 const fmt = (n: number): string => n.toFixed(1).padStart(6)
 
 try {
-  process.stdout.write(`node ${process.version}; CPU µs per consume() (process user + system), median of ${rounds} rounds of ${calls} calls; wall µs per call and client commands per call in brackets\n`)
+  process.stdout.write(`node ${process.version}; CPU µs per consume() (process user + system), median of ${rounds} rounds of ${calls} calls; wall µs per call, client commands per call and Redis's µs per call in its scripts (INFO commandstats) in brackets\n`)
   for (let r = 1; r <= repeats; r++) {
     for (const inFlight of levels) {
-      const subjects = Array.from({ length: inFlight }, (_, i) => `key:bench-${i}`)
+      const subjects = Array.from({ length: inFlight }, (_, i) => `key:bench-${i % subjectCount}`)
       const served = (create: CreateRedisRateLimiter): RateLimiter =>
         createFallbackRateLimiter({ primary: create({ redis, prefix }), fallback: createMemoryRateLimiter() })
       const limiters: [string, RateLimiter][] = [
@@ -106,7 +124,7 @@ try {
       const cpu = new Map([...samples].map(([name, s]) => [name, median(s.map((x) => x.cpuUs))]))
       const parts = [...samples].map(([name, s]) => name === 'memory'
         ? `memory ${fmt(cpu.get(name)!)}`
-        : `${name} ${fmt(cpu.get(name)!)} (${median(s.map((x) => x.wallUs)).toFixed(1)}, ${median(s.map((x) => x.commands)).toFixed(3)})`)
+        : `${name} ${fmt(cpu.get(name)!)} (${median(s.map((x) => x.wallUs)).toFixed(1)}, ${median(s.map((x) => x.commands)).toFixed(3)}, Redis ${median(s.map((x) => x.redisUs)).toFixed(1)})`)
       const over = (name: string): string => fmt(cpu.get(name)! - cpu.get('memory')!)
       process.stdout.write(`repeat ${r}, ${String(inFlight).padStart(2)} in flight: ${parts.join(' | ')} | served - memory ${over('served')}${baseline === null ? '' : `, baseline ${over('baseline served')}`}\n`)
       for (const [, limiter] of limiters) await limiter.close()

@@ -9,7 +9,8 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { createServer, type Socket } from 'node:net'
 import { Redis, type Command } from 'ioredis'
-import { DAY_MS, dayResetAt } from '../../src/ratelimit/limiter.ts'
+import { DAY_MS, dayResetAt, type Decision, type RateLimiter } from '../../src/ratelimit/limiter.ts'
+import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { createRedisRateLimiter, redisClientOptions } from '../../src/ratelimit/redis.ts'
 import { connectTestRedis, testRedisReason } from '../helpers/limiter.ts'
 import { deleteRedisKeys, requireService } from '../helpers/services.ts'
@@ -116,6 +117,32 @@ void test('redis: a call whose step fails in Redis (WRONGTYPE) fails alone; the 
   assert.ok(bad.status === 'rejected' && bad.reason instanceof Error && /WRONGTYPE/.test(bad.reason.message), String(bad.status === 'rejected' ? bad.reason : bad.value))
   assert.deepEqual([one, two].map((r) => r.status === 'fulfilled' ? r.value.minute.remaining : r.reason), [4, 4])
   assert.deepEqual([(await limiter.peek('key:1', QUOTA)).minute.remaining, (await limiter.peek('key:2', QUOTA)).minute.remaining], [4, 4])
+})
+
+// The script reads each key once per batch and keeps what it wrote (src/ratelimit/redis.ts):
+// a subject's later calls in the batch must see the earlier ones' counts, wait period and ban.
+// Fault caught: a state kept after a write to it (the wait period never reaching a ban, or a
+// lifted ban still refusing), or a count not updated after its INCR (more allowed than the quota).
+void test('redis: one batch holding a subject\'s calls through its limit, wait period, ban and lift decides each call as the in-process limiter does', async (t) => {
+  const fixture = await open(t)
+  if (fixture === null) return
+  const { redis, prefix } = fixture
+  const quota = { perMinute: 2, perDay: 100 }
+  const calls: Array<(l: RateLimiter) => unknown> = []
+  for (let i = 0; i < 25; i++) calls.push((l) => l.consume('key:1', quota), (l) => l.peek('key:2', quota))
+  calls.push((l) => l.unban('key:1'), (l) => l.peek('key:1', quota), (l) => l.consume('key:1', quota), (l) => l.consume('key:2', quota), (l) => l.consume('key:2', quota))
+  const limiter = createRedisRateLimiter({ redis, prefix, now: () => START })
+  const sent = spy(redis)
+  const viaRedis = await Promise.all(calls.map((c) => c(limiter)))
+  assert.equal(sent.length, 1, `the ${calls.length} calls went in one command`)
+  const memory = createMemoryRateLimiter({ now: () => START })
+  const inProcess = []
+  for (const c of calls) inProcess.push(await c(memory))
+  assert.deepEqual(viaRedis, inProcess)
+  // The sequence is the one meant: two allowed, refusals into a ban, the lift, then refused again.
+  const ones = viaRedis.slice(0, 50).filter((_, i) => i % 2 === 0) as Decision[]
+  assert.deepEqual([ones.filter((d) => d.allowed).length, ones.filter((d) => d.banStarted).length, ones.at(-1)?.code], [2, 1, 'api_key_banned'])
+  assert.deepEqual(viaRedis.slice(51).map((d) => (d as Decision).code), ['rate_limited', 'rate_limited', null, null])
 })
 
 void test('redis: needsBans answers true once per prefix, until the sentinel is lost', async (t) => {
