@@ -45,18 +45,38 @@ function nameFlags (raw: string): number {
 }
 
 /**
+ * Calls `visit` with the start and end of each parameter's name in the query starting at `at`,
+ * and whether a value follows, until it answers true (then true). One pass over the query: each
+ * `&` and `=` is found once (a name without `=` does not search the rest of the URL again).
+ */
+function someName (url: string, at: number, visit: (start: number, end: number, valued: boolean) => boolean): boolean {
+  let equals = -2 // the next '=' at or after `at`; -1: none left
+  while (at <= url.length) {
+    let end = url.indexOf('&', at)
+    if (end === -1) end = url.length
+    if (equals !== -1 && equals < at) equals = url.indexOf('=', at)
+    const valued = equals !== -1 && equals < end
+    if (visit(at, valued ? equals : end, valued)) return true
+    at = end + 1
+  }
+  return false
+}
+
+/**
  * The name of the first query parameter of `url` that carries a key, or null. Names are
  * compared decoded and case-folded, so `?API%5FKEY=` is caught too.
  */
 export function keyParameterOf (url: string): string | null {
   const start = url.indexOf('?')
   if (start === -1) return null
-  for (const pair of url.slice(start + 1).split('&')) {
-    const end = pair.indexOf('=')
-    const raw = end === -1 ? pair : pair.slice(0, end)
-    if ((nameFlags(raw) & KEY_NAME) !== 0) return decodeName(raw)
-  }
-  return null
+  let found: string | null = null
+  someName(url, start + 1, (from, to) => {
+    const raw = url.slice(from, to)
+    if ((nameFlags(raw) & KEY_NAME) === 0) return false
+    found = decodeName(raw)
+    return true
+  })
+  return found
 }
 
 /**
@@ -66,19 +86,14 @@ export function keyParameterOf (url: string): string | null {
 export function redactUrl (url: string): string {
   const start = url.indexOf('?')
   let out = url
-  if (start !== -1) {
+  if (start !== -1 && someName(url, start + 1, (from, to, valued) => valued && (nameFlags(url.slice(from, to)) & SECRET_NAME) !== 0)) {
     const pairs = url.slice(start + 1).split('&')
-    let changed = false
     for (let i = 0; i < pairs.length; i++) {
       const pair = pairs[i]!
       const end = pair.indexOf('=')
-      if (end === -1) continue
-      if ((nameFlags(pair.slice(0, end)) & SECRET_NAME) !== 0) {
-        pairs[i] = `${pair.slice(0, end)}=${REDACTED}`
-        changed = true
-      }
+      if (end !== -1 && (nameFlags(pair.slice(0, end)) & SECRET_NAME) !== 0) pairs[i] = `${pair.slice(0, end)}=${REDACTED}`
     }
-    if (changed) out = `${url.slice(0, start)}?${pairs.join('&')}`
+    out = `${url.slice(0, start)}?${pairs.join('&')}`
   }
   if (KEY_PREFIX.test(out)) out = out.replace(KEY_TEXT, REDACTED)
   // A key spelt with escapes (`%70sk_…`, `psk%5F…`, or encoded again and again) is a key too: a

@@ -22,7 +22,8 @@ export function createPetService (pets: PetStore, clock: Clock): PetService {
   const service: PetService = {
     list (query) {
       const page = pageRequest(query)
-      const ids = query.id === undefined ? undefined : [...new Set(query.id)]
+      // One id (the successor of GET /pets/{petId}) needs no deduplication.
+      const ids = query.id === undefined ? undefined : query.id.length === 1 ? query.id : [...new Set(query.id)]
       const filter = {
         ...(ids !== undefined && { ids }),
         ...(query.status !== undefined && { status: query.status }),
