@@ -14,6 +14,7 @@ import type { ServerLimits } from '../config.ts'
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
 import { subjectOfAddress } from '../access/client-subject.ts'
 import { cutSlowReaders, HeaderBlockResponse } from './header-block.ts'
+import { skipDumpOfBodiless } from './unread-body.ts'
 
 // node:http's CommonJS exports: an ES import of node:http evaluates every export, and its
 // WebSocket getters load undici (Node's fetch, about 2.5 MiB of heap) that the server never uses
@@ -49,9 +50,10 @@ export function connectionOptions (limits: ServerLimits): Pick<FastifyHttpOption
   return {
     http,
     // The server Fastify would make (its getServerInstance: the same options and settings), with
-    // one step in front of Fastify's handler: the missing Host.
+    // steps in front of Fastify's handler: the missing Host, and no dump of a bodiless request.
     serverFactory: (handler) => {
       const server = createServer(http, (request, response) => {
+        skipDumpOfBodiless(request)
         const refused = refusalOf(request)
         if (request.headers.host === undefined && request.httpVersionMajor === 1 && request.httpVersionMinor === 1) answerMissingHost(response)
         else if (refused === undefined) handler(request, response)
