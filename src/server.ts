@@ -35,10 +35,10 @@ export function createLogger (config: Pick<Config, 'logLevel'>, destination?: De
   }, destination ?? bufferedStdout())
 }
 
-const buffered = new Set<ReturnType<typeof pino.destination>>()
+const buffered = new Set<LineBatch>()
 
-function bufferedStdout (): ReturnType<typeof pino.destination> {
-  const stream = pino.destination({ dest: 1, sync: true, minLength: LOG_BUFFER_BYTES, periodicFlush: LOG_FLUSH_MS })
+function bufferedStdout (): LineBatch {
+  const stream = new LineBatch(pino.destination({ dest: 1, sync: true, minLength: 0 }))
   if (buffered.size === 0) {
     process.once('exit', () => {
       for (const s of buffered) {
@@ -48,6 +48,44 @@ function bufferedStdout (): ReturnType<typeof pino.destination> {
   }
   buffered.add(stream)
   return stream
+}
+
+/**
+ * Lines gathered into chunks of about LOG_BUFFER_BYTES, written at once (a line waits at most
+ * LOG_FLUSH_MS) by sonic-boom, which handles partial writes and a full pipe. Sonic-boom's own
+ * buffer measures the bytes of all it holds at each write (up to 4 KiB flattened and scanned for
+ * every line: about a microsecond of each request, docs/performance.md); here a line is a push.
+ */
+class LineBatch implements DestinationStream {
+  readonly #out: ReturnType<typeof pino.destination>
+  #lines: string[] = []
+  #chars = 0
+  #deadline: NodeJS.Timeout | undefined
+
+  constructor (out: ReturnType<typeof pino.destination>) {
+    this.#out = out
+  }
+
+  write (line: string): void {
+    if (this.#lines.length === 0) this.#deadline = setTimeout(() => { this.#pass() }, LOG_FLUSH_MS).unref()
+    this.#lines.push(line)
+    this.#chars += line.length
+    if (this.#chars >= LOG_BUFFER_BYTES) this.#pass()
+  }
+
+  flushSync (): void {
+    this.#pass()
+    this.#out.flushSync()
+  }
+
+  #pass (): void {
+    if (this.#lines.length === 0) return
+    clearTimeout(this.#deadline)
+    const chunk = this.#lines.join('')
+    this.#lines = []
+    this.#chars = 0
+    this.#out.write(chunk)
+  }
 }
 
 export interface RunningServer {
