@@ -6,7 +6,8 @@
 // a read, about a tenth of the server's CPU per request. This response class writes the same
 // bytes for the common answer (every header a plain string or number, a Content-Length, none of
 // the headers Node treats specially) at the cost of one check of all names (each distinct name
-// is checked once per process) and one regular expression over all values; anything else
+// is checked once per process) and one regular expression per value (one over all values,
+// concatenated, cost more: the concatenation, then its flattening); anything else
 // (Connection, Transfer-Encoding, Date, Expect, Trailer, Keep-Alive, a header given twice, a
 // value Node would refuse) goes to Node's own `_storeHeader`, which answers or throws exactly
 // as before. The server is made with it in transport/connections.ts (`ServerResponse` option).
@@ -97,6 +98,16 @@ export const headBlocks = { written: 0 }
 /** Node's own method (OutgoingMessage.prototype._storeHeader), for every other answer. */
 const nodeStoreHeader = (ServerResponse.prototype as unknown as NodeInternals)._storeHeader
 
+let keepAlive: { timeout: number; max: number | undefined; line: string } = { timeout: -1, max: undefined, line: '' }
+
+/** `Keep-Alive: timeout=…[, max=…]` as Node writes it, made again only when the server's settings change. */
+function keepAliveLine (timeoutMs: number, max: number | undefined): string {
+  if (timeoutMs !== keepAlive.timeout || max !== keepAlive.max) {
+    keepAlive = { timeout: timeoutMs, max, line: `Keep-Alive: timeout=${Math.floor(timeoutMs / 1000)}${~~(max ?? 0) > 0 ? `, max=${max}` : ''}\r\n` }
+  }
+  return keepAlive.line
+}
+
 export class HeaderBlockResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   /** Node's internal step of writeHead: the head as one string in `_header`, not yet sent. */
   _storeHeader (firstLine: string, headers: unknown): void {
@@ -113,7 +124,6 @@ export class HeaderBlockResponse<Request extends IncomingMessage = IncomingMessa
     }
     const fields = headers as OutgoingHttpHeaders
     let head = firstLine
-    let values = ''
     let contentLength = false
     for (const name in fields) {
       const value = fields[name]
@@ -125,11 +135,11 @@ export class HeaderBlockResponse<Request extends IncomingMessage = IncomingMessa
       }
       if (!contentLength && name.length === 14 && name.toLowerCase() === 'content-length') contentLength = true
       head += `${name}: ${value}\r\n`
-      if (typeof value === 'string') values += value
+      if (typeof value === 'string' && INVALID_VALUE_CHAR.test(value)) { nodeStoreHeader.call(this, firstLine, headers); return }
     }
-    // An answer without Content-Length is framed by Node (chunked, or close), and a value Node
-    // would refuse is refused by Node, with its own error.
-    if (!contentLength || INVALID_VALUE_CHAR.test(values)) { nodeStoreHeader.call(this, firstLine, headers); return }
+    // An answer without Content-Length is framed by Node (chunked, or close), as a value Node
+    // would refuse (above) is refused by Node, with its own error.
+    if (!contentLength) { nodeStoreHeader.call(this, firstLine, headers); return }
 
     if (this.sendDate) head += `Date: ${utcDate()}\r\n`
     // Node's keep-alive logic when no Connection header was given and the length is known.
@@ -137,10 +147,7 @@ export class HeaderBlockResponse<Request extends IncomingMessage = IncomingMessa
       head += 'Connection: close\r\n'
     } else if (this.shouldKeepAlive) {
       head += 'Connection: keep-alive\r\n'
-      if (self._keepAliveTimeout && self._defaultKeepAlive) {
-        const max = ~~(self._maxRequestsPerSocket ?? 0) > 0 ? `, max=${self._maxRequestsPerSocket}` : ''
-        head += `Keep-Alive: timeout=${Math.floor(self._keepAliveTimeout / 1000)}${max}\r\n`
-      }
+      if (self._keepAliveTimeout && self._defaultKeepAlive) head += keepAliveLine(self._keepAliveTimeout, self._maxRequestsPerSocket)
     } else {
       self._last = true
       head += 'Connection: close\r\n'
