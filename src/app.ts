@@ -3,7 +3,6 @@
 // opens nothing (infra.ts does) and listens nowhere (server.ts does), so tests build this very
 // app on their own stores. A step installed before one it needs fails the build
 // (http/steps.ts), never the first request.
-import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { categoryRoutes } from './categories/categories.routes.ts'
 import { createCategoryService } from './categories/categories.service.ts'
@@ -21,7 +20,7 @@ import { healthRoutes } from './ops/health.ts'
 import { createMetrics, httpMetrics, malformedUrlCounter, metricsRoutes, type Metrics } from './ops/metrics.ts'
 import { API_VERSION, registerOpenApi } from './openapi/openapi.ts'
 import { serveOpenApi } from './openapi/serve.ts'
-import { acceptedRequestId, lazyChildLogger, observeFrameworkAnswers, RequestLog } from './http/request-log.ts'
+import { acceptedRequestId, lazyChildLogger, newRequestId, observeFrameworkAnswers, RequestLog } from './http/request-log.ts'
 import { installValidation, parseJsonBody } from './http/validation.ts'
 import { inventoryRoutes } from './inventory/inventory.routes.ts'
 import { createInventoryService } from './inventory/inventory.service.ts'
@@ -153,7 +152,7 @@ export async function buildApp (deps: AppDeps): Promise<FastifyInstance> {
       countMalformedUrl(request, reply, ms)
     }),
     // Accept a caller's request id for tracing when it is harmless, else make one.
-    genReqId: (request) => acceptedRequestId(request.headers['request-id']) ?? randomUUID()
+    genReqId: (request) => acceptedRequestId(request.headers['request-id']) ?? newRequestId()
   })
   requestLog.attach(app.log)
   // The access decision on each request's span: only when tracing is on (telemetry/).
