@@ -6,8 +6,9 @@
 // a read, about a tenth of the server's CPU per request. This response class writes the same
 // bytes for the common answer (every header a plain string or number, a Content-Length, none of
 // the headers Node treats specially) at the cost of one check of all names (each distinct name
-// is checked once per process) and one regular expression per value (one over all values,
-// concatenated, cost more: the concatenation, then its flattening); anything else
+// is checked once per process) and one regular expression per value not equal to the last value
+// of its name found valid (one over all values, concatenated, cost more: the concatenation, then
+// its flattening); anything else
 // (Connection, Transfer-Encoding, Date, Expect, Trailer, Keep-Alive, a header given twice, a
 // value Node would refuse) goes to Node's own `_storeHeader`, which answers or throws exactly
 // as before. The server is made with it in transport/connections.ts (`ServerResponse` option).
@@ -30,20 +31,28 @@ const INVALID_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/
 /** Names Node treats specially (matchHeader), in lower case: these answers go to Node's path. */
 const SPECIAL = new Set(['connection', 'proxy-connection', 'transfer-encoding', 'date', 'expect', 'trailer', 'keep-alive'])
 
-/** Names already found to be valid tokens, and not special (lower case as Fastify keeps them). */
-const plainNames = new Set<string>()
+/**
+ * Names already found to be valid tokens, and not special (lower case as Fastify keeps them),
+ * each with the last value of it found valid: a value equal to it (most are the same string
+ * object, a route's constant) needs no second check. At most PLAIN_NAMES_MAX names, so at most
+ * as many values are kept.
+ */
+const plainNames = new Map<string, string | number>()
 const PLAIN_NAMES_MAX = 1000
 
-let dateSecond = -1
 let dateText = ''
 
-/** Node's utcDate(): the current second as an IMF-fixdate, made once per second. */
+function forgetDate (): void { dateText = '' }
+
+/**
+ * Node's utcDate(): the current second as an IMF-fixdate, made once per second and forgotten
+ * when the second ends (a one-shot timer that keeps no process alive), so an answer reads no clock.
+ */
 function utcDate (): string {
-  const now = Date.now()
-  const second = Math.floor(now / 1000)
-  if (second !== dateSecond) {
-    dateSecond = second
-    dateText = new Date(now).toUTCString()
+  if (dateText === '') {
+    const now = new Date()
+    dateText = now.toUTCString()
+    setTimeout(forgetDate, 1000 - now.getMilliseconds()).unref()
   }
   return dateText
 }
@@ -128,14 +137,17 @@ export class HeaderBlockResponse<Request extends IncomingMessage = IncomingMessa
     for (const name in fields) {
       const value = fields[name]
       if (typeof value !== 'string' && typeof value !== 'number') { nodeStoreHeader.call(this, firstLine, headers); return }
-      if (!plainNames.has(name)) {
+      const known = plainNames.get(name)
+      if (known === undefined) {
         const lower = name.toLowerCase()
         if (!TOKEN.test(name) || (lower !== 'content-length' && SPECIAL.has(lower))) { nodeStoreHeader.call(this, firstLine, headers); return }
-        if (lower !== 'content-length' && plainNames.size < PLAIN_NAMES_MAX) plainNames.add(name)
       }
       if (!contentLength && name.length === 14 && name.toLowerCase() === 'content-length') contentLength = true
       head += `${name}: ${value}\r\n`
-      if (typeof value === 'string' && INVALID_VALUE_CHAR.test(value)) { nodeStoreHeader.call(this, firstLine, headers); return }
+      if (value !== known) {
+        if (typeof value === 'string' && INVALID_VALUE_CHAR.test(value)) { nodeStoreHeader.call(this, firstLine, headers); return }
+        if (known !== undefined || (plainNames.size < PLAIN_NAMES_MAX && name.toLowerCase() !== 'content-length')) plainNames.set(name, value)
+      }
     }
     // An answer without Content-Length is framed by Node (chunked, or close), as a value Node
     // would refuse (above) is refused by Node, with its own error.

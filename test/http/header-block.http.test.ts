@@ -82,8 +82,9 @@ for (const [name, setup, status, headers, here] of CASES) {
   })
 }
 
-test('a value or a name Node refuses is refused with Node\'s own error', () => {
-  for (const headers of [{ 'request-id': 'a\r\nset-cookie: x=1', 'content-length': '1' }, { 'bad name': 'x', 'content-length': '1' }, { 'x-a': 'a\u0000', 'content-length': '1' }, { 'x-a': 'snow \u2603', 'content-length': '1' }]) {
+test('a value or a name Node refuses is refused with Node\'s own error, each time it is given', () => {
+  // Twice over: a refused value must not be remembered as valid for its name (values found valid are).
+  for (const headers of [0, 1].flatMap(() => [{ 'request-id': 'a\r\nset-cookie: x=1', 'content-length': '1' }, { 'bad name': 'x', 'content-length': '1' }, { 'x-a': 'a\u0000', 'content-length': '1' }, { 'x-a': 'snow \u2603', 'content-length': '1' }])) {
     const [node, ours] = responses({})
     const code = (r: ServerResponse): string | undefined => { try { r.writeHead(200, { ...headers }); return undefined } catch (error) { return (error as { code?: string }).code } }
     const expected = code(node)
@@ -122,4 +123,21 @@ test('heads of every size one after another, with and without a request cap, eac
   const [, again] = responses({})
   again.writeHead(200, { 'x-a': 'fine', 'content-length': '1' })
   assert.equal(String((again as unknown as Internals)._header).replace(/Date: [^\r]*/, ''), String((node as unknown as Internals)._header).replace(/Date: [^\r]*/, ''))
+})
+
+test('the Date of a head is the second it is made in, also after a second ends', async () => {
+  // Fault caught: the date made once and never forgotten (it is kept for its second only).
+  const dateOf = (): string => {
+    const [, ours] = responses({})
+    ours.writeHead(200, { ...READ })
+    return /Date: ([^\r]*)/.exec(String((ours as unknown as Internals)._header))?.[1] ?? ''
+  }
+  for (let i = 0; i < 3; i++) {
+    const before = new Date().toUTCString()
+    const date = dateOf()
+    const after = new Date().toUTCString()
+    assert.ok(date === before || date === after, `${date} is ${before} or ${after}`)
+    // Into the next second, with time for the timer that forgets the date to run.
+    await new Promise((resolve) => setTimeout(resolve, 1000 - new Date().getMilliseconds() + 30))
+  }
 })
