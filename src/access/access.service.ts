@@ -72,6 +72,8 @@ export interface AccessOutcome {
   refusal: Error | null
   /** Set when this request started a ban whose record in the database failed (it is retried): the failure, for the log. */
   banNotRecorded?: unknown
+  /** The clock's time of the decision (ms): the refusal's wait and the rate-limit headers count from it. */
+  at: number
 }
 
 export interface AccessEvents {
@@ -150,7 +152,7 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
     const now = clock.now()
     // Memory lookups and at most one hash: never throws.
     const known = cache.cached(key, now)
-    if (known !== undefined) return charge(found(request, known))
+    if (known !== undefined) return charge(found(request, known), now)
     // A key this instance has never resolved is read while the client address may still call.
     // A banned or exhausted address is answered from the limiter (charged, so its strikes
     // count), whatever key it sends, but for one lookup per ADDRESS_LOOKUP_INTERVAL_MS: guessing
@@ -176,14 +178,14 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
     try {
       read = cache.read(key, now)
     } catch (error) {
-      return Promise.resolve(charge(failed(request, error)))
+      return Promise.resolve(charge(failed(request, error), now))
     }
     // When the key cannot be read (the database is out), the request is still charged, to the
     // client address, so that the 503 carries the rate-limit headers.
     return read.then((f) => charge(found(request, f)), (error: unknown) => charge(failed(request, error)))
   }
 
-  function charge (c: Charge): AccessOutcome | Promise<AccessOutcome> {
+  function charge (c: Charge, now: number = clock.now()): AccessOutcome | Promise<AccessOutcome> {
     const { principal } = c
     const subject = principal === null ? subjectOfAddress(c.request.address) : principal.caller.subject
     const quota = principal === null ? ANONYMOUS_QUOTA : principal.quota
@@ -194,10 +196,10 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
     const charged = !(c.request.preflight || (c.request.free && principal !== null))
     // Off the request path: the identity's day count, put back from the database when the
     // limiter may have lost it (day-seed.ts).
-    if (principal !== null) days.check(principal, clock.now())
+    if (principal !== null) days.check(principal, now)
     const decision = charged ? limiter.consume(subject, quota) : limiter.peek(subject, quota)
-    if (isPromise(decision)) return decision.then((d) => conclude(c, { principal, decision: d, quota, subject, charged, refusal: null }))
-    return conclude(c, { principal, decision, quota, subject, charged, refusal: null })
+    if (isPromise(decision)) return decision.then((d) => conclude(c, { principal, decision: d, quota, subject, charged, refusal: null, at: clock.now() }))
+    return conclude(c, { principal, decision, quota, subject, charged, refusal: null, at: now })
   }
 
   /** Completes the outcome: its refusal, the metrics, and the record of a ban it started. */
@@ -211,7 +213,7 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
       return outcome
     }
     if (outcome.charged && !decision.allowed) {
-      outcome.refusal = limited(decision, clock.now(), c.principal === null ? outcome.subject : null)
+      outcome.refusal = limited(decision, outcome.at, c.principal === null ? outcome.subject : null)
       options.onDecision?.(decision.code === 'api_key_banned' ? 'banned' : 'limited')
       if (decision.banStarted && decision.ban !== null) {
         const { ban } = decision

@@ -60,7 +60,7 @@ export function decorateAccess (app: FastifyInstance): void {
  * sets its headers; returns the refusal to answer, if any. Not async: when the key is cached and
  * the limiter answers at once, the request goes on without a promise.
  */
-export function accessStep ({ access, clock }: AccessHookOptions): (request: FastifyRequest, reply: FastifyReply, route: RouteAccess) => Error | undefined | Promise<Error | undefined> {
+export function accessStep ({ access }: AccessHookOptions): (request: FastifyRequest, reply: FastifyReply, route: RouteAccess) => Error | undefined | Promise<Error | undefined> {
   return (request, reply, route) => {
     if (!isGuarded(route.role, request.url)) return undefined
     const outcome = access.decide({
@@ -84,7 +84,7 @@ export function accessStep ({ access, clock }: AccessHookOptions): (request: Fas
     request.charged = outcome.charged
     // The request's logger reads the key id from request.principal (http/request-log.ts): no
     // child logger is built here.
-    setRateLimitHeaders(reply, decision, outcome.quota, clock.now())
+    setRateLimitHeaders(reply, decision, outcome.quota, outcome.at)
     if (decision.banStarted && decision.ban !== null) request.log.warn({ subject: outcome.subject, until: new Date(decision.ban.until).toISOString() }, 'ban started')
     if (outcome.banNotRecorded !== undefined) request.log.error({ subject: outcome.subject, err: outcome.banNotRecorded }, 'ban in force but not recorded in the database: retried later')
     const answer = refusalFor(outcome, request.url)

@@ -205,7 +205,10 @@ export interface ConnectionEvents {
 
 export type RefusalReason = 'address' | 'total'
 
-/** Per connection: its address (the limiter's subject of it) and when it last began a request. */
+/**
+ * Per connection: its address (the limiter's subject of it) and when it last began a request, as
+ * the guard's count of connections and requests then (only the order matters: no clock is read).
+ */
 interface Tracked { readonly socket: Socket; readonly address: string; lastActive: number }
 
 const TRACKED = Symbol('petstore.connection')
@@ -257,6 +260,8 @@ export const REFUSAL_RETRY_AFTER_S = 1
  */
 export function guardConnections (server: Server, limits: Pick<ServerLimits, 'maxConnections' | 'maxConnectionsPerAddress'>, events: ConnectionEvents): void {
   const open = new Set<Tracked>()
+  /** Connections and requests seen so far: each one's `lastActive`. */
+  let activity = 0
   const byAddress = new Map<string, Set<Tracked>>()
   const lane = new Set<GuardedSocket>()
   const laneSize = refusalLaneSize(limits)
@@ -315,7 +320,7 @@ export function guardConnections (server: Server, limits: Pick<ServerLimits, 'ma
       }
       evict(room)
     }
-    const tracked: Tracked = { socket, address, lastActive: performance.now() }
+    const tracked: Tracked = { socket, address, lastActive: ++activity }
     socket[TRACKED] = tracked
     open.add(tracked)
     const mine = byAddress.get(address)
@@ -326,7 +331,7 @@ export function guardConnections (server: Server, limits: Pick<ServerLimits, 'ma
 
   server.on('request', (request: IncomingMessage) => {
     const tracked = (request.socket as GuardedSocket)[TRACKED]
-    if (tracked !== undefined) tracked.lastActive = performance.now()
+    if (tracked !== undefined) tracked.lastActive = ++activity
   })
 }
 

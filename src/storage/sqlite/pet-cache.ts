@@ -35,12 +35,18 @@ export function createPetCache (db: Db, options: PetCacheOptions = {}): PetCache
   const dataVersion = db.prepare('PRAGMA data_version')
   const entries = new Map<number, PetRecord>()
   let version: unknown = dataVersion.get()?.data_version
-  let checkedAt = performance.now()
+  // Whether checkEveryMs has passed since the last look: set by a one-shot timer (which keeps no
+  // process alive) armed at each look, so a read reads no clock.
+  let due = false
+  const becomeDue = (): void => { due = true }
+  if (checkEveryMs > 0) setTimeout(becomeDue, checkEveryMs).unref()
 
   function checkOthers (): void {
-    const now = performance.now()
-    if (checkEveryMs > 0 && now - checkedAt < checkEveryMs) return
-    checkedAt = now
+    if (checkEveryMs > 0) {
+      if (!due) return
+      due = false
+      setTimeout(becomeDue, checkEveryMs).unref()
+    }
     const current = dataVersion.get()?.data_version
     if (current !== version) {
       version = current

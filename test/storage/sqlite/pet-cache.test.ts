@@ -65,6 +65,23 @@ test('pet cache: a commit by another connection is seen at the next check (every
   assert.deepEqual(await stores.pets.listPets({ ids: [record.id] }, { limit: 1, afterId: null }), [{ id: record.id, name: 'Changed elsewhere', categoryId: dogs.id, status: 'available', version: 2 }])
 })
 
+test('pet cache: commits by another connection are seen once the check interval has passed, again and again', async (t) => {
+  // Fault caught: the check armed once only (the second change would never be seen).
+  const path = tempFile(t)
+  const stores = createSqliteStores(path, { petCache: { checkEveryMs: 40 } })
+  t.after(() => stores.close())
+  const dogs = await stores.categories.createCategory({ name: 'Dogs' }, Date.now())
+  const { record } = await stores.pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, null, Date.now())
+  assert.equal((await stores.pets.getPet(record.id))?.name, 'Rex')
+  const other = new DatabaseSync(path)
+  t.after(() => other.close())
+  for (const name of ['First', 'Second', 'Third']) {
+    other.prepare('UPDATE pets SET name = ?, version = version + 1 WHERE id = ?').run(name, record.id)
+    await new Promise((resolve) => setTimeout(resolve, 60))
+    assert.equal((await stores.pets.getPet(record.id))?.name, name)
+  }
+})
+
 test('pet cache: ?id= reads keep id order, the cursor and the limit, and skip missing ids', async (t) => {
   const stores = createSqliteStores(tempFile(t), { petCache: { maxEntries: 2 } })
   t.after(() => stores.close())
