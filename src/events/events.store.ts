@@ -4,7 +4,7 @@
 // A store method that changes state appends its events through the engine's own event log
 // (storage/sqlite/events.ts inside the writer's callback, storage/postgres/events.ts inside the
 // transaction or the PL/pgSQL function), never through a separate step a crash could skip.
-import { randomBytes } from 'node:crypto'
+import { RandomPool } from '../shared/random-pool.ts'
 
 /** Which rule of visibility an event falls under (see `Visibility`). */
 export type EventAudience = 'order' | 'catalog' | 'inventory' | 'key' | 'webhook'
@@ -84,11 +84,8 @@ export interface KeyNoticeBatch {
   max: number
 }
 
-// The random part is taken from a pool drawn 256 ids at a time, as randomUUID does: a draw of
-// 10 bytes per id cost about 1% of an order's CPU.
-const ENTROPY_BYTES = 2560
-let entropy = Buffer.alloc(0)
-let entropyAt = 0
+/** The random part of event ids (shared/random-pool.ts). */
+const eventRandom = new RandomPool()
 
 /**
  * A new event id: `evt_` and 32 lowercase hex digits (the same form PostgreSQL's functions make):
@@ -97,12 +94,8 @@ let entropyAt = 0
  * "Orders"); nothing promises an order of ids, and within a millisecond there is none.
  */
 export function newEventId (): string {
-  if (entropyAt + 10 > entropy.length) {
-    entropy = randomBytes(ENTROPY_BYTES)
-    entropyAt = 0
-  }
-  const random = entropy.toString('hex', entropyAt, entropyAt + 10)
-  entropyAt += 10
+  const from = eventRandom.take(10)
+  const random = eventRandom.bytes.toString('hex', from, from + 10)
   return `evt_${Date.now().toString(16).padStart(12, '0')}${random}`
 }
 

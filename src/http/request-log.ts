@@ -11,11 +11,11 @@
 // - refusals (429) are aggregated: the first of each window is written in full, the others of the
 //   window are counted and written as one "requests refused" line when the next window begins
 //   (or the app closes), so 20,000 refused calls write a handful of lines, not 20,000.
-import { randomBytes } from 'node:crypto'
 import { viaMcp } from '../shared/channel.ts'
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify'
 import { pino } from 'pino'
 import type { Clock } from '../shared/clock.ts'
+import { RandomPool } from '../shared/random-pool.ts'
 import { errorLogView, logArgumentView, redactText, redactUrl } from './redact.ts'
 import { telemetry } from '../telemetry/hooks.ts'
 
@@ -110,12 +110,10 @@ export function acceptedRequestId (header: string | string[] | undefined): strin
   return typeof header === 'string' && REQUEST_ID.test(header) && !KEY_LIKE.test(header) ? header : null
 }
 
-// New request ids: random UUIDs (version 4, from crypto-strong bytes drawn 256 ids at a time, as
-// randomUUID draws them) written into one buffer and read out as one string. Node's randomUUID
-// builds its string from twenty pieces: a twentieth of a read's garbage (docs/performance.md).
-const ID_POOL_BYTES = 16 * 256
-let idPool = Buffer.alloc(0)
-let idPoolAt = 0
+// New request ids: random UUIDs (version 4, from a pool of crypto-strong bytes, as randomUUID
+// draws them) written into one buffer and read out as one string. Node's randomUUID builds its
+// string from twenty pieces: a twentieth of a read's garbage (docs/performance.md).
+const idRandom = new RandomPool()
 const idText = Buffer.from('00000000-0000-4000-8000-000000000000', 'latin1')
 const HEX_DIGITS = Buffer.from('0123456789abcdef', 'latin1')
 /** Where in idText the two hex digits of each of the 16 bytes go. */
@@ -123,19 +121,16 @@ const ID_DIGIT_AT = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34]
 
 /** A new random request id: a version 4 UUID in lower case. */
 export function newRequestId (): string {
-  if (idPoolAt === idPool.length) {
-    idPool = randomBytes(ID_POOL_BYTES)
-    idPoolAt = 0
-  }
+  const from = idRandom.take(16)
+  const random = idRandom.bytes
   for (let i = 0; i < 16; i++) {
-    let byte = idPool[idPoolAt + i]!
+    let byte = random[from + i]!
     if (i === 6) byte = (byte & 0x0f) | 0x40 // the version, 4
     else if (i === 8) byte = (byte & 0x3f) | 0x80 // the variant, RFC 9562
     const at = ID_DIGIT_AT[i]!
     idText[at] = HEX_DIGITS[byte >> 4]!
     idText[at + 1] = HEX_DIGITS[byte & 15]!
   }
-  idPoolAt += 16
   return idText.toString('latin1', 0, 36)
 }
 
