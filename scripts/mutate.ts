@@ -71,6 +71,14 @@ export const PARTS: Record<string, Part> = {
     nodeArgs: ['--test-timeout=30000'],
     tests: ['test/http/pipeline.test.ts', 'test/http/response-headers.http.test.ts', 'test/http/cors.http.test.ts', 'test/http/lifecycle.http.test.ts', 'test/access/access.http.test.ts', 'test/access/access-charged.http.test.ts', 'test/audit/audit.http.test.ts', 'test/ops/metrics.test.ts', 'test/transport/deadlines.test.ts', 'test/http/errors.http.test.ts', 'test/http/logging.http.test.ts']
   },
+  redact: {
+    // What no log line or error may carry (src/http/redact.ts): a key in the URL, a message, a
+    // field or an error, and the query parameter the access step refuses a key in. Its tests,
+    // fastest first; the access part's list does not run them.
+    mutate: ['src/http/redact.ts'],
+    timeoutMS: 10000,
+    tests: ['test/access/refusals.test.ts', 'test/http/request-log-line.http.test.ts', 'test/http/logging-redaction.http.test.ts', 'test/http/logging.http.test.ts', 'test/access/access-secrets.http.test.ts', 'test/access/access-targets.http.test.ts', 'test/server/request-hygiene.test.ts']
+  },
   checks: {
     mutate: ['src/storage/checks.ts'],
     tests: ['test/storage/checks.test.ts', 'test/storage/sqlite/stores.test.ts', 'test/pets/pets.http.test.ts', 'test/categories/categories.http.test.ts', 'test/orders/orders.http.test.ts', 'test/inventory/inventory.http.test.ts', 'test/keys/key-lifecycle.http.test.ts']
