@@ -200,7 +200,7 @@ export class RequestLog extends LogController {
       const keyId = request.principal?.keyId
       // The id (a UUID, or a caller's id of [A-Za-z0-9._:-]: acceptedRequestId) and the method
       // (a token: Node's parser accepts no other) never need escaping; the URL may.
-      fast.write(`${fast.head()},"reqId":"${request.id}"${keyId === undefined ? '' : `,"keyId":${keyId}`}${viaMcp(request.headers) ? ',"via":"mcp"' : ''},"method":"${request.method}","url":${quoted(redactUrl(request.url))},"statusCode":${statusCode},"responseTime":${JSON.stringify(reply.elapsedTime)}${traceId === undefined ? '' : `,"traceId":"${traceId}"`},"msg":"request completed"${fast.end}`)
+      fast.write(`${fast.head()},"reqId":"${request.id}"${keyId === undefined ? '' : `,"keyId":${keyId}`}${viaMcp(request.headers) ? ',"via":"mcp"' : ''},"method":"${request.method}","url":${quoted(redactUrl(request.url))},"statusCode":${statusCode},"responseTime":${JSON.stringify(responseTime)}${traceId === undefined ? '' : `,"traceId":"${traceId}"`},"msg":"request completed"${fast.end}`)
       return
     }
     // Written by the app's logger with the ids spelled out: no per-request child is built for it.
