@@ -50,35 +50,33 @@ test('pet cache: every write of this process (pet, stock, order, cancel, delete)
   assert.equal(await stores.pets.getPet(other.record.id), null)
 })
 
-test('pet cache: a commit by another connection is seen at the next check (every read here)', async (t) => {
+/** Stores with one pet, Rex, read once (so cached), and another connection to the same file. */
+async function cachedPetAndAnotherConnection (t: TestContext, checkEveryMs: number) {
   const path = tempFile(t)
-  const stores = createSqliteStores(path, { petCache: { checkEveryMs: 0 } })
+  const stores = createSqliteStores(path, { petCache: { checkEveryMs } })
   t.after(() => stores.close())
   const dogs = await stores.categories.createCategory({ name: 'Dogs' }, Date.now())
   const { record } = await stores.pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, null, Date.now())
   assert.equal((await stores.pets.getPet(record.id))?.name, 'Rex')
-
   const other = new DatabaseSync(path)
   t.after(() => other.close())
-  other.prepare("UPDATE pets SET name = 'Changed elsewhere', version = version + 1 WHERE id = ?").run(record.id)
-  assert.deepEqual(await stores.pets.getPet(record.id), { id: record.id, name: 'Changed elsewhere', categoryId: dogs.id, status: 'available', version: 2 })
-  assert.deepEqual(await stores.pets.listPets({ ids: [record.id] }, { limit: 1, afterId: null }), [{ id: record.id, name: 'Changed elsewhere', categoryId: dogs.id, status: 'available', version: 2 }])
+  return { stores, id: record.id, categoryId: dogs.id, other }
+}
+
+test('pet cache: a commit by another connection is seen at the next check (every read here)', async (t) => {
+  const { stores, id, categoryId, other } = await cachedPetAndAnotherConnection(t, 0)
+  other.prepare("UPDATE pets SET name = 'Changed elsewhere', version = version + 1 WHERE id = ?").run(id)
+  assert.deepEqual(await stores.pets.getPet(id), { id, name: 'Changed elsewhere', categoryId, status: 'available', version: 2 })
+  assert.deepEqual(await stores.pets.listPets({ ids: [id] }, { limit: 1, afterId: null }), [{ id, name: 'Changed elsewhere', categoryId, status: 'available', version: 2 }])
 })
 
 test('pet cache: commits by another connection are seen once the check interval has passed, again and again', async (t) => {
   // Fault caught: the check armed once only (the second change would never be seen).
-  const path = tempFile(t)
-  const stores = createSqliteStores(path, { petCache: { checkEveryMs: 40 } })
-  t.after(() => stores.close())
-  const dogs = await stores.categories.createCategory({ name: 'Dogs' }, Date.now())
-  const { record } = await stores.pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, null, Date.now())
-  assert.equal((await stores.pets.getPet(record.id))?.name, 'Rex')
-  const other = new DatabaseSync(path)
-  t.after(() => other.close())
+  const { stores, id, other } = await cachedPetAndAnotherConnection(t, 40)
   for (const name of ['First', 'Second', 'Third']) {
-    other.prepare('UPDATE pets SET name = ?, version = version + 1 WHERE id = ?').run(name, record.id)
+    other.prepare('UPDATE pets SET name = ?, version = version + 1 WHERE id = ?').run(name, id)
     await new Promise((resolve) => setTimeout(resolve, 60))
-    assert.equal((await stores.pets.getPet(record.id))?.name, name)
+    assert.equal((await stores.pets.getPet(id))?.name, name)
   }
 })
 
