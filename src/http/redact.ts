@@ -31,6 +31,11 @@ const NAMES = new Map<string, number>()
 const NAMES_MAX = 256
 const NAME_MAX_LENGTH = 64
 
+/** How many names the cache holds (at most NAMES_MAX): for the test that it stays bounded. */
+export function cachedNameCount (): number {
+  return NAMES.size
+}
+
 function nameFlags (raw: string): number {
   let flags = NAMES.get(raw)
   if (flags === undefined) {
@@ -192,7 +197,7 @@ export function logArgumentView (value: unknown): unknown {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return value
   const view: Record<string, unknown> = {}
   for (const [name, field] of Object.entries(value)) {
-    view[name] = typeof field === 'string' ? redactText(field) : field instanceof Error || name === 'err' ? errorLogView(field) : field
+    view[name] = typeof field === 'string' ? redactText(field) : field instanceof Error ? errorLogView(field) : field
   }
   return view
 }
