@@ -61,3 +61,22 @@ test('the refused-key cache holds at most refusedCacheMax hashes, each for 60 s'
   await access.decide(request(wrong(3)))
   assert.equal(reads(), 5, 'expired')
 })
+
+test('a key\'s day count continues from the usage the database recorded today, put back on its first request (day-seed.ts)', async (t) => {
+  // Fault caught: the charge step no longer asked the day seeder, so after a restart a key that
+  // had spent its day quota started the day again at 0.
+  const { clock, request } = await setup(t)
+  const stores = createSqliteStores(':memory:')
+  t.after(() => stores.close())
+  const admin = createKeyAdmin(stores.keys, clock)
+  const spent = await admin.create({ role: 'customer', plan: 'pro' })
+  const fresh = await admin.create({ role: 'customer', plan: 'pro' })
+  await stores.keys.recordUsage({ counts: [{ keyId: spent.record.id, day: '2026-11-21', allowed: 9_990, limited: 0, banned: 0 }], lastUsed: [] })
+  // A new service with a new limiter: an instance after a restart, on the same database.
+  const restarted = createAccessService({ keys: stores.keys, limiter: createMemoryRateLimiter({ now: clock.now }), clock })
+  for (const key of [spent.key, fresh.key]) await restarted.decide(request(key))
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  const dayLeft = async (key: string) => (await restarted.decide(request(key))).decision.day.remaining
+  assert.equal(await dayLeft(spent.key), 10_000 - 9_990 - 1)
+  assert.equal(await dayLeft(fresh.key), 10_000 - 2)
+})
