@@ -181,6 +181,49 @@ void test('memory: restoreDay puts back a day count as a floor, for the current 
   assert.equal(limiter.peek('key:1', quota).day.remaining, 0, 'a lower count changes nothing')
   limiter.restoreDay('key:2', { at: now - DAY, count: 5 })
   assert.equal(limiter.consume('key:2', quota).allowed, true, 'yesterday\'s count is not today\'s')
+  // A subject never seen is stored with the count (after a restart, the first request's seed).
+  limiter.restoreDay('key:3', { at: now, count: 5 })
+  assert.equal(limiter.consume('key:3', quota).code, 'rate_limited')
+  limiter.restoreDay('key:4', { at: now, count: 2 })
+  const d = limiter.consume('key:4', quota)
+  assert.deepEqual([d.allowed, d.day.remaining, d.minute.remaining], [true, 2, 9])
+})
+
+void test('memory: restoreDay over a subject last counted yesterday starts today from the count given', async (t) => {
+  let now = START
+  const limiter = createMemoryRateLimiter({ now: () => now })
+  t.after(() => limiter.close())
+  const quota = { perMinute: 10, perDay: 5 }
+  for (let i = 0; i < 4; i++) limiter.consume('key:1', quota)
+  now += DAY
+  limiter.restoreDay('key:1', { at: now, count: 3 })
+  assert.equal(limiter.consume('key:1', quota).day.remaining, 1, 'yesterday\'s 4 are not today\'s; today: 3 put back, then this one')
+})
+
+void test('memory: a ban history restored over a subject changes nothing when it holds a ban in force or a later one', async (t) => {
+  const now = START
+  const limiter = createMemoryRateLimiter({ now: () => now })
+  t.after(() => limiter.close())
+  const quota = { perMinute: 1, perDay: 1000 }
+  // In force: an ended ban restored after it does not end it.
+  await limiter.restoreBan!('key:1', { startedAt: now - 10 * MINUTE, until: now + 50 * MINUTE })
+  await limiter.restoreBan!('key:1', { startedAt: now - 2 * HOUR, until: now - HOUR })
+  assert.equal(limiter.peek('key:1', quota).ban?.until, now + 50 * MINUTE)
+  // Later history held (a 1 h ban, level 3): an older 30 min one (level 2) does not replace it, so
+  // the next ban is level 4.
+  await limiter.restoreBan!('key:2', { startedAt: now - 2 * HOUR, until: now - HOUR })
+  await limiter.restoreBan!('key:2', { startedAt: now - 3 * HOUR, until: now - 3 * HOUR + 30 * MINUTE })
+  assert.equal(limiter.consume('key:2', quota).allowed, true)
+  let banned
+  do banned = limiter.consume('key:2', quota)
+  while (!banned.banStarted)
+  assert.equal(banned.ban?.level, 4)
+  // A subject held only for its counts takes the history: its next ban is level 4 too.
+  assert.equal(limiter.consume('key:3', quota).allowed, true)
+  await limiter.restoreBan!('key:3', { startedAt: now - 2 * HOUR, until: now - HOUR })
+  do banned = limiter.consume('key:3', quota)
+  while (!banned.banStarted)
+  assert.equal(banned.ban?.level, 4)
 })
 
 void test('memory: a ban restored into a subject already counting keeps its counts, and the next ban after it escalates from its level', async (t) => {
