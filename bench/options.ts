@@ -18,7 +18,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --drain S           after the webhooks scenario's load, how long to wait at most for every
                       order.created to reach the receiver (default 120)
   --server-env LIST   extra environment for the API servers, comma-separated NAME=VALUE pairs (for
-                      example WEBHOOK_POLL_MS=10); printed with the results (default none)
+                      example WEBHOOK_POLL_MS=10, or UV_THREADPOOL_SIZE=2: their process
+                      environment too); printed with the results (default none)
   --instances N       instead of the usual setups: 1 instance against N behind nginx (deploy/nginx.conf;
                       a small node:http round-robin proxy when nginx is missing, said in the output),
                       on PostgreSQL + Redis, reads by id and orders (default 1: the usual setups)

@@ -100,7 +100,9 @@ export async function startServer (label: string, cpus: string | null, mode: { b
   const args = 'petstore' in mode ? [...start.flags, SERVER_SCRIPT, 'petstore', JSON.stringify(mode.petstore)] : [SERVER_SCRIPT, 'bare' in mode ? 'bare' : 'receiver']
   const [command, argv] = pinned(cpus, process.execPath, args)
   const child = spawn(command, argv, {
-    env: { ...process.env, ...start.env },
+    // The server's settings (--server-env among them) are its process environment too, as with
+    // `petstore serve`: Node's and libc's variables (UV_THREADPOOL_SIZE, MALLOC_ARENA_MAX) apply.
+    env: { ...process.env, ...start.env, ...('petstore' in mode ? mode.petstore.env : {}) },
     // stdout carries the pino logs: to /dev/null, so logging costs what it costs in production
     // (serialising and writing) without this process reading it during the measurement.
     stdio: ['ignore', 'ignore', 'pipe', 'ipc']

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
-import { startCommand } from '../../bench/processes.ts'
+import { startCommand, startServer } from '../../bench/processes.ts'
 import { tempDir } from '../helpers/temp.ts'
 
 const SERVER = new URL('../../src/server.ts', import.meta.url).pathname
@@ -39,4 +39,22 @@ test('the bench reads the start command as env -S does: ${NAME} expands from the
   assert.ok(!env.NODE_COMPILE_CACHE!.includes('${'), env.NODE_COMPILE_CACHE)
   assert.ok(env.NODE_COMPILE_CACHE!.startsWith(process.env.HOME ?? ''), env.NODE_COMPILE_CACHE)
   assert.deepEqual(flags, ['--max-semi-space-size=4', '--heap-growing-percent=20', '--no-concurrent-recompilation'])
+})
+
+test('the API server child is started with its settings in its process environment: UV_THREADPOOL_SIZE sizes its libuv pool', { timeout: 60_000 }, async (t) => {
+  // Fault caught: --server-env reached only the server's config, so a variable Node or libc reads
+  // (UV_THREADPOOL_SIZE, MALLOC_ARENA_MAX, NODE_OPTIONS) did nothing. The pool starts with the
+  // server (its first file operation), so its size shows in the thread count.
+  const dir = tempDir(t, 'petstore-bench-env-')
+  const threads = async (pool: number): Promise<number> => {
+    const server = await startServer(`pool ${pool}`, null, { petstore: { env: { DATABASE_URL: `sqlite:${dir}/pool-${pool}.db`, LOG_LEVEL: 'warn', UV_THREADPOOL_SIZE: String(pool) } } })
+    try {
+      return (await server.rss()).parts.threads
+    } finally {
+      await server.stop()
+    }
+  }
+  const one = await threads(1)
+  const five = await threads(5)
+  assert.equal(five - one, 4, `threads with a pool of 1: ${one}, of 5: ${five}`)
 })
