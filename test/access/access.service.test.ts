@@ -18,7 +18,7 @@ async function setup (t: TestContext, options: { keyCacheMax?: number; refusedCa
   const admin = createKeyAdmin(stores.keys, clock)
   const make = async () => (await admin.create({ role: 'customer', plan: 'pro' })).key
   const request = (key: string | null): AccessRequest => ({ key, address: '192.0.2.1', role: 'customer', free: false, preflight: false, keyInQuery: null })
-  return { access, clock, make, request, reads: () => reads }
+  return { access, clock, make, request, stores, reads: () => reads }
 }
 
 test('decide answers synchronously (no promise) once the key is cached and the limiter is in memory', async (t) => {
@@ -65,9 +65,7 @@ test('the refused-key cache holds at most refusedCacheMax hashes, each for 60 s'
 test('a key\'s day count continues from the usage the database recorded today, put back on its first request (day-seed.ts)', async (t) => {
   // Fault caught: the charge step no longer asked the day seeder, so after a restart a key that
   // had spent its day quota started the day again at 0.
-  const { clock, request } = await setup(t)
-  const stores = createSqliteStores(':memory:')
-  t.after(() => stores.close())
+  const { clock, request, stores } = await setup(t)
   const admin = createKeyAdmin(stores.keys, clock)
   const spent = await admin.create({ role: 'customer', plan: 'pro' })
   const fresh = await admin.create({ role: 'customer', plan: 'pro' })
