@@ -169,4 +169,8 @@ export interface KeyStore {
    * deprecations were announced) of days before `beforeDay` (YYYY-MM-DD); returns how many.
    */
   pruneUsageNotices (beforeDay: string, max: number): Promise<number>
+  /** Deletes at most `max` usage rows (key_usage) of days before `beforeDay` (YYYY-MM-DD); returns how many. */
+  pruneUsage (beforeDay: string, max: number): Promise<number>
+  /** Deletes at most `max` rows of deprecated calls (deprecatedCalls) of days before `beforeDay`; returns how many. */
+  pruneDeprecatedCalls (beforeDay: string, max: number): Promise<number>
 }

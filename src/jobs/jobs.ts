@@ -16,6 +16,7 @@ import { orderSweepJob } from './order-sweep.ts'
 import { createJobRunner, type Job, type JobEvents, type JobTimers } from './runner.ts'
 import { usageFlushJob } from './usage-flush.ts'
 import { usageNoticePruneJob } from './usage-notice-prune.ts'
+import { usagePruneJob } from './usage-prune.ts'
 import { webhookJobs } from './webhook-dispatch.ts'
 import type { Dispatcher } from '../webhooks/dispatcher.ts'
 
@@ -46,6 +47,7 @@ export function backgroundJobs (deps: JobDeps): Job[] {
     eventPruneJob(deps),
     keyExpiringJob(deps),
     usageNoticePruneJob(deps),
+    usagePruneJob(deps),
     ...webhookJobs(deps)
   ]
 }

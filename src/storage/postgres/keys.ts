@@ -235,6 +235,16 @@ export function createPostgresKeyStore (db: Db): KeyStore {
       const rows = await db.query<{ n: string }>(`WITH gone AS (DELETE FROM usage_notices WHERE (key_id, day, kind, operation) IN
           (SELECT key_id, day, kind, operation FROM usage_notices WHERE day < $1 LIMIT $2) RETURNING 1) SELECT count(*) AS n FROM gone`, [beforeDay, max])
       return Number(rows[0]?.n ?? 0)
+    },
+    async pruneUsage (beforeDay, max) {
+      const rows = await db.query<{ n: string }>(`WITH gone AS (DELETE FROM key_usage WHERE (key_id, day) IN
+          (SELECT key_id, day FROM key_usage WHERE day < $1 LIMIT $2) RETURNING 1) SELECT count(*) AS n FROM gone`, [beforeDay, max])
+      return Number(rows[0]?.n ?? 0)
+    },
+    async pruneDeprecatedCalls (beforeDay, max) {
+      const rows = await db.query<{ n: string }>(`WITH gone AS (DELETE FROM deprecated_calls WHERE (operation, key_id, day) IN
+          (SELECT operation, key_id, day FROM deprecated_calls WHERE day < $1 LIMIT $2) RETURNING 1) SELECT count(*) AS n FROM gone`, [beforeDay, max])
+      return Number(rows[0]?.n ?? 0)
     }
   }
 }

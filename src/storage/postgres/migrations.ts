@@ -657,5 +657,10 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX webhook_deliveries_claim ON webhook_deliveries (webhook_id, next_attempt_at, id) WHERE status = 'pending';
   DROP INDEX webhook_deliveries_due;
+  `,
+  // Usage retention, as SQLite's version 16 (here version 18): key_usage's rows by day, for the
+  // usage-prune job (jobs/usage-prune.ts).
+  `
+  CREATE INDEX key_usage_by_day ON key_usage (day);
   `
 ]

@@ -48,6 +48,8 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
   const chainAllowed = db.prepare('SELECT coalesce(sum(u.allowed), 0) AS n FROM key_usage u JOIN api_keys c ON c.id = u.key_id WHERE u.day = ? AND (c.id = ? OR c.quota_key_id = ?)')
   const chainCalls = db.prepare('SELECT coalesce(sum(d.calls), 0) AS n FROM deprecated_calls d JOIN api_keys c ON c.id = d.key_id WHERE d.operation = ? AND d.day = ? AND (c.id = ? OR c.quota_key_id = ?)')
   const pruneNotices = db.prepare('DELETE FROM usage_notices WHERE rowid IN (SELECT rowid FROM usage_notices WHERE day < ? LIMIT ?)')
+  const pruneUsage = db.prepare('DELETE FROM key_usage WHERE rowid IN (SELECT rowid FROM key_usage WHERE day < ? LIMIT ?)')
+  const pruneDeprecated = db.prepare('DELETE FROM deprecated_calls WHERE rowid IN (SELECT rowid FROM deprecated_calls WHERE day < ? LIMIT ?)')
   const noticeLevel = db.prepare('SELECT level FROM usage_notices WHERE key_id = ? AND day = ? AND kind = ? AND operation = ?')
   const setNotice = db.prepare(`INSERT INTO usage_notices (key_id, day, kind, operation, level) VALUES (?, ?, ?, ?, ?)
     ON CONFLICT (key_id, day, kind, operation) DO UPDATE SET level = excluded.level`)
@@ -199,6 +201,12 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
     },
     async pruneUsageNotices (beforeDay, max) {
       return transaction(db, () => Number(pruneNotices.run(beforeDay, max).changes))
+    },
+    async pruneUsage (beforeDay, max) {
+      return transaction(db, () => Number(pruneUsage.run(beforeDay, max).changes))
+    },
+    async pruneDeprecatedCalls (beforeDay, max) {
+      return transaction(db, () => Number(pruneDeprecated.run(beforeDay, max).changes))
     }
   }
 }

@@ -302,5 +302,11 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX webhook_deliveries_claim ON webhook_deliveries (webhook_id, next_attempt_at, id) WHERE status = 'pending';
   DROP INDEX webhook_deliveries_due;
+  `,
+  // Usage retention (jobs/usage-prune.ts): key_usage's rows by day, so the job finds the days past
+  // the longest usage view (90 days) without reading every key's rows; deprecated_calls has its
+  // own (deprecated_calls_by_day).
+  `
+  CREATE INDEX key_usage_by_day ON key_usage (day);
   `
 ]
