@@ -2,6 +2,8 @@
 // test, dropped afterwards) when PETSTORE_TEST_ENGINE=postgres. A missing PostgreSQL follows the
 // rule of services.ts.
 import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
 import type { TestContext } from 'node:test'
 import { createPostgresStores, type PostgresStores, type PostgresStoresOptions } from '../../src/storage/postgres/index.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
@@ -75,3 +77,49 @@ export async function openPostgresTestStores (t: TestContext, options: PostgresS
   stores = await createPostgresStores(TEST_DATABASE_URL, { poolMax: 4, ...options, schema })
   return stores
 }
+
+/** Stores on one engine, with a way to read its tables behind them. */
+export interface EngineUnderTest {
+  stores: Stores
+  /** Runs a read-only statement on a connection of its own (unqualified table names) and returns its rows. */
+  rows<T> (sql: string): Promise<T[]>
+}
+
+/**
+ * Both engines, for a test written once and run on each: SQLite in a file of the test's (so a
+ * second, read-only connection sees what the stores committed), PostgreSQL on a fresh schema
+ * (skipped, or failed under CI, as services.ts says when it does not answer).
+ */
+export const ENGINES: ReadonlyArray<{ name: 'sqlite' | 'postgres'; open (t: TestContext, dir: string): Promise<EngineUnderTest> }> = [
+  {
+    name: 'sqlite',
+    async open (t, dir) {
+      const path = join(dir, 'p.db')
+      const stores = createSqliteStores(path)
+      t.after(async () => { await stores.close() })
+      return {
+        stores,
+        async rows<T> (sql: string) {
+          const db = new DatabaseSync(path, { readOnly: true })
+          try { return db.prepare(sql).all() as T[] } finally { db.close() }
+        }
+      }
+    }
+  },
+  {
+    name: 'postgres',
+    async open (t) {
+      if (!requireService(t, await testPostgresReason())) throw skippedTestEnd('PostgreSQL')
+      const schema = await createTestSchema(t)
+      const stores = await createPostgresStores(TEST_DATABASE_URL, { schema, poolMax: 2 })
+      t.after(async () => { await stores.close() })
+      return {
+        stores,
+        rows: async <T>(sql: string) => await withPostgres(TEST_DATABASE_URL, async (c) => {
+          await c.query(`SET search_path TO ${schema}`)
+          return (await c.query(sql)).rows as T[]
+        })
+      }
+    }
+  }
+]

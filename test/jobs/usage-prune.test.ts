@@ -4,70 +4,26 @@
 // tables grow with every day), a day the views still show pruned (GET /keys/me/usage?days=90
 // would lose its first day), a day off by one, the two windows swapped.
 import assert from 'node:assert/strict'
-import { DatabaseSync } from 'node:sqlite'
-import { test, type TestContext } from 'node:test'
-import { join } from 'node:path'
+import { test } from 'node:test'
 import { utcDay } from '../../src/accounts/keys.rules.ts'
 import { createKeyAdmin } from '../../src/keys/keys.service.ts'
 import { pruneUsage } from '../../src/jobs/usage-prune.ts'
 import { createMetrics } from '../../src/ops/metrics.ts'
 import { manualClock } from '../../src/shared/clock.ts'
-import { createPostgresStores } from '../../src/storage/postgres/index.ts'
-import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
-import type { Stores } from '../../src/storage/stores.ts'
 import { buildTestApp } from '../helpers/app.ts'
-import { serviceGate, withPostgres } from '../helpers/services.ts'
-import { createTestSchema, testPostgresReason, TEST_DATABASE_URL } from '../helpers/stores.ts'
+import { ENGINES } from '../helpers/stores.ts'
 import { tempDir } from '../helpers/temp.ts'
 
-const postgres = serviceGate(await testPostgresReason())
 const DAY = 86_400_000
 const T = Date.UTC(2026, 10, 21, 12, 0, 0)
 
-interface Tables { usage: string[]; deprecated: string[] }
-
-const ENGINES: Array<{ name: string; skip: string | false; open (t: TestContext): Promise<{ stores: Stores; tables (): Promise<Tables> }> }> = [
-  {
-    name: 'sqlite',
-    skip: false,
-    async open (t) {
-      const path = join(tempDir(t, 'petstore-usage-prune-'), 'p.db')
-      const stores = createSqliteStores(path)
-      t.after(async () => { await stores.close() })
-      return {
-        stores,
-        async tables () {
-          const db = new DatabaseSync(path, { readOnly: true })
-          try {
-            const days = (sql: string): string[] => (db.prepare(sql).all() as Array<{ day: string }>).map((r) => r.day)
-            return { usage: days('SELECT day FROM key_usage ORDER BY day'), deprecated: days('SELECT day FROM deprecated_calls ORDER BY day') }
-          } finally { db.close() }
-        }
-      }
-    }
-  },
-  {
-    name: 'postgres',
-    skip: postgres.skip,
-    async open (t) {
-      postgres.check()
-      const schema = await createTestSchema(t)
-      const stores = await createPostgresStores(TEST_DATABASE_URL, { schema, poolMax: 2 })
-      t.after(async () => { await stores.close() })
-      return {
-        stores,
-        tables: async () => await withPostgres(TEST_DATABASE_URL, async (c) => {
-          const days = async (table: string): Promise<string[]> => (await c.query<{ day: string }>(`SELECT day FROM ${schema}.${table} ORDER BY day`)).rows.map((r) => r.day)
-          return { usage: await days('key_usage'), deprecated: await days('deprecated_calls') }
-        })
-      }
-    }
-  }
-]
-
 for (const engine of ENGINES) {
-  test(`${engine.name}: usage is kept 90 days and deprecated calls 30, today included; older days are pruned`, { skip: engine.skip }, async (t) => {
-    const { stores, tables } = await engine.open(t)
+  test(`${engine.name}: usage is kept 90 days and deprecated calls 30, today included; older days are pruned`, async (t) => {
+    const { stores, rows } = await engine.open(t, tempDir(t, 'petstore-usage-prune-'))
+    const tables = async (): Promise<{ usage: string[]; deprecated: string[] }> => ({
+      usage: (await rows<{ day: string }>('SELECT day FROM key_usage ORDER BY day')).map((r) => r.day),
+      deprecated: (await rows<{ day: string }>('SELECT day FROM deprecated_calls ORDER BY day')).map((r) => r.day)
+    })
     const clock = manualClock(T)
     const admin = createKeyAdmin(stores.keys, clock)
     const key = (await admin.create({ role: 'customer', plan: 'free' })).record
