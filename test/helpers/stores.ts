@@ -67,6 +67,11 @@ export async function createTestSchema (t: TestContext): Promise<string> {
 
 /** The PostgreSQL engine on a fresh schema (see createTestSchema), closed then dropped after the test. */
 export async function openPostgresTestStores (t: TestContext, options: PostgresStoresOptions = {}): Promise<PostgresStores> {
+  return (await openPostgresTestSchema(t, options)).stores
+}
+
+/** openPostgresTestStores, with the schema's name (to read its tables behind the stores). */
+export async function openPostgresTestSchema (t: TestContext, options: PostgresStoresOptions = {}): Promise<{ stores: PostgresStores; schema: string }> {
   if (!requireService(t, await testPostgresReason())) throw skippedTestEnd('PostgreSQL')
   const { schema, drop } = await newSchema()
   let stores: PostgresStores | null = null
@@ -75,7 +80,7 @@ export async function openPostgresTestStores (t: TestContext, options: PostgresS
     await drop()
   })
   stores = await createPostgresStores(TEST_DATABASE_URL, { poolMax: 4, ...options, schema })
-  return stores
+  return { stores, schema }
 }
 
 /** Stores on one engine, with a way to read its tables behind them. */
@@ -109,10 +114,7 @@ export const ENGINES: ReadonlyArray<{ name: 'sqlite' | 'postgres'; open (t: Test
   {
     name: 'postgres',
     async open (t) {
-      if (!requireService(t, await testPostgresReason())) throw skippedTestEnd('PostgreSQL')
-      const schema = await createTestSchema(t)
-      const stores = await createPostgresStores(TEST_DATABASE_URL, { schema, poolMax: 2 })
-      t.after(async () => { await stores.close() })
+      const { stores, schema } = await openPostgresTestSchema(t, { poolMax: 2 })
       return {
         stores,
         rows: async <T>(sql: string) => await withPostgres(TEST_DATABASE_URL, async (c) => {
