@@ -27,7 +27,10 @@ export interface Config {
   trustProxy: false | number | string[]
   /** The most rate-limit subjects (keys and client addresses) one process holds in memory (RATE_LIMIT_MAX_SUBJECTS). */
   limiterMaxSubjects: number
-  /** Most PostgreSQL connections per process (DATABASE_POOL_MAX); null: sized to the machine (storage/postgres/database.ts). */
+  /**
+   * Most PostgreSQL connections per process (DATABASE_POOL_MAX); null: sized to the machine
+   * (storage/postgres/database.ts).
+   */
   databasePoolMax: number | null
   /** Connection limits and the stop's grace period (transport/connections.ts, server.ts). */
   server: ServerLimits
@@ -99,7 +102,10 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = {
 /** Where /metrics is served, apart from the API (docs/operating.md, "What is exposed"). */
 export interface MetricsListener {
   host: string
-  /** null: DEFAULT_METRICS_PORT, or any free port when the API's own port is 0 (tests, several processes on one machine). */
+  /**
+   * null: DEFAULT_METRICS_PORT, or any free port when the API's own port is 0 (tests, several
+   * processes on one machine).
+   */
   port: number | null
 }
 
@@ -182,7 +188,9 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
   const server = parseServerLimits(env, problems)
 
   const metrics: MetricsListener = { host: env.METRICS_HOST?.trim() || '127.0.0.1', port: null }
-  if (env.METRICS_PORT !== undefined && env.METRICS_PORT.trim() !== '') metrics.port = readInteger(env, 'METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65535, problems)
+  if (env.METRICS_PORT !== undefined && env.METRICS_PORT.trim() !== '') {
+    metrics.port = readInteger(env, 'METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65535, problems)
+  }
 
   const poolMax = readInteger(env, 'DATABASE_POOL_MAX', 0, 1, 1000, problems)
   const databasePoolMax = poolMax === 0 ? null : poolMax
@@ -201,13 +209,34 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
   const webhooks = parseWebhookSettings(env, problems)
 
   if (problems.length > 0) throw new ConfigError(problems)
-  return { host, port, database, redisUrl, getPetSunset, corsOrigins, logLevel, logFormat, trustProxy, limiterMaxSubjects, databasePoolMax, server, metrics, orders, mcp, events, webhooks }
+  return {
+    host,
+    port,
+    database,
+    redisUrl,
+    getPetSunset,
+    corsOrigins,
+    logLevel,
+    logFormat,
+    trustProxy,
+    limiterMaxSubjects,
+    databasePoolMax,
+    server,
+    metrics,
+    orders,
+    mcp,
+    events,
+    webhooks
+  }
 }
 
 function parseWebhookSettings (env: Record<string, string | undefined>, problems: string[]): WebhookSettings {
   const schedule = parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE?.trim() || DEFAULT_RETRY_SCHEDULE)
   if (!schedule.ok) problems.push(`WEBHOOK_RETRY_SCHEDULE must be a comma-separated list of durations such as 5s,5m,2h: ${schedule.error}`)
-  const allowedHosts = (env.WEBHOOK_ALLOWED_HOSTS ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')
+  const allowedHosts = (env.WEBHOOK_ALLOWED_HOSTS ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
   for (const entry of allowedHosts) {
     if (normalizeAllowedHost(entry) === null) problems.push(`WEBHOOK_ALLOWED_HOSTS entries must be host names or addresses without port or path, got "${entry}"`)
   }
@@ -223,7 +252,14 @@ function parseWebhookSettings (env: Record<string, string | undefined>, problems
 }
 
 /** A whole number from `min` to `max`, or `fallback` when the variable is unset or empty. */
-export function readInteger (env: Record<string, string | undefined>, name: string, fallback: number, min: number, max: number, problems: string[]): number {
+export function readInteger (
+  env: Record<string, string | undefined>,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+  problems: string[]
+): number {
   const raw = env[name]?.trim()
   if (raw === undefined || raw === '') return fallback
   const value = Number(raw)
@@ -245,12 +281,20 @@ const SERVER_LIMIT_VARIABLES: Record<Exclude<keyof ServerLimits, 'maxConnections
 
 function parseServerLimits (env: Record<string, string | undefined>, problems: string[]): ServerLimits {
   const limits = { ...DEFAULT_SERVER_LIMITS }
-  for (const [field, variable] of Object.entries(SERVER_LIMIT_VARIABLES) as Array<[keyof typeof SERVER_LIMIT_VARIABLES, string]>) {
+  const variables = Object.entries(SERVER_LIMIT_VARIABLES) as Array<[keyof typeof SERVER_LIMIT_VARIABLES, string]>
+  for (const [field, variable] of variables) {
     // From 1: 0 would mean "no limit" to Node, exactly what these settings exist to prevent.
     limits[field] = readInteger(env, variable, DEFAULT_SERVER_LIMITS[field], 1, 2_147_483_647, problems)
   }
   // Up to MAX_CONNECTIONS itself (a deployment whose only client is its balancer may want that).
-  limits.maxConnectionsPerAddress = readInteger(env, 'MAX_CONNECTIONS_PER_ADDRESS', Math.max(1, Math.floor(limits.maxConnections / 10)), 1, limits.maxConnections, problems)
+  limits.maxConnectionsPerAddress = readInteger(
+    env,
+    'MAX_CONNECTIONS_PER_ADDRESS',
+    Math.max(1, Math.floor(limits.maxConnections / 10)),
+    1,
+    limits.maxConnections,
+    problems
+  )
   // Node refuses a header deadline later than the whole request's.
   if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
     problems.push(`HEADERS_TIMEOUT_MS (${limits.headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${limits.requestTimeoutMs})`)
@@ -269,7 +313,8 @@ function parseOrderLimits (raw: string | undefined, problems: string[]): Record<
   for (const entry of value.split(',').map((e) => e.trim()).filter((e) => e !== '')) {
     const match = /^([a-z]+)=(?:none|(\d{1,7})\/(\d{1,7}))$/.exec(entry)
     const plan = match?.[1] as Plan | undefined
-    if (match === null || plan === undefined || !PLANS.includes(plan) || (match[2] !== undefined && (Number(match[2]) < 1 || Number(match[3]) < 1))) {
+    if (match === null || plan === undefined || !PLANS.includes(plan)
+      || (match[2] !== undefined && (Number(match[2]) < 1 || Number(match[3]) < 1))) {
       problems.push(`ORDER_LIMITS entries must be PLAN=ORDERS/UNITS or PLAN=none, with a plan of ${PLANS.join(', ')} and whole numbers from 1 (e.g. free=5/10,enterprise=none), got "${entry}"`)
       continue
     }

@@ -66,7 +66,11 @@ export class AppError extends Error {
   /** Extra response headers (Allow, Retry-After). */
   readonly headers: Record<string, string> | undefined
 
-  constructor (code: ErrorCode, message: string, options?: { details?: ErrorDetail[]; headers?: Record<string, string>; cause?: unknown }) {
+  constructor (
+    code: ErrorCode,
+    message: string,
+    options?: { details?: ErrorDetail[]; headers?: Record<string, string>; cause?: unknown }
+  ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause })
     this.name = 'AppError'
     this.code = code

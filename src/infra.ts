@@ -51,7 +51,10 @@ export async function openStores (config: Config, options: { migrate?: boolean }
     // Loaded only when PostgreSQL is configured: pg and the PostgreSQL stores are ~10 MiB of a
     // process that runs on SQLite (docs/performance.md).
     const { createPostgresStores } = await import('./storage/postgres/index.ts')
-    return await createPostgresStores(config.database.url, { migrate: options.migrate !== false, ...(config.databasePoolMax !== null && { poolMax: config.databasePoolMax }) })
+    return await createPostgresStores(config.database.url, {
+      migrate: options.migrate !== false,
+      ...(config.databasePoolMax !== null && { poolMax: config.databasePoolMax })
+    })
   } catch (error) {
     // describeDatabase drops the user and password; describeOpenFailure keeps driver text short.
     const reason = describeOpenFailure(error instanceof AppError && error.cause !== undefined ? error.cause : error)

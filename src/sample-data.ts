@@ -24,7 +24,10 @@ const CATALOGUE: { name: string; description: string; pets: [string, 'available'
 export async function loadSampleData (stores: Stores, clock: Clock = systemClock): Promise<boolean> {
   if ((await stores.categories.listCategories({ afterId: null, limit: 1 })).length > 0) return false
   for (const category of CATALOGUE) {
-    const { id } = await stores.categories.createCategory({ name: category.name, description: category.description }, clock.now())
+    const { id } = await stores.categories.createCategory(
+      { name: category.name, description: category.description },
+      clock.now()
+    )
     for (const [name, status, stock] of category.pets) {
       const { record } = await stores.pets.createPet({ name, categoryId: id, status }, null, clock.now())
       // A new pet has stock 1 (rule 1); a reserved or sold one has none left. Setting 0 keeps
@@ -42,7 +45,10 @@ export async function loadSampleData (stores: Stores, clock: Clock = systemClock
  * requests and 60 a minute would throttle an operator clicking through it) and two open
  * orders of the customer (order 1: two of Bubbles, order 2: one Nemo).
  */
-export async function loadSampleKeysAndOrders (stores: Stores, clock: Clock): Promise<{ role: Role; id: number; key: string }[]> {
+export async function loadSampleKeysAndOrders (
+  stores: Stores,
+  clock: Clock
+): Promise<{ role: Role; id: number; key: string }[]> {
   const admin = createKeyAdmin(stores.keys, clock)
   const keys: { role: Role; id: number; key: string }[] = []
   for (const role of ['customer', 'staff', 'admin'] as const) {
@@ -52,7 +58,13 @@ export async function loadSampleKeysAndOrders (stores: Stores, clock: Clock): Pr
   const ownerKeyId = keys[0]!.id
   const pets = await stores.pets.listPets({}, { afterId: null, limit: 100 })
   const petId = (name: string) => pets.find((p) => p.name === name)!.id
-  await stores.orders.placeOrder({ petId: petId('Bubbles'), quantity: 2, shipDate: Date.parse('2026-12-01T10:00:00Z'), ownerKeyId, now: clock.now() }, null)
+  await stores.orders.placeOrder({
+    petId: petId('Bubbles'),
+    quantity: 2,
+    shipDate: Date.parse('2026-12-01T10:00:00Z'),
+    ownerKeyId,
+    now: clock.now()
+  }, null)
   await stores.orders.placeOrder({ petId: petId('Nemo'), quantity: 1, shipDate: null, ownerKeyId, now: clock.now() }, null)
   await loadSampleWebhooks(stores, ownerKeyId, clock)
   return keys
@@ -63,7 +75,15 @@ export const SAMPLE_WEBHOOK_IDS = ['wh_5f0c6b1e8d2a4c7b9e3f1a20', 'wh_0d3e9a7c2b
 
 async function loadSampleWebhooks (stores: Stores, ownerKeyId: number, clock: Clock): Promise<void> {
   for (const id of SAMPLE_WEBHOOK_IDS) {
-    await stores.webhooks.createWebhook({ id, ownerKeyId, url: 'https://hooks.partner.example/petstore', types: ['order.*'], description: 'Order updates for the partner shop', secret: newSecret(), now: clock.now() }, 10)
+    await stores.webhooks.createWebhook({
+      id,
+      ownerKeyId,
+      url: 'https://hooks.partner.example/petstore',
+      types: ['order.*'],
+      description: 'Order updates for the partner shop',
+      secret: newSecret(),
+      now: clock.now()
+    }, 10)
     await stores.webhooks.updateWebhook(id, { status: 'disabled' }, clock.now(), disabledEvent('manual'))
   }
 }

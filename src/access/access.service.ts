@@ -66,11 +66,15 @@ export interface AccessOutcome {
    */
   charged: boolean
   /**
-   * What to answer instead of serving: 429, 400 (key in the URL), 401 or 403 (forbidden, insufficient_scope), or the failure to
-   * read the key (503 during a database outage); null to serve.
+   * What to answer instead of serving: 429, 400 (key in the URL), 401 or 403 (forbidden,
+   * insufficient_scope), or the failure to read the key (503 during a database outage); null to
+   * serve.
    */
   refusal: Error | null
-  /** Set when this request started a ban whose record in the database failed (it is retried): the failure, for the log. */
+  /**
+   * Set when this request started a ban whose record in the database failed (it is retried): the
+   * failure, for the log.
+   */
   banNotRecorded?: unknown
   /** The clock's time of the decision (ms): the refusal's wait and the rate-limit headers count from it. */
   at: number
@@ -122,7 +126,8 @@ interface Charge {
  * request that starts a ban counted a strike and is answered with the ban, like anywhere.
  */
 function banExempt (c: Charge, decision: Decision): boolean {
-  return c.request.banExempt === true && c.principal !== null && decision.code === 'api_key_banned' && decision.ban !== null && !decision.banStarted
+  return c.request.banExempt === true && c.principal !== null && decision.code === 'api_key_banned'
+    && decision.ban !== null && !decision.banStarted
 }
 
 function isPromise<T> (value: T | Promise<T>): value is Promise<T> {
@@ -137,7 +142,8 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
   const days = createDaySeeder(options.keys, limiter)
 
   const anonymous = (request: AccessRequest): Charge => ({ request, principal: null, failure: null, expiredAt: null })
-  const failed = (request: AccessRequest, failure: unknown): Charge => ({ request, principal: null, failure, expiredAt: null })
+  const failed = (request: AccessRequest, failure: unknown): Charge =>
+    ({ request, principal: null, failure, expiredAt: null })
   const found = (request: AccessRequest, f: Principal | Refused): Charge => isRefused(f)
     // A refused key (an expired one too) is charged to the client address, like no key: the
     // forgotten deployment of a rotated key must not eat its successor's quota.
@@ -198,7 +204,11 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
     // limiter may have lost it (day-seed.ts).
     if (principal !== null) days.check(principal, now)
     const decision = charged ? limiter.consume(subject, quota) : limiter.peek(subject, quota)
-    if (isPromise(decision)) return decision.then((d) => conclude(c, { principal, decision: d, quota, subject, charged, refusal: null, at: clock.now() }))
+    if (isPromise(decision)) {
+      return decision.then((d) => conclude(c, {
+        principal, decision: d, quota, subject, charged, refusal: null, at: clock.now()
+      }))
+    }
     return conclude(c, { principal, decision, quota, subject, charged, refusal: null, at: now })
   }
 
@@ -217,7 +227,14 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
       options.onDecision?.(decision.code === 'api_key_banned' ? 'banned' : 'limited')
       if (decision.banStarted && decision.ban !== null) {
         const { ban } = decision
-        return bans.record({ keyId: c.principal?.keyId ?? null, subject: outcome.subject, startedAt: ban.startedAt, endsAt: ban.until, reason: ban.reason, strike: ban.level }).then((failure) => {
+        return bans.record({
+          keyId: c.principal?.keyId ?? null,
+          subject: outcome.subject,
+          startedAt: ban.startedAt,
+          endsAt: ban.until,
+          reason: ban.reason,
+          strike: ban.level
+        }).then((failure) => {
           if (failure !== undefined) outcome.banNotRecorded = failure
           return outcome
         })

@@ -89,7 +89,10 @@ async function loadBans (keys: KeyStore, limiter: RateLimiter, now: number): Pro
   if (restore === undefined) return 0
   const since = now - BAN_ESCALATION_MS
   // Not lifted and ending after `since` (in force, or history), and lifted ones ending after it.
-  const [kept, lifted] = await Promise.all([keys.activeBans(since, RESTORED_BANS_MAX), keys.bansLiftedSince(since - LIFT_LOOKBACK_MS, since)])
+  const [kept, lifted] = await Promise.all([
+    keys.activeBans(since, RESTORED_BANS_MAX),
+    keys.bansLiftedSince(since - LIFT_LOOKBACK_MS, since)
+  ])
   const bans = [...kept, ...lifted].sort((a, b) => a.startedAt - b.startedAt)
   let inForce = 0
   for (const ban of bans) {

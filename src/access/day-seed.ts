@@ -31,7 +31,9 @@ export function createDaySeeder (keys: KeyStore, limiter: RateLimiter): DaySeede
 
   /** The day's requests of the key presented and of its quota identity (the first of a rotation chain). */
   async function recorded (principal: Principal, day: string): Promise<number> {
-    const ids = principal.keyId === principal.caller.keyId ? [principal.keyId] : [principal.keyId, principal.caller.keyId]
+    const ids = principal.keyId === principal.caller.keyId
+      ? [principal.keyId]
+      : [principal.keyId, principal.caller.keyId]
     const rows = (await Promise.all(ids.map((id) => keys.usage(id, day)))).flat()
     return rows.reduce((sum, row) => row.day === day ? sum + row.allowed : sum, 0)
   }

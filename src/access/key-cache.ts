@@ -106,7 +106,11 @@ export function createKeyCache (options: KeyCacheOptions): KeyCache {
         }
         // Never past the key's own expiry, not even as a stale answer during an outage.
         const end = record!.expiresAt ?? Infinity
-        resolved.set(key, { principal, expires: Math.min(now + keyCacheMs, end), staleUntil: Math.min(now + staleIfErrorMs, end) })
+        resolved.set(key, {
+          principal,
+          expires: Math.min(now + keyCacheMs, end),
+          staleUntil: Math.min(now + staleIfErrorMs, end)
+        })
         return principal
       }, (error: unknown) => {
         // The database is out: the key's last principal serves for a bounded time, so the
@@ -119,7 +123,9 @@ export function createKeyCache (options: KeyCacheOptions): KeyCache {
       return resolved.get(key) !== undefined
     },
     forget (keyId) {
-      for (const [key, entry] of resolved.map) if (entry.principal.keyId === keyId || entry.principal.caller.keyId === keyId) resolved.delete(key)
+      for (const [key, entry] of resolved.map) {
+        if (entry.principal.keyId === keyId || entry.principal.caller.keyId === keyId) resolved.delete(key)
+      }
     }
   }
 }

@@ -26,7 +26,14 @@ export const ANONYMOUS_QUOTA: Quota = PLAN_QUOTAS.free
 /** A revoked or expired key is refused (null); any other key is charged to its caller's identity. */
 export function principalOf (record: KeyRecord, now: number): Principal | null {
   if (record.revokedAt !== null || isExpired(record, now)) return null
-  return { keyId: record.id, role: record.role, plan: record.plan, quota: quotaOf(record), caller: callerOf(record), scopes: record.scopes === null ? null : new Set(record.scopes) }
+  return {
+    keyId: record.id,
+    role: record.role,
+    plan: record.plan,
+    quota: quotaOf(record),
+    caller: callerOf(record),
+    scopes: record.scopes === null ? null : new Set(record.scopes)
+  }
 }
 
 /**

@@ -42,7 +42,11 @@ const addressOf = (subject: string): string => subject.slice(subject.indexOf(':'
  * `expiredAt`), 403 below the operation's role, then 403 insufficient_scope for a restricted key
  * without a scope the operation needs; null to serve.
  */
-export function refusalOf (request: RefusalFacts, principal: Principal | null, expiredAt: number | null): AppError | null {
+export function refusalOf (
+  request: RefusalFacts,
+  principal: Principal | null,
+  expiredAt: number | null
+): AppError | null {
   if (request.keyInQuery !== null) {
     return new AppError('validation_failed', `API keys are never accepted in the URL (query parameter "${request.keyInQuery}"): send the key in the X-API-Key header (or Authorization: Bearer), and treat this key as exposed`, {
       details: [{ path: `/query/${request.keyInQuery}`, message: 'send the key in the X-API-Key header' }]

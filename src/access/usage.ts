@@ -1,8 +1,8 @@
 // Usage per key and UTC day, and each key's lastUsedAt, without a database write per request
 // (docs/product.md section 9). Requests are counted in memory; a flush every
-// USAGE_FLUSH_INTERVAL_MS (the usage-flush job, jobs/usage-flush.ts) adds the counts to the database in one transaction (a few statements,
-// whatever the traffic). Counts are added, never set, so instances flush independently and the
-// database holds the sum of them all.
+// USAGE_FLUSH_INTERVAL_MS (the usage-flush job, jobs/usage-flush.ts) adds the counts to the
+// database in one transaction (a few statements, whatever the traffic). Counts are added, never
+// set, so instances flush independently and the database holds the sum of them all.
 //
 // Calls of deprecated operations (the console's deprecation view) ride the same flush: counted
 // per operation, key and UTC day in memory, written in the same transaction as the usage. So do
@@ -49,14 +49,20 @@ export interface UsageRecorder {
 }
 
 export interface UsageRecorderOptions {
-  /** The flush's instant dates the events it writes (quota.threshold, deprecation.used); without it, the latest use in the batch does. */
+  /**
+   * The flush's instant dates the events it writes (quota.threshold, deprecation.used); without
+   * it, the latest use in the batch does.
+   */
   clock?: Clock
   /** The deprecated operations as the routes declare them: their sunset and successor go into deprecation.used. */
   deprecations?: () => readonly DeprecatedOperation[]
 }
 
 /** The facts deprecation.used names, by operationId, for the operations a flush carries calls of. */
-function factsOf (operations: readonly DeprecatedOperation[], called: ReadonlySet<string>): Record<string, DeprecationFacts> {
+function factsOf (
+  operations: readonly DeprecatedOperation[],
+  called: ReadonlySet<string>
+): Record<string, DeprecationFacts> {
   const facts: Record<string, DeprecationFacts> = {}
   for (const op of operations) {
     if (!called.has(op.operationId)) continue
@@ -110,7 +116,8 @@ export function createUsageRecorder (keys: KeyStore, options: UsageRecorderOptio
   async function write (): Promise<void> {
     if (counts.size === 0 && lastUsed.size === 0 && deprecated.size === 0) return
     const batch = counts
-    const calls = [...deprecated.values()].flatMap((byKey) => [...byKey.values()].flatMap((byDay) => [...byDay.values()]))
+    const calls = [...deprecated.values()]
+      .flatMap((byKey) => [...byKey.values()].flatMap((byDay) => [...byDay.values()]))
     writing = lastUsed
     counts = new Map()
     lastUsed = new Map()
@@ -119,7 +126,9 @@ export function createUsageRecorder (keys: KeyStore, options: UsageRecorderOptio
     dayIndex = -1
     const rows = [...batch.values()].flatMap((byKey) => [...byKey.values()])
     try {
-      const deprecations = calls.length === 0 ? {} : factsOf(options.deprecations?.() ?? [], new Set(calls.map((c) => c.operation)))
+      const deprecations = calls.length === 0
+        ? {}
+        : factsOf(options.deprecations?.() ?? [], new Set(calls.map((c) => c.operation)))
       await keys.recordUsage({
         counts: rows,
         lastUsed: [...writing].map(([keyId, at]) => ({ keyId, at })),

@@ -81,7 +81,10 @@ export const DISPLAY_PREFIX_LENGTH: Record<KeyFormat, number> = { checksummed: 1
 export const keyFormatOfPrefix = (prefix: string): KeyFormat =>
   prefix.length === DISPLAY_PREFIX_LENGTH.legacy ? 'legacy' : 'checksummed'
 
-/** Why a key was revoked: an admin asked (DELETE /admin/keys/{keyId}, `petstore keys revoke`), or it was reported leaked (POST /keys/leaked). */
+/**
+ * Why a key was revoked: an admin asked (DELETE /admin/keys/{keyId}, `petstore keys revoke`), or
+ * it was reported leaked (POST /keys/leaked).
+ */
 export const REVOCATION_REASONS = ['requested', 'leaked'] as const
 export type RevocationReason = typeof REVOCATION_REASONS[number]
 

@@ -31,7 +31,10 @@ export interface KeyRecord {
   lastUsedAt: number | null
   /** Grows on every change an admin makes (the ETag); lastUsedAt moving is not one. */
   version: number
-  /** A restricted key's scopes, in canonical order (accounts/scopes.ts); null: all its role allows. Kept by rotation. */
+  /**
+   * A restricted key's scopes, in canonical order (accounts/scopes.ts); null: all its role allows.
+   * Kept by rotation.
+   */
   scopes: Scope[] | null
 }
 
@@ -77,7 +80,10 @@ export interface DeprecatedCallRow {
   lastCallAt: number
 }
 
-/** A deprecated operation as its deprecation.used event names it: its sunset (epoch ms) and successor (`GET /v1/pets?id={petId}`), or null. */
+/**
+ * A deprecated operation as its deprecation.used event names it: its sunset (epoch ms) and
+ * successor (`GET /v1/pets?id={petId}`), or null.
+ */
 export interface DeprecationFacts { sunset: number | null; successor: string | null }
 
 /**
@@ -106,14 +112,30 @@ export interface KeyFilter {
 }
 
 export interface KeyStore {
-  createKey (input: { name: string | null; role: Role; plan: Plan; perMinute: number | null; perDay: number | null; hash: string; prefix: string; now: number; expiresAt?: number | null; scopes?: Scope[] | null }): Promise<KeyRecord>
+  createKey (input: {
+    name: string | null
+    role: Role
+    plan: Plan
+    perMinute: number | null
+    perDay: number | null
+    hash: string
+    prefix: string
+    now: number
+    expiresAt?: number | null
+    scopes?: Scope[] | null
+  }): Promise<KeyRecord>
   /** Includes revoked keys; the caller decides. */
   findKeyByHash (hash: string): Promise<KeyRecord | null>
   getKey (id: number): Promise<KeyRecord | null>
   /** In id order; with a filter, only the keys it matches (the console's table). */
   listKeys (page: PageRequest, filter?: KeyFilter): Promise<KeyRecord[]>
   /** Throws not_found, precondition_failed. `now`: the instant of its key.updated event. */
-  updateKey (id: number, changes: { name?: string; role?: Role; plan?: Plan; perMinute?: number | null; perDay?: number | null }, ifMatch: IfMatch, now: number): Promise<KeyRecord>
+  updateKey (
+    id: number,
+    changes: { name?: string; role?: Role; plan?: Plan; perMinute?: number | null; perDay?: number | null },
+    ifMatch: IfMatch,
+    now: number
+  ): Promise<KeyRecord>
   /**
    * Revokes the key and the other live keys of its rotation chain; its key.revoked event says
    * why (`reason`, `requested` when absent). Idempotent; throws not_found.
@@ -126,7 +148,10 @@ export interface KeyStore {
    * Throws not_found, and api_key_not_rotatable when the key is revoked, expired at `now` or
    * already replaced.
    */
-  rotateKey (id: number, input: { hash: string; prefix: string; now: number; graceEndsAt: number }): Promise<{ old: KeyRecord; created: KeyRecord }>
+  rotateKey (
+    id: number,
+    input: { hash: string; prefix: string; now: number; graceEndsAt: number }
+  ): Promise<{ old: KeyRecord; created: KeyRecord }>
   /**
    * Records a ban that started, and for a key's ban appends its key.banned event in the same
    * transaction. Idempotent on (subject, startedAt, endsAt): a retry after a commit whose answer was lost
@@ -143,7 +168,10 @@ export interface KeyStore {
    * was, appends one key.unbanned event in the same transaction (a ban that ends on time emits none).
    */
   liftBans (keyId: number, now: number): Promise<number>
-  /** Every ban in force at `now` (keys and client addresses), at most `limit`, latest ending first: a starting instance loads them. */
+  /**
+   * Every ban in force at `now` (keys and client addresses), at most `limit`, latest ending first:
+   * a starting instance loads them.
+   */
   activeBans (now: number, limit: number): Promise<BanRecord[]>
   /**
    * Bans lifted after `since` (epoch ms, the lifter's clock) that end after `endingAfter` (all

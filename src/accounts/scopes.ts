@@ -32,7 +32,10 @@ export const roleAllows = (role: Role, scope: Scope): boolean => ROLE_RANK[role]
  */
 export const FEED_SCOPES: readonly Scope[] = ['catalog:read', 'orders:read', 'inventory:read', 'keys:admin']
 
-/** Managing webhook endpoints: `webhooks:manage`, and the feed's scopes, since an endpoint receives what the feed shows. */
+/**
+ * Managing webhook endpoints: `webhooks:manage`, and the feed's scopes, since an endpoint receives
+ * what the feed shows.
+ */
 export const WEBHOOK_SCOPES: readonly Scope[] = ['webhooks:manage', ...FEED_SCOPES]
 
 /**
@@ -50,7 +53,11 @@ export const scopesOfNeed = (need: ScopeNeed | undefined): readonly Scope[] =>
  * without scopes lacks none; a scope its role cannot hold is not asked of it (the role check
  * has let it through already, and the feed's `keys:admin` is not asked of staff).
  */
-export function missingScope (role: Role, scopes: ReadonlySet<Scope> | null, need: ScopeNeed | undefined): Scope | null {
+export function missingScope (
+  role: Role,
+  scopes: ReadonlySet<Scope> | null,
+  need: ScopeNeed | undefined
+): Scope | null {
   if (scopes === null) return null
   for (const scope of scopesOfNeed(need)) if (roleAllows(role, scope) && !scopes.has(scope)) return scope
   return null
@@ -60,7 +67,8 @@ export function missingScope (role: Role, scopes: ReadonlySet<Scope> | null, nee
 export const canonicalScopes = (scopes: readonly Scope[]): Scope[] => SCOPES.filter((s) => scopes.includes(s))
 
 /** The stored form: the canonical list joined by commas, or null for an unrestricted key. */
-export const scopesToText = (scopes: readonly Scope[] | null): string | null => scopes === null ? null : canonicalScopes(scopes).join(',')
+export const scopesToText = (scopes: readonly Scope[] | null): string | null =>
+  scopes === null ? null : canonicalScopes(scopes).join(',')
 
 /** The stored form read back; an unknown word (a newer program's scope) is dropped, so the key only narrows. */
 export const scopesFromText = (text: string | null): Scope[] | null =>

@@ -8,7 +8,10 @@ import type { ActorContext } from '../shared/actor-context.ts'
 import { SYSTEM_CONTEXT } from '../shared/actor-context.ts'
 import type { AuditEntry, AuditHead, FieldChange } from './audit.store.ts'
 
-/** The event each audited change writes, and the action its entry names. Other events are not changes of anyone's (order.created is a purchase, inventory.low, key.expiring … are notices). */
+/**
+ * The event each audited change writes, and the action its entry names. Other events are not
+ * changes of anyone's (order.created is a purchase, inventory.low, key.expiring … are notices).
+ */
 export const AUDITED_EVENTS: Readonly<Record<string, string>> = {
   'pet.created': 'pet.create',
   'pet.updated': 'pet.update',
@@ -83,7 +86,10 @@ interface Facts { target: AuditEntry['target']; changes: Record<string, FieldCha
 
 const idOf = (data: unknown, field = 'id'): string => String((data as Record<string, unknown>)[field])
 
-/** Target and changes of an audited event, from its data (the record its store wrote) and, for an update, the record before it. */
+/**
+ * Target and changes of an audited event, from its data (the record its store wrote) and, for an
+ * update, the record before it.
+ */
 function factsOf (type: string, data: unknown, before: unknown): Facts {
   const [family, verb] = type.split('.') as [string, string]
   switch (family) {
@@ -94,23 +100,39 @@ function factsOf (type: string, data: unknown, before: unknown): Facts {
         return {
           target: { type: 'key', id: String(ban.keyId) },
           changes: verb === 'banned'
-            ? { bannedUntil: { before: null, after: until }, ...(ban.strike !== undefined && { strike: { after: ban.strike } }) }
+            ? {
+                bannedUntil: { before: null, after: until },
+                ...(ban.strike !== undefined && { strike: { after: ban.strike } })
+              }
             : { bannedUntil: { before: until, after: null } }
         }
       }
       const record = (data as { record: Record<string, unknown> }).record
       // A rotation's event carries the successor: the entry is about the key rotated.
-      if (verb === 'rotated') return { target: { type: 'key', id: String(record.replaces) }, changes: { replacedBy: { before: null, after: record.id } } }
+      if (verb === 'rotated') {
+        return {
+          target: { type: 'key', id: String(record.replaces) },
+          changes: { replacedBy: { before: null, after: record.id } }
+        }
+      }
       const reason = (data as { reason?: unknown }).reason
       return {
         target: { type: 'key', id: String(record.id) },
-        changes: verb === 'created' ? created(record) : { ...updated(record, before), ...(reason !== undefined && { reason: { after: reason } }) }
+        changes: verb === 'created'
+          ? created(record)
+          : { ...updated(record, before), ...(reason !== undefined && { reason: { after: reason } }) }
       }
     }
     case 'inventory':
       return { target: { type: 'inventory', id: idOf(data, 'petId') }, changes: updated(data, before) }
     case 'webhook':
-      return { target: { type: 'webhook', id: idOf(data) }, changes: { status: { before: 'enabled', after: 'disabled' }, ...fieldsOf({ reason: (data as { reason?: unknown }).reason }, (after) => ({ after })) } }
+      return {
+        target: { type: 'webhook', id: idOf(data) },
+        changes: {
+          status: { before: 'enabled', after: 'disabled' },
+          ...fieldsOf({ reason: (data as { reason?: unknown }).reason }, (after) => ({ after }))
+        }
+      }
     default:
       return {
         target: { type: family, id: idOf(data) },
@@ -141,22 +163,50 @@ function isPatchsDisable (draft: EventDraft): boolean {
  * update's store read before changing it, in the shape of the event's data: the update's entry
  * then holds each changed field before and after (updated above).
  */
-export function auditDrafts (drafts: readonly EventDraft[], at: number, context: ActorContext, before?: unknown): AuditDraft[] {
+export function auditDrafts (
+  drafts: readonly EventDraft[],
+  at: number,
+  context: ActorContext,
+  before?: unknown
+): AuditDraft[] {
   const entries: AuditDraft[] = []
   for (const draft of drafts) {
     const action = AUDITED_EVENTS[draft.type]
     if (action === undefined || isPatchsDisable(draft)) continue
     const by = isSystems(draft) ? SYSTEM_CONTEXT : context
     if (action.startsWith('order.') && by.actor.type === 'key' && by.actor.role === 'customer') continue
-    entries.push({ at, actor: by.actor, action, ...factsOf(draft.type, draft.data, before), requestId: by.requestId, address: by.address })
+    entries.push({
+      at,
+      actor: by.actor,
+      action,
+      ...factsOf(draft.type, draft.data, before),
+      requestId: by.requestId,
+      address: by.address
+    })
   }
   return entries
 }
 
-/** What an endpoint's entries record of it: never its secrets (nor the previous one, nor when that one stops signing). */
-interface WebhookFields { id: string; ownerKeyId: number; url: string; types: string[]; description: string | null; status: string }
-const webhookFields = (hook: WebhookFields) =>
-  ({ id: hook.id, ownerKeyId: hook.ownerKeyId, url: hook.url, types: hook.types, description: hook.description, status: hook.status })
+/**
+ * What an endpoint's entries record of it: never its secrets (nor the previous one, nor when that
+ * one stops signing).
+ */
+interface WebhookFields {
+  id: string
+  ownerKeyId: number
+  url: string
+  types: string[]
+  description: string | null
+  status: string
+}
+const webhookFields = (hook: WebhookFields) => ({
+  id: hook.id,
+  ownerKeyId: hook.ownerKeyId,
+  url: hook.url,
+  types: hook.types,
+  description: hook.description,
+  status: hook.status
+})
 
 /** What a change to a webhook endpoint records (its store writes no event for it, so it appends the entry itself). */
 export type WebhookChange =
@@ -178,17 +228,29 @@ export function webhookAuditDraft (change: WebhookChange, at: number, context: A
     case 'webhook.rotate_secret': {
       // Built by hand: the field's name would be taken for a secret's and left out (NOT_RECORDED).
       const { before, after } = change.previousUntil
-      changes = { previousSecretUntil: { before: before === null ? null : recorded(before, 'At'), after: recorded(after, 'At') } }
+      changes = {
+        previousSecretUntil: { before: before === null ? null : recorded(before, 'At'), after: recorded(after, 'At') }
+      }
       break
     }
     case 'webhook.replay': {
       const { selection } = change
-      const range = 'eventIds' in selection ? { eventIds: selection.eventIds } : { since: recorded(selection.since, 'At'), until: recorded(selection.until, 'At') }
+      const range = 'eventIds' in selection
+        ? { eventIds: selection.eventIds }
+        : { since: recorded(selection.since, 'At'), until: recorded(selection.until, 'At') }
       changes = { replay: { after: range }, queued: { after: change.queued } }
       break
     }
   }
-  return { at, actor: context.actor, action: change.action, target: { type: 'webhook', id }, requestId: context.requestId, address: context.address, changes }
+  return {
+    at,
+    actor: context.actor,
+    action: change.action,
+    target: { type: 'webhook', id },
+    requestId: context.requestId,
+    address: context.address,
+    changes
+  }
 }
 
 /** JSON with every object's keys sorted (RFC 8785's order for these ASCII names), no white space. */
@@ -202,7 +264,9 @@ export function canonicalJson (value: unknown): string {
 /** The hash of entry `draft` numbered `id` after an entry whose hash is `previous` ('' for the first). */
 export function chainHash (previous: string, id: number, draft: AuditDraft): string {
   const { at, actor, action, target, requestId, address, changes } = draft
-  return createHash('sha256').update(previous + canonicalJson({ id, at, actor, action, target, requestId, address, changes })).digest('hex')
+  return createHash('sha256')
+    .update(previous + canonicalJson({ id, at, actor, action, target, requestId, address, changes }))
+    .digest('hex')
 }
 
 /** The entry that follows `head` in the chain. */
@@ -218,7 +282,11 @@ export interface AuditFault { entry: number; problem: 'changed' | 'removed' | 'i
  * The walk of `petstore audit verify`: feed it every entry in id order, then the head read with
  * them; `fault` is the first entry changed, removed or inserted, or null for an intact chain.
  */
-export function createChainCheck (): { visit (entry: AuditEntry): boolean; finish (head: AuditHead): AuditFault | null; readonly checked: number } {
+export function createChainCheck (): {
+  visit (entry: AuditEntry): boolean
+  finish (head: AuditHead): AuditFault | null
+  readonly checked: number
+} {
   let expected = 1
   let previous = ''
   let fault: AuditFault | null = null
@@ -237,7 +305,9 @@ export function createChainCheck (): { visit (entry: AuditEntry): boolean; finis
     finish (head) {
       if (fault !== null) {
         // A well-formed entry past the head's count was appended by hand, not by the API.
-        if (fault.entry > head.count && fault.problem === 'changed') return { entry: fault.entry, problem: 'inserted', message: `entry ${fault.entry} was inserted: the head counts ${head.count} entries` }
+        if (fault.entry > head.count && fault.problem === 'changed') {
+          return { entry: fault.entry, problem: 'inserted', message: `entry ${fault.entry} was inserted: the head counts ${head.count} entries` }
+        }
         return fault
       }
       const last = expected - 1

@@ -17,7 +17,17 @@ const FieldChangeSchema = Type.Object({
   after: Type.Optional(Type.Unknown({ description: 'The value after the change; null for a field deleted.' }))
 }, { title: 'AuditFieldChange', additionalProperties: false })
 
-const ENTRY_EXAMPLE = { id: 42, at: '2026-11-21T12:00:30.000Z', actor: { type: 'key', keyId: 3, role: 'admin' }, action: 'key.revoke', target: { type: 'key', id: '7' }, requestId: 'req-1', address: '203.0.113.7', changes: { revokedAt: { after: '2026-11-21T12:00:30.000Z' } }, hash: '5f1c0a4e8d2b7c6a9e3f1d0b8a7c6e5d4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c' }
+const ENTRY_EXAMPLE = {
+  id: 42,
+  at: '2026-11-21T12:00:30.000Z',
+  actor: { type: 'key', keyId: 3, role: 'admin' },
+  action: 'key.revoke',
+  target: { type: 'key', id: '7' },
+  requestId: 'req-1',
+  address: '203.0.113.7',
+  changes: { revokedAt: { after: '2026-11-21T12:00:30.000Z' } },
+  hash: '5f1c0a4e8d2b7c6a9e3f1d0b8a7c6e5d4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c'
+}
 
 export const AuditEntrySchema = Type.Object({
   id: Int64({ description: 'The entry\'s place in the chain: 1, 2, 3 … without gaps.' }),
@@ -45,13 +55,31 @@ export const AuditHeadSchema = Type.Object({
 }, { title: 'AuditHead', additionalProperties: false, examples: [{ count: 42, hash: '5f1c0a4e8d2b7c6a9e3f1d0b8a7c6e5d4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c' }] })
 
 export const AuditListQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: paramDescription('Page size, 1 to 100.'), examples: [20] })),
+  limit: Type.Optional(Type.Integer({
+    minimum: 1,
+    maximum: 100,
+    default: 20,
+    description: paramDescription('Page size, 1 to 100.'),
+    examples: [20]
+  })),
   // The example is a real cursor (`v1:100`): the entries below 100.
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NO_CONTROLS, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.', examples: ['djE6MTAw'] })),
+  cursor: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 200,
+    pattern: NO_CONTROLS,
+    description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.',
+    examples: ['djE6MTAw']
+  })),
   actor: Type.Optional(Type.String({ pattern: '^([1-9][0-9]{0,15}|cli|system|address)$', description: 'Only the changes of this key (its id), or of `cli`, `system` or `address`.', examples: ['3'] })),
   action: Type.Optional(Type.String({ maxLength: 100, pattern: '^[a-z]+\\.([a-z]+|\\*)$', description: 'Only this action (`key.revoke`), or a family of them (`key.*`).', examples: ['key.*'] })),
   targetType: Type.Optional(Type.String({ maxLength: 40, pattern: '^[a-z]+$', description: 'Only changes of this kind of record: `key`, `pet`, `category`, `inventory`, `order`, `webhook`.', examples: ['key'] })),
-  targetId: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: NO_CONTROLS, description: 'Only changes of the record with this id (with `targetType`, one record\'s history).', examples: ['7'] })),
+  targetId: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 100,
+    pattern: NO_CONTROLS,
+    description: 'Only changes of the record with this id (with `targetType`, one record\'s history).',
+    examples: ['7']
+  })),
   since: Type.Optional(Type.String({ format: 'date-time', description: 'Only changes at or after this instant.', examples: ['2026-11-21T00:00:00Z'] })),
   until: Type.Optional(Type.String({ format: 'date-time', description: 'Only changes before this instant.', examples: ['2026-11-22T00:00:00Z'] }))
 }, { additionalProperties: false })

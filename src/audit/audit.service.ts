@@ -32,7 +32,9 @@ export function auditFilterOf (query: AuditListQuery): AuditFilter {
   const actor = query.actor
   return {
     ...(actor !== undefined && { actor: /^[0-9]+$/.test(actor) ? { keyId: Number(actor) } : { type: actor as 'cli' | 'system' | 'address' } }),
-    ...(query.action !== undefined && { action: query.action.endsWith('.*') ? { prefix: query.action.slice(0, -1) } : { exact: query.action } }),
+    ...(query.action !== undefined && {
+      action: query.action.endsWith('.*') ? { prefix: query.action.slice(0, -1) } : { exact: query.action }
+    }),
     ...(query.targetType !== undefined && { targetType: query.targetType }),
     ...(query.targetId !== undefined && { targetId: query.targetId }),
     ...(since !== undefined && { since }),

@@ -3,7 +3,14 @@ import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { etagOf, ifMatchOf, setNextLink } from '../routing/conditional.ts'
 import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery } from '../shared/schemas.ts'
-import { CategoriesSchema, CategoryIdParams, DeleteCategoryIdParams, CategoryListQuery, CategorySchema, NewCategorySchema } from './categories.schema.ts'
+import {
+  CategoriesSchema,
+  CategoryIdParams,
+  DeleteCategoryIdParams,
+  CategoryListQuery,
+  CategorySchema,
+  NewCategorySchema
+} from './categories.schema.ts'
 import type { CategoryService } from './categories.service.ts'
 import { toPublicCategory } from './categories.view.ts'
 

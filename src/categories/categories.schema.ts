@@ -3,7 +3,8 @@
 import { Type, type Static } from 'typebox'
 import { IdParam, Int64, MULTILINE_TEXT, Name, PageQuery } from '../shared/schemas.ts'
 
-const categoryIdParams = (example: number) => Type.Object({ categoryId: IdParam('The category id.', [example]) }, { additionalProperties: false })
+const categoryIdParams = (example: number) =>
+  Type.Object({ categoryId: IdParam('The category id.', [example]) }, { additionalProperties: false })
 export const CategoryIdParams = categoryIdParams(1)
 /** deleteCategory's example deletes the one sample category without pets (6, Rabbits). */
 export const DeleteCategoryIdParams = categoryIdParams(6)
@@ -23,7 +24,13 @@ export const CategorySchema = Type.Object({
 }, { title: 'Category', additionalProperties: false, examples: [{ id: 1, name: 'Dogs', description: 'Loyal companions of every size.' }] })
 export type Category = Static<typeof CategorySchema>
 
-export const CategoriesSchema = Type.Array(CategorySchema, { title: 'Categories', examples: [[{ id: 1, name: 'Dogs', description: 'Loyal companions of every size.' }, { id: 2, name: 'Cats', description: 'Independent, curious and fond of naps.' }]] })
+export const CategoriesSchema = Type.Array(CategorySchema, {
+  title: 'Categories',
+  examples: [[
+    { id: 1, name: 'Dogs', description: 'Loyal companions of every size.' },
+    { id: 2, name: 'Cats', description: 'Independent, curious and fond of naps.' }
+  ]]
+})
 
 export const CategoryListQuery = Type.Object({ ...PageQuery }, { additionalProperties: false })
 export type CategoryListQuery = Static<typeof CategoryListQuery>

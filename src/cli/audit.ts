@@ -35,7 +35,10 @@ export async function audit (args: string[], io: Io): Promise<number> {
     io.err(AUDIT_USAGE)
     return 2
   }
-  const { values } = parseArgs({ args: rest, strict: true, options: { known: { type: 'string' }, json: { type: 'boolean', default: false } } })
+  const { values } = parseArgs({
+    args: rest, strict: true,
+    options: { known: { type: 'string' }, json: { type: 'boolean', default: false } }
+  })
   let known: AuditHead | undefined
   if (values.known !== undefined) {
     const match = /^(0|[1-9][0-9]{0,15}):([0-9a-f]{64})?$/.exec(values.known)
@@ -49,9 +52,19 @@ export async function audit (args: string[], io: Io): Promise<number> {
   const stores = await openStores(config, { migrate: true })
   try {
     const { head, checked, fault } = await createAuditService(stores.audit).verify(known)
-    if (values.json) io.out(JSON.stringify({ ok: fault === null, count: head.count, hash: head.hash, checked, ...(fault !== null && { fault }) }))
-    else if (fault === null) io.out(`audit log intact: ${head.count} entries, last hash ${head.hash === '' ? '(none)' : head.hash}`)
-    else io.out(`audit log broken at entry ${fault.entry} (${fault.problem}): ${fault.message}`)
+    if (values.json) {
+      io.out(JSON.stringify({
+        ok: fault === null,
+        count: head.count,
+        hash: head.hash,
+        checked,
+        ...(fault !== null && { fault })
+      }))
+    } else if (fault === null) {
+      io.out(`audit log intact: ${head.count} entries, last hash ${head.hash === '' ? '(none)' : head.hash}`)
+    } else {
+      io.out(`audit log broken at entry ${fault.entry} (${fault.problem}): ${fault.message}`)
+    }
     return fault === null ? 0 : 1
   } finally {
     await stores.close()

@@ -94,12 +94,20 @@ async function create (admin: KeyAdmin, args: string[], io: Io): Promise<number>
   const { key, ...state } = await admin.create(input)
   const view = toApiKey(state)
   if (values.json) io.out(printableJson({ ...view, key }))
-  else io.out(`key ${view.id} (${view.role}, ${view.plan}: ${view.limits.perMinute}/min, ${view.limits.perDay}/day${view.expiresAt !== null ? `, expires ${view.expiresAt}` : ''}${view.scopes !== null ? `, scopes ${view.scopes.join(',')}` : ''})\n${key}\nShown once: only its hash is stored.`)
+  else {
+    io.out(`key ${view.id} (${view.role}, ${view.plan}: ${view.limits.perMinute}/min, ${view.limits.perDay}/day`
+      + (view.expiresAt !== null ? `, expires ${view.expiresAt}` : '')
+      + (view.scopes !== null ? `, scopes ${view.scopes.join(',')}` : '')
+      + `)\n${key}\nShown once: only its hash is stored.`)
+  }
   return 0
 }
 
 async function rotate (admin: KeyAdmin, args: string[], io: Io): Promise<number> {
-  const { values, positionals } = parseArgs({ args, strict: true, allowPositionals: true, options: { grace: { type: 'string' }, json: { type: 'boolean', default: false } } })
+  const { values, positionals } = parseArgs({
+    args, strict: true, allowPositionals: true,
+    options: { grace: { type: 'string' }, json: { type: 'boolean', default: false } }
+  })
   const id = oneId(positionals, io)
   if (id === false) return 2
   let gracePeriodSeconds: number | undefined
@@ -116,7 +124,10 @@ async function rotate (admin: KeyAdmin, args: string[], io: Io): Promise<number>
 }
 
 async function usage (admin: KeyAdmin, args: string[], io: Io): Promise<number> {
-  const { values, positionals } = parseArgs({ args, strict: true, allowPositionals: true, options: { days: { type: 'string' }, json: { type: 'boolean', default: false } } })
+  const { values, positionals } = parseArgs({
+    args, strict: true, allowPositionals: true,
+    options: { days: { type: 'string' }, json: { type: 'boolean', default: false } }
+  })
   const id = oneId(positionals, io)
   if (id === false) return 2
   const days = positiveInt(values.days, '--days', io)
@@ -129,7 +140,9 @@ async function usage (admin: KeyAdmin, args: string[], io: Io): Promise<number> 
   if (report.days.length === 0) io.out(`key ${id}: no requests in the period`)
   else {
     io.out(`${'date (UTC)'.padEnd(10)}  ${'allowed'.padStart(9)}  ${'limited'.padStart(9)}  ${'banned'.padStart(9)}`)
-    for (const d of report.days) io.out(`${d.date}  ${String(d.allowed).padStart(9)}  ${String(d.limited).padStart(9)}  ${String(d.banned).padStart(9)}`)
+    for (const d of report.days) {
+      io.out(`${d.date}  ${String(d.allowed).padStart(9)}  ${String(d.limited).padStart(9)}  ${String(d.banned).padStart(9)}`)
+    }
   }
   return 0
 }
@@ -191,8 +204,19 @@ async function list (admin: KeyAdmin, args: string[], io: Io): Promise<number> {
     const page = await admin.list({ limit: 100, ...(cursor !== undefined && { cursor }) })
     for (const key of page.items.map(toApiKey)) {
       if (values.json) io.out(printableJson(key))
-      // A legacy key's prefix is shorter (accounts/keys.rules.ts DISPLAY_PREFIX_LENGTH): padded, so the columns line up.
-      else io.out(`${String(key.id).padStart(5)}  ${(key.prefix + '…').padEnd(17)}  ${key.role.padEnd(8)} ${key.plan.padEnd(10)} ${key.limits.perMinute}/min ${key.limits.perDay}/day${key.format === 'legacy' ? '  legacy format (no checksum): rotate it' : ''}${key.revokedAt !== null ? '  revoked ' + key.revokedAt : ''}${key.expiresAt !== null ? '  expires ' + key.expiresAt : ''}${key.replacedBy !== null ? '  replaced by ' + key.replacedBy : ''}${key.ban !== null ? '  banned until ' + key.ban.until : ''}${key.scopes !== null ? '  scopes ' + key.scopes.join(',') : ''}${key.name !== null ? '  ' + printable(key.name) : ''}`)
+      // A legacy key's prefix is shorter (accounts/keys.rules.ts DISPLAY_PREFIX_LENGTH): padded, so
+      // the columns line up.
+      else {
+        io.out(`${String(key.id).padStart(5)}  ${(key.prefix + '…').padEnd(17)}  ${key.role.padEnd(8)} `
+          + `${key.plan.padEnd(10)} ${key.limits.perMinute}/min ${key.limits.perDay}/day`
+          + (key.format === 'legacy' ? '  legacy format (no checksum): rotate it' : '')
+          + (key.revokedAt !== null ? '  revoked ' + key.revokedAt : '')
+          + (key.expiresAt !== null ? '  expires ' + key.expiresAt : '')
+          + (key.replacedBy !== null ? '  replaced by ' + key.replacedBy : '')
+          + (key.ban !== null ? '  banned until ' + key.ban.until : '')
+          + (key.scopes !== null ? '  scopes ' + key.scopes.join(',') : '')
+          + (key.name !== null ? '  ' + printable(key.name) : ''))
+      }
     }
     cursor = page.nextCursor ?? undefined
   } while (cursor !== undefined)

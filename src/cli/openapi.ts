@@ -16,7 +16,9 @@ export async function openApiDocument (options: { server?: string } = {}): Promi
   try {
     await app.ready()
     const document = app.swagger() as unknown as Record<string, unknown>
-    const json = options.server === undefined ? document : { ...document, servers: [{ url: absoluteServer(options.server), description: 'The API' }] }
+    const json = options.server === undefined
+      ? document
+      : { ...document, servers: [{ url: absoluteServer(options.server), description: 'The API' }] }
     return JSON.stringify(json, null, 2) + '\n'
   } finally {
     await app.close()

@@ -29,7 +29,8 @@ function requestMessage (log: Log, messageKey: string): string {
  * fields: so none of these is ignored); other lines keep them, as JSON. A prettifier must give a
  * string: anything else (a number) stops pino-pretty's stream, and every later line is lost.
  */
-const shownInMessage = (value: unknown, _key: string, log: object): string => (isRequestLine(log as Log) ? undefined : JSON.stringify(value)) as string
+const shownInMessage = (value: unknown, _key: string, log: object): string =>
+  (isRequestLine(log as Log) ? undefined : JSON.stringify(value)) as string
 
 /**
  * pino-pretty on standard output, synchronous (a person's terminal, not a hot path; nothing is
@@ -52,7 +53,9 @@ export async function prettyStdout (): Promise<DestinationStream> {
       keyId: shownInMessage,
       code: shownInMessage,
       // A failed request keeps its id, which its error answer quotes (requestId).
-      reqId: (value, key, log) => typeof (log as Log).code === 'string' ? JSON.stringify(value) : shownInMessage(value, key, log)
+      reqId: (value, key, log) => typeof (log as Log).code === 'string'
+        ? JSON.stringify(value)
+        : shownInMessage(value, key, log)
     }
   })
 }

@@ -10,12 +10,24 @@ import type { Io } from './io.ts'
 import { prettyStdout, prettyWanted } from './pretty-log.ts'
 
 export async function serve (args: string[], io: Io): Promise<number> {
-  const { values } = parseArgs({ args, strict: true, options: { 'sample-data': { type: 'boolean', default: false }, 'keys-file': { type: 'string' }, host: { type: 'string' }, port: { type: 'string' } } })
+  const { values } = parseArgs({
+    args, strict: true,
+    options: {
+      'sample-data': { type: 'boolean', default: false },
+      'keys-file': { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' }
+    }
+  })
   if (values['keys-file'] !== undefined && !values['sample-data']) {
     io.err('serve: --keys-file goes with --sample-data')
     return 2
   }
-  const config = loadConfig({ ...io.env, ...(values.host !== undefined && { HOST: values.host }), ...(values.port !== undefined && { PORT: values.port }) })
+  const config = loadConfig({
+    ...io.env,
+    ...(values.host !== undefined && { HOST: values.host }),
+    ...(values.port !== undefined && { PORT: values.port })
+  })
   // Tracing starts before the server's modules load, so the drivers it instruments are patched as
   // they load; off, nothing of OpenTelemetry is imported (telemetry/enabled.ts).
   const tracing = await startTracingIfEnabled(io.env)

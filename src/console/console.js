@@ -1,4 +1,5 @@
-/* global document, window, Node, Element, setInterval, setTimeout, sessionStorage, fetch, location, history, FormData, URLSearchParams, URL, navigator, getSelection */
+/* global document, window, Node, Element, setInterval, setTimeout, sessionStorage, fetch, location, history,
+   FormData, URLSearchParams, URL, navigator, getSelection */
 // The operator console (docs/product.md section 10). Plain DOM, one module, no framework.
 // Rules kept here:
 // - The admin key lives in sessionStorage only (this tab), goes out in X-API-Key only, never in
@@ -81,7 +82,14 @@ async function api (path, { method = 'GET', body, ifMatch, key = apiKey() } = {}
   const headers = { accept: 'application/json', 'x-api-key': key ?? '' }
   if (body !== undefined) headers['content-type'] = 'application/json'
   if (ifMatch !== undefined) headers['if-match'] = ifMatch
-  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store', referrerPolicy: 'no-referrer' })
+  const response = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: 'omit',
+    cache: 'no-store',
+    referrerPolicy: 'no-referrer'
+  })
   const text = response.status === 204 ? '' : await response.text()
   const data = text === '' ? null : JSON.parse(text)
   if (!response.ok) {
@@ -116,8 +124,12 @@ function statusNode (key) {
   const span = el('span', { class: `state-${status}`, 'data-status': status, text: status })
   const wrap = el('span', {}, span)
   if (status === 'rotated') wrap.append(' → ', link(`#/keys/${key.replacedBy}`, `key ${key.replacedBy}`))
-  if (status === 'expiring' || (status === 'rotated' && key.expiresAt !== null && Date.parse(key.expiresAt) > Date.now())) wrap.append(', expires ', countdown(key.expiresAt))
-  if (status === 'banned') wrap.append(' until ', el('time', { datetime: key.ban.until, text: dateTime(key.ban.until) }), ' (', countdown(key.ban.until), ')')
+  if (status === 'expiring' || (status === 'rotated' && key.expiresAt !== null && Date.parse(key.expiresAt) > Date.now())) {
+    wrap.append(', expires ', countdown(key.expiresAt))
+  }
+  if (status === 'banned') {
+    wrap.append(' until ', el('time', { datetime: key.ban.until, text: dateTime(key.ban.until) }), ' (', countdown(key.ban.until), ')')
+  }
   return wrap
 }
 
@@ -278,14 +290,23 @@ async function loadKey (id) {
 
 async function loadWindows (id) {
   const { data } = await api(`/v1/admin/keys/${id}/rate_limit`)
-  const row = (name, w) => el('tr', {}, el('th', { scope: 'row', text: name }), cell(w.used, { class: 'num' }), cell(w.remaining, { class: 'num' }), cell(w.limit, { class: 'num' }), cell(countdown(new Date(w.reset * 1000).toISOString())))
+  const row = (name, w) => el('tr', {},
+    el('th', { scope: 'row', text: name }),
+    cell(w.used, { class: 'num' }),
+    cell(w.remaining, { class: 'num' }),
+    cell(w.limit, { class: 'num' }),
+    cell(countdown(new Date(w.reset * 1000).toISOString())))
   $('windows-table').tBodies[0].replaceChildren(row('minute', data.windows.minute), row('day', data.windows.day))
 }
 
 async function loadBans (id) {
   const { data } = await api(`/v1/admin/keys/${id}/bans`)
   const body = $('bans-table').tBodies[0]
-  body.replaceChildren(...data.bans.map((b) => el('tr', {}, cell(dateTime(b.startedAt)), cell(dateTime(b.until)), cell(b.liftedAt === null ? 'no' : dateTime(b.liftedAt)), cell(b.reason))))
+  body.replaceChildren(...data.bans.map((b) => el('tr', {},
+    cell(dateTime(b.startedAt)),
+    cell(dateTime(b.until)),
+    cell(b.liftedAt === null ? 'no' : dateTime(b.liftedAt)),
+    cell(b.reason))))
   if (data.bans.length === 0) body.append(el('tr', {}, el('td', { colspan: '4', text: 'Never banned.' })))
 }
 
@@ -293,7 +314,11 @@ async function loadUsage (id) {
   const days = Number(new FormData($('usage-range')).get('days') ?? 30)
   const { data } = await api(`/v1/admin/keys/${id}/usage?days=${days}`)
   $('usage-table').tBodies[0].replaceChildren(...data.days.map((d) => el('tr', { 'data-date': d.date },
-    el('th', { scope: 'row', text: d.date }), cell(d.allowed, { class: 'num' }), cell(d.limited, { class: 'num' }), cell(d.banned, { class: 'num' }), cell(d.mcp, { class: 'num', 'data-mcp': '' }))))
+    el('th', { scope: 'row', text: d.date }),
+    cell(d.allowed, { class: 'num' }),
+    cell(d.limited, { class: 'num' }),
+    cell(d.banned, { class: 'num' }),
+    cell(d.mcp, { class: 'num', 'data-mcp': '' }))))
   if (data.days.length === 0) $('usage-table').tBodies[0].append(el('tr', {}, el('td', { colspan: '5', text: 'No traffic in the period.' })))
   // Calls through MCP: of the requests counted above, those an agent made (tool calls, initialize, lists).
   const mcp = data.days.reduce((sum, d) => sum + d.mcp, 0)
@@ -346,7 +371,13 @@ function chart (rows, days) {
       const h = (d[part] / max) * plotH
       if (h <= 0) continue
       y -= h
-      group.append(svg('rect', { class: part, x: x.toFixed(1), y: y.toFixed(1), width: barW.toFixed(1), height: h.toFixed(1) }))
+      group.append(svg('rect', {
+        class: part,
+        x: x.toFixed(1),
+        y: y.toFixed(1),
+        width: barW.toFixed(1),
+        height: h.toFixed(1)
+      }))
     }
     root.append(group)
     if (i === 0 || i === series.length - 1 || (series.length > 10 && i % Math.ceil(series.length / 6) === 0)) {
@@ -368,7 +399,9 @@ async function loadDeprecations () {
     const heading = el('h3', {}, el('code', { text: `${op.method} ${op.path}` }))
     section.append(heading)
     const facts = el('p', {}, `Deprecated ${dateTime(op.deprecatedAt)}. `)
-    if (op.sunsetAt !== null) facts.append('Sunset ', el('time', { datetime: op.sunsetAt, text: dateTime(op.sunsetAt) }), ' (', countdown(op.sunsetAt), ').')
+    if (op.sunsetAt !== null) {
+      facts.append('Sunset ', el('time', { datetime: op.sunsetAt, text: dateTime(op.sunsetAt) }), ' (', countdown(op.sunsetAt), ').')
+    }
     if (op.successor !== null) facts.append(' Use ', el('code', { text: `${op.successor.method} ${op.successor.path}` }), ' instead.')
     section.append(facts)
     const table = el('table', {}, el('caption', { text: `Keys that called ${op.method} ${op.path}` }),
@@ -427,7 +460,9 @@ async function disabledReasons () {
   for (let page = 0; page < FEED_PAGES && url !== null; page++) {
     const { data, link: header } = await api(url)
     // The feed is oldest first: a later event of the same endpoint replaces an earlier one.
-    for (const event of data) if (typeof event.data?.id === 'string') reasons.set(event.data.id, { reason: event.data.reason, at: event.createdAt })
+    for (const event of data) {
+      if (typeof event.data?.id === 'string') reasons.set(event.data.id, { reason: event.data.reason, at: event.createdAt })
+    }
     url = data.length < FEED_PAGE ? null : nextFromLink(header, '/v1/events')
   }
   return reasons
@@ -530,7 +565,10 @@ async function loadWebhook (id) {
     result('', true)
     $('toggle-webhook').hidden = true
   }
-  const [{ data: webhook }, { data: entries }] = await Promise.all([api(webhookPath(id)), api(`${webhookPath(id)}/deliveries?limit=${DELIVERY_LIMIT}`)])
+  const [{ data: webhook }, { data: entries }] = await Promise.all([
+    api(webhookPath(id)),
+    api(`${webhookPath(id)}/deliveries?limit=${DELIVERY_LIMIT}`)
+  ])
   const reasons = webhook.status === 'disabled' ? await disabledReasons() : new Map()
   shownWebhook = webhook
   shownEntries = entries
@@ -556,7 +594,11 @@ function renderDeliveries (deliveries, paused) {
     const state = d.pending !== null ? 'pending' : last.outcome
     let stateText = { succeeded: 'delivered', failed: 'failed (no attempt left)' }[state]
     if (state === 'pending') stateText = paused ? 'waiting: the endpoint is disabled' : d.made.length === 0 ? 'queued' : 'retrying'
-    const next = d.pending === null ? null : paused ? 'when enabled again' : el('span', {}, el('time', { datetime: d.pending.at, text: dateTime(d.pending.at) }), ' (', countdown(d.pending.at), ')')
+    const next = d.pending === null
+      ? null
+      : paused
+        ? 'when enabled again'
+        : el('span', {}, el('time', { datetime: d.pending.at, text: dateTime(d.pending.at) }), ' (', countdown(d.pending.at), ')')
     const action = d.type === 'webhook.test'
       ? cell('not replayed: send another test')
       : cell(el('button', { type: 'button', 'data-replay': d.eventId, 'aria-label': `Replay ${d.eventId}`, text: 'Replay' }))
@@ -692,8 +734,13 @@ async function loadAudit (url) {
   $('audit-head').textContent = `${head.count} entries; last hash ${head.hash === '' ? '(none)' : head.hash}`
   const body = $('audit-table').tBodies[0]
   body.replaceChildren(...data.map((entry) => el('tr', { 'data-entry': String(entry.id) },
-    cell(entry.id, { class: 'num' }), cell(dateTime(entry.at)), cell(el('code', { text: entry.action })), cell(targetNode(entry.target)),
-    cell(actorNode(entry.actor)), cell(entry.requestId === null ? '' : `${entry.requestId} from ${entry.address ?? '?'}`), cell(changesNode(entry.changes)))))
+    cell(entry.id, { class: 'num' }),
+    cell(dateTime(entry.at)),
+    cell(el('code', { text: entry.action })),
+    cell(targetNode(entry.target)),
+    cell(actorNode(entry.actor)),
+    cell(entry.requestId === null ? '' : `${entry.requestId} from ${entry.address ?? '?'}`),
+    cell(changesNode(entry.changes)))))
   if (data.length === 0) body.append(el('tr', {}, el('td', { colspan: '7', text: 'No entry matches.' })))
   $('audit-prev').disabled = auditPages.length === 0
   $('audit-next').disabled = auditNext === null
@@ -890,7 +937,10 @@ $('rotate-form').addEventListener('submit', (event) => {
   event.preventDefault()
   const hours = Number(new FormData(event.target).get('grace'))
   void act(async () => {
-    const { data: created } = await api(`/v1/admin/keys/${shown.key.id}/rotate`, { method: 'POST', body: { gracePeriodSeconds: Math.round(hours * 3600) } })
+    const { data: created } = await api(`/v1/admin/keys/${shown.key.id}/rotate`, {
+      method: 'POST',
+      body: { gracePeriodSeconds: Math.round(hours * 3600) }
+    })
     newKeyShown(created)
     return `Key ${shown.key.id} rotated: key ${created.id} replaces it. Copy the new key now: it is shown once.`
   }, '')
@@ -924,7 +974,12 @@ $('webhooks-prev').addEventListener('click', async () => {
 })
 $('send-test').addEventListener('click', () => { void webhookAction(sendTest) })
 $('toggle-webhook').addEventListener('click', () => { void webhookAction(toggleWebhook) })
-$('refresh-deliveries').addEventListener('click', () => { void webhookAction(async (webhook) => { await loadWebhook(webhook.id); result('The deliveries are up to date.', true) }) })
+$('refresh-deliveries').addEventListener('click', () => {
+  void webhookAction(async (webhook) => {
+    await loadWebhook(webhook.id)
+    result('The deliveries are up to date.', true)
+  })
+})
 $('deliveries-table').addEventListener('click', (event) => {
   const button = event.target instanceof Element ? event.target.closest('button[data-replay]') : null
   if (button === null) return

@@ -9,7 +9,12 @@ import { OrderSchema } from '../orders/orders.schema.ts'
 import { PetSchema } from '../pets/pets.schema.ts'
 import { Int64, NO_CONTROLS, paramDescription, StringEnum } from '../shared/schemas.ts'
 
-const DeletedSchema = (what: string) => Type.Object({ id: Int64({ description: `The id the ${what} had.` }) }, { title: `Deleted${what[0]!.toUpperCase()}${what.slice(1)}`, additionalProperties: false, description: `The ${what} that was deleted.`, examples: [{ id: 13 }] })
+const DeletedSchema = (what: string) => Type.Object({ id: Int64({ description: `The id the ${what} had.` }) }, {
+  title: `Deleted${what[0]!.toUpperCase()}${what.slice(1)}`,
+  additionalProperties: false,
+  description: `The ${what} that was deleted.`,
+  examples: [{ id: 13 }]
+})
 const At = (description: string) => Type.String({ format: 'date-time', description })
 
 const KeyBanDataSchema = Type.Object({
@@ -24,7 +29,12 @@ const QuotaThresholdDataSchema = Type.Object({
   limit: Type.Integer({ minimum: 0, description: 'Requests allowed in the window.' }),
   used: Type.Integer({ minimum: 0, description: 'Requests of the key (its rotation chain) counted that UTC day by the usage flush that passed the threshold: answered 2xx to 4xx, 429 excepted.' }),
   percent: Type.Integer({ description: 'The threshold passed: 80, 95 or 100.' })
-}, { title: 'QuotaThresholdEventData', additionalProperties: false, description: 'A key passed a share of its day quota (once per threshold, key and UTC day; an enterprise key without a day quota never does). Written by the usage flush, within seconds of the request that passed it.', examples: [{ keyId: 1, window: 'day', limit: 1000, used: 800, percent: 80 }] })
+}, {
+  title: 'QuotaThresholdEventData',
+  additionalProperties: false,
+  description: 'A key passed a share of its day quota (once per threshold, key and UTC day; an enterprise key without a day quota never does). Written by the usage flush, within seconds of the request that passed it.',
+  examples: [{ keyId: 1, window: 'day', limit: 1000, used: 800, percent: 80 }]
+})
 
 const DeprecationUsedDataSchema = Type.Object({
   keyId: Int64({ description: 'The key (its quota identity) that called.' }),
@@ -33,7 +43,12 @@ const DeprecationUsedDataSchema = Type.Object({
   successor: Type.Union([Type.String({ description: 'What to call instead.' }), Type.Null()]),
   calls: Type.Integer({ minimum: 1, description: 'Calls of the operation counted that UTC day when the event was written (the usage flush that first saw one, within seconds of the call).' }),
   day: Type.String({ description: 'The UTC day, YYYY-MM-DD.' })
-}, { title: 'DeprecationUsedEventData', additionalProperties: false, description: 'A key called a deprecated operation (once per key, operation and UTC day). Written by the usage flush, within seconds of the first call.', examples: [{ keyId: 1, operationId: 'getPet', sunset: '2027-05-21T00:00:00.000Z', successor: 'GET /v1/pets?id={petId}', calls: 3, day: '2026-11-21' }] })
+}, {
+  title: 'DeprecationUsedEventData',
+  additionalProperties: false,
+  description: 'A key called a deprecated operation (once per key, operation and UTC day). Written by the usage flush, within seconds of the first call.',
+  examples: [{ keyId: 1, operationId: 'getPet', sunset: '2027-05-21T00:00:00.000Z', successor: 'GET /v1/pets?id={petId}', calls: 3, day: '2026-11-21' }]
+})
 
 const WebhookDataSchema = Type.Object({}, { title: 'WebhookEventData', additionalProperties: true, description: 'The webhook endpoint concerned (see the webhook operations).', examples: [{}] })
 
@@ -109,10 +124,28 @@ export const EventIdParams = Type.Object({
 const TYPE_LIST_PATTERN = '^[a-z_]+\\.[a-z_*]+(,[a-z_]+\\.[a-z_*]+)*$'
 
 export const EventListQuery = Type.Object({
-  type: Type.Optional(Type.String({ minLength: 1, maxLength: 1000, pattern: TYPE_LIST_PATTERN, description: `Only these types: a comma-separated list of type names (\`order.created\`) and families (\`order.*\`: every type that starts with \`order.\`). An unknown name is \`400 validation_failed\`. The known types: ${EVENT_TYPES.map((t) => `\`${t}\``).join(', ')}.`, examples: ['order.*,pet.created'] })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: paramDescription('Page size, 1 to 100.'), examples: [20] })),
+  type: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 1000,
+    pattern: TYPE_LIST_PATTERN,
+    description: `Only these types: a comma-separated list of type names (\`order.created\`) and families (\`order.*\`: every type that starts with \`order.\`). An unknown name is \`400 validation_failed\`. The known types: ${EVENT_TYPES.map((t) => `\`${t}\``).join(', ')}.`,
+    examples: ['order.*,pet.created']
+  })),
+  limit: Type.Optional(Type.Integer({
+    minimum: 1,
+    maximum: 100,
+    default: 20,
+    description: paramDescription('Page size, 1 to 100.'),
+    examples: [20]
+  })),
   // The example is the cursor of "before the first event": a real cursor.
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NO_CONTROLS, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page; without it, the feed starts at the oldest event kept.', examples: ['djE6MDow'] }))
+  cursor: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 200,
+    pattern: NO_CONTROLS,
+    description: 'Opaque cursor from the `Link: rel="next"` header of the previous page; without it, the feed starts at the oldest event kept.',
+    examples: ['djE6MDow']
+  }))
 }, { additionalProperties: false })
 export type EventListQuery = Static<typeof EventListQuery>
 

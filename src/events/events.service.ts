@@ -68,7 +68,12 @@ export function createEventService (events: EventStore): EventService {
     async list (query, caller) {
       const after = decodeFeedCursor(query.cursor)
       const types = parseTypeFilter(query.type)
-      const items = await events.listEvents({ visibility: visibilityOf(caller), after, limit: query.limit ?? DEFAULT_FEED_LIMIT, ...(types !== undefined && { types }) })
+      const items = await events.listEvents({
+        visibility: visibilityOf(caller),
+        after,
+        limit: query.limit ?? DEFAULT_FEED_LIMIT,
+        ...(types !== undefined && { types })
+      })
       // The feed never ends: an empty page links to the same position, to be polled again.
       const position = items.at(-1)?.position ?? after ?? { tx: '0', seq: 0 }
       return { items, nextCursor: encodeFeedCursor(position) }

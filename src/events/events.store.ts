@@ -109,7 +109,10 @@ export function catalogEvent (type: string, data: unknown): EventDraft {
  * (the record holds no secret and no hash), rendered with the key view when read. Its holder
  * sees it through the key's quota identity, the caller that every key of a rotation chain speaks for.
  */
-export function keyEvent (type: string, state: { record: { quotaKeyId: number }; ban: unknown; lastUsedAt: number | null }): EventDraft {
+export function keyEvent (
+  type: string,
+  state: { record: { quotaKeyId: number }; ban: unknown; lastUsedAt: number | null }
+): EventDraft {
   return { type, audience: 'key', subjectKeyId: state.record.quotaKeyId, data: state }
 }
 
@@ -120,5 +123,10 @@ export function keyEvent (type: string, state: { record: { quotaKeyId: number };
  * `strike` the ban's level (0: recorded before levels were kept).
  */
 export function keyBanEvent (type: 'key.banned' | 'key.unbanned', ban: { quotaKeyId: number; until: number; strike: number }): EventDraft {
-  return { type, audience: 'key', subjectKeyId: ban.quotaKeyId, data: { keyId: ban.quotaKeyId, until: new Date(ban.until).toISOString(), strike: ban.strike } }
+  return {
+    type,
+    audience: 'key',
+    subjectKeyId: ban.quotaKeyId,
+    data: { keyId: ban.quotaKeyId, until: new Date(ban.until).toISOString(), strike: ban.strike }
+  }
 }

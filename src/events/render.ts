@@ -18,7 +18,10 @@ import type { StoredEvent } from './events.store.ts'
 /** `pet.deleted`, `category.deleted`: `{ id }` as stored. */
 const isDeletion = (type: string): boolean => type.endsWith('.deleted')
 
-/** Each family's renderer of stored data; a family not listed (key bans, quota, deprecation, webhook) stores its final object. */
+/**
+ * Each family's renderer of stored data; a family not listed (key bans, quota, deprecation,
+ * webhook) stores its final object.
+ */
 const RENDERERS: Record<string, (data: unknown, type: string) => unknown> = {
   order: (data) => toPublicOrder(data as OrderRecord),
   pet: (data, type) => isDeletion(type) ? data : toPublicPet(data as PetRecord),

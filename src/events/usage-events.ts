@@ -34,7 +34,10 @@ export function dayLimitOf (key: Pick<KeyRecord, 'plan' | 'perMinute' | 'perDay'
 }
 
 /** The events a state announces now, and the level to remember (the same when nothing is new). */
-export function noticesOf (state: NoticeState, deprecations: Readonly<Record<string, DeprecationFacts>>): { level: number; drafts: EventDraft[] } {
+export function noticesOf (
+  state: NoticeState,
+  deprecations: Readonly<Record<string, DeprecationFacts>>
+): { level: number; drafts: EventDraft[] } {
   const about = { audience: 'key' as const, subjectKeyId: state.keyId }
   if (state.kind === 'deprecation') {
     if (state.level >= 1 || state.count < 1) return { level: state.level, drafts: [] }
@@ -55,15 +58,26 @@ export function noticesOf (state: NoticeState, deprecations: Readonly<Record<str
   const passed = QUOTA_THRESHOLDS.filter((p) => p > state.level && state.count * 100 >= p * limit)
   return {
     level: passed.at(-1) ?? state.level,
-    drafts: passed.map((percent) => ({ type: 'quota.threshold', ...about, data: { keyId: state.keyId, window: 'day', limit, used: state.count, percent } }))
+    drafts: passed.map((percent) => ({
+      type: 'quota.threshold',
+      ...about,
+      data: { keyId: state.keyId, window: 'day', limit, used: state.count, percent }
+    }))
   }
 }
 
-/** What a flush may announce: each (key, day) whose allowed count grew, each deprecated call row; by the key presented (the engine finds its identity). */
+/**
+ * What a flush may announce: each (key, day) whose allowed count grew, each deprecated call row;
+ * by the key presented (the engine finds its identity).
+ */
 export function noticeTargets (batch: UsageBatch): Array<{ keyId: number; day: string; kind: 'quota' | 'deprecation'; operation: string }> {
   return [
-    ...batch.counts.filter((c) => c.allowed > 0).map((c) => ({ keyId: c.keyId, day: c.day, kind: 'quota' as const, operation: '' })),
-    ...(batch.deprecated ?? []).filter((d) => d.calls > 0).map((d) => ({ keyId: d.keyId, day: d.day, kind: 'deprecation' as const, operation: d.operation }))
+    ...batch.counts
+      .filter((c) => c.allowed > 0)
+      .map((c) => ({ keyId: c.keyId, day: c.day, kind: 'quota' as const, operation: '' })),
+    ...(batch.deprecated ?? [])
+      .filter((d) => d.calls > 0)
+      .map((d) => ({ keyId: d.keyId, day: d.day, kind: 'deprecation' as const, operation: d.operation }))
   ]
 }
 
@@ -71,4 +85,5 @@ export function noticeTargets (batch: UsageBatch): Array<{ keyId: number; day: s
 export const isComplete = (kind: 'quota' | 'deprecation', level: number): boolean => level >= (kind === 'quota' ? 100 : 1)
 
 /** The date of the events of a flush: its instant, else the latest use it carries. */
-export const noticeInstant = (batch: UsageBatch): number => batch.now ?? Math.max(0, ...batch.lastUsed.map((u) => u.at), ...(batch.deprecated ?? []).map((d) => d.lastCallAt))
+export const noticeInstant = (batch: UsageBatch): number =>
+  batch.now ?? Math.max(0, ...batch.lastUsed.map((u) => u.at), ...(batch.deprecated ?? []).map((d) => d.lastCallAt))

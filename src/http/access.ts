@@ -43,9 +43,17 @@ export interface RouteAccess {
   readonly banExempt: boolean
 }
 
-/** A route's needs from its config: role none (no key needed) is decided like a request that matched no role, charged and never refused for its key. */
+/**
+ * A route's needs from its config: role none (no key needed) is decided like a request that
+ * matched no role, charged and never refused for its key.
+ */
 export function routeAccessOf (config: FastifyContextConfig): RouteAccess {
-  return { role: config.role === 'none' ? undefined : config.role, scope: config.scope, free: config.quota === 'free', banExempt: config.banExempt === true }
+  return {
+    role: config.role === 'none' ? undefined : config.role,
+    scope: config.scope,
+    free: config.quota === 'free',
+    banExempt: config.banExempt === true
+  }
 }
 
 /** Declares what the access step sets on each request. */
@@ -60,7 +68,11 @@ export function decorateAccess (app: FastifyInstance): void {
  * sets its headers; returns the refusal to answer, if any. Not async: when the key is cached and
  * the limiter answers at once, the request goes on without a promise.
  */
-export function accessStep ({ access }: AccessHookOptions): (request: FastifyRequest, reply: FastifyReply, route: RouteAccess) => Error | undefined | Promise<Error | undefined> {
+export function accessStep ({ access }: AccessHookOptions): (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  route: RouteAccess
+) => Error | undefined | Promise<Error | undefined> {
   return (request, reply, route) => {
     if (!isGuarded(route.role, request.url)) return undefined
     const outcome = access.decide({
@@ -85,8 +97,12 @@ export function accessStep ({ access }: AccessHookOptions): (request: FastifyReq
     // The request's logger reads the key id from request.principal (http/request-log.ts): no
     // child logger is built here.
     setRateLimitHeaders(reply, decision, outcome.quota, outcome.at)
-    if (decision.banStarted && decision.ban !== null) request.log.warn({ subject: outcome.subject, until: new Date(decision.ban.until).toISOString() }, 'ban started')
-    if (outcome.banNotRecorded !== undefined) request.log.error({ subject: outcome.subject, err: outcome.banNotRecorded }, 'ban in force but not recorded in the database: retried later')
+    if (decision.banStarted && decision.ban !== null) {
+      request.log.warn({ subject: outcome.subject, until: new Date(decision.ban.until).toISOString() }, 'ban started')
+    }
+    if (outcome.banNotRecorded !== undefined) {
+      request.log.error({ subject: outcome.subject, err: outcome.banNotRecorded }, 'ban in force but not recorded in the database: retried later')
+    }
     const answer = refusalFor(outcome, request.url)
     if (answer === null) return undefined
     if (asksForKey(answer)) reply.header('www-authenticate', CHALLENGE)
@@ -101,7 +117,11 @@ export function accessStep ({ access }: AccessHookOptions): (request: FastifyReq
  */
 export const actorStep: preHandlerHookHandler = (request, _reply, done) => {
   const p = request.principal
-  withActor({ actor: p === null ? { type: 'address' } : { type: 'key', keyId: p.keyId, role: p.role }, requestId: request.id, address: request.ip }, done)
+  withActor({
+    actor: p === null ? { type: 'address' } : { type: 'key', keyId: p.keyId, role: p.role },
+    requestId: request.id,
+    address: request.ip
+  }, done)
 }
 
 /**
@@ -120,9 +140,19 @@ export function answerMalformedUrl (access: AccessService, clock: Clock) {
       sendError(request, reply, toAppError(malformedUrlRefusal(outcome)))
     }
     try {
-      const outcome = access.decide({ key: presentedKey(request), address: request.ip, role: undefined, free: false, preflight: false, keyInQuery: null })
-      if (outcome instanceof Promise) outcome.then(answer, (error: unknown) => sendError(request, reply, toAppError(error)))
-      else answer(outcome)
+      const outcome = access.decide({
+        key: presentedKey(request),
+        address: request.ip,
+        role: undefined,
+        free: false,
+        preflight: false,
+        keyInQuery: null
+      })
+      if (outcome instanceof Promise) {
+        outcome.then(answer, (error: unknown) => sendError(request, reply, toAppError(error)))
+      } else {
+        answer(outcome)
+      }
     } catch (error) {
       sendError(request, reply, toAppError(error))
     }

@@ -40,7 +40,9 @@ declare module 'fastify' {
  * preflight (true when it did). `excluded` is the route's, or null when it depends on the path
  * (a request that matched no route, or the OPTIONS route every preflight reaches).
  */
-export function corsStep (options: CorsOptions): (request: FastifyRequest, reply: FastifyReply, excluded: boolean | null) => boolean {
+export function corsStep (
+  options: CorsOptions
+): (request: FastifyRequest, reply: FastifyReply, excluded: boolean | null) => boolean {
   const anyOrigin = options.origin === '*' || options.origin.includes('*')
   const allowed = new Set(anyOrigin ? [] : options.origin)
   const exposed = options.exposedHeaders.join(', ')

@@ -39,7 +39,12 @@ export function sendError (request: FastifyRequest, reply: FastifyReply, error: 
   // Also for answers that never ran the hooks (a malformed URL): every answer has these.
   reply.headers(responseHeadersOf(request))
   if (error.headers !== undefined) reply.headers(error.headers)
-  const body: Record<string, unknown> = { code: error.code, message: error.message, status: error.status, requestId: request.id }
+  const body: Record<string, unknown> = {
+    code: error.code,
+    message: error.message,
+    status: error.status,
+    requestId: request.id
+  }
   const details = error.details
   if (details !== undefined) {
     body.details = details.length > MAX_ERROR_DETAILS ? details.slice(0, MAX_ERROR_DETAILS) : details
@@ -74,7 +79,11 @@ export function installErrorHandling (app: FastifyInstance): void {
     const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))]
     if (allowed.length > 0) {
       if (!allowed.includes('OPTIONS')) allowed.push('OPTIONS') // CORS preflight answers every path
-      return sendError(request, reply, new AppError('method_not_allowed', `${request.method} is not allowed on ${redactUrl(path)}; allowed: ${allowed.join(', ')}`, { headers: { allow: allowed.join(', ') } }))
+      return sendError(request, reply, new AppError(
+        'method_not_allowed',
+        `${request.method} is not allowed on ${redactUrl(path)}; allowed: ${allowed.join(', ')}`,
+        { headers: { allow: allowed.join(', ') } }
+      ))
     }
     // The path is echoed (and so logged) with anything shaped like a key cut out.
     return sendError(request, reply, new AppError('not_found', `no operation at ${request.method} ${redactUrl(path)}; see /openapi.json`))

@@ -37,7 +37,8 @@ export type LifecycleHeader = readonly [name: string, value: Template | string]
  */
 export function lifecycleHead (lifecycle: Lifecycle | undefined, docsUrl: string): readonly LifecycleHeader[] {
   if (lifecycle?.deprecatedAt === undefined) return []
-  return Object.entries(lifecycleHeaders(lifecycle, { docsUrl })).map(([name, value]) => [name, compile(value)] as const)
+  return Object.entries(lifecycleHeaders(lifecycle, { docsUrl }))
+    .map(([name, value]) => [name, compile(value)] as const)
 }
 
 /** The value of a lifecycle header for this request. */
@@ -53,7 +54,9 @@ export interface Deprecated { readonly operationId: string; readonly lifecycle: 
  * the pipeline after the access decision (so the key is known, and the 410 is charged like any
  * call), for deprecated routes only, so other routes pay nothing.
  */
-export function sunsetStep (options: LifecycleHookOptions): (request: FastifyRequest, deprecated: Deprecated) => AppError | undefined {
+export function sunsetStep (
+  options: LifecycleHookOptions
+): (request: FastifyRequest, deprecated: Deprecated) => AppError | undefined {
   return (request, { operationId, lifecycle }) => {
     options.onDeprecatedCall?.(operationId, request.principal?.keyId ?? null)
     if (lifecycle.sunsetAt === undefined || options.clock.now() < lifecycle.sunsetAt.getTime()) return undefined

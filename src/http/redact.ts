@@ -10,7 +10,10 @@ export const KEY_PARAMETERS: ReadonlySet<string> = new Set([
 /** Parameters whose value is never logged: the key parameters and other usual secret names. */
 const SECRET_PARAMETER = /^(?:api[-_]?key|x-api-key|key|access[-_]?token|refresh[-_]?token|id[-_]?token|token|auth|authorization|bearer|password|passwd|pwd|secret|client[-_]?secret|signature|sig|session|sessionid)$/i
 
-/** Anything shaped like one of our keys (checksummed: base62; legacy: base64url), wherever it sits in a URL (a path segment too), whatever its case. */
+/**
+ * Anything shaped like one of our keys (checksummed: base62; legacy: base64url), wherever it sits
+ * in a URL (a path segment too), whatever its case.
+ */
 const KEY_TEXT = /psk_[A-Za-z0-9_-]+/gi
 const KEY_PREFIX = /psk_/i
 /** A part of a URL between delimiters: a percent-encoded key hides in one of these. */
@@ -91,7 +94,8 @@ export function keyParameterOf (url: string): string | null {
 export function redactUrl (url: string): string {
   const start = url.indexOf('?')
   let out = url
-  if (start !== -1 && someName(url, start + 1, (from, to, valued) => valued && (nameFlags(url.slice(from, to)) & SECRET_NAME) !== 0)) {
+  if (start !== -1
+    && someName(url, start + 1, (from, to, valued) => valued && (nameFlags(url.slice(from, to)) & SECRET_NAME) !== 0)) {
     const pairs = url.slice(start + 1).split('&')
     for (let i = 0; i < pairs.length; i++) {
       const pair = pairs[i]!
@@ -103,7 +107,9 @@ export function redactUrl (url: string): string {
   if (KEY_PREFIX.test(out)) out = out.replace(KEY_TEXT, REDACTED)
   // A key spelt with escapes (`%70sk_…`, `psk%5F…`, or encoded again and again) is a key too: a
   // part of the URL that decodes to one is cut out whole.
-  return out.includes('%') ? out.replace(ENCODED_PART, (part) => KEY_PREFIX.test(percentDecoded(part)) ? REDACTED : part) : out
+  return out.includes('%')
+    ? out.replace(ENCODED_PART, (part) => KEY_PREFIX.test(percentDecoded(part)) ? REDACTED : part)
+    : out
 }
 
 /** A run of characters an API key may be spelt with, percent-escaped or not, holding at least one escape. */
@@ -118,7 +124,9 @@ const ENCODED_WORD = /[A-Za-z0-9_.~+%-]*%[A-Za-z0-9_.~+%-]*/g
 export function redactText (text: string): string {
   let out = text
   if (KEY_PREFIX.test(out)) out = out.replace(KEY_TEXT, REDACTED)
-  return out.includes('%') ? out.replace(ENCODED_WORD, (word) => KEY_PREFIX.test(percentDecoded(word)) ? REDACTED : word) : out
+  return out.includes('%')
+    ? out.replace(ENCODED_WORD, (word) => KEY_PREFIX.test(percentDecoded(word)) ? REDACTED : word)
+    : out
 }
 
 /**
@@ -161,7 +169,14 @@ function decodeName (raw: string): string {
 }
 
 /** What a log line says about a request (pino's `req`): Fastify's own fields, the URL redacted. */
-export function requestLogView (req: { method: string; url: string; host?: string; ip?: string; headers?: Record<string, unknown>; socket?: { remotePort?: number } | null }): Record<string, unknown> {
+export function requestLogView (req: {
+  method: string
+  url: string
+  host?: string
+  ip?: string
+  headers?: Record<string, unknown>
+  socket?: { remotePort?: number } | null
+}): Record<string, unknown> {
   return {
     method: req.method,
     url: redactUrl(req.url),

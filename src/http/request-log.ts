@@ -97,7 +97,10 @@ export function lazyChildLogger (logger: FastifyBaseLogger, bindings: Bindings):
 
 /** What a caller's own Request-Id may be: a UUID fits, and so does any short token of these characters. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
-/** An API key (accounts/keys.rules.ts: `psk_` and base62, or base64url for a legacy key), whatever its case: never a request id. */
+/**
+ * An API key (accounts/keys.rules.ts: `psk_` and base62, or base64url for a legacy key), whatever
+ * its case: never a request id.
+ */
 const KEY_LIKE = /psk_/i
 
 /**
@@ -186,7 +189,12 @@ export class RequestLog extends LogController {
     this.#completed(null, request, reply, responseTime)
   }
 
-  #completed (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply, responseTime: number): void {
+  #completed (
+    error: Error | null | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    responseTime: number
+  ): void {
     const root = this.#root
     if (root === null) return
     const statusCode = reply.statusCode
@@ -200,7 +208,10 @@ export class RequestLog extends LogController {
       const keyId = request.principal?.keyId
       // The id (a UUID, or a caller's id of [A-Za-z0-9._:-]: acceptedRequestId) and the method
       // (a token: Node's parser accepts no other) never need escaping; the URL may.
-      fast.write(`${fast.head()},"reqId":"${request.id}"${keyId === undefined ? '' : `,"keyId":${keyId}`}${viaMcp(request.headers) ? ',"via":"mcp"' : ''},"method":"${request.method}","url":${quoted(redactUrl(request.url))},"statusCode":${statusCode},"responseTime":${JSON.stringify(responseTime)}${traceId === undefined ? '' : `,"traceId":"${traceId}"`},"msg":"request completed"${fast.end}`)
+      fast.write(`${fast.head()},"reqId":"${request.id}"${keyId === undefined ? '' : `,"keyId":${keyId}`}`
+        + `${viaMcp(request.headers) ? ',"via":"mcp"' : ''},"method":"${request.method}"`
+        + `,"url":${quoted(redactUrl(request.url))},"statusCode":${statusCode},"responseTime":${JSON.stringify(responseTime)}`
+        + `${traceId === undefined ? '' : `,"traceId":"${traceId}"`},"msg":"request completed"${fast.end}`)
       return
     }
     // Written by the app's logger with the ids spelled out: no per-request child is built for it.
@@ -261,7 +272,10 @@ type FrameworkErrorHandler = (error: Error, request: FastifyRequest, reply: Fast
  * handler so that `onComplete` hears of each answer once it has ended (sent, or cut), with the
  * milliseconds since the request reached the handler.
  */
-export function observeFrameworkAnswers (handler: FrameworkErrorHandler, onComplete: (request: FastifyRequest, reply: FastifyReply, ms: number) => void): FrameworkErrorHandler {
+export function observeFrameworkAnswers (
+  handler: FrameworkErrorHandler,
+  onComplete: (request: FastifyRequest, reply: FastifyReply, ms: number) => void
+): FrameworkErrorHandler {
   return (error, request, reply) => {
     const started = performance.now()
     reply.raw.once('close', () => { onComplete(request, reply, performance.now() - started) })
@@ -301,8 +315,10 @@ function fastLineWriter (logger: FastifyBaseLogger): FastLineWriter | null {
   const hooks = (l[s.hooksSym!] ?? {}) as { streamWrite?: unknown }
   if (stream === undefined || typeof stream.write !== 'function' || stream[Symbol.for('pino.metadata')] === true) return null
   if (typeof cache?.[30] !== 'string' || typeof time !== 'function' || typeof chindings !== 'string' || typeof end !== 'string') return null
-  if (l[s.messageKeySym!] !== 'msg' || l[s.mixinSym!] !== undefined || formatters.log !== undefined || hooks.streamWrite !== undefined) return null
-  if (LINE_KEYS.some((key) => serializers[key] !== undefined || stringifiers[key] !== undefined) || stringifiers[s.wildcardFirstSym!] !== undefined) return null
+  if (l[s.messageKeySym!] !== 'msg' || l[s.mixinSym!] !== undefined
+    || formatters.log !== undefined || hooks.streamWrite !== undefined) return null
+  if (LINE_KEYS.some((key) => serializers[key] !== undefined || stringifiers[key] !== undefined)
+    || stringifiers[s.wildcardFirstSym!] !== undefined) return null
   const head = cache[30]
   return {
     head: () => head + time.call(logger) + chindings,

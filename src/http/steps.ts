@@ -12,7 +12,10 @@ export interface Step<Name extends string = string> {
   readonly needs: readonly Name[]
   /** Adds hooks, settings or routes to `app`. */
   readonly install: (app: FastifyInstance) => void | Promise<void>
-  /** Routes that keep their own hooks to themselves (a Fastify child context); else the step's hooks and settings are the app's. */
+  /**
+   * Routes that keep their own hooks to themselves (a Fastify child context); else the step's hooks
+   * and settings are the app's.
+   */
   readonly encapsulated?: boolean
   /** The route prefix of an encapsulated step. */
   readonly prefix?: string
@@ -22,6 +25,10 @@ export interface Step<Name extends string = string> {
 export async function installSteps (app: FastifyInstance, steps: readonly Step[]): Promise<void> {
   for (const step of steps) {
     const plugin: FastifyPluginAsync = async (instance) => { await step.install(instance) }
-    await app.register(fastifyPlugin(plugin, { name: step.name, dependencies: [...step.needs], encapsulate: step.encapsulated === true }), step.prefix === undefined ? {} : { prefix: step.prefix })
+    await app.register(fastifyPlugin(plugin, {
+      name: step.name,
+      dependencies: [...step.needs],
+      encapsulate: step.encapsulated === true
+    }), step.prefix === undefined ? {} : { prefix: step.prefix })
   }
 }

@@ -21,7 +21,9 @@ export function usageStep (options: UsageHookOptions): (request: FastifyRequest,
       const principal = request.principal
       // Only requests made with a valid key count for it (a 401 has no key to count for).
       // A tool call of the MCP endpoint is a request of its own, marked by the process's secret header.
-      if (principal !== null) recorder.record(principal.keyId, usageOutcome(reply.statusCode, decision), clock.now(), viaMcp(request.headers))
+      if (principal !== null) {
+        recorder.record(principal.keyId, usageOutcome(reply.statusCode, decision), clock.now(), viaMcp(request.headers))
+      }
       // A request answered from a peek (not charged) left the windows as they were.
       if (onNearLimit !== undefined && decision.allowed && request.charged) {
         if (decision.minute.remaining < decision.minute.limit * NEAR_LIMIT_SHARE) onNearLimit('minute')

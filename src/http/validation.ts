@@ -12,7 +12,8 @@ import { CONTROL_RANGES, HEADER_TEXT, MULTILINE_TEXT, NAME_PATTERN, NO_CONTROLS 
 import { redactText } from './redact.ts'
 
 // ajv-formats is CommonJS with a default export; under Node's ESM loader it arrives wrapped.
-const addFormats = ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin
+const addFormats =
+  ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin
 
 function makeAjv (options: AjvOptions): Ajv {
   const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false, messages: true, ...options })
@@ -29,14 +30,16 @@ export function installValidation (app: FastifyInstance): void {
   const compiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
     (httpPart === 'body' ? bodyAjv : partsAjv).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>
   app.setValidatorCompiler(compiler)
-  app.setSchemaErrorFormatter((errors, dataVar) => validationError(dataVar === 'querystring' ? 'query' : dataVar, problemsOf(errors, dataVar === 'body')))
+  app.setSchemaErrorFormatter((errors, dataVar) =>
+    validationError(dataVar === 'querystring' ? 'query' : dataVar, problemsOf(errors, dataVar === 'body')))
 
   installIntegerGuard(app)
 }
 
 // `discriminator`: a oneOf keyed by a property (the key's plan) is checked against the branch
 // the property names, so the errors speak of that branch only.
-const makeBodyAjv = (): Ajv => makeAjv({ coerceTypes: false, useDefaults: false, removeAdditional: false, discriminator: true })
+const makeBodyAjv = (): Ajv =>
+  makeAjv({ coerceTypes: false, useDefaults: false, removeAdditional: false, discriminator: true })
 
 /** One problem of a value against its schema: the error's detail, and the field it is about. */
 export interface Problem {
@@ -53,11 +56,15 @@ export interface Problem {
 function problemsOf (errors: readonly ErrorObject[], body: boolean): Problem[] {
   return errors.map((e) => {
     const params = e.params as Record<string, unknown>
-    const named = typeof params.additionalProperty === 'string' ? params.additionalProperty : typeof params.missingProperty === 'string' ? params.missingProperty : null
+    const named = typeof params.additionalProperty === 'string'
+      ? params.additionalProperty
+      : typeof params.missingProperty === 'string' ? params.missingProperty : null
     const field = e.instancePath.split('/')[1] ?? named ?? (e.keyword === 'discriminator' && typeof params.tag === 'string' ? params.tag : null)
     return {
       // A name the client sent (an unknown field or query parameter) is echoed with any key in it redacted.
-      path: clipText(redactText(body ? bodyPath(e.instancePath, e.keyword, params) : describeParam(e.instancePath, params))),
+      path: clipText(redactText(body
+        ? bodyPath(e.instancePath, e.keyword, params)
+        : describeParam(e.instancePath, params))),
       message: clipText(redactText(describeError(e.keyword, e.message, params))),
       field: field === '' ? null : field,
       keyword: e.keyword,
@@ -159,7 +166,9 @@ export function integerFields (schema: unknown): IntegerField[] {
   const fields: IntegerField[] = []
   for (const [name, property] of Object.entries(properties)) {
     const item = property.type === 'array' ? property.items : property
-    if (item?.type === 'integer') fields.push({ name, int64: item.format === 'int64', maximum: typeof item.maximum === 'number' ? item.maximum : undefined })
+    if (item?.type === 'integer') {
+      fields.push({ name, int64: item.format === 'int64', maximum: typeof item.maximum === 'number' ? item.maximum : undefined })
+    }
   }
   return fields
 }
@@ -186,7 +195,9 @@ function installIntegerGuard (app: FastifyInstance): void {
       done()
     }
     const existing = route.preValidation
-    route.preValidation = existing === undefined ? [guard] : [...(Array.isArray(existing) ? existing : [existing]), guard]
+    route.preValidation = existing === undefined
+      ? [guard]
+      : [...(Array.isArray(existing) ? existing : [existing]), guard]
   })
 }
 
@@ -203,7 +214,9 @@ function checkIntegers (where: string, values: Record<string, unknown>, fields: 
       else if (int64 && !isInt64Text(v)) details.push({ path: clipText(path), message: INT64_MESSAGE })
       // Past 2^53 the coerced number is rounded, and a run of 309 digits is Infinity: the bound
       // is checked here, on the text, with the schema's own message.
-      else if (!int64 && !Number.isSafeInteger(Number(v))) details.push({ path: clipText(path), message: maximum === undefined ? DECIMAL_MESSAGE : `must be <= ${maximum}` })
+      else if (!int64 && !Number.isSafeInteger(Number(v))) {
+        details.push({ path: clipText(path), message: maximum === undefined ? DECIMAL_MESSAGE : `must be <= ${maximum}` })
+      }
     })
   }
   const first = details[0]
@@ -231,7 +244,9 @@ export function parseJsonBody (text: string): unknown {
   if (text.length === 0 || /^\s*$/.test(text)) throw new AppError('validation_failed', 'the body is empty; send a JSON document')
   let value: unknown
   try {
-    value = /\d{16}/.test(text) ? JSON.parse(text, int64Reviver as (this: unknown, key: string, value: unknown) => unknown) : JSON.parse(text)
+    value = /\d{16}/.test(text)
+      ? JSON.parse(text, int64Reviver as (this: unknown, key: string, value: unknown) => unknown)
+      : JSON.parse(text)
   } catch (error) {
     if (error instanceof AppError) throw error
     throw new AppError('validation_failed', 'the body is not valid JSON')
@@ -326,7 +341,9 @@ function repeatedField (text: string): string | null {
       if (!expectName) continue
       const frame = frames[frames.length - 1]!
       const name = token.includes('\\') ? JSON.parse(token) as string : token.slice(1, -1)
-      if (frame.names!.has(name)) return frames.map((f, k) => `/${pointerPart(String(k === frames.length - 1 ? name : f.at))}`).join('')
+      if (frame.names!.has(name)) {
+        return frames.map((f, k) => `/${pointerPart(String(k === frames.length - 1 ? name : f.at))}`).join('')
+      }
       frame.names!.add(name)
       frame.at = name
       expectName = false

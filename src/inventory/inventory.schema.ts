@@ -10,7 +10,14 @@ export const InventoryItemSchema = Type.Object({
 }, { title: 'InventoryItem', additionalProperties: false, description: 'The stock of a pet, with the pet\'s current status.', examples: [{ petId: 1, quantity: 1, status: 'available' }] })
 export type InventoryItem = Static<typeof InventoryItemSchema>
 
-export const InventoryItemsSchema = Type.Array(InventoryItemSchema, { title: 'InventoryItems', description: 'An array of InventoryItem objects.', examples: [[{ petId: 1, quantity: 1, status: 'available' }, { petId: 3, quantity: 0, status: 'pending' }]] })
+export const InventoryItemsSchema = Type.Array(InventoryItemSchema, {
+  title: 'InventoryItems',
+  description: 'An array of InventoryItem objects.',
+  examples: [[
+    { petId: 1, quantity: 1, status: 'available' },
+    { petId: 3, quantity: 0, status: 'pending' }
+  ]]
+})
 
 export const InventoryUpdateSchema = Type.Object({
   quantity: Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'The new stock count, 0 to 1,000,000.' })

@@ -14,7 +14,11 @@ export interface InventoryService {
 }
 
 /** `policy`: the threshold of inventory.low, and the cool-down of the lapsed orders a change sweeps (config.orders). */
-export function createInventoryService (inventory: InventoryStore, clock: Clock, policy: OrderPolicy): InventoryService {
+export function createInventoryService (
+  inventory: InventoryStore,
+  clock: Clock,
+  policy: OrderPolicy
+): InventoryService {
   return {
     async list (query) {
       const page = pageRequest(query)

@@ -27,5 +27,11 @@ export interface InventoryStore {
    * above `lowStockThreshold` to at or below it, in the same transaction.
    * Throws not_found, precondition_failed.
    */
-  setStock (petId: number, quantity: number, ifMatch: IfMatch, now: number, policy?: OrderPolicy): Promise<InventoryRecord>
+  setStock (
+    petId: number,
+    quantity: number,
+    ifMatch: IfMatch,
+    now: number,
+    policy?: OrderPolicy
+  ): Promise<InventoryRecord>
 }

@@ -7,7 +7,10 @@ import type { RateLimiter } from '../ratelimit/limiter.ts'
 import type { Clock } from '../shared/clock.ts'
 import type { Job } from './runner.ts'
 
-/** banSyncMs: server.ts gives BAN_SYNC_INTERVAL_MS; absent or 0, no poll (an app built alone restored no bans: tests). */
+/**
+ * banSyncMs: server.ts gives BAN_SYNC_INTERVAL_MS; absent or 0, no poll (an app built alone
+ * restored no bans: tests).
+ */
 export function banSyncJob (deps: { keys: KeyStore; limiter: RateLimiter; clock: Clock; banSyncMs?: number }): Job {
   const sync = createBanSync(deps.keys, deps.limiter, { now: deps.clock.now })
   return { name: 'ban-sync', everyMs: deps.banSyncMs ?? 0, run: () => sync.tick(), failure: 'ban sync failed' }

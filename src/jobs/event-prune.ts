@@ -11,7 +11,10 @@ export const PRUNE_EVERY_MS = 10 * 60_000
 export const PRUNE_BATCH = 1000
 export const PRUNE_BATCHES_PER_RUN = 20
 
-/** Runs `batch` (deleting at most PRUNE_BATCH) until one comes back short or the run's bound; returns how many it deleted. */
+/**
+ * Runs `batch` (deleting at most PRUNE_BATCH) until one comes back short or the run's bound;
+ * returns how many it deleted.
+ */
 export async function pruneInBatches (batch: (max: number) => Promise<number>): Promise<number> {
   let deleted = 0
   for (let i = 0; i < PRUNE_BATCHES_PER_RUN; i++) {
@@ -23,7 +26,9 @@ export async function pruneInBatches (batch: (max: number) => Promise<number>): 
 }
 
 /** Deletes the events past retention; returns how many. */
-export async function pruneEvents (deps: { events: EventStore; clock: Clock; eventRetentionDays: number }): Promise<number> {
+export async function pruneEvents (
+  deps: { events: EventStore; clock: Clock; eventRetentionDays: number }
+): Promise<number> {
   const before = deps.clock.now() - deps.eventRetentionDays * DAY_MS
   return await pruneInBatches((max) => deps.events.pruneEvents(before, max))
 }

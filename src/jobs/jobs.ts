@@ -57,7 +57,11 @@ export function backgroundJobs (deps: JobDeps): Job[] {
  * the first request) to its close (before server.ts closes the stores: the usage flush at stop
  * reaches the database). Failures are logged through the app's logger and counted by `events`.
  */
-export function installJobs (app: FastifyInstance, jobs: readonly Job[], options: { events?: JobEvents; timers?: JobTimers } = {}): void {
+export function installJobs (
+  app: FastifyInstance,
+  jobs: readonly Job[],
+  options: { events?: JobEvents; timers?: JobTimers } = {}
+): void {
   const runner = createJobRunner(jobs, { log: app.log, ...options })
   app.addHook('onReady', async () => { await runner.start() })
   app.addHook('onClose', async () => { await runner.stop() })

@@ -33,7 +33,14 @@ export async function sendKeyExpiringNotices (deps: { events: EventStore; clock:
   let sent = 0
   for (const [i, { notice, beforeMs }] of KEY_NOTICES.entries()) {
     const next = KEY_NOTICES[i + 1]
-    const window = { notice, type: 'key.expiring', expiresAfter: now + (next?.beforeMs ?? 0), expiresBy: now + beforeMs, now, max: KEY_NOTICE_BATCH }
+    const window = {
+      notice,
+      type: 'key.expiring',
+      expiresAfter: now + (next?.beforeMs ?? 0),
+      expiresBy: now + beforeMs,
+      now,
+      max: KEY_NOTICE_BATCH
+    }
     for (let batch = 0; batch < KEY_NOTICE_BATCHES_PER_RUN; batch++) {
       const n = await deps.events.sendKeyNotices(window)
       sent += n

@@ -21,7 +21,8 @@ export function firstDayKept (now: number, days: number): string {
 export async function pruneUsage (deps: { keys: KeyStore; clock: Clock }): Promise<number> {
   const now = deps.clock.now()
   const usage = await pruneInBatches((max) => deps.keys.pruneUsage(firstDayKept(now, USAGE_DAYS_MAX), max))
-  const deprecated = await pruneInBatches((max) => deps.keys.pruneDeprecatedCalls(firstDayKept(now, DEPRECATION_DAYS), max))
+  const deprecated = await pruneInBatches((max) =>
+    deps.keys.pruneDeprecatedCalls(firstDayKept(now, DEPRECATION_DAYS), max))
   return usage + deprecated
 }
 

@@ -8,7 +8,16 @@ import { AppError } from '../errors.ts'
 import type { Principal } from '../access/principal.ts'
 import { NoQuery, Reply } from '../shared/schemas.ts'
 import { toApiKey } from '../keys/keys.view.ts'
-import { ApiKeySchema, BanRetryAfterHeader, CreatedApiKeySchema, KeyBansSchema, KeyUsageQuery, KeyUsageSchema, NoStoreHeader, RotateApiKeySchema } from './key-holder.schema.ts'
+import {
+  ApiKeySchema,
+  BanRetryAfterHeader,
+  CreatedApiKeySchema,
+  KeyBansSchema,
+  KeyUsageQuery,
+  KeyUsageSchema,
+  NoStoreHeader,
+  RotateApiKeySchema
+} from './key-holder.schema.ts'
 import type { KeyHolder } from './key-holder.service.ts'
 
 /**

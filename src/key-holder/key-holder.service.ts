@@ -9,7 +9,16 @@ import { DAY_MS } from '../ratelimit/limiter.ts'
 import { utcDay } from '../accounts/keys.rules.ts'
 import type { KeyRecord, KeyStore } from '../accounts/keys.store.ts'
 import { generateKey, type KeyState } from '../keys/keys.service.ts'
-import { BAN_HISTORY_MAX, GRACE_PERIOD_DEFAULT_S, GRACE_PERIOD_MAX_S, USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, type KeyBans, type KeyUsage, type RotateApiKey } from '../keys/keys.schema.ts'
+import {
+  BAN_HISTORY_MAX,
+  GRACE_PERIOD_DEFAULT_S,
+  GRACE_PERIOD_MAX_S,
+  USAGE_DAYS_DEFAULT,
+  USAGE_DAYS_MAX,
+  type KeyBans,
+  type KeyUsage,
+  type RotateApiKey
+} from '../keys/keys.schema.ts'
 
 export interface KeyHolder {
   /** The key's record, its ban in force and its last use: the admin's key view of it. */
@@ -18,7 +27,10 @@ export interface KeyHolder {
   usage (keyId: number, query: { days?: number }): Promise<KeyUsage>
   /** The bans of the key's rotation chain (one quota identity, one ban), latest first. */
   bans (keyId: number): Promise<KeyBans>
-  /** The key's successor (same name, role, plan, quotas and scopes) and the key itself, shown once; the old key works for the grace period. */
+  /**
+   * The key's successor (same name, role, plan, quotas and scopes) and the key itself, shown
+   * once; the old key works for the grace period.
+   */
   rotate (keyId: number, input: RotateApiKey): Promise<KeyState & { key: string }>
 }
 
@@ -68,7 +80,11 @@ export function createKeyHolder (keys: KeyStore, clock: Clock, hooks: KeyHolderH
     const pending = hooks.usage?.lastUsedAt(record.id) ?? null
     return pending !== null && (record.lastUsedAt === null || pending > record.lastUsedAt) ? pending : record.lastUsedAt
   }
-  const stateOf = async (record: KeyRecord): Promise<KeyState> => ({ record, ban: await keys.activeBan(record.id, clock.now()), lastUsedAt: lastUsedAt(record) })
+  const stateOf = async (record: KeyRecord): Promise<KeyState> => ({
+    record,
+    ban: await keys.activeBan(record.id, clock.now()),
+    lastUsedAt: lastUsedAt(record)
+  })
 
   return {
     async view (keyId) {
@@ -81,13 +97,28 @@ export function createKeyHolder (keys: KeyStore, clock: Clock, hooks: KeyHolderH
       await hooks.usage?.flush()
       const fromDay = utcDay(clock.now() - (days - 1) * DAY_MS)
       const rows = await keys.usage(keyId, fromDay)
-      return { keyId, days: rows.map((r) => ({ date: r.day, allowed: r.allowed, limited: r.limited, banned: r.banned, mcp: r.mcp ?? 0 })) }
+      return {
+        keyId,
+        days: rows.map((r) => ({
+          date: r.day,
+          allowed: r.allowed,
+          limited: r.limited,
+          banned: r.banned,
+          mcp: r.mcp ?? 0
+        }))
+      }
     },
     async bans (keyId) {
       const rows = await keys.banHistory(keyId, BAN_HISTORY_MAX)
       return {
         keyId,
-        bans: rows.map((b) => ({ keyId: b.keyId, startedAt: isoOf(b.startedAt), until: isoOf(b.endsAt), liftedAt: b.liftedAt === null ? null : isoOf(b.liftedAt), reason: b.reason }))
+        bans: rows.map((b) => ({
+          keyId: b.keyId,
+          startedAt: isoOf(b.startedAt),
+          until: isoOf(b.endsAt),
+          liftedAt: b.liftedAt === null ? null : isoOf(b.liftedAt),
+          reason: b.reason
+        }))
       }
     },
     async rotate (keyId, input) {

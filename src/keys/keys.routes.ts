@@ -3,7 +3,25 @@ import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { etagOf, ifMatchOf, setNextLink } from '../routing/conditional.ts'
 import { ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, Reply } from '../shared/schemas.ts'
-import { ApiKeyPatchSchema, ApiKeySchema, ApiKeysSchema, CreatedApiKeySchema, DeprecationsSchema, KeyBansSchema, KeyIdParams, KeyRateLimitSchema, KeyListQuery, KeyUsageQuery, KeyUsageSchema, LEAK_REPORT_ANSWER, LeakedKeysSchema, LeakReportSchema, NewApiKeySchema, RevokeKeyIdParams, RotateApiKeySchema } from './keys.schema.ts'
+import {
+  ApiKeyPatchSchema,
+  ApiKeySchema,
+  ApiKeysSchema,
+  CreatedApiKeySchema,
+  DeprecationsSchema,
+  KeyBansSchema,
+  KeyIdParams,
+  KeyRateLimitSchema,
+  KeyListQuery,
+  KeyUsageQuery,
+  KeyUsageSchema,
+  LEAK_REPORT_ANSWER,
+  LeakedKeysSchema,
+  LeakReportSchema,
+  NewApiKeySchema,
+  RevokeKeyIdParams,
+  RotateApiKeySchema
+} from './keys.schema.ts'
 import type { KeyAdmin } from './keys.service.ts'
 import { toApiKey } from './keys.view.ts'
 

@@ -13,7 +13,12 @@ export const KeyIdParams = keyIdParams(1)
 /** revokeApiKey's example revokes a key no other example uses (2, the sample staff key). */
 export const RevokeKeyIdParams = keyIdParams(2)
 
-const Quota = (description: string, example: number) => Type.Integer({ minimum: 1, maximum: 1_000_000_000, description, examples: [example] })
+const Quota = (description: string, example: number) => Type.Integer({
+  minimum: 1,
+  maximum: 1_000_000_000,
+  description,
+  examples: [example]
+})
 const PerMinute = Quota('Requests per UTC minute (enterprise only); at most perDay, or `400 validation_failed`.', 2_000)
 const PerDay = Quota('Requests per UTC day (enterprise only); at least perMinute, or `400 validation_failed`.', 500_000)
 const KeyName = Type.String({ minLength: 1, maxLength: 100, pattern: NO_CONTROLS, description: 'A label for people, 1 to 100 characters, no control characters.', examples: ['Partner shop'] })
@@ -49,7 +54,10 @@ export const ApiKeySchema = Type.Object({
   name: Type.Union([Type.String(), Type.Null()]),
   role: RoleSchema,
   plan: PlanSchema,
-  limits: Type.Object({ perMinute: Type.Integer(), perDay: Type.Integer() }, { additionalProperties: false, description: 'The quotas in force for this key.' }),
+  limits: Type.Object({ perMinute: Type.Integer(), perDay: Type.Integer() }, {
+    additionalProperties: false,
+    description: 'The quotas in force for this key.'
+  }),
   prefix: Type.String({ description: 'The first characters of the key, to recognise it; the key itself is never shown again.' }),
   format: StringEnum(KEY_FORMATS, { description: '`checksummed`: `psk_`, 43 random base62 characters and a 6-character checksum, which secret scanners and this service check without any lookup (docs/api.md). `legacy`: a key made before checksums (`psk_` and 43 base64url characters); it works until it is rotated or expires: rotate it to get a checksummed key.', examples: ['checksummed'] }),
   createdAt: Type.String({ format: 'date-time' }),
@@ -95,7 +103,12 @@ const NewEnterpriseApiKeySchema = Type.Object({
   perDay: PerDay,
   expiresAt: ExpiresAt,
   scopes: Scopes
-}, { title: 'NewEnterpriseApiKey', additionalProperties: false, description: 'An enterprise key: both quotas are required, and perMinute may not exceed perDay.', examples: [{ name: 'Wholesale partner', role: 'customer', plan: 'enterprise', perMinute: 2_000, perDay: 500_000 }] })
+}, {
+  title: 'NewEnterpriseApiKey',
+  additionalProperties: false,
+  description: 'An enterprise key: both quotas are required, and perMinute may not exceed perDay.',
+  examples: [{ name: 'Wholesale partner', role: 'customer', plan: 'enterprise', perMinute: 2_000, perDay: 500_000 }]
+})
 
 /**
  * The enterprise rule in the schema: a `oneOf` keyed by `plan` (the document adds the
@@ -103,7 +116,15 @@ const NewEnterpriseApiKeySchema = Type.Object({
  * perDay come with enterprise and only with it. The validator picks the branch by `plan`, so
  * its messages speak of that branch only. The type is the flat shape both branches fit.
  */
-export const NewApiKeySchema = Type.Unsafe<{ name?: string; role: Role; plan: Plan; perMinute?: number; perDay?: number; expiresAt?: string; scopes?: Scope[] }>({
+export const NewApiKeySchema = Type.Unsafe<{
+  name?: string
+  role: Role
+  plan: Plan
+  perMinute?: number
+  perDay?: number
+  expiresAt?: string
+  scopes?: Scope[]
+}>({
   // Ajv's discriminator applies to objects only: without the type, "text" or null passed validation.
   type: 'object',
   oneOf: [NewPlanApiKeySchema, NewEnterpriseApiKeySchema],
@@ -125,7 +146,11 @@ export type ApiKeyPatch = Static<typeof ApiKeyPatchSchema>
 export const CreatedApiKeySchema = Type.Object({
   ...ApiKeySchema.properties,
   key: Type.String({ pattern: `^${KEY_PATTERN}$`, description: 'The API key. Shown once: only its hash is stored. `psk_`, 43 random base62 characters and their 6-character checksum (docs/api.md): secret scanners find it by this pattern.' })
-}, { title: 'CreatedApiKey', additionalProperties: false, examples: [{ ...API_KEY_EXAMPLE, id: 4, name: 'Partner shop', prefix: 'psk_7Hq2xV9mT4bN', key: KEY_EXAMPLE }] })
+}, {
+  title: 'CreatedApiKey',
+  additionalProperties: false,
+  examples: [{ ...API_KEY_EXAMPLE, id: 4, name: 'Partner shop', prefix: 'psk_7Hq2xV9mT4bN', key: KEY_EXAMPLE }]
+})
 
 /** At most this many keys per leak report. */
 export const LEAKED_KEYS_MAX = 100
@@ -177,7 +202,13 @@ export const USAGE_DAYS_DEFAULT = 30
 export const USAGE_DAYS_MAX = 90
 
 export const KeyUsageQuery = Type.Object({
-  days: Type.Optional(Type.Integer({ minimum: 1, maximum: USAGE_DAYS_MAX, default: USAGE_DAYS_DEFAULT, description: paramDescription('How many UTC days to cover, today included: 1 to 90.'), example: 7 }))
+  days: Type.Optional(Type.Integer({
+    minimum: 1,
+    maximum: USAGE_DAYS_MAX,
+    default: USAGE_DAYS_DEFAULT,
+    description: paramDescription('How many UTC days to cover, today included: 1 to 90.'),
+    example: 7
+  }))
 }, { additionalProperties: false })
 
 export const KeyUsageDaySchema = Type.Object({
@@ -194,7 +225,13 @@ export const KeyUsageSchema = Type.Object({
 }, {
   title: 'KeyUsage',
   additionalProperties: false,
-  example: { keyId: 3, days: [{ date: '2026-11-20', allowed: 980, limited: 0, banned: 0, mcp: 0 }, { date: '2026-11-21', allowed: 1250, limited: 3, banned: 0, mcp: 40 }] }
+  example: {
+    keyId: 3,
+    days: [
+      { date: '2026-11-20', allowed: 980, limited: 0, banned: 0, mcp: 0 },
+      { date: '2026-11-21', allowed: 1250, limited: 3, banned: 0, mcp: 40 }
+    ]
+  }
 })
 export type KeyUsage = Static<typeof KeyUsageSchema>
 
@@ -213,7 +250,15 @@ export const KeyRateLimitSchema = Type.Object({
 }, {
   title: 'KeyRateLimit',
   additionalProperties: false,
-  examples: [{ keyId: 1, subject: 'key:1', windows: { minute: { limit: 60, used: 3, remaining: 57, reset: 1795435260 }, day: { limit: 1000, used: 12, remaining: 988, reset: 1795478400 } }, ban: null }]
+  examples: [{
+    keyId: 1,
+    subject: 'key:1',
+    windows: {
+      minute: { limit: 60, used: 3, remaining: 57, reset: 1795435260 },
+      day: { limit: 1000, used: 12, remaining: 988, reset: 1795478400 }
+    },
+    ban: null
+  }]
 })
 export type KeyRateLimit = Static<typeof KeyRateLimitSchema>
 
@@ -249,7 +294,14 @@ export const DeprecationsSchema = Type.Object({
     path: Type.String({ description: 'The path template, as in this document.' }),
     deprecatedAt: Type.String({ format: 'date-time' }),
     sunsetAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'From this instant the operation answers `410 operation_sunset`.' }),
-    successor: Type.Union([Type.Object({ method: Type.String(), path: Type.String(), operationId: Type.String() }, { additionalProperties: false }), Type.Null()]),
+    successor: Type.Union([
+      Type.Object({
+        method: Type.String(),
+        path: Type.String(),
+        operationId: Type.String()
+      }, { additionalProperties: false }),
+      Type.Null()
+    ]),
     keys: Type.Array(Type.Object({
       keyId: Int64(),
       name: Type.Union([Type.String(), Type.Null()], { description: 'Null: the key has no name, or no longer exists.' }),
@@ -270,7 +322,14 @@ export const DeprecationsSchema = Type.Object({
     operations: [{
       operationId: 'getPet', method: 'GET', path: '/v1/pets/{petId}', deprecatedAt: '2026-11-21T00:00:00.000Z', sunsetAt: '2027-05-21T00:00:00.000Z',
       successor: { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' },
-      keys: [{ keyId: 1, name: 'sample customer', prefix: 'psk_Zc4Lq8VnT2bW', calls: 14, lastCallAt: '2026-11-23T09:12:41.087Z', days: [{ date: '2026-11-22', calls: 9 }, { date: '2026-11-23', calls: 5 }] }]
+      keys: [{
+        keyId: 1,
+        name: 'sample customer',
+        prefix: 'psk_Zc4Lq8VnT2bW',
+        calls: 14,
+        lastCallAt: '2026-11-23T09:12:41.087Z',
+        days: [{ date: '2026-11-22', calls: 9 }, { date: '2026-11-23', calls: 5 }]
+      }]
     }]
   }]
 })

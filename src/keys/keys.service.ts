@@ -9,7 +9,21 @@ import { DAY_MS, type Decision, type Quota } from '../ratelimit/limiter.ts'
 import { DISPLAY_PREFIX_LENGTH, hashKey, isExpired, keyFormatOf, newKeySecret, quotaOf, subjectOf, utcDay } from '../accounts/keys.rules.ts'
 import type { Plan, Role } from '../accounts/plans.ts'
 import { canonicalScopes, roleAllows, SCOPES, type Scope } from '../accounts/scopes.ts'
-import { BAN_HISTORY_MAX, DEPRECATION_DAYS, GRACE_PERIOD_DEFAULT_S, GRACE_PERIOD_MAX_S, USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, type ApiKeyPatch, type Deprecations, type KeyBans, type KeyRateLimit, type KeyUsage, type NewApiKey, type RotateApiKey } from './keys.schema.ts'
+import {
+  BAN_HISTORY_MAX,
+  DEPRECATION_DAYS,
+  GRACE_PERIOD_DEFAULT_S,
+  GRACE_PERIOD_MAX_S,
+  USAGE_DAYS_DEFAULT,
+  USAGE_DAYS_MAX,
+  type ApiKeyPatch,
+  type Deprecations,
+  type KeyBans,
+  type KeyRateLimit,
+  type KeyUsage,
+  type NewApiKey,
+  type RotateApiKey
+} from './keys.schema.ts'
 import type { KeyStatus } from '../accounts/keys.status.ts'
 import type { BanRecord, KeyRecord, KeyStore } from '../accounts/keys.store.ts'
 
@@ -100,7 +114,9 @@ export interface KeyAdmin {
   /** Requests per UTC day over the last `days` days (today included), days with traffic only. */
   usage (id: number, query: { days?: number }): Promise<KeyUsage>
   /** Filters: docs/product.md section 10 (accounts/keys.status.ts for the statuses). */
-  list (query: { limit?: number; cursor?: string; status?: KeyStatus; role?: Role; plan?: Plan; q?: string }): Promise<Page<KeyState>>
+  list (
+    query: { limit?: number; cursor?: string; status?: KeyStatus; role?: Role; plan?: Plan; q?: string }
+  ): Promise<Page<KeyState>>
   /** The key's minute and day windows and ban, read from the limiter without charging anything. */
   rateLimit (id: number): Promise<KeyRateLimit>
   /** The bans of the key's rotation chain, latest first. */
@@ -122,7 +138,10 @@ export interface KeyAdmin {
 export interface KeyAdminHooks {
   /** A ban was lifted in the database: drop it from this instance's limiter at once. */
   onUnban?: (keyId: number, subject: string) => Promise<void>
-  /** A key changed through this service (role, plan, revocation, rotation): forget what every instance cached about it. */
+  /**
+   * A key changed through this service (role, plan, revocation, rotation): forget what every
+   * instance cached about it.
+   */
   onKeyChanged?: (record: KeyRecord) => void
   /** This instance's usage not yet flushed (access/usage.ts): written before usage is read. */
   usage?: { flush (): Promise<void>; lastUsedAt (keyId: number): number | null }
@@ -144,7 +163,11 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
     const pending = hooks.usage?.lastUsedAt(record.id) ?? null
     return pending !== null && (record.lastUsedAt === null || pending > record.lastUsedAt) ? pending : record.lastUsedAt
   }
-  const stateOf = async (record: KeyRecord): Promise<KeyState> => ({ record, ban: await keys.activeBan(record.id, clock.now()), lastUsedAt: lastUsedAt(record) })
+  const stateOf = async (record: KeyRecord): Promise<KeyState> => ({
+    record,
+    ban: await keys.activeBan(record.id, clock.now()),
+    lastUsedAt: lastUsedAt(record)
+  })
 
   return {
     async create (input) {
@@ -178,14 +201,29 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
       await hooks.usage?.flush()
       const fromDay = utcDay(clock.now() - (days - 1) * DAY_MS)
       const rows = await keys.usage(id, fromDay)
-      return { keyId: id, days: rows.map((r) => ({ date: r.day, allowed: r.allowed, limited: r.limited, banned: r.banned, mcp: r.mcp ?? 0 })) }
+      return {
+        keyId: id,
+        days: rows.map((r) => ({
+          date: r.day,
+          allowed: r.allowed,
+          limited: r.limited,
+          banned: r.banned,
+          mcp: r.mcp ?? 0
+        }))
+      }
     },
     async list (query) {
       const page = pageRequest(query)
       const { status, role, plan, q } = query
       const filtered = status !== undefined || role !== undefined || plan !== undefined || q !== undefined
       const rows = filtered
-        ? await keys.listKeys(page, { now: clock.now(), ...(status !== undefined && { status }), ...(role !== undefined && { role }), ...(plan !== undefined && { plan }), ...(q !== undefined && { q }) })
+        ? await keys.listKeys(page, {
+            now: clock.now(),
+            ...(status !== undefined && { status }),
+            ...(role !== undefined && { role }),
+            ...(plan !== undefined && { plan }),
+            ...(q !== undefined && { q })
+          })
         : await keys.listKeys(page)
       const result = toPage(rows, page)
       return { items: await Promise.all(result.items.map(stateOf)), nextCursor: result.nextCursor }
@@ -198,7 +236,12 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
       const subject = subjectOf(record)
       if (hooks.peek === undefined) throw new Error('rateLimit needs the limiter (hooks.peek)')
       const decision = await hooks.peek(subject, quotaOf(record))
-      const window = (w: Decision['minute']) => ({ limit: w.limit, used: w.limit - w.remaining, remaining: w.remaining, reset: Math.ceil(w.resetAt / 1000) })
+      const window = (w: Decision['minute']) => ({
+        limit: w.limit,
+        used: w.limit - w.remaining,
+        remaining: w.remaining,
+        reset: Math.ceil(w.resetAt / 1000)
+      })
       return {
         keyId: record.id,
         subject,
@@ -211,7 +254,13 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
       const rows = await keys.banHistory(id, BAN_HISTORY_MAX)
       return {
         keyId: id,
-        bans: rows.map((b) => ({ keyId: b.keyId, startedAt: isoOf(b.startedAt), until: isoOf(b.endsAt), liftedAt: b.liftedAt === null ? null : isoOf(b.liftedAt), reason: b.reason }))
+        bans: rows.map((b) => ({
+          keyId: b.keyId,
+          startedAt: isoOf(b.startedAt),
+          until: isoOf(b.endsAt),
+          liftedAt: b.liftedAt === null ? null : isoOf(b.liftedAt),
+          reason: b.reason
+        }))
       }
     },
     async deprecations () {
@@ -228,7 +277,15 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
           let entry = byKey.get(row.keyId)
           if (entry === undefined) {
             const record = names.get(row.keyId) ?? null
-            entry = { keyId: row.keyId, name: record?.name ?? null, prefix: record?.prefix ?? null, calls: 0, lastCallAt: '', days: [], last: 0 }
+            entry = {
+              keyId: row.keyId,
+              name: record?.name ?? null,
+              prefix: record?.prefix ?? null,
+              calls: 0,
+              lastCallAt: '',
+              days: [],
+              last: 0
+            }
             byKey.set(row.keyId, entry)
           }
           entry.calls += row.calls
@@ -243,7 +300,9 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
           deprecatedAt: isoOf(lifecycle.deprecatedAt.getTime()),
           sunsetAt: lifecycle.sunsetAt === undefined ? null : isoOf(lifecycle.sunsetAt.getTime()),
           successor: lifecycle.successor === undefined ? null : { ...lifecycle.successor },
-          keys: [...byKey.values()].sort((a, b) => b.last - a.last || a.keyId - b.keyId).map(({ last, ...entry }) => ({ ...entry, lastCallAt: isoOf(last) }))
+          keys: [...byKey.values()]
+            .sort((a, b) => b.last - a.last || a.keyId - b.keyId)
+            .map(({ last, ...entry }) => ({ ...entry, lastCallAt: isoOf(last) }))
         }
       })
       return { from, operations }

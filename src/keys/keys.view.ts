@@ -10,7 +10,9 @@ const iso = (ms: number | null): string | null => ms === null ? null : new Date(
  * The view of a key. A key.revoked event's state also holds why the key was revoked (`reason`,
  * storage's revokeKey), which its view carries (RevokedApiKey); no other state has one.
  */
-export function toApiKey ({ record, ban, lastUsedAt, reason }: KeyState & { reason?: RevocationReason }): ApiKey & { reason?: RevocationReason } {
+export function toApiKey (
+  { record, ban, lastUsedAt, reason }: KeyState & { reason?: RevocationReason }
+): ApiKey & { reason?: RevocationReason } {
   return {
     id: record.id,
     name: record.name,

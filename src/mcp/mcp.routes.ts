@@ -50,7 +50,10 @@ const JSONRPC_MESSAGE = { type: 'object', properties: { jsonrpc: { const: '2.0' 
 export function canonicalJson (value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
   if (value !== null && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`
+    const members = Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+    return `{${members.join(',')}}`
   }
   return JSON.stringify(value) ?? 'null'
 }
@@ -102,7 +105,12 @@ export async function mcpRoutes (app: FastifyInstance, options: McpOptions): Pro
     if (described.size === 0) {
       for (const tool of options.tools) {
         const prose = options.describe(tool.name)
-        described.set(tool.name, { ...tool, description: prose !== undefined && !tool.description.includes(prose) ? `${tool.description}\n\n${prose}` : tool.description })
+        described.set(tool.name, {
+          ...tool,
+          description: prose !== undefined && !tool.description.includes(prose)
+            ? `${tool.description}\n\n${prose}`
+            : tool.description
+        })
       }
     }
     return [...described.values()].filter((tool) => mayCall(tool, principal))
@@ -132,27 +140,55 @@ export async function mcpRoutes (app: FastifyInstance, options: McpOptions): Pro
     const { principal } = request
     const tool = toolsFor(principal === null ? null : { ...principal, scopes: null }).find((t) => t.name === name)
     if (tool === undefined) {
-      return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify({ status: 404, error: { code: 'not_found', message: `no tool ${name} for this key` } }) }] }
+      return {
+        isError: true,
+        content: [{
+          type: 'text' as const,
+          text: JSON.stringify({ status: 404, error: { code: 'not_found', message: `no tool ${name} for this key` } })
+        }]
+      }
     }
     const keyId = request.principal?.keyId ?? 0
     const repeated = repeats.check(keyId, name, canonicalJson(args))
     if (repeated !== null) {
       const error = { code: 'tool_call_repeated', message: `${name} was called with the same arguments ${repeated.calls} times in the last minute (limit ${options.repeatLimit}); change the arguments or wait ${repeated.retryAfter} s` }
-      return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify({ status: 429, error, retryAfter: repeated.retryAfter }) }], structuredContent: { status: 429, error, retryAfter: repeated.retryAfter } }
+      return {
+        isError: true,
+        content: [{ type: 'text' as const, text: JSON.stringify({ status: 429, error, retryAfter: repeated.retryAfter }) }],
+        structuredContent: { status: 429, error, retryAfter: repeated.retryAfter }
+      }
     }
     const headers = innerHeaders(request)
     const { body, idempotencyKey, ifMatch, ...rest } = args
     let payload: string | undefined
     if (tool.hasBody && body !== undefined) { headers['content-type'] = 'application/json'; payload = canonicalJson(body) }
-    if (tool.idempotent) headers['idempotency-key'] = typeof idempotencyKey === 'string' ? idempotencyKey : derivedIdempotencyKey(session, name, { body, ...rest })
+    if (tool.idempotent) {
+      headers['idempotency-key'] = typeof idempotencyKey === 'string'
+        ? idempotencyKey
+        : derivedIdempotencyKey(session, name, { body, ...rest })
+    }
     if (tool.ifMatch && typeof ifMatch === 'string') headers['if-match'] = ifMatch
-    const answer = await app.inject({ method: tool.method as 'GET', url: targetOf(tool, rest), headers, ...(payload !== undefined && { payload }), remoteAddress: request.ip })
+    const answer = await app.inject({
+      method: tool.method as 'GET',
+      url: targetOf(tool, rest),
+      headers,
+      ...(payload !== undefined && { payload }),
+      remoteAddress: request.ip
+    })
     const parsed: unknown = answer.body === '' ? null : JSON.parse(answer.body)
     if (answer.statusCode >= 400) {
       const content = refusalContent(answer.statusCode, parsed, answer.headers)
-      return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify(content) }], structuredContent: content }
+      return {
+        isError: true,
+        content: [{ type: 'text' as const, text: JSON.stringify(content) }],
+        structuredContent: content
+      }
     }
-    const result = { status: answer.statusCode, ...(typeof answer.headers.etag === 'string' && { etag: answer.headers.etag }), data: parsed }
+    const result = {
+      status: answer.statusCode,
+      ...(typeof answer.headers.etag === 'string' && { etag: answer.headers.etag }),
+      data: parsed
+    }
     return { content: [{ type: 'text' as const, text: JSON.stringify(result) }], structuredContent: result }
   }
 
@@ -161,14 +197,33 @@ export async function mcpRoutes (app: FastifyInstance, options: McpOptions): Pro
     // The SDK is loaded on the first /mcp request: it reaches for fetch (and so undici) as it
     // loads, which a server that never serves an agent should not pay for (test/bench/start-command).
     const { Server } = await import('@modelcontextprotocol/sdk/server/index.js')
-    const { CallToolRequestSchema, GetPromptRequestSchema, ListPromptsRequestSchema, ListToolsRequestSchema } = await import('@modelcontextprotocol/sdk/types.js')
+    const {
+      CallToolRequestSchema,
+      GetPromptRequestSchema,
+      ListPromptsRequestSchema,
+      ListToolsRequestSchema
+    } = await import('@modelcontextprotocol/sdk/types.js')
     const server = new Server({ name: 'petstore-api', version: options.version }, { capabilities: { tools: {}, prompts: {} } })
     server.setRequestHandler(ListToolsRequestSchema, async () => ({
-      tools: toolsFor(request.principal).map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema as { type: 'object' }, annotations: { title: t.title, ...t.annotations } }))
+      tools: toolsFor(request.principal).map((t) => ({
+        name: t.name,
+        title: t.title,
+        description: t.description,
+        inputSchema: t.inputSchema as { type: 'object' },
+        annotations: { title: t.title, ...t.annotations }
+      }))
     }))
-    server.setRequestHandler(CallToolRequestSchema, async (call) => callTool(request, session, call.params.name, (call.params.arguments ?? {}) as Record<string, unknown>))
+    server.setRequestHandler(CallToolRequestSchema, async (call) => callTool(
+      request,
+      session,
+      call.params.name,
+      (call.params.arguments ?? {}) as Record<string, unknown>
+    ))
     server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: PROMPTS }))
-    server.setRequestHandler(GetPromptRequestSchema, async (get) => promptMessages(get.params.name, get.params.arguments ?? {}))
+    server.setRequestHandler(
+      GetPromptRequestSchema,
+      async (get) => promptMessages(get.params.name, get.params.arguments ?? {})
+    )
     return server
   }
 
@@ -176,7 +231,10 @@ export async function mcpRoutes (app: FastifyInstance, options: McpOptions): Pro
   // counted and logged like any other. Hidden from the document.
   app.post('/mcp/request', { schema: { hide: true }, config: { role: 'customer' } }, async (_request, reply) => reply.code(204).send())
 
-  app.post('/mcp', { schema: { hide: true, body: JSONRPC_MESSAGE }, config: { role: 'customer', quota: 'free' } }, async (request: FastifyRequest, reply: FastifyReply) => {
+  app.post('/mcp', {
+    schema: { hide: true, body: JSONRPC_MESSAGE },
+    config: { role: 'customer', quota: 'free' }
+  }, async (request: FastifyRequest, reply: FastifyReply) => {
     const message = request.body as JSONRPCMessage
     const method = (message as { method?: string }).method
     const session = typeof request.headers['mcp-session-id'] === 'string' ? request.headers['mcp-session-id'] : randomUUID()
@@ -185,7 +243,15 @@ export async function mcpRoutes (app: FastifyInstance, options: McpOptions): Pro
     if (method !== undefined && method !== 'tools/call' && !method.startsWith('notifications/')) {
       const refusal = await charge(request)
       if (refusal !== null && 'id' in message) {
-        return reply.code(200).send({ jsonrpc: '2.0', id: message.id, error: { code: -32000, message: (refusal.error as { message?: string } | undefined)?.message ?? 'refused', data: refusal } })
+        return reply.code(200).send({
+          jsonrpc: '2.0',
+          id: message.id,
+          error: {
+            code: -32000,
+            message: (refusal.error as { message?: string } | undefined)?.message ?? 'refused',
+            data: refusal
+          }
+        })
       }
     }
     if (!('id' in message)) return reply.code(202).send()
@@ -203,5 +269,8 @@ export async function mcpRoutes (app: FastifyInstance, options: McpOptions): Pro
     reply.header('allow', 'POST, DELETE')
     throw new AppError('method_not_allowed', 'GET /mcp: this server sends no messages unasked; POST one JSON-RPC message per request')
   })
-  app.delete('/mcp', { schema: { hide: true }, config: { role: 'customer', quota: 'free' } }, async (_request, reply) => reply.code(204).send())
+  app.delete('/mcp', {
+    schema: { hide: true },
+    config: { role: 'customer', quota: 'free' }
+  }, async (_request, reply) => reply.code(204).send())
 }

@@ -33,5 +33,8 @@ export function promptMessages (name: string, args: Record<string, string>): Get
         ].join('\n')
       : null
   if (text === null) throw new Error(`no prompt named ${name}`)
-  return { description: PROMPTS.find((p) => p.name === name)?.description, messages: [{ role: 'user', content: { type: 'text', text } }] }
+  return {
+    description: PROMPTS.find((p) => p.name === name)?.description,
+    messages: [{ role: 'user', content: { type: 'text', text } }]
+  }
 }

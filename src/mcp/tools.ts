@@ -44,10 +44,21 @@ function plain (schema: unknown): JsonSchema {
 
 /** The tool of one route, or null for a route that is not an operation (no operationId, a HEAD twin). */
 export function toolOf (route: Pick<RouteOptions, 'method' | 'url' | 'schema' | 'config'>): Tool | null {
-  const schema = route.schema as ({ operationId?: string; summary?: string; description?: string; params?: unknown; querystring?: unknown; body?: unknown; headers?: unknown; hide?: boolean; deprecated?: boolean } | undefined)
+  const schema = route.schema as ({
+    operationId?: string
+    summary?: string
+    description?: string
+    params?: unknown
+    querystring?: unknown
+    body?: unknown
+    headers?: unknown
+    hide?: boolean
+    deprecated?: boolean
+  } | undefined)
   const method = Array.isArray(route.method) ? route.method[0]! : route.method
   const config = route.config as { role?: Role; scope?: ScopeNeed; lifecycle?: { deprecatedAt?: unknown } } | undefined
-  if (schema?.operationId === undefined || schema.hide === true || config?.role === undefined || method === 'HEAD') return null
+  if (schema?.operationId === undefined || schema.hide === true || config?.role === undefined
+    || method === 'HEAD') return null
   const params = propertiesOf(schema.params)
   const query = propertiesOf(schema.querystring)
   const headers = propertiesOf(schema.headers)
@@ -70,7 +81,9 @@ export function toolOf (route: Pick<RouteOptions, 'method' | 'url' | 'schema' | 
   return {
     name: schema.operationId,
     title: summary,
-    description: [deprecated ? 'DEPRECATED. ' + summary : summary, schema.description].filter((part) => part !== undefined && part !== '').join('\n\n'),
+    description: [deprecated ? 'DEPRECATED. ' + summary : summary, schema.description]
+      .filter((part) => part !== undefined && part !== '')
+      .join('\n\n'),
     inputSchema: { type: 'object', properties, ...(required.length > 0 && { required }), additionalProperties: false },
     annotations: {
       readOnlyHint: method === 'GET',
@@ -96,7 +109,10 @@ export function toolOf (route: Pick<RouteOptions, 'method' | 'url' | 'schema' | 
  * Whether a key may call the tool: its role, and a restricted key's scopes, as the access step
  * would decide the operation (access/refusals.ts), so tools/list offers only what would be served.
  */
-export function mayCall (tool: Pick<Tool, 'role' | 'scope'>, caller: { role: Role; scopes: ReadonlySet<Scope> | null } | null): boolean {
+export function mayCall (
+  tool: Pick<Tool, 'role' | 'scope'>,
+  caller: { role: Role; scopes: ReadonlySet<Scope> | null } | null
+): boolean {
   if (caller === null) return false
   return ROLE_RANK[tool.role] <= ROLE_RANK[caller.role] && missingScope(caller.role, caller.scopes, tool.scope) === null
 }

@@ -43,14 +43,26 @@ const { key } = await petstore.request('post', '/admin/keys', { body: { role: 'c
 console.log(petstore.lastRateLimit)`
 }
 
-type Media = { example?: unknown; examples?: Record<string, { value?: unknown }>; schema?: { example?: unknown; examples?: unknown[] } }
-type Operation = { operationId?: string; parameters?: { in: string; name: string }[]; requestBody?: { content?: Record<string, Media> }; [key: string]: unknown }
+type Media = {
+  example?: unknown
+  examples?: Record<string, { value?: unknown }>
+  schema?: { example?: unknown; examples?: unknown[] }
+}
+type Operation = {
+  operationId?: string
+  parameters?: { in: string; name: string }[]
+  requestBody?: { content?: Record<string, Media> }
+  [key: string]: unknown
+}
 
 /** The document's own example of a request body, when it has one. */
 function bodyExample (operation: Operation): unknown {
   const media = operation.requestBody?.content?.['application/json']
   if (media === undefined) return undefined
-  return media.example ?? Object.values(media.examples ?? {})[0]?.value ?? media.schema?.example ?? media.schema?.examples?.[0]
+  return media.example
+    ?? Object.values(media.examples ?? {})[0]?.value
+    ?? media.schema?.example
+    ?? media.schema?.examples?.[0]
 }
 
 /** Any other operation, through the client's typed request(). */

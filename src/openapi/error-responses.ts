@@ -6,15 +6,25 @@ import type { FastifySchema, RouteOptions } from 'fastify'
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
 import { ErrorSchema, Reply } from '../shared/schemas.ts'
 
-/** Codes any authenticated /v1 operation can return, whatever it declares (validation_failed: a key sent in the query string; request_timeout, headers_too_large: answered by Node at the connection level). */
+/**
+ * Codes any authenticated /v1 operation can return, whatever it declares (validation_failed: a key
+ * sent in the query string; request_timeout, headers_too_large: answered by Node at the connection
+ * level).
+ */
 const CROSS_CUTTING: ErrorCode[] = ['validation_failed', 'unauthenticated', 'api_key_expired', 'rate_limited', 'api_key_banned', 'address_banned', 'internal_error', 'service_unavailable', 'request_timeout', 'headers_too_large']
 
 /** The error codes an operation can return: its own and the cross-cutting ones, derived from its declaration. */
 export function errorCodesOf (route: Pick<RouteOptions, 'schema' | 'config' | 'method'>): ErrorCode[] {
-  const config = route.config as { role?: string; scope?: unknown; errors?: ErrorCode[]; lifecycle?: { sunsetAt?: Date } } | undefined
+  const config = route.config as {
+    role?: string
+    scope?: unknown
+    errors?: ErrorCode[]
+    lifecycle?: { sunsetAt?: Date }
+  } | undefined
   const schema = route.schema as FastifySchema | undefined
   const codes = new Set<ErrorCode>(config?.errors ?? [])
-  if (schema?.params !== undefined || schema?.querystring !== undefined || schema?.body !== undefined || schema?.headers !== undefined) codes.add('validation_failed')
+  if (schema?.params !== undefined || schema?.querystring !== undefined || schema?.body !== undefined
+    || schema?.headers !== undefined) codes.add('validation_failed')
   if (schema?.body !== undefined) { codes.add('payload_too_large'); codes.add('unsupported_media_type') }
   if (config?.role !== undefined && config.role !== 'customer' && config.role !== 'none') codes.add('forbidden')
   // A restricted key without the operation's scope (access/refusals.ts).
@@ -40,7 +50,16 @@ export function addErrorResponses (route: RouteOptions): void {
     // The example is the first code's error object, so every response body has one.
     const first = codes[0]!
     const own = route.config?.errorExamples?.find((e) => ERROR_CATALOGUE[e.code].status === status)
-    const example = { code: own?.code ?? first, message: own?.message ?? ERROR_CATALOGUE[first].description, status, requestId: '6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f', ...(own?.details !== undefined && { details: own.details }) }
-    response[status] = Reply(codes.map((c) => `\`${c}\`: ${ERROR_CATALOGUE[c].description}`).join(' '), { ...ErrorSchema, examples: [example] })
+    const example = {
+      code: own?.code ?? first,
+      message: own?.message ?? ERROR_CATALOGUE[first].description,
+      status,
+      requestId: '6f1c2b8e-3d4a-4c5b-9e7f-0a1b2c3d4e5f',
+      ...(own?.details !== undefined && { details: own.details })
+    }
+    response[status] = Reply(
+      codes.map((c) => `\`${c}\`: ${ERROR_CATALOGUE[c].description}`).join(' '),
+      { ...ErrorSchema, examples: [example] }
+    )
   }
 }

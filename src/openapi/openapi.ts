@@ -87,7 +87,8 @@ export function withScopes (schema: Record<string, unknown>, need: ScopeNeed | u
     : scopes.length === 1
       ? `**Scope:** ${names[0]!} (a restricted key without it is answered \`403 insufficient_scope\`).`
       : `**Scopes:** ${names.join(', ')}, each that the key's role can hold (a restricted key without one is answered \`403 insufficient_scope\`).`
-  // First, before any lifecycle note: the operation's own prose ends the description (test/openapi/descriptions.test.ts).
+  // First, before any lifecycle note: the operation's own prose ends the description
+  // (test/openapi/descriptions.test.ts).
   const description = typeof schema.description === 'string' && schema.description !== '' ? `${line}\n\n${schema.description}` : line
   return { ...schema, description, 'x-required-scopes': [...scopes] }
 }
@@ -120,8 +121,16 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
       security: [{ ApiKeyAuth: [] }, { BearerAuth: [] }]
     },
     hideUntagged: true,
-    transform: ({ schema, url, route }) => ({ schema: withScopes(lifecycleDocument(withMarkdownDescription(schema as Record<string, unknown>), route.config?.lifecycle), route.config?.scope) as typeof schema, url }),
-    transformObject: (documents) => 'openapiObject' in documents ? finish(documents.openapiObject as unknown as OpenApiDocument) as unknown as typeof documents.openapiObject : documents.swaggerObject
+    transform: ({ schema, url, route }) => ({
+      schema: withScopes(
+        lifecycleDocument(withMarkdownDescription(schema as Record<string, unknown>), route.config?.lifecycle),
+        route.config?.scope
+      ) as typeof schema,
+      url
+    }),
+    transformObject: (documents) => 'openapiObject' in documents
+      ? finish(documents.openapiObject as unknown as OpenApiDocument) as unknown as typeof documents.openapiObject
+      : documents.swaggerObject
   })
 }
 

@@ -1,6 +1,7 @@
-// GET /openapi.json and GET /openapi.yaml: the finished document, and GET /arazzo.yaml, the workflows (openapi.ts), built and
-// compressed on the first request (YAML's library loaded then too) (transport/static.ts), then revalidated by ETag. Outside /v1 and
-// hidden from the document itself.
+// GET /openapi.json and GET /openapi.yaml: the finished document, and GET /arazzo.yaml, the
+// workflows (openapi.ts), built and compressed on the first request (YAML's library loaded then
+// too) (transport/static.ts), then revalidated by ETag. Outside /v1 and hidden from the document
+// itself.
 import { readFile } from 'node:fs/promises'
 import type { FastifyInstance } from 'fastify'
 import { onceSucceeded, sendStatic, staticEntity, type StaticEntity } from '../transport/static.ts'

@@ -26,7 +26,10 @@ export async function healthRoutes (app: FastifyInstance, { readiness }: { readi
   })
 }
 
-/** The check's result (null: it failed), shared by every call within READINESS_CACHE_MS of its start, the calls waiting for it included. */
+/**
+ * The check's result (null: it failed), shared by every call within READINESS_CACHE_MS of its
+ * start, the calls waiting for it included.
+ */
 function cachedCheck (readiness: Readiness, onFailure: (error: unknown) => void): () => Promise<Report | null> {
   let last: { startedAt: number; result: Promise<Report | null> } | null = null
   return () => {

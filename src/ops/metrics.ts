@@ -4,7 +4,8 @@
 // process, and prom-client's global registry would refuse the second app's metric names.
 //
 // Labels are bounded: `operation` is the route's operationId, `unknown` for unmatched paths,
-// `malformed_url` for URLs that cannot be decoded, `preflight` for OPTIONS, and the route pattern (never the raw URL) for routes outside /v1.
+// `malformed_url` for URLs that cannot be decoded, `preflight` for OPTIONS, and the route pattern
+// (never the raw URL) for routes outside /v1.
 // Key ids (numbers) may appear as labels; keys never do.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
@@ -42,8 +43,14 @@ export interface Metrics {
   onJobRun (job: string, failed: boolean): void
   /** A webhook attempt's outcome: succeeded, retrying (failed, another is due) or failed (the last one). */
   onWebhookOutcome (outcome: 'succeeded' | 'retrying' | 'failed'): void
-  /** Reports webhook_deliveries_pending and webhook_oldest_pending_age_seconds from the store at each scrape (once per Metrics). */
-  trackWebhooks (stats: () => Promise<{ pending: number; oldestCreatedAt: number | null }>, clock: { now (): number }): void
+  /**
+   * Reports webhook_deliveries_pending and webhook_oldest_pending_age_seconds from the store at
+   * each scrape (once per Metrics).
+   */
+  trackWebhooks (
+    stats: () => Promise<{ pending: number; oldestCreatedAt: number | null }>,
+    clock: { now (): number }
+  ): void
   /** The Prometheus text and its content type. */
   scrape (): Promise<{ contentType: string; body: string }>
   /** http_requests_total and http_request_duration_seconds (see HttpSeries). */
@@ -146,7 +153,12 @@ export class DurationHistogram extends Histogram<'operation' | 'method'> {
   }
 }
 
-interface ExpositionValue { labels: Record<string, string | number>; sharedLabels: Labels; value: number; metricName: string }
+interface ExpositionValue {
+  labels: Record<string, string | number>
+  sharedLabels: Labels
+  value: number
+  metricName: string
+}
 interface Exposition { name: string; help: string; type: 'histogram'; aggregator: 'sum'; values: ExpositionValue[] }
 
 /** Counts one observation in a series of a DurationHistogram (seconds). */
@@ -308,7 +320,8 @@ export function createMetrics (): Metrics {
       webhooksTracked = true
       // Read at scrape time from the database: the backlog of every instance, not only this one's.
       let last: Promise<{ pending: number; oldestCreatedAt: number | null }> | null = null
-      const read = (): Promise<{ pending: number; oldestCreatedAt: number | null }> => (last ??= stats().finally(() => { last = null }))
+      const read = (): Promise<{ pending: number; oldestCreatedAt: number | null }> =>
+        (last ??= stats().finally(() => { last = null }))
       new Gauge({
         name: 'webhook_deliveries_pending',
         help: 'Webhook deliveries waiting for an attempt (first or retry) on enabled endpoints.',
@@ -353,7 +366,10 @@ export interface RouteSeries { operation: string; byMethod: Map<string, MethodSe
  * objects of each method and status are made once: a request costs a few map lookups and a few
  * additions.
  */
-export function httpMetrics (metrics: Metrics): { seriesOf: (context: RouteContext) => RouteSeries; record: (series: RouteSeries, request: FastifyRequest, reply: FastifyReply) => void } {
+export function httpMetrics (metrics: Metrics): {
+  seriesOf: (context: RouteContext) => RouteSeries
+  record: (series: RouteSeries, request: FastifyRequest, reply: FastifyReply) => void
+} {
   const { http } = metrics
   const preflight: RouteSeries = { operation: 'preflight', byMethod: new Map() }
   return {
@@ -370,7 +386,13 @@ export function httpMetrics (metrics: Metrics): { seriesOf: (context: RouteConte
 }
 
 /** Counts and times one answer in the series of `route`, method and status (made on first use). */
-function record (http: HttpSeries, route: RouteSeries, requestMethod: string, statusCode: number, seconds: number): void {
+function record (
+  http: HttpSeries,
+  route: RouteSeries,
+  requestMethod: string,
+  statusCode: number,
+  seconds: number
+): void {
   let method = route.byMethod.get(requestMethod)
   if (method === undefined) {
     const labels = Object.freeze({ operation: route.operation, method: requestMethod })
@@ -390,10 +412,15 @@ function record (http: HttpSeries, route: RouteSeries, requestMethod: string, st
  * Counts the answers to malformed URLs (http/request-log.ts observeFrameworkAnswers: Fastify runs
  * no response hook for them) under the operation `malformed_url`.
  */
-export function malformedUrlCounter (metrics: Metrics): (request: FastifyRequest, reply: FastifyReply, ms: number) => void {
+export function malformedUrlCounter (
+  metrics: Metrics
+): (request: FastifyRequest, reply: FastifyReply, ms: number) => void {
   const route: RouteSeries = { operation: 'malformed_url', byMethod: new Map() }
   // The method is the client's text: an unknown one is counted as OTHER, so labels stay bounded.
-  return (request, reply, ms) => { record(metrics.http, route, KNOWN_METHODS.has(request.method) ? request.method : 'OTHER', reply.statusCode, ms / 1000) }
+  return (request, reply, ms) => {
+    const method = KNOWN_METHODS.has(request.method) ? request.method : 'OTHER'
+    record(metrics.http, route, method, reply.statusCode, ms / 1000)
+  }
 }
 
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])

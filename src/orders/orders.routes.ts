@@ -4,8 +4,25 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { requireCaller } from '../access/principal.ts'
 import { etagOf, idempotencyClaimOf, ifMatchOf, setNextLink } from '../routing/conditional.ts'
 import type { Clock } from '../shared/clock.ts'
-import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, idempotencyKeyHeaders } from '../shared/schemas.ts'
-import { CancelOrderIdParams, NewOrderSchema, OrderIdParams, OrderListQuery, OrderPatchSchema, OrderSchema, OrdersSchema } from './orders.schema.ts'
+import {
+  Reply,
+  ETagHeader,
+  IfMatchHeaders,
+  LinkHeader,
+  LocationHeader,
+  NoContent,
+  NoQuery,
+  idempotencyKeyHeaders
+} from '../shared/schemas.ts'
+import {
+  CancelOrderIdParams,
+  NewOrderSchema,
+  OrderIdParams,
+  OrderListQuery,
+  OrderPatchSchema,
+  OrderSchema,
+  OrdersSchema
+} from './orders.schema.ts'
 import type { OrderService } from './orders.service.ts'
 import { toPublicOrder } from './orders.view.ts'
 
@@ -40,7 +57,11 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
     },
     config: { role: 'customer', scope: 'orders:write', errors: ['validation_failed', 'pet_not_found', 'pet_not_available', 'insufficient_stock', 'order_limit_reached', 'order_cooldown', 'idempotency_key_reused'] }
   }, async (request, reply) => {
-    const { record } = await orders.place(request.body, requireCaller(request.principal), idempotencyClaimOf(request, clock.now()))
+    const { record } = await orders.place(
+      request.body,
+      requireCaller(request.principal),
+      idempotencyClaimOf(request, clock.now())
+    )
     reply.code(201).header('location', `/v1/store/orders/${record.id}`).header('etag', etagOf(record))
     return toPublicOrder(record)
   })

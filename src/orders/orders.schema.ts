@@ -7,14 +7,17 @@ import { IdParam, Int64, PageQuery } from '../shared/schemas.ts'
 const Quantity = Type.Integer({ minimum: 1, maximum: 1000, description: 'Number of units ordered, 1 to 1,000.' })
 const ShipDate = (description: string) => Type.String({ format: 'date-time', description })
 
-const orderIdParams = (example: number) => Type.Object({ orderId: IdParam('The order id.', [example]) }, { additionalProperties: false })
+const orderIdParams = (example: number) => Type.Object({
+  orderId: IdParam('The order id.', [example])
+}, { additionalProperties: false })
 export const OrderIdParams = orderIdParams(1)
 /** cancelOrder's example cancels an order no other example uses (order 2). */
 export const CancelOrderIdParams = orderIdParams(2)
 
 /**
- * The contract marks no field of Order as required (docs/product.md section 5); our responses always carry id, petId, quantity
- * and complete, and carry shipDate once one is known (omitted, never null, before that).
+ * The contract marks no field of Order as required (docs/product.md section 5); our responses
+ * always carry id, petId, quantity and complete, and carry shipDate once one is known (omitted,
+ * never null, before that).
  */
 export const OrderSchema = Type.Object({
   id: Int64({ description: 'Unique order identifier.' }),
@@ -31,7 +34,14 @@ export const OrderSchema = Type.Object({
 })
 export type Order = Static<typeof OrderSchema>
 
-export const OrdersSchema = Type.Array(OrderSchema, { title: 'Orders', description: 'An array of Order objects.', examples: [[{ id: 1, petId: 10, quantity: 2, shipDate: '2026-12-01T10:00:00.000Z', complete: false, expiresAt: '2026-11-21T12:30:00.000Z' }, { id: 2, petId: 11, quantity: 1, complete: false, expiresAt: '2026-11-21T12:30:00.000Z' }]] })
+export const OrdersSchema = Type.Array(OrderSchema, {
+  title: 'Orders',
+  description: 'An array of Order objects.',
+  examples: [[
+    { id: 1, petId: 10, quantity: 2, shipDate: '2026-12-01T10:00:00.000Z', complete: false, expiresAt: '2026-11-21T12:30:00.000Z' },
+    { id: 2, petId: 11, quantity: 1, complete: false, expiresAt: '2026-11-21T12:30:00.000Z' }
+  ]]
+})
 
 export const NewOrderSchema = Type.Object({
   petId: Int64({ description: 'Identifier of the animal to order; it must be `available` with enough stock.' }),

@@ -9,7 +9,10 @@ import type { Created, IdempotencyClaim, IfMatch } from '../shared/store.ts'
 import type { NewOrder, OrderListQuery, OrderPatch } from './orders.schema.ts'
 import type { OrderChanges, OrderOwner, OrderPolicy, OrderRecord, OrderStore } from './orders.store.ts'
 
-/** Also the OrderPolicy every change of orders and stock takes: the cool-down (rule 11) and the threshold of inventory.low. */
+/**
+ * Also the OrderPolicy every change of orders and stock takes: the cool-down (rule 11) and the
+ * threshold of inventory.low.
+ */
 export interface OrderSettings extends OrderPolicy {
   /** Rule 10: how long an open order holds its stock (ORDER_HOLD_MINUTES, default DEFAULT_ORDER_HOLD_MS). */
   holdMs: number

@@ -47,7 +47,10 @@ export interface OrderPolicy {
   lowStockThreshold: number
 }
 
-export const DEFAULT_ORDER_POLICY: OrderPolicy = { cooldownMs: DEFAULT_ORDER_COOLDOWN_MS, lowStockThreshold: DEFAULT_LOW_STOCK_THRESHOLD }
+export const DEFAULT_ORDER_POLICY: OrderPolicy = {
+  cooldownMs: DEFAULT_ORDER_COOLDOWN_MS,
+  lowStockThreshold: DEFAULT_LOW_STOCK_THRESHOLD
+}
 
 export interface OrderFilter {
   petId?: number
@@ -104,7 +107,8 @@ export interface OrderStore {
    * open orders (their number, their units of this pet) must leave room for this one. Rule 11:
    * with `checkCooldown`, an owner cooling down from the pet is refused (after the sweep, which may
    * have just started that cool-down).
-   * Throws pet_not_found, pet_not_available, insufficient_stock, order_limit_reached, order_cooldown, idempotency_key_reused.
+   * Throws pet_not_found, pet_not_available, insufficient_stock, order_limit_reached, order_cooldown,
+   * idempotency_key_reused.
    */
   placeOrder (input: NewOrderInput, idempotency: IdempotencyClaim | null): Promise<Created<OrderRecord>>
   /**
@@ -112,7 +116,13 @@ export interface OrderStore {
    * with stock 0 completes, the pet becomes sold).
    * Throws not_found, precondition_failed, order_already_complete.
    */
-  updateOrder (id: number, changes: OrderChanges, ifMatch: IfMatch, now: number, policy?: OrderPolicy): Promise<OrderRecord>
+  updateOrder (
+    id: number,
+    changes: OrderChanges,
+    ifMatch: IfMatch,
+    now: number,
+    policy?: OrderPolicy
+  ): Promise<OrderRecord>
   /**
    * Rule 5: deletes the open order and returns its quantity to the pet's stock; a pending pet
    * becomes available again. Rule 11: when the owner cancels (`owner` given), its cool-down from the pet starts.

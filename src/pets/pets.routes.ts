@@ -5,8 +5,26 @@ import { etagOf, idempotencyClaimOf, ifMatchOf, setNextLink } from '../routing/c
 import type { Lifecycle } from '../routing/lifecycle.ts'
 import type { Clock } from '../shared/clock.ts'
 import type { Page } from '../shared/pagination.ts'
-import { Reply, ETagHeader, IfMatchHeaders, LinkHeader, LocationHeader, NoContent, NoQuery, idempotencyKeyHeaders } from '../shared/schemas.ts'
-import { type Pet, DeletePetIdParams, NewPetSchema, PetIdParams, PetListQuery, PetPatchSchema, PetSchema, PetsSchema } from './pets.schema.ts'
+import {
+  Reply,
+  ETagHeader,
+  IfMatchHeaders,
+  LinkHeader,
+  LocationHeader,
+  NoContent,
+  NoQuery,
+  idempotencyKeyHeaders
+} from '../shared/schemas.ts'
+import {
+  type Pet,
+  DeletePetIdParams,
+  NewPetSchema,
+  PetIdParams,
+  PetListQuery,
+  PetPatchSchema,
+  PetSchema,
+  PetsSchema
+} from './pets.schema.ts'
 import type { PetService } from './pets.service.ts'
 import type { PetRecord } from './pets.store.ts'
 import { toPublicPet } from './pets.view.ts'
@@ -22,7 +40,10 @@ const JSON_TYPE = 'application/json; charset=utf-8'
 const bodies = new WeakMap<PetRecord, string>()
 
 /** Sends JSON text as it is (Fastify serializes objects only). */
-function sendJson (reply: { header (name: string, value: string): unknown; send (payload: never): unknown }, body: string): void {
+function sendJson (
+  reply: { header (name: string, value: string): unknown; send (payload: never): unknown },
+  body: string
+): void {
   reply.header('content-type', JSON_TYPE)
   ;(reply.send as (payload: string) => unknown).call(reply, body)
 }
@@ -45,7 +66,10 @@ function petJson (pet: PetRecord): string {
   return body
 }
 
-export async function petRoutes (fastify: FastifyInstance, { pets, clock, getPetLifecycle }: PetRoutesOptions): Promise<void> {
+export async function petRoutes (
+  fastify: FastifyInstance,
+  { pets, clock, getPetLifecycle }: PetRoutesOptions
+): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const tags = ['Pet catalogue']
 

@@ -40,10 +40,22 @@ export const PetSchema = Type.Object({
 }, { title: 'Pet', additionalProperties: false, description: 'A pet. `status` is always present in responses.', examples: [{ id: 1, name: 'Rex', categoryId: 1, status: 'available' }] })
 export type Pet = Static<typeof PetSchema>
 
-export const PetsSchema = Type.Array(PetSchema, { title: 'Pets', description: 'An array of Pet objects.', examples: [[{ id: 1, name: 'Rex', categoryId: 1, status: 'available' }, { id: 2, name: 'Bella', categoryId: 1, status: 'available' }]] })
+export const PetsSchema = Type.Array(PetSchema, {
+  title: 'Pets',
+  description: 'An array of Pet objects.',
+  examples: [[
+    { id: 1, name: 'Rex', categoryId: 1, status: 'available' },
+    { id: 2, name: 'Bella', categoryId: 1, status: 'available' }
+  ]]
+})
 
 export const PetListQuery = Type.Object({
-  id: Type.Optional(Type.Array(Int64(), { minItems: 1, maxItems: 100, examples: [[1]], description: paramDescription('Only pets with these ids; repeat the parameter for several (`?id=1&id=2`), at most 100. `GET /pets?id={petId}` is the successor of the deprecated `GET /pets/{petId}`.') })),
+  id: Type.Optional(Type.Array(Int64(), {
+    minItems: 1,
+    maxItems: 100,
+    examples: [[1]],
+    description: paramDescription('Only pets with these ids; repeat the parameter for several (`?id=1&id=2`), at most 100. `GET /pets?id={petId}` is the successor of the deprecated `GET /pets/{petId}`.')
+  })),
   status: Type.Optional(PetStatusSchema),
   categoryId: Type.Optional(IdParam('Only pets of this category.', [1])),
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: NO_CONTROLS, description: 'Case-insensitive substring of the name; no control characters.', examples: ['re'] })),

@@ -48,13 +48,22 @@ export function createPetService (pets: PetStore, clock: Clock): PetService {
     },
 
     async create (input, idempotency) {
-      return await pets.createPet({ name: input.name, categoryId: input.categoryId, status: input.status ?? 'available' }, idempotency, clock.now())
+      return await pets.createPet(
+        { name: input.name, categoryId: input.categoryId, status: input.status ?? 'available' },
+        idempotency,
+        clock.now()
+      )
     },
 
     async replace (id, input, ifMatch) {
       // PUT replaces name and category; a missing status keeps the current one, because status
       // is driven by stock and orders and silently resetting it would break those rules.
-      return await pets.updatePet(id, { name: input.name, categoryId: input.categoryId, ...(input.status !== undefined && { status: input.status }) }, ifMatch, clock.now())
+      return await pets.updatePet(
+        id,
+        { name: input.name, categoryId: input.categoryId, ...(input.status !== undefined && { status: input.status }) },
+        ifMatch,
+        clock.now()
+      )
     },
 
     async patch (id, patch, ifMatch) {

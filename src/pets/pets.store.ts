@@ -28,7 +28,11 @@ export interface PetStore {
    * Creates the pet and its inventory entry (stock 1), and writes pet.created (at `now`) in the same
    * transaction; a replay writes nothing. Throws category_not_found, idempotency_key_reused.
    */
-  createPet (input: { name: string; categoryId: number; status: PetStatus }, idempotency: IdempotencyClaim | null, now: number): Promise<Created<PetRecord>>
+  createPet (
+    input: { name: string; categoryId: number; status: PetStatus },
+    idempotency: IdempotencyClaim | null,
+    now: number
+  ): Promise<Created<PetRecord>>
   /** With pet.updated. Throws not_found, precondition_failed (If-Match given and not matching), category_not_found. */
   updatePet (id: number, changes: PetChanges, ifMatch: IfMatch, now: number): Promise<PetRecord>
   /** With pet.deleted. Throws not_found, precondition_failed, pet_has_open_orders. Deletes its inventory entry too. */

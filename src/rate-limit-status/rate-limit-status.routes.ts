@@ -29,12 +29,18 @@ export async function rateLimitRoutes (fastify: FastifyInstance): Promise<void> 
   }, async (request) => {
     const decision = request.rateLimit!
     const principal = request.principal!
-    const toWindow = (w: { limit: number; remaining: number; resetAt: number }) => ({ limit: w.limit, remaining: w.remaining, reset: Math.ceil(w.resetAt / 1000) })
+    const toWindow = (w: { limit: number; remaining: number; resetAt: number }) => ({
+      limit: w.limit,
+      remaining: w.remaining,
+      reset: Math.ceil(w.resetAt / 1000)
+    })
     return {
       plan: principal.plan,
       role: principal.role,
       windows: { minute: toWindow(decision.minute), day: toWindow(decision.day) },
-      ban: decision.ban === null ? null : { until: new Date(decision.ban.until).toISOString(), reason: decision.ban.reason }
+      ban: decision.ban === null
+        ? null
+        : { until: new Date(decision.ban.until).toISOString(), reason: decision.ban.reason }
     }
   })
 }

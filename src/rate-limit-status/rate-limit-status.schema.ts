@@ -19,5 +19,13 @@ export const RateLimitStatusSchema = Type.Object({
 }, {
   title: 'RateLimitStatus',
   additionalProperties: false,
-  examples: [{ plan: 'free', role: 'admin', windows: { minute: { limit: 60, remaining: 57, reset: 1795435260 }, day: { limit: 1000, remaining: 988, reset: 1795478400 } }, ban: null }]
+  examples: [{
+    plan: 'free',
+    role: 'admin',
+    windows: {
+      minute: { limit: 60, remaining: 57, reset: 1795435260 },
+      day: { limit: 1000, remaining: 988, reset: 1795478400 }
+    },
+    ban: null
+  }]
 })

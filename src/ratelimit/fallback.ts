@@ -127,7 +127,11 @@ export function createFallbackRateLimiter (options: FallbackRateLimiterOptions):
   // Bans in force wherever the limiter is: every ban the primary reports is kept in the fallback
   // too (so a fall-back keeps it at once), and a ban the fallback holds but the primary no longer
   // does (Redis lost its state) is still answered, until the ban sync puts it back in the primary.
-  async function routeSubject (subject: string, quota: Quota, call: (limiter: RateLimiter) => Decision | Promise<Decision>): Promise<Decision> {
+  async function routeSubject (
+    subject: string,
+    quota: Quota,
+    call: (limiter: RateLimiter) => Decision | Promise<Decision>
+  ): Promise<Decision> {
     const decision = await route(call)
     if (status !== 'ok') return decision
     if (decision.ban !== null) {

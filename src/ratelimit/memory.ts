@@ -201,7 +201,10 @@ export function createMemoryRateLimiter (options: MemoryRateLimiterOptions = {})
       // History older than the escalation horizon changes no answer.
       if (!inForce && end + BAN_ESCALATION_MS <= t) return
       const held = subjects.get(subject)
-      if (inForce ? (held?.banUntil ?? 0) >= end : held !== undefined && (held.banUntil > t || held.banStartedAt >= ban.startedAt)) return
+      const alreadyHeld = inForce
+        ? (held?.banUntil ?? 0) >= end
+        : held !== undefined && (held.banUntil > t || held.banStartedAt >= ban.startedAt)
+      if (alreadyHeld) return
       const state = held ?? { ...EMPTY }
       if (held === undefined) subjects.set(subject, state)
       state.banStartedAt = ban.startedAt

@@ -375,7 +375,16 @@ export function createRedisRateLimiter (options: RedisRateLimiterOptions): RateL
   let argv: string[] = []
   let scheduled = false
 
-  function enqueue (call: Pending, subject: string, a2: number, a3: number, a4: number, a5: number, op: string, short: string): void {
+  function enqueue (
+    call: Pending,
+    subject: string,
+    a2: number,
+    a3: number,
+    a4: number,
+    a5: number,
+    op: string,
+    short: string
+  ): void {
     const base = `${prefix}{${hashTag(subject)}}:`
     keys.push(`${base}m:${Math.floor(call.t / MINUTE_MS)}`, `${base}d:${Math.floor(call.t / DAY_MS)}`, `${base}s`)
     argv.push(`${call.t} ${a2} ${a3} ${a4} ${a5} ${op} ${short}`)
@@ -457,13 +466,33 @@ export function createRedisRateLimiter (options: RedisRateLimiterOptions): RateL
   }
 
   /** Queues one call for this turn's batch; with tracing on and a trace to join, in a span of its own. */
-  function call (operation: RedisScriptOperation, subject: string, quota: Quota | null, t: number, a2: number, a3: number, a4: number, a5: number): Promise<Decision | undefined> {
+  function call (
+    operation: RedisScriptOperation,
+    subject: string,
+    quota: Quota | null,
+    t: number,
+    a2: number,
+    a3: number,
+    a4: number,
+    a5: number
+  ): Promise<Decision | undefined> {
     const tracing = redisTracing.current
     // Started now, in the caller's context, so that the span is the request's child. The server
     // it names: the client's own options (no password, no URL).
-    const span = tracing === null ? undefined : tracing.start(operation, { address: redis.options.host ?? 'localhost', port: redis.options.port ?? 6379 })
+    const span = tracing === null
+      ? undefined
+      : tracing.start(operation, { address: redis.options.host ?? 'localhost', port: redis.options.port ?? 6379 })
     return new Promise((resolve, reject) => {
-      enqueue({ quota, t, span, resolve, reject }, subject, a2, a3, a4, a5, operation, quota !== null && shortDay(subject) ? '1' : '0')
+      enqueue(
+        { quota, t, span, resolve, reject },
+        subject,
+        a2,
+        a3,
+        a4,
+        a5,
+        operation,
+        quota !== null && shortDay(subject) ? '1' : '0'
+      )
     })
   }
 
@@ -475,7 +504,16 @@ export function createRedisRateLimiter (options: RedisRateLimiterOptions): RateL
     }
     const t = now()
     // A call with a quota settles with its decision (send).
-    return call(op, subject, quota, t, quota.perMinute, quota.perDay, minuteResetAt(t), dayResetAt(t)) as Promise<Decision>
+    return call(
+      op,
+      subject,
+      quota,
+      t,
+      quota.perMinute,
+      quota.perDay,
+      minuteResetAt(t),
+      dayResetAt(t)
+    ) as Promise<Decision>
   }
 
   return {

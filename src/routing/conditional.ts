@@ -34,7 +34,11 @@ export function idempotencyClaimOf (request: FastifyRequest, now: number): Idemp
   if (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key)) {
     throw new AppError('validation_failed', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { details: [{ path: 'Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters' }] })
   }
-  const fingerprint = createHash('sha256').update(request.routeOptions.url ?? '').update('\n').update(JSON.stringify(request.body)).digest('base64url')
+  const fingerprint = createHash('sha256')
+    .update(request.routeOptions.url ?? '')
+    .update('\n')
+    .update(JSON.stringify(request.body))
+    .digest('base64url')
   // Claims belong to the caller's identity: a retry through a rotated key's successor replays.
   return { scope: request.principal === null ? 'anonymous' : request.principal.caller.subject, key, fingerprint, now }
 }

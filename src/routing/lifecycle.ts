@@ -35,9 +35,16 @@ export function lifecycleDocument<S extends Record<string, unknown>> (schema: S,
   if (lifecycle.deprecatedAt !== undefined) {
     result.deprecated = true
     const sunset = lifecycle.sunsetAt === undefined ? '' : ` It stops working on ${day(lifecycle.sunsetAt)} (sunset ${lifecycle.sunsetAt.toISOString()}); after that it answers \`410 operation_sunset\`.`
-    const successor = lifecycle.successor === undefined ? '' : ` Use \`${lifecycle.successor.method} ${lifecycle.successor.path}\` (\`${lifecycle.successor.operationId}\`) instead.`
+    const successor = lifecycle.successor === undefined
+      ? ''
+      : ` Use \`${lifecycle.successor.method} ${lifecycle.successor.path}\` (\`${lifecycle.successor.operationId}\`) instead.`
     notes.push(`**Deprecated** since ${day(lifecycle.deprecatedAt)}.${sunset}${successor} Every response carries the \`Deprecation\`, \`Sunset\`, \`Warning\` and \`Link\` headers.`)
-    badges.push({ name: lifecycle.sunsetAt === undefined ? 'Deprecated' : `Sunset ${day(lifecycle.sunsetAt)}`, label: lifecycle.sunsetAt === undefined ? 'Deprecated' : `Sunset ${day(lifecycle.sunsetAt)}`, color: '#b58105', position: 'after' })
+    badges.push({
+      name: lifecycle.sunsetAt === undefined ? 'Deprecated' : `Sunset ${day(lifecycle.sunsetAt)}`,
+      label: lifecycle.sunsetAt === undefined ? 'Deprecated' : `Sunset ${day(lifecycle.sunsetAt)}`,
+      color: '#b58105',
+      position: 'after'
+    })
   }
   if (badges.length > 0) result['x-badges'] = badges
   const description = typeof schema.description === 'string' ? schema.description : ''
@@ -63,7 +70,8 @@ export function lifecycleHeaders (lifecycle: Lifecycle, options: LifecycleHeader
   headers.link = links.join(', ')
   if (lifecycle.sunsetAt !== undefined) {
     headers.sunset = lifecycle.sunsetAt.toUTCString() // RFC 8594: an HTTP-date (IMF-fixdate)
-    headers.warning = `299 - "Deprecated: this operation stops working on ${day(lifecycle.sunsetAt)} (${lifecycle.sunsetAt.toISOString()}); use ${lifecycle.successor?.method ?? ''} ${lifecycle.successor?.path ?? 'its successor'} instead"`.replace('use  ', 'use ')
+    const stopsOn = `${day(lifecycle.sunsetAt)} (${lifecycle.sunsetAt.toISOString()})`
+    headers.warning = `299 - "Deprecated: this operation stops working on ${stopsOn}; use ${lifecycle.successor?.method ?? ''} ${lifecycle.successor?.path ?? 'its successor'} instead"`.replace('use  ', 'use ')
   } else {
     headers.warning = '299 - "Deprecated: this operation will be removed"'
   }

@@ -7,4 +7,5 @@ export const MCP_CHANNEL_HEADER = 'x-petstore-channel'
 export const MCP_CHANNEL_TOKEN = `mcp-${randomUUID()}`
 
 /** True for a request the MCP endpoint made on a caller's behalf. */
-export const viaMcp = (headers: Record<string, unknown> | undefined): boolean => headers?.[MCP_CHANNEL_HEADER] === MCP_CHANNEL_TOKEN
+export const viaMcp = (headers: Record<string, unknown> | undefined): boolean =>
+  headers?.[MCP_CHANNEL_HEADER] === MCP_CHANNEL_TOKEN

@@ -5,7 +5,9 @@ export interface Clock { now (): number }
 export const systemClock: Clock = { now: () => Date.now() }
 
 /** A clock a test sets by hand. */
-export function manualClock (start: number | Date): Clock & { set (t: number | Date): void; advance (ms: number): void } {
+export function manualClock (
+  start: number | Date
+): Clock & { set (t: number | Date): void; advance (ms: number): void } {
   let t = typeof start === 'number' ? start : start.getTime()
   return {
     now: () => t,

@@ -46,7 +46,10 @@ export const NoQuery = Type.Object({}, { additionalProperties: false })
  * A string enumeration as OpenAPI 3.0 writes it (`enum`), not TypeBox's union of `const`
  * literals, which 3.0.3 does not have. The generic keeps the literal type for Static<>.
  */
-export function StringEnum<const T extends readonly string[]> (values: T, options: { title?: string; description?: string; examples?: T[number][] } = {}): TUnsafe<T[number]> {
+export function StringEnum<const T extends readonly string[]> (
+  values: T,
+  options: { title?: string; description?: string; examples?: T[number][] } = {}
+): TUnsafe<T[number]> {
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options })
 }
 
@@ -90,10 +93,22 @@ export const ErrorSchema = Type.Object({
 
 /** The query of every paginated list. */
 export const PageQuery = {
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: paramDescription('Page size, 1 to 100.'), examples: [20] })),
+  limit: Type.Optional(Type.Integer({
+    minimum: 1,
+    maximum: 100,
+    default: 20,
+    description: paramDescription('Page size, 1 to 100.'),
+    examples: [20]
+  })),
   // The example is the cursor of "after id 0", i.e. the first page: a real cursor, so a request
   // built from the examples succeeds.
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: NO_CONTROLS, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.', examples: ['djE6MA'] }))
+  cursor: Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 200,
+    pattern: NO_CONTROLS,
+    description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.',
+    examples: ['djE6MA']
+  }))
 }
 
 /** Response header declarations (@fastify/swagger turns them into OpenAPI response headers). */

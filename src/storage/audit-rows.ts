@@ -53,7 +53,11 @@ export function toAuditEntry (row: AuditRow): AuditEntry {
 }
 
 /** The WHERE clause of a page: the filter's conditions and `id < beforeId`. */
-export function auditFilterSql (filter: AuditFilter, beforeId: number | null, param: (value: string | number) => string): string {
+export function auditFilterSql (
+  filter: AuditFilter,
+  beforeId: number | null,
+  param: (value: string | number) => string
+): string {
   const where: string[] = []
   if (beforeId !== null) where.push(`id < ${param(beforeId)}`)
   const { actor, action } = filter

@@ -1,7 +1,19 @@
 // The rules every storage engine applies the same way, written once. Each engine reads the rows
 // with its own SQL, inside its own transaction (and, on PostgreSQL, under its row locks), then
 // asks these functions what the rows mean; so an engine keeps only its SQL and its locking.
-import { idempotencyKeyReused, insufficientStock, notFound, orderAlreadyComplete, orderCooldown, orderLimitReached, petHasOpenOrders, petNotAvailable, petNotFound, preconditionFailed, type AppError } from '../errors.ts'
+import {
+  idempotencyKeyReused,
+  insufficientStock,
+  notFound,
+  orderAlreadyComplete,
+  orderCooldown,
+  orderLimitReached,
+  petHasOpenOrders,
+  petNotAvailable,
+  petNotFound,
+  preconditionFailed,
+  type AppError
+} from '../errors.ts'
 import type { OrderLimits } from '../accounts/plans.ts'
 import type { OrderOwner } from '../orders/orders.store.ts'
 import type { PetStatus } from '../pets/pets.schema.ts'
@@ -37,15 +49,24 @@ export function openOrder (row: OrderRow | undefined, id: number, owner: OrderOw
  * Rule 10: an open order whose expiresAt has passed counts as cancelled (reads leave it out, a
  * change finds no order) from that instant, before any sweep deletes it. `now` undefined: no clock given.
  */
-export function lapsed (row: { complete: number | boolean; expires_at: number | null }, now: number | undefined): boolean {
-  return now !== undefined && row.complete !== true && row.complete !== 1 && row.expires_at !== null && row.expires_at <= now
+export function lapsed (
+  row: { complete: number | boolean; expires_at: number | null },
+  now: number | undefined
+): boolean {
+  return now !== undefined && row.complete !== true && row.complete !== 1
+    && row.expires_at !== null && row.expires_at <= now
 }
 
 /**
  * Rule 9: whether the owner's live open orders (`orders` of them, `units` of this pet) leave room
  * for `quantity` more units of the pet; the refusal when they do not.
  */
-export function orderLimitRefusal (limits: OrderLimits, held: { orders: number; units: number }, petId: number, quantity: number): AppError | null {
+export function orderLimitRefusal (
+  limits: OrderLimits,
+  held: { orders: number; units: number },
+  petId: number,
+  quantity: number
+): AppError | null {
   if (held.orders >= limits.openOrders) {
     return orderLimitReached(`your plan allows ${limits.openOrders} open orders at a time and you have ${held.orders}; complete, cancel or let one expire first`)
   }
@@ -67,7 +88,11 @@ export function cooldownRefusal (petId: number, until: number | undefined, now: 
  * Rule 2: why placing an order took no stock, once the engine's conditional UPDATE changed no
  * row. `pet` is the pet as read in the same transaction (undefined: there is none).
  */
-export function orderRefusal (petId: number, quantity: number, pet: { status: PetStatus; stock: number } | undefined): AppError {
+export function orderRefusal (
+  petId: number,
+  quantity: number,
+  pet: { status: PetStatus; stock: number } | undefined
+): AppError {
   if (pet === undefined) return petNotFound(petId)
   if (pet.status !== 'available') return petNotAvailable(petId, pet.status)
   return insufficientStock(petId, pet.stock, quantity)

@@ -7,8 +7,15 @@ export const STAFF_AUDIENCES: readonly EventAudience[] = ['order', 'catalog', 'i
 /** Audiences a customer sees, of its own key's events only. */
 export const CUSTOMER_AUDIENCES: readonly EventAudience[] = ['order', 'key', 'webhook']
 
-/** The condition on `e` (events) for a reader and a type filter, for both engines; `param` adds a value and returns its placeholder. */
-export function eventFilterSql (visibility: Visibility, types: TypeFilter | undefined, param: (value: unknown) => string): string {
+/**
+ * The condition on `e` (events) for a reader and a type filter, for both engines; `param` adds a
+ * value and returns its placeholder.
+ */
+export function eventFilterSql (
+  visibility: Visibility,
+  types: TypeFilter | undefined,
+  param: (value: unknown) => string
+): string {
   const parts: string[] = []
   if (visibility.role === 'staff') {
     parts.push(`(e.audience IN (${STAFF_AUDIENCES.map((a) => param(a)).join(', ')}) OR e.subject_key_id = ${param(visibility.keyId)})`)

@@ -24,9 +24,21 @@ export interface AsyncClaims {
  * synchronous claims and work it stays synchronous (SQLite's writer runs a write in one call,
  * never awaiting inside a transaction); with asynchronous ones it returns a promise.
  */
-export function idempotentCreate<T> (claim: IdempotencyClaim | null, work: () => T, claims: SyncClaims): Created<T>
-export function idempotentCreate<T> (claim: IdempotencyClaim | null, work: () => Promise<T>, claims: AsyncClaims): Promise<Created<T>>
-export function idempotentCreate<T> (claim: IdempotencyClaim | null, work: () => T | Promise<T>, claims: SyncClaims | AsyncClaims): Created<T> | Promise<Created<T>> {
+export function idempotentCreate<T> (
+  claim: IdempotencyClaim | null,
+  work: () => T,
+  claims: SyncClaims
+): Created<T>
+export function idempotentCreate<T> (
+  claim: IdempotencyClaim | null,
+  work: () => Promise<T>,
+  claims: AsyncClaims
+): Promise<Created<T>>
+export function idempotentCreate<T> (
+  claim: IdempotencyClaim | null,
+  work: () => T | Promise<T>,
+  claims: SyncClaims | AsyncClaims
+): Created<T> | Promise<Created<T>> {
   const created = (record: T): Created<T> => ({ record, replayed: false })
   if (claim === null) return then(work(), created)
   return then(claims.replay(claim), (first): Created<T> | Promise<Created<T>> => {

@@ -55,15 +55,36 @@ export const toKey = (r: KeyRow): KeyRecord => ({
   quotaKeyId: r.quota_key_id ?? r.id, lastUsedAt: r.last_used_at, version: r.version, scopes: scopesFromText(r.scopes)
 })
 
-export interface UsageRowSql { key_id: number; day: string; allowed: number; limited: number; banned: number; mcp: number }
+export interface UsageRowSql {
+  key_id: number
+  day: string
+  allowed: number
+  limited: number
+  banned: number
+  mcp: number
+}
 export const USAGE_COLUMNS = 'key_id, day, allowed, limited, banned, mcp'
 export const toUsage = (r: UsageRowSql): UsageRow =>
   ({ keyId: r.key_id, day: r.day, allowed: r.allowed, limited: r.limited, banned: r.banned, mcp: r.mcp })
 
-export interface BanRow { id: number; key_id: number | null; subject: string; started_at: number; ends_at: number; reason: string; lifted_at: number | null }
+export interface BanRow {
+  id: number
+  key_id: number | null
+  subject: string
+  started_at: number
+  ends_at: number
+  reason: string
+  lifted_at: number | null
+}
 export const BAN_COLUMNS = 'id, key_id, subject, started_at, ends_at, reason, lifted_at'
 export const toBan = (r: BanRow): BanRecord => ({
-  id: r.id, keyId: r.key_id, subject: r.subject, startedAt: r.started_at, endsAt: r.ends_at, reason: r.reason, liftedAt: r.lifted_at
+  id: r.id,
+  keyId: r.key_id,
+  subject: r.subject,
+  startedAt: r.started_at,
+  endsAt: r.ends_at,
+  reason: r.reason,
+  liftedAt: r.lifted_at
 })
 
 /** `complete` is INTEGER 0/1 on SQLite and BOOLEAN on PostgreSQL. */
@@ -80,10 +101,23 @@ export interface OrderRow {
 }
 export const ORDER_COLUMNS = 'id, pet_id, owner_key_id, quantity, ship_date, complete, created_at, expires_at, version'
 export const toOrder = (row: OrderRow): OrderRecord => ({
-  id: row.id, petId: row.pet_id, quantity: row.quantity, shipDate: row.ship_date, complete: row.complete === true || row.complete === 1,
-  ownerKeyId: row.owner_key_id, createdAt: row.created_at, expiresAt: row.expires_at, version: row.version
+  id: row.id,
+  petId: row.pet_id,
+  quantity: row.quantity,
+  shipDate: row.ship_date,
+  complete: row.complete === true || row.complete === 1,
+  ownerKeyId: row.owner_key_id,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+  version: row.version
 })
 
-export interface DeprecatedCallSql { operation: string; key_id: number; day: string; calls: number; last_call_at: number }
+export interface DeprecatedCallSql {
+  operation: string
+  key_id: number
+  day: string
+  calls: number
+  last_call_at: number
+}
 export const toDeprecatedCall = (r: DeprecatedCallSql): DeprecatedCallRow =>
   ({ operation: r.operation, keyId: r.key_id, day: r.day, calls: r.calls, lastCallAt: r.last_call_at })

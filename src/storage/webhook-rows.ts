@@ -46,14 +46,29 @@ export function toWebhook (row: WebhookRow): WebhookRecord {
 /** The secrets that sign a delivery at `now`: the current one, and the previous during its 24 hours. */
 export function liveSecrets (webhook: Pick<WebhookRecord, 'secret' | 'previousSecret' | 'previousSecretUntil'>, now: number): string[] {
   const { secret, previousSecret, previousSecretUntil } = webhook
-  return previousSecret !== null && previousSecretUntil !== null && previousSecretUntil > now ? [secret, previousSecret] : [secret]
+  return previousSecret !== null && previousSecretUntil !== null && previousSecretUntil > now
+    ? [secret, previousSecret]
+    : [secret]
 }
 
-export interface AttemptRow { event_id: string; type: string; attempt: number; at: number | string; outcome: 'succeeded' | 'failed'; status: number | null; error: string | null; duration_ms: number | null }
+export interface AttemptRow {
+  event_id: string
+  type: string
+  attempt: number
+  at: number | string
+  outcome: 'succeeded' | 'failed'
+  status: number | null
+  error: string | null
+  duration_ms: number | null
+}
 export interface PendingRow { event_id: string; type: string; attempts: number; next_attempt_at: number | string }
 
 /** Attempts made and deliveries still pending, newest first, at most `limit`. */
-export function deliveryEntries (attempts: readonly AttemptRow[], pending: readonly PendingRow[], limit: number): DeliveryEntry[] {
+export function deliveryEntries (
+  attempts: readonly AttemptRow[],
+  pending: readonly PendingRow[],
+  limit: number
+): DeliveryEntry[] {
   const made: DeliveryEntry[] = attempts.map((row) => ({
     eventId: row.event_id, type: row.type, attempt: row.attempt, at: Number(row.at), outcome: row.outcome,
     status: row.status, error: row.error, durationMs: row.duration_ms
@@ -65,7 +80,13 @@ export function deliveryEntries (attempts: readonly AttemptRow[], pending: reado
   return [...waiting, ...made].sort((a, b) => b.at - a.at).slice(0, limit)
 }
 
-export interface EndpointOwner { id: string; types: string[]; ownerKeyId: number; ownerRole: WebhookOwnerRole; createdAt: number }
+export interface EndpointOwner {
+  id: string
+  types: string[]
+  ownerKeyId: number
+  ownerRole: WebhookOwnerRole
+  createdAt: number
+}
 type WebhookOwnerRole = 'customer' | 'staff' | 'admin'
 
 /** What the fan-out reads of an event: never its data, which it does not need (nor parse). */
@@ -76,7 +97,10 @@ export type FeedHead = Pick<StoredEvent, 'id' | 'type' | 'createdAt' | 'audience
  * created no later than it, whose types match and whose owner may see it. webhook.test is
  * delivered only to the endpoint it tests, by queueTest.
  */
-export function fanOutPairs (events: readonly FeedHead[], endpoints: readonly EndpointOwner[]): Array<{ webhookId: string; eventId: string }> {
+export function fanOutPairs (
+  events: readonly FeedHead[],
+  endpoints: readonly EndpointOwner[]
+): Array<{ webhookId: string; eventId: string }> {
   const pairs: Array<{ webhookId: string; eventId: string }> = []
   for (const event of events) {
     if (event.type === 'webhook.test') continue

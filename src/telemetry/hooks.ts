@@ -40,7 +40,10 @@ export interface WebhookAttemptEnd {
 export interface WebhookAttemptSpan {
   /** The W3C `traceparent` of the attempt's span, sent with the delivery so a receiver can join the trace. */
   readonly traceparent: string
-  /** Runs the attempt's request with the HTTP client instrumentation silenced: this span is the attempt's client span. */
+  /**
+   * Runs the attempt's request with the HTTP client instrumentation silenced: this span is the
+   * attempt's client span.
+   */
   run<T> (fn: () => T): T
   end (result: WebhookAttemptEnd): void
 }

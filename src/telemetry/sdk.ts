@@ -65,7 +65,10 @@ const sqliteWriterTracing = {
     const contexts = traces.filter((t): t is WriteTrace => t !== undefined) as Context[]
     // A batch of background writes only (the usage flush, the sweep) belongs to no trace.
     if (contexts.length === 0) return UNTRACED_BATCH
-    const links = contexts.slice(1).flatMap((c) => { const s = trace.getSpan(c); return s === undefined ? [] : [{ context: s.spanContext() }] })
+    const links = contexts.slice(1).flatMap((c) => {
+      const s = trace.getSpan(c)
+      return s === undefined ? [] : [{ context: s.spanContext() }]
+    })
     const span: Span = tracer.startSpan('sqlite batch commit', {
       attributes: { 'db.system.name': 'sqlite', 'db.operation.name': 'COMMIT', 'db.operation.batch.size': traces.length },
       links

@@ -55,7 +55,8 @@ export function connectionOptions (limits: ServerLimits): Pick<FastifyHttpOption
       const server = createServer(http, (request, response) => {
         skipDumpOfBodiless(request)
         const refused = refusalOf(request)
-        if (request.headers.host === undefined && request.httpVersionMajor === 1 && request.httpVersionMinor === 1) answerMissingHost(response)
+        if (request.headers.host === undefined && request.httpVersionMajor === 1
+          && request.httpVersionMinor === 1) answerMissingHost(response)
         else if (refused === undefined) handler(request, response)
         else if (isProbe(request)) {
           // A probe through the refusal lane is served, and its connection closed after it.
@@ -125,7 +126,12 @@ export function isProbe (request: IncomingMessage): boolean {
  * headers), with a request id, and the connection closed after it: the rest of the request, if
  * any, is never read.
  */
-export function writeError (response: ServerResponse, code: ErrorCode, message: string, headers: Record<string, string> = {}): void {
+export function writeError (
+  response: ServerResponse,
+  code: ErrorCode,
+  message: string,
+  headers: Record<string, string> = {}
+): void {
   const requestId = randomUUID()
   const status = ERROR_CATALOGUE[code].status
   const body = JSON.stringify({ code, message, status, requestId })
@@ -160,7 +166,12 @@ export function arrivedOnPublicListener (request: IncomingMessage): boolean {
  * trusted to be framed correctly. Nothing is written when the client is gone, or when an answer
  * to the request has already begun (a second status line would corrupt it).
  */
-function answerClientError (app: FastifyInstance, limits: ServerLimits, error: Error & { code?: string }, socket: Socket): void {
+function answerClientError (
+  app: FastifyInstance,
+  limits: ServerLimits,
+  error: Error & { code?: string },
+  socket: Socket
+): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return
   const { code, message } = classify(error, limits)
   const requestId = randomUUID()
@@ -197,9 +208,15 @@ function answered (socket: Socket): boolean {
 
 const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' }
 
-/** What the connection guard tells the log: a connection refused for a cap (answered 503 unless it asks for a probe). */
+/**
+ * What the connection guard tells the log: a connection refused for a cap (answered 503 unless it
+ * asks for a probe).
+ */
 export interface ConnectionEvents {
-  /** A new connection was refused: its address holds its share and none of its connections is idle, or the process holds MAX_CONNECTIONS and none can make room. */
+  /**
+   * A new connection was refused: its address holds its share and none of its connections is idle,
+   * or the process holds MAX_CONNECTIONS and none can make room.
+   */
   onRefused (reason: RefusalReason, address: string): void
 }
 
@@ -341,9 +358,15 @@ function refusalOf (request: IncomingMessage): RefusalReason | undefined {
 }
 
 /** The socket internals read below: Node's answer in progress, and the request being parsed. */
-type SocketInternals = Socket & { _httpMessage?: { headersSent?: boolean } | null; parser?: { incoming?: { complete?: boolean; _dumped?: boolean } | null } | null }
+type SocketInternals = Socket & {
+  _httpMessage?: { headersSent?: boolean } | null
+  parser?: { incoming?: { complete?: boolean; _dumped?: boolean } | null } | null
+}
 
-/** Whether a request is in flight on the connection: Node has an answer attached to it (from the moment the request's headers are read to the end of its answer). */
+/**
+ * Whether a request is in flight on the connection: Node has an answer attached to it (from the
+ * moment the request's headers are read to the end of its answer).
+ */
 function inFlight (socket: Socket): boolean {
   const pending = (socket as SocketInternals)._httpMessage
   return pending !== undefined && pending !== null
@@ -399,10 +422,19 @@ function longestWaitingOfLargest (byAddress: Map<string, Set<Tracked>>, newcomer
  * The guard's refusals in the log: the first of each kind at once, then at most one line per
  * 10 s with the count, so that a flood of connections cannot flood the log too.
  */
-export function reportRefusals (log: { warn (fields: object, message: string): void }, limits: Pick<ServerLimits, 'maxConnections' | 'maxConnectionsPerAddress'>): ConnectionEvents {
+export function reportRefusals (
+  log: { warn (fields: object, message: string): void },
+  limits: Pick<ServerLimits, 'maxConnections' | 'maxConnectionsPerAddress'>
+): ConnectionEvents {
   const windows = {
-    total: refusalWindow((refused, addresses) => log.warn({ refused, maxConnections: limits.maxConnections, addresses }, 'connection cap reached: new connections answered 503')),
-    address: refusalWindow((refused, addresses) => log.warn({ refused, maxConnectionsPerAddress: limits.maxConnectionsPerAddress, addresses }, 'per-address connection cap reached: new connections answered 503'))
+    total: refusalWindow((refused, addresses) => log.warn(
+      { refused, maxConnections: limits.maxConnections, addresses },
+      'connection cap reached: new connections answered 503'
+    )),
+    address: refusalWindow((refused, addresses) => log.warn(
+      { refused, maxConnectionsPerAddress: limits.maxConnectionsPerAddress, addresses },
+      'per-address connection cap reached: new connections answered 503'
+    ))
   }
   return { onRefused (reason, address) { windows[reason](address) } }
 }

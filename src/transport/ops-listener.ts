@@ -23,7 +23,11 @@ export interface OpsListener {
 export async function listenOps (publicServer: Server, host: string, port: number): Promise<OpsListener> {
   const handler = handlerOf(publicServer)
   if (handler === undefined) throw new Error('the public listener was not made by connectionOptions')
-  const server = createServer({ headersTimeout: OPS_LIMITS.headersTimeoutMs, requestTimeout: OPS_LIMITS.requestTimeoutMs, maxHeaderSize: MAX_HEADER_BYTES }, (request: IncomingMessage, response: ServerResponse) => {
+  const server = createServer({
+    headersTimeout: OPS_LIMITS.headersTimeoutMs,
+    requestTimeout: OPS_LIMITS.requestTimeoutMs,
+    maxHeaderSize: MAX_HEADER_BYTES
+  }, (request: IncomingMessage, response: ServerResponse) => {
     const path = (request.url ?? '').split('?', 1)[0] ?? ''
     if ((request.method === 'GET' || request.method === 'HEAD') && OPS_PATHS.has(path)) handler(request, response)
     else writeError(response, 'not_found', `this listener serves GET /metrics, /healthz and /readyz only; the API is on the public listener`)

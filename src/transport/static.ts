@@ -35,7 +35,12 @@ export async function staticEntity (content: Buffer | string, contentType: strin
   const identity = typeof content === 'string' ? Buffer.from(content) : content
   const hash = createHash('sha256').update(identity).digest('hex')
   const [br, gzipped] = await Promise.all([
-    brotli(identity, { params: { [constants.BROTLI_PARAM_QUALITY]: brotliQuality(identity.length), [constants.BROTLI_PARAM_SIZE_HINT]: identity.length } }),
+    brotli(identity, {
+      params: {
+        [constants.BROTLI_PARAM_QUALITY]: brotliQuality(identity.length),
+        [constants.BROTLI_PARAM_SIZE_HINT]: identity.length
+      }
+    }),
     gzip(identity, { level: 9 })
   ])
   return { contentType, etag: `"${hash.slice(0, 32)}"`, hash, bodies: { br, gzip: gzipped, identity } }
@@ -73,7 +78,12 @@ function matches (ifNoneMatch: string | undefined, entity: StaticEntity): boolea
 }
 
 /** Sends the entity in the coding the client accepts, or 304 when the client's copy is current. */
-export function sendStatic (request: FastifyRequest, reply: FastifyReply, entity: StaticEntity, cacheControl: string): FastifyReply {
+export function sendStatic (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  entity: StaticEntity,
+  cacheControl: string
+): FastifyReply {
   const coding = chooseCoding(request.headers['accept-encoding'])
   reply
     .header('cache-control', cacheControl)
@@ -109,7 +119,12 @@ export interface Asset extends StaticEntity {
   name: string
 }
 
-export async function versionedAsset (content: Buffer, baseName: string, extension: string, contentType: string): Promise<Asset> {
+export async function versionedAsset (
+  content: Buffer,
+  baseName: string,
+  extension: string,
+  contentType: string
+): Promise<Asset> {
   const entity = await staticEntity(content, contentType)
   return { ...entity, name: `${baseName}.${entity.hash.slice(0, 16)}.${extension}` }
 }
@@ -126,7 +141,10 @@ export interface StaticPage {
 export interface ServePageOptions {
   /** The page's path (`/docs`); its assets are served under `<path>/assets/`. */
   path: string
-  /** Makes the page and its assets, given the assets' URL prefix; called on the first request (again after a failure). */
+  /**
+   * Makes the page and its assets, given the assets' URL prefix; called on the first request (again
+   * after a failure).
+   */
   load: (assetsPath: string) => Promise<StaticPage>
   /** Headers of the page's answers (its Content-Security-Policy). */
   pageHeaders?: Record<string, string>

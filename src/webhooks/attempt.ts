@@ -70,12 +70,18 @@ function errorText (error: unknown): string {
 /** A lookup that answers the checked address for any name, in the shape the caller asked for. */
 function pinnedLookup ({ address, family }: ResolvedAddress): LookupFunction {
   return (_hostname, options, callback) => {
-    if (options.all === true) (callback as (error: null, addresses: ResolvedAddress[]) => void)(null, [{ address, family }])
-    else callback(null, address, family)
+    if (options.all === true) {
+      (callback as (error: null, addresses: ResolvedAddress[]) => void)(null, [{ address, family }])
+    } else {
+      callback(null, address, family)
+    }
   }
 }
 
-/** POSTs the body to the URL through the given address; 2xx is success, anything else (a redirect included, never followed) a failure. */
+/**
+ * POSTs the body to the URL through the given address; 2xx is success, anything else (a redirect
+ * included, never followed) a failure.
+ */
 export async function attemptDelivery (input: AttemptInput): Promise<AttemptResult> {
   const refusal = precondition(input)
   if (refusal !== null) return { outcome: 'failed', error: refusal, durationMs: 0 }

@@ -20,9 +20,15 @@ export interface WebhookSettings {
   timeoutMs: number
   /** The waits before each retry (WEBHOOK_RETRY_SCHEDULE, default 5s,5m,30m,2h,5h,10h,10h). */
   retryScheduleMs: number[]
-  /** Hosts allowed over http or https whatever they resolve to (WEBHOOK_ALLOWED_HOSTS, none by default): development and tests. */
+  /**
+   * Hosts allowed over http or https whatever they resolve to (WEBHOOK_ALLOWED_HOSTS, none by
+   * default): development and tests.
+   */
   allowedHosts: string[]
-  /** Attempts in flight per instance, in all and per endpoint (WEBHOOK_MAX_IN_FLIGHT 64, WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT 4). */
+  /**
+   * Attempts in flight per instance, in all and per endpoint (WEBHOOK_MAX_IN_FLIGHT 64,
+   * WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT 4).
+   */
   maxInFlight: number
   maxInFlightPerEndpoint: number
   /** How often the dispatcher looks for new events and due retries (WEBHOOK_POLL_MS, 250). */
@@ -36,9 +42,15 @@ export type RenderEvent = (event: StoredEvent) => unknown
 export const DISABLE_AFTER_MS = 5 * 24 * 3_600_000
 /** Events read from the feed per fan-out round. */
 const FAN_OUT_BATCH = 500
-/** A lease outlives the attempt's deadline by this much: another instance takes the delivery only once it is surely abandoned. */
+/**
+ * A lease outlives the attempt's deadline by this much: another instance takes the delivery only
+ * once it is surely abandoned.
+ */
 const LEASE_MARGIN_MS = 5_000
-/** How long a stop waits for attempts in flight; past it their leases expire and another instance (or the next start) retries. */
+/**
+ * How long a stop waits for attempts in flight; past it their leases expire and another instance
+ * (or the next start) retries.
+ */
 const DRAIN_MS = 2_000
 
 export type DeliveryOutcome = 'succeeded' | 'retrying' | 'failed'
@@ -138,7 +150,14 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
     const tracing = telemetry.webhooks
     const span = tracing === null
       ? undefined
-      : tracing.startAttempt({ url: delivery.url, webhookId: delivery.webhookId, deliveryId: delivery.id, eventId: delivery.event.id, eventType: delivery.event.type, attempt: number })
+      : tracing.startAttempt({
+          url: delivery.url,
+          webhookId: delivery.webhookId,
+          deliveryId: delivery.id,
+          eventId: delivery.event.id,
+          eventType: delivery.event.type,
+          attempt: number
+        })
     let result: AttemptResult
     try {
       result = await send(delivery, at, span)
@@ -166,18 +185,37 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
   }
 
   /** The URL is checked again at every attempt, and the attempt connects to the address just checked. */
-  async function send (delivery: ClaimedDelivery, at: number, span: WebhookAttemptSpan | undefined): Promise<AttemptResult> {
-    const check = await checkWebhookUrl(delivery.url, { allowedHosts: settings.allowedHosts, ...(deps.resolve !== undefined && { resolve: deps.resolve }) })
+  async function send (
+    delivery: ClaimedDelivery,
+    at: number,
+    span: WebhookAttemptSpan | undefined
+  ): Promise<AttemptResult> {
+    const check = await checkWebhookUrl(delivery.url, {
+      allowedHosts: settings.allowedHosts,
+      ...(deps.resolve !== undefined && { resolve: deps.resolve })
+    })
     if (!check.ok) return { outcome: 'failed', error: URL_REFUSAL_MESSAGES[check.reason], durationMs: 0 }
     const address = check.addresses[0]!
     if (deps.mayConnect !== undefined && !deps.mayConnect(address.address)) return { outcome: 'failed', error: 'address not reachable from here', durationMs: 0 }
     const { event } = delivery
-    const body = JSON.stringify({ type: event.type, timestamp: new Date(event.createdAt).toISOString(), data: render(event) })
+    const body = JSON.stringify({
+      type: event.type,
+      timestamp: new Date(event.createdAt).toISOString(),
+      data: render(event)
+    })
     const signed = webhookHeaders({ id: event.id, timestamp: Math.floor(at / 1000), body, secrets: delivery.secrets })
-    if (span === undefined) return await attemptDelivery({ url: check.url, address, headers: signed, body, timeoutMs: settings.timeoutMs })
+    if (span === undefined) {
+      return await attemptDelivery({ url: check.url, address, headers: signed, body, timeoutMs: settings.timeoutMs })
+    }
     // The receiver may join the attempt's trace; the header is not part of the signed content.
     const headers = { ...signed, traceparent: span.traceparent }
-    return await span.run(() => attemptDelivery({ url: check.url, address, headers, body, timeoutMs: settings.timeoutMs }))
+    return await span.run(() => attemptDelivery({
+      url: check.url,
+      address,
+      headers,
+      body,
+      timeoutMs: settings.timeoutMs
+    }))
   }
 
   function tick (): Promise<void> {

@@ -17,7 +17,8 @@ const FAMILIES: Record<string, { audience: EventAudience; types: readonly string
   webhook: { audience: 'webhook', types: ['test', 'disabled'] }
 }
 
-export const EVENT_TYPES: readonly string[] = Object.entries(FAMILIES).flatMap(([family, { types }]) => types.map((type) => `${family}.${type}`))
+export const EVENT_TYPES: readonly string[] = Object.entries(FAMILIES)
+  .flatMap(([family, { types }]) => types.map((type) => `${family}.${type}`))
 
 /** Audiences staff sees whatever the subject; a customer sees only its own events of these. */
 const STAFF_AUDIENCES: readonly EventAudience[] = ['order', 'catalog', 'inventory']
@@ -48,7 +49,10 @@ export function mayEverSee (role: Role, pattern: string): boolean {
 }
 
 /** The reader's rule for one event (as storage/event-filters.ts writes it in SQL). */
-export function maySee (owner: { role: Role; keyId: number }, event: { audience: EventAudience; subjectKeyId: number | null }): boolean {
+export function maySee (
+  owner: { role: Role; keyId: number },
+  event: { audience: EventAudience; subjectKeyId: number | null }
+): boolean {
   if (owner.role === 'admin') return true
   if (owner.role === 'staff') return STAFF_AUDIENCES.includes(event.audience) || event.subjectKeyId === owner.keyId
   return event.subjectKeyId === owner.keyId && CUSTOMER_AUDIENCES.includes(event.audience)

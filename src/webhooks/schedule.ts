@@ -13,7 +13,10 @@ const ITEM = /^(\d{1,9})(ms|s|m|h)$/
 
 export type ScheduleParse = { ok: true; delaysMs: number[] } | { ok: false; error: string }
 
-/** Parses a comma-separated list of durations (`500ms`, `5s`, `5m`, `2h`); every problem is named, none is guessed around. */
+/**
+ * Parses a comma-separated list of durations (`500ms`, `5s`, `5m`, `2h`); every problem is named,
+ * none is guessed around.
+ */
 export function parseRetrySchedule (text: string): ScheduleParse {
   const items = text.split(',').map((item) => item.trim())
   if (items.length > MAX_RETRIES) return { ok: false, error: `at most ${MAX_RETRIES} retries, not ${items.length}` }

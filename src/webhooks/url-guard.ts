@@ -113,7 +113,10 @@ function embeddedIpv4 (groups: readonly number[]): string | null {
   return null
 }
 
-/** True when a connection to this address could reach something that is not the public internet; anything unparsable counts as forbidden. */
+/**
+ * True when a connection to this address could reach something that is not the public internet;
+ * anything unparsable counts as forbidden.
+ */
 export function isForbiddenAddress (address: string): boolean {
   const family = isIP(address)
   if (family === 4) return FORBIDDEN.check(address, 'ipv4')
@@ -171,7 +174,10 @@ export async function checkWebhookUrl (text: string, options: UrlGuardOptions): 
   return { ok: true, url, addresses }
 }
 
-/** The host's addresses, a literal being its own; null when resolution fails or answers something that is no address. */
+/**
+ * The host's addresses, a literal being its own; null when resolution fails or answers something
+ * that is no address.
+ */
 async function addressesOf (host: string, resolve: Resolve): Promise<ResolvedAddress[] | null> {
   const literal = isIP(host)
   if (literal !== 0) return [{ address: host, family: literal === 4 ? 4 : 6 }]

@@ -6,8 +6,20 @@ import { requireCaller } from '../access/principal.ts'
 import { setNextLink } from '../routing/conditional.ts'
 import { LinkHeader, LocationHeader, NoContent, NoQuery, Reply } from '../shared/schemas.ts'
 import {
-  DeleteWebhookIdParams, DeliveriesQuery, DeliveriesSchema, NewWebhookSchema, QueuedSchema, ReplaySchema, TestQueuedSchema, WebhookIdParams, WebhookListQuery,
-  WebhookPatchSchema, WebhookSchema, WebhooksSchema, WebhookWithSecretSchema, type WebhookWithSecret
+  DeleteWebhookIdParams,
+  DeliveriesQuery,
+  DeliveriesSchema,
+  NewWebhookSchema,
+  QueuedSchema,
+  ReplaySchema,
+  TestQueuedSchema,
+  WebhookIdParams,
+  WebhookListQuery,
+  WebhookPatchSchema,
+  WebhookSchema,
+  WebhooksSchema,
+  WebhookWithSecretSchema,
+  type WebhookWithSecret
 } from './webhooks.schema.ts'
 import type { WebhookService } from './webhooks.service.ts'
 import type { DeliveryEntry, WebhookRecord } from './webhooks.store.ts'
@@ -79,7 +91,11 @@ export async function webhookRoutes (fastify: FastifyInstance, { webhooks }: Web
       response: { 200: Reply('The endpoint, as changed.', WebhookSchema) }
     },
     config: { role, scope: WEBHOOK_SCOPES, errors: ['validation_failed', 'forbidden', 'not_found', 'webhook_url_forbidden'] }
-  }, async (request) => webhookView(await webhooks.update(requireCaller(request.principal), request.params.webhookId, request.body)))
+  }, async (request) => webhookView(await webhooks.update(
+    requireCaller(request.principal),
+    request.params.webhookId,
+    request.body
+  )))
 
   app.delete('/webhooks/:webhookId', {
     schema: {
@@ -102,7 +118,10 @@ export async function webhookRoutes (fastify: FastifyInstance, { webhooks }: Web
       response: { 200: Reply('The endpoint, with its new secret.', WebhookWithSecretSchema) }
     },
     config: { role, scope: WEBHOOK_SCOPES, errors: ['validation_failed', 'not_found'] }
-  }, async (request) => withSecret(await webhooks.rotateSecret(requireCaller(request.principal), request.params.webhookId)))
+  }, async (request) => withSecret(await webhooks.rotateSecret(
+    requireCaller(request.principal),
+    request.params.webhookId
+  )))
 
   app.post('/webhooks/:webhookId/test', {
     schema: {
@@ -126,7 +145,11 @@ export async function webhookRoutes (fastify: FastifyInstance, { webhooks }: Web
       response: { 200: Reply('The latest attempts.', DeliveriesSchema) }
     },
     config: { role, scope: WEBHOOK_SCOPES, errors: ['validation_failed', 'not_found'] }
-  }, async (request) => (await webhooks.deliveries(requireCaller(request.principal), request.params.webhookId, request.query.limit ?? 20)).map(deliveryView))
+  }, async (request) => (await webhooks.deliveries(
+    requireCaller(request.principal),
+    request.params.webhookId,
+    request.query.limit ?? 20
+  )).map(deliveryView))
 
   app.post('/webhooks/:webhookId/replay', {
     schema: {

@@ -13,7 +13,10 @@ const webhookIdParams = (example: string) => Type.Object({
   webhookId: Type.String({ pattern: WEBHOOK_ID_PATTERN, description: 'The endpoint id (`wh_` and 24 hex digits).', examples: [example] })
 }, { additionalProperties: false })
 export const WebhookIdParams = webhookIdParams(EXAMPLE_ID)
-/** deleteWebhook's example deletes the other sample endpoint (src/sample-data.ts), so the operations after it find theirs. */
+/**
+ * deleteWebhook's example deletes the other sample endpoint (src/sample-data.ts), so the operations
+ * after it find theirs.
+ */
 export const DeleteWebhookIdParams = webhookIdParams('wh_0d3e9a7c2b5f4e1a8c6d2b90')
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, pattern: NO_CONTROLS, description: 'Where deliveries are POSTed: `https://`, a host that resolves only to public addresses (SECURITY.md), no user name or password.', examples: [EXAMPLE_URL] })

@@ -39,10 +39,21 @@ export interface WebhookService {
   replay (caller: Caller, id: string, input: Replay): Promise<number>
 }
 
-export function createWebhookService (store: WebhookStore, clock: Clock, options: WebhookServiceOptions): WebhookService {
+export function createWebhookService (
+  store: WebhookStore,
+  clock: Clock,
+  options: WebhookServiceOptions
+): WebhookService {
   async function checkUrl (url: string): Promise<void> {
-    const check = await checkWebhookUrl(url, { allowedHosts: options.allowedHosts, ...(options.resolve !== undefined && { resolve: options.resolve }) })
-    if (!check.ok) throw new AppError('webhook_url_forbidden', URL_REFUSAL_MESSAGES[check.reason], { details: [{ path: '/url', message: URL_REFUSAL_MESSAGES[check.reason] }] })
+    const check = await checkWebhookUrl(url, {
+      allowedHosts: options.allowedHosts,
+      ...(options.resolve !== undefined && { resolve: options.resolve })
+    })
+    if (!check.ok) {
+      throw new AppError('webhook_url_forbidden', URL_REFUSAL_MESSAGES[check.reason], {
+        details: [{ path: '/url', message: URL_REFUSAL_MESSAGES[check.reason] }]
+      })
+    }
   }
 
   function checkTypes (caller: Caller, types: readonly string[]): void {
@@ -75,7 +86,11 @@ export function createWebhookService (store: WebhookStore, clock: Clock, options
     },
     async list (caller, query) {
       const limit = query.limit ?? DEFAULT_PAGE_SIZE
-      const rows = await store.listWebhooks(caller.role === 'admin' ? null : caller.keyId, decodeCursor(query.cursor), limit + 1)
+      const rows = await store.listWebhooks(
+        caller.role === 'admin' ? null : caller.keyId,
+        decodeCursor(query.cursor),
+        limit + 1
+      )
       const items = rows.slice(0, limit)
       return { items, nextCursor: rows.length > limit ? encodeCursor(items[items.length - 1]!.seq) : null }
     },

@@ -105,13 +105,21 @@ export interface WebhookStore {
   /** Creation order, after the seq `afterSeq`; every owner's when `ownerKeyId` is null. */
   listWebhooks (ownerKeyId: number | null, afterSeq: number | null, limit: number): Promise<WebhookRecord[]>
   /** Null when absent. `disabledEvent` is written in the same transaction when the change disables it. */
-  updateWebhook (id: string, patch: WebhookPatch, now: number, disabledEvent: (webhook: WebhookRecord) => EventDraft): Promise<WebhookRecord | null>
+  updateWebhook (
+    id: string,
+    patch: WebhookPatch,
+    now: number,
+    disabledEvent: (webhook: WebhookRecord) => EventDraft
+  ): Promise<WebhookRecord | null>
   /** `now`: the instant of its audit entry. */
   deleteWebhook (id: string, now: number): Promise<boolean>
   rotateSecret (id: string, secret: string, previousUntil: number, now: number): Promise<WebhookRecord | null>
   /** Writes the event and one delivery of it to this endpoint alone; returns the event id. */
   queueTest (id: string, event: EventDraft, now: number): Promise<string>
-  /** Queues again, at most `max`, the events of the endpoint's types that its owner may see and the selection names; returns how many. */
+  /**
+   * Queues again, at most `max`, the events of the endpoint's types that its owner may see and the
+   * selection names; returns how many.
+   */
   replay (id: string, selection: ReplaySelection, now: number, max: number): Promise<number>
   listDeliveries (id: string, limit: number): Promise<DeliveryEntry[]>
 

@@ -19,5 +19,10 @@ export function webhookView (record: WebhookRecord): Webhook {
 
 /** The webhook.disabled event of an endpoint, to its owner (and admins, who see every event). */
 export function disabledEvent (reason: 'failing' | 'manual'): (webhook: WebhookRecord) => EventDraft {
-  return (webhook) => ({ type: 'webhook.disabled', audience: 'webhook', subjectKeyId: webhook.ownerKeyId, data: { ...webhookView(webhook), reason } })
+  return (webhook) => ({
+    type: 'webhook.disabled',
+    audience: 'webhook',
+    subjectKeyId: webhook.ownerKeyId,
+    data: { ...webhookView(webhook), reason }
+  })
 }

@@ -18,7 +18,8 @@ export function addDiscriminatorMappings (doc: OpenApiDocument): void {
       for (const branch of object.oneOf as { $ref?: string }[]) {
         const ref = branch.$ref
         const target = ref === undefined ? undefined : schemas[ref.split('/').pop()!]
-        const tag = (target?.properties as Record<string, { enum?: string[] }> | undefined)?.[discriminator.propertyName]
+        const properties = target?.properties as Record<string, { enum?: string[] }> | undefined
+        const tag = properties?.[discriminator.propertyName]
         for (const value of tag?.enum ?? []) mapping[value] = ref!
       }
       discriminator.mapping = mapping

@@ -51,8 +51,10 @@ const CONNECTION_LEVEL_HEADERS = new Set(['Request-Id', 'X-Content-Type-Options'
 
 export function addResponseHeaders (doc: OpenApiDocument): void {
   const components = doc.components
-  const shared: Record<string, unknown> = Object.fromEntries(Object.entries({ ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS, ...OTHER_HEADERS })
-    .map(([name, header]) => [name, { ...header, required: true }]))
+  const shared: Record<string, unknown> = Object.fromEntries(
+    Object.entries({ ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS, ...OTHER_HEADERS })
+      .map(([name, header]) => [name, { ...header, required: true }])
+  )
   components.headers = shared
   for (const [path, operations] of Object.entries(doc.paths)) {
     for (const operation of Object.values(operations)) {
@@ -70,7 +72,9 @@ export function addResponseHeaders (doc: OpenApiDocument): void {
           for (const name of ['Deprecation', 'Sunset', 'Warning']) headers[name] = { $ref: `#/components/headers/${name}` }
           headers.Link = { $ref: '#/components/headers/Link-Deprecation' }
         }
-        response.headers = Object.fromEntries(Object.entries(response.headers ?? {}).map(([name, header]) => [HEADER_NAMES[name] ?? name, header]))
+        response.headers = Object.fromEntries(
+          Object.entries(response.headers ?? {}).map(([name, header]) => [HEADER_NAMES[name] ?? name, header])
+        )
         // Every header we document is always sent, except Link (only when there is a next page)
         // and a route's own Retry-After (GET /rate_limit: only while the caller must wait).
         for (const [name, header] of Object.entries(response.headers ?? {})) {

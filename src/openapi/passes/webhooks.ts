@@ -7,7 +7,11 @@ import { EVENT_TYPES } from '../../webhooks/event-types.ts'
 import type { JsonObject, OpenApiDocument } from '../types.ts'
 
 const ref = (name: string): JsonObject => ({ $ref: `#/components/schemas/${name}` })
-const object = (properties: Record<string, JsonObject>): JsonObject => ({ type: 'object', required: Object.keys(properties), properties })
+const object = (properties: Record<string, JsonObject>): JsonObject => ({
+  type: 'object',
+  required: Object.keys(properties),
+  properties
+})
 const text: JsonObject = { type: 'string' }
 const integer: JsonObject = { type: 'integer' }
 const instant: JsonObject = { type: 'string', format: 'date-time' }
@@ -23,8 +27,12 @@ function dataOf (type: string): JsonObject {
   if (type === 'key.banned' || type === 'key.unbanned') return object({ keyId: integer, until: instant, strike: integer })
   if (type === 'key.revoked') return ref('RevokedApiKey')
   if (family === 'key') return ref('ApiKey')
-  if (family === 'quota') return object({ keyId: integer, window: { type: 'string', enum: ['day'] }, limit: integer, used: integer, percent: integer })
-  if (family === 'deprecation') return object({ keyId: integer, operationId: text, sunset: instant, successor: text, calls: integer, day: text })
+  if (family === 'quota') {
+    return object({ keyId: integer, window: { type: 'string', enum: ['day'] }, limit: integer, used: integer, percent: integer })
+  }
+  if (family === 'deprecation') {
+    return object({ keyId: integer, operationId: text, sunset: instant, successor: text, calls: integer, day: text })
+  }
   if (type === 'webhook.test') return object({ webhookId: text, url: text, sentAt: instant })
   return { allOf: [ref('Webhook'), object({ reason: { type: 'string', enum: ['failing', 'manual'], description: 'failing: every attempt failed for 5 days; manual: its owner or an admin disabled it.' } })] }
 }
@@ -49,7 +57,11 @@ export function addWebhooks (doc: OpenApiDocument): void {
           required: true,
           content: {
             'application/json': {
-              schema: object({ type: { type: 'string', enum: [type] }, timestamp: { ...instant, description: 'When the change happened (the event\'s createdAt).' }, data: dataOf(type) })
+              schema: object({
+                type: { type: 'string', enum: [type] },
+                timestamp: { ...instant, description: 'When the change happened (the event\'s createdAt).' },
+                data: dataOf(type)
+              })
             }
           }
         },

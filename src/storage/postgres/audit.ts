@@ -17,7 +17,12 @@ const WALK_PAGE = 1000
  * Appends the audit entries of a change's events in the caller's transaction. `before`: the
  * record an update read before changing it (audit.rules.ts, auditDrafts).
  */
-export async function appendAudit (tx: Tx, drafts: readonly EventDraft[], now: number, before?: unknown): Promise<void> {
+export async function appendAudit (
+  tx: Tx,
+  drafts: readonly EventDraft[],
+  now: number,
+  before?: unknown
+): Promise<void> {
   await appendAuditEntries(tx, auditDrafts(drafts, now, currentActor(), before))
 }
 
@@ -37,9 +42,23 @@ export async function appendAuditEntries (tx: Tx, entries: readonly AuditDraft[]
     `WITH moved AS (UPDATE audit_head SET count = $14, hash = $15 WHERE id = 1)
      INSERT INTO audit_log (id, at, actor_type, actor_key_id, actor_role, actor_user, action, target_type, target_id, request_id, address, changes, hash)
      SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[])`,
-    [column((e) => e.id), column((e) => e.at), column((e) => e.actor.type), column((e) => keyActor(e)?.keyId ?? null), column((e) => keyActor(e)?.role ?? null),
-      column((e) => e.actor.type === 'cli' ? e.actor.user : null), column((e) => e.action), column((e) => e.target.type), column((e) => e.target.id),
-      column((e) => e.requestId), column((e) => e.address), column((e) => JSON.stringify(e.changes)), column((e) => e.hash), head.count, head.hash])
+    [
+      column((e) => e.id),
+      column((e) => e.at),
+      column((e) => e.actor.type),
+      column((e) => keyActor(e)?.keyId ?? null),
+      column((e) => keyActor(e)?.role ?? null),
+      column((e) => e.actor.type === 'cli' ? e.actor.user : null),
+      column((e) => e.action),
+      column((e) => e.target.type),
+      column((e) => e.target.id),
+      column((e) => e.requestId),
+      column((e) => e.address),
+      column((e) => JSON.stringify(e.changes)),
+      column((e) => e.hash),
+      head.count,
+      head.hash
+    ])
 }
 
 export function createPostgresAuditStore (db: Db): AuditStore {
@@ -52,7 +71,10 @@ export function createPostgresAuditStore (db: Db): AuditStore {
       const params: unknown[] = []
       const where = auditFilterSql(filter, beforeId, (value) => { params.push(value); return `$${params.length}` })
       params.push(limit)
-      return (await db.query<AuditRow & Record<string, unknown>>(`SELECT ${AUDIT_COLUMNS} FROM audit_log WHERE ${where} ORDER BY id DESC LIMIT $${params.length}`, params)).map(toAuditEntry)
+      return (await db.query<AuditRow & Record<string, unknown>>(
+        `SELECT ${AUDIT_COLUMNS} FROM audit_log WHERE ${where} ORDER BY id DESC LIMIT $${params.length}`,
+        params
+      )).map(toAuditEntry)
     },
     async auditHead () {
       return readHead(db)

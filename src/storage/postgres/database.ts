@@ -143,8 +143,12 @@ export function createDb (pool: pg.Pool): Db {
     const onError = (error: unknown) => { broken = error }
     client.on('error', onError)
     const tx: Tx = {
-      async query<R extends QueryResultRow> (sql: string, params?: unknown[]) { return (await client.query<R>(sql, params)).rows },
-      async first<R extends QueryResultRow> (sql: string, params?: unknown[]) { return (await client.query<R>(sql, params)).rows[0] }
+      async query<R extends QueryResultRow> (sql: string, params?: unknown[]) {
+        return (await client.query<R>(sql, params)).rows
+      },
+      async first<R extends QueryResultRow> (sql: string, params?: unknown[]) {
+        return (await client.query<R>(sql, params)).rows[0]
+      }
     }
     try {
       await client.query('BEGIN')

@@ -40,7 +40,12 @@ function toEvent (row: EventRow): StoredEvent {
  * Appends the events in the caller's transaction, in one statement, and their audit entries
  * (audit.ts). `before`: the record an update read before changing it, for its audit entry.
  */
-export async function appendEvents (tx: Tx, drafts: readonly EventDraft[], now: number, before?: unknown): Promise<void> {
+export async function appendEvents (
+  tx: Tx,
+  drafts: readonly EventDraft[],
+  now: number,
+  before?: unknown
+): Promise<void> {
   if (drafts.length === 0) return
   await tx.query(
     `INSERT INTO events (id, type, created_at, audience, subject_key_id, data)
@@ -98,7 +103,8 @@ export function createPostgresEventStore (db: Db): EventStore {
                WHERE k.id = $1 AND coalesce(o.quota_key_id, o.id) = coalesce(k.quota_key_id, k.id))
              AND lifted_at IS NULL AND ends_at > $2 ORDER BY ends_at DESC LIMIT 1`, [row.id, now])
           const record = toKey(row)
-          drafts.push(keyEvent(type, { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt }))
+          const state = { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt }
+          drafts.push(keyEvent(type, state))
         }
         await appendEvents(tx, drafts, now)
         return drafts.length

@@ -9,7 +9,19 @@ import type { Db, Tx } from './database.ts'
 import { appendEvents } from './events.ts'
 import { keyFilterSql, keySearchName } from '../key-filters.ts'
 import { scopesToText } from '../../accounts/scopes.ts'
-import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, toUsage, USAGE_COLUMNS, type BanRow, type KeyRow, type UsageRowSql, toDeprecatedCall, type DeprecatedCallSql } from '../rows.ts'
+import {
+  BAN_COLUMNS,
+  KEY_COLUMNS,
+  toBan,
+  toKey,
+  toUsage,
+  USAGE_COLUMNS,
+  type BanRow,
+  type KeyRow,
+  type UsageRowSql,
+  toDeprecatedCall,
+  type DeprecatedCallSql
+} from '../rows.ts'
 
 /** The ids of every key sharing the quota identity of key $n (its rotation chain). */
 const sameIdentity = (n: number): string =>
@@ -20,10 +32,17 @@ async function lockCurrent (tx: Tx, id: number, ifMatch: IfMatch): Promise<KeyRo
 }
 
 /** The key event of a change, in the change's transaction: the key's state, its ban in force at `now` included. */
-async function appendKeyEvent (tx: Tx, type: string, record: KeyRecord, now: number, before?: KeyRecord): Promise<void> {
+async function appendKeyEvent (
+  tx: Tx,
+  type: string,
+  record: KeyRecord,
+  now: number,
+  before?: KeyRecord
+): Promise<void> {
   const ban = await tx.first<BanRow>(
     `SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${sameIdentity(1)}) AND lifted_at IS NULL AND ends_at > $2 ORDER BY ends_at DESC LIMIT 1`, [record.id, now])
-  await appendEvents(tx, [keyEvent(type, { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt })], now, before)
+  const state = { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt }
+  await appendEvents(tx, [keyEvent(type, state)], now, before)
 }
 
 interface NoticeRow { key_id: number; day: string; kind: 'quota' | 'deprecation'; operation: string; level: number }
@@ -39,7 +58,12 @@ const noticeArrays = (rows: ReadonlyArray<Pick<NoticeRow, 'key_id' | 'day' | 'ki
  * first one's counts: a threshold is written once, by whichever passes it.
  */
 async function announce (tx: Tx, batch: UsageBatch): Promise<void> {
-  const targets = noticeTargets(batch).map((t) => ({ key_id: t.keyId, day: t.day, kind: t.kind, operation: t.operation }))
+  const targets = noticeTargets(batch).map((t) => ({
+    key_id: t.keyId,
+    day: t.day,
+    kind: t.kind,
+    operation: t.operation
+  }))
   if (targets.length === 0) return
   const locked = await tx.query<NoticeRow>(
     `INSERT INTO usage_notices (key_id, day, kind, operation)
@@ -50,7 +74,12 @@ async function announce (tx: Tx, batch: UsageBatch): Promise<void> {
      RETURNING key_id, day, kind, operation, level`, noticeArrays(targets))
   const open = locked.filter((r) => !isComplete(r.kind, r.level))
   if (open.length === 0) return
-  const counted = await tx.query<NoticeRow & { plan: KeyRow['plan']; per_minute: number | null; per_day: number | null; n: string }>(
+  const counted = await tx.query<NoticeRow & {
+    plan: KeyRow['plan']
+    per_minute: number | null
+    per_day: number | null
+    n: string
+  }>(
     `SELECT t.key_id, t.day, t.kind, t.operation, i.plan, i.per_minute, i.per_day,
        CASE WHEN t.kind = 'quota'
          THEN (SELECT coalesce(sum(u.allowed), 0) FROM key_usage u JOIN api_keys c ON c.id = u.key_id WHERE u.day = t.day AND (c.id = t.key_id OR c.quota_key_id = t.key_id))
@@ -62,9 +91,19 @@ async function announce (tx: Tx, batch: UsageBatch): Promise<void> {
   const changed: NoticeRow[] = []
   const drafts = counted.flatMap((r) => {
     const level = levels.get(`${r.key_id} ${r.day} ${r.kind} ${r.operation}`) ?? 0
-    const state = { keyId: r.key_id, day: r.day, kind: r.kind, operation: r.operation, level, count: Number(r.n), key: { plan: r.plan, perMinute: r.per_minute, perDay: r.per_day } }
+    const state = {
+      keyId: r.key_id,
+      day: r.day,
+      kind: r.kind,
+      operation: r.operation,
+      level,
+      count: Number(r.n),
+      key: { plan: r.plan, perMinute: r.per_minute, perDay: r.per_day }
+    }
     const notices = noticesOf(state, batch.deprecations ?? {})
-    if (notices.drafts.length > 0) changed.push({ key_id: r.key_id, day: r.day, kind: r.kind, operation: r.operation, level: notices.level })
+    if (notices.drafts.length > 0) {
+      changed.push({ key_id: r.key_id, day: r.day, kind: r.kind, operation: r.operation, level: notices.level })
+    }
     return notices.drafts
   })
   if (changed.length === 0) return
@@ -82,7 +121,19 @@ export function createPostgresKeyStore (db: Db): KeyStore {
       return db.transaction(async (tx) => {
         const row = await tx.first<KeyRow>(
           `INSERT INTO api_keys (name, search_name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, expires_at, scopes) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${KEY_COLUMNS}`,
-          [k.name, keySearchName(k.name), k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null, scopesToText(k.scopes ?? null)])
+          [
+            k.name,
+            keySearchName(k.name),
+            k.role,
+            k.plan,
+            k.perMinute,
+            k.perDay,
+            k.hash,
+            k.prefix,
+            k.now,
+            k.expiresAt ?? null,
+            scopesToText(k.scopes ?? null)
+          ])
         const created = toKey(row!)
         await appendKeyEvent(tx, 'key.created', created, k.now)
         return created
@@ -134,7 +185,10 @@ export function createPostgresKeyStore (db: Db): KeyStore {
           const banRow = await tx.first<BanRow>(
             `SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${sameIdentity(1)}) AND lifted_at IS NULL AND ends_at > $2 ORDER BY ends_at DESC LIMIT 1`, [id, now])
           const ban = banRow === undefined ? null : toBan(banRow)
-          await appendEvents(tx, records.map((record) => { const state = { record, ban, lastUsedAt: record.lastUsedAt, reason }; return keyEvent('key.revoked', state) }), now)
+          await appendEvents(tx, records.map((record) => {
+            const state = { record, ban, lastUsedAt: record.lastUsedAt, reason }
+            return keyEvent('key.revoked', state)
+          }), now)
         }
         return revoked ?? toKey(row)
       })
@@ -146,7 +200,20 @@ export function createPostgresKeyStore (db: Db): KeyStore {
         if (refusal !== null) throw refusal
         const created = toKey((await tx.first<KeyRow>(
           `INSERT INTO api_keys (name, search_name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, replaces, quota_key_id, scopes) VALUES ($1, $11, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12) RETURNING ${KEY_COLUMNS}`,
-          [row.name, row.role, row.plan, row.per_minute, row.per_day, r.hash, r.prefix, r.now, row.id, row.quota_key_id ?? row.id, keySearchName(row.name), row.scopes]))!)
+          [
+            row.name,
+            row.role,
+            row.plan,
+            row.per_minute,
+            row.per_day,
+            r.hash,
+            r.prefix,
+            r.now,
+            row.id,
+            row.quota_key_id ?? row.id,
+            keySearchName(row.name),
+            row.scopes
+          ]))!)
         const expiresAt = row.expires_at === null ? r.graceEndsAt : Math.min(row.expires_at, r.graceEndsAt)
         const old = toKey((await tx.first<KeyRow>(
           `UPDATE api_keys SET expires_at = $1, replaced_by = $2, version = version + 1 WHERE id = $3 RETURNING ${KEY_COLUMNS}`, [expiresAt, created.id, id]))!)
@@ -164,7 +231,13 @@ export function createPostgresKeyStore (db: Db): KeyStore {
           `INSERT INTO bans (key_id, subject, started_at, ends_at, reason, strike) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${BAN_COLUMNS}`,
           [b.keyId, b.subject, b.startedAt, b.endsAt, b.reason, b.strike ?? null])
         const identity = b.keyId === null ? undefined : await tx.first<{ q: number }>('SELECT coalesce(quota_key_id, id) AS q FROM api_keys WHERE id = $1', [b.keyId])
-        if (identity !== undefined) await appendEvents(tx, [keyBanEvent('key.banned', { quotaKeyId: identity.q, until: b.endsAt, strike: b.strike ?? 0 })], b.startedAt)
+        if (identity !== undefined) {
+          await appendEvents(
+            tx,
+            [keyBanEvent('key.banned', { quotaKeyId: identity.q, until: b.endsAt, strike: b.strike ?? 0 })],
+            b.startedAt
+          )
+        }
         return toBan(row!)
       })
     },
@@ -181,7 +254,11 @@ export function createPostgresKeyStore (db: Db): KeyStore {
         const lifted = await tx.query<{ strike: number | null }>(`UPDATE bans SET lifted_at = $1 WHERE key_id IN (${sameIdentity(2)}) AND lifted_at IS NULL AND ends_at > $1 RETURNING strike`, [now, keyId])
         const identity = lifted.length === 0 ? undefined : await tx.first<{ q: number }>('SELECT coalesce(quota_key_id, id) AS q FROM api_keys WHERE id = $1', [keyId])
         if (identity !== undefined) {
-          await appendEvents(tx, [keyBanEvent('key.unbanned', { quotaKeyId: identity.q, until: now, strike: Math.max(...lifted.map((b) => b.strike ?? 0)) })], now)
+          await appendEvents(tx, [keyBanEvent('key.unbanned', {
+            quotaKeyId: identity.q,
+            until: now,
+            strike: Math.max(...lifted.map((b) => b.strike ?? 0))
+          })], now)
         }
         return lifted.length
       })
@@ -204,7 +281,14 @@ export function createPostgresKeyStore (db: Db): KeyStore {
              SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
              ON CONFLICT (key_id, day) DO UPDATE SET allowed = key_usage.allowed + excluded.allowed, limited = key_usage.limited + excluded.limited, banned = key_usage.banned + excluded.banned,
                mcp = key_usage.mcp + excluded.mcp`,
-            [counts.map((c) => c.keyId), counts.map((c) => c.day), counts.map((c) => c.allowed), counts.map((c) => c.limited), counts.map((c) => c.banned), counts.map((c) => c.mcp ?? 0)])
+            [
+              counts.map((c) => c.keyId),
+              counts.map((c) => c.day),
+              counts.map((c) => c.allowed),
+              counts.map((c) => c.limited),
+              counts.map((c) => c.banned),
+              counts.map((c) => c.mcp ?? 0)
+            ])
         }
         if (lastUsed.length > 0) {
           await tx.query(
@@ -217,7 +301,13 @@ export function createPostgresKeyStore (db: Db): KeyStore {
             `INSERT INTO deprecated_calls (operation, key_id, day, calls, last_call_at)
              SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[])
              ON CONFLICT (operation, key_id, day) DO UPDATE SET calls = deprecated_calls.calls + excluded.calls, last_call_at = greatest(deprecated_calls.last_call_at, excluded.last_call_at)`,
-            [deprecated.map((d) => d.operation), deprecated.map((d) => d.keyId), deprecated.map((d) => d.day), deprecated.map((d) => d.calls), deprecated.map((d) => d.lastCallAt)])
+            [
+              deprecated.map((d) => d.operation),
+              deprecated.map((d) => d.keyId),
+              deprecated.map((d) => d.day),
+              deprecated.map((d) => d.calls),
+              deprecated.map((d) => d.lastCallAt)
+            ])
         }
         await announce(tx, batch)
       })

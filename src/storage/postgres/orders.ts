@@ -18,7 +18,14 @@
 // Completing, re-dating and cancelling append their events in their transaction (appendEvents).
 import { idempotencyKeyReused, notFound, orderCooldown, ServiceUnavailableError } from '../../errors.ts'
 import type { PetStatus } from '../../pets/pets.schema.ts'
-import { DEFAULT_ORDER_HOLD_MS, DEFAULT_ORDER_POLICY, type OrderFilter, type OrderOwner, type OrderRecord, type OrderStore } from '../../orders/orders.store.ts'
+import {
+  DEFAULT_ORDER_HOLD_MS,
+  DEFAULT_ORDER_POLICY,
+  type OrderFilter,
+  type OrderOwner,
+  type OrderRecord,
+  type OrderStore
+} from '../../orders/orders.store.ts'
 import { IDEMPOTENCY_TTL_MS, type IfMatch } from '../../shared/store.ts'
 import { lapsed, openOrder, orderLimitRefusal, orderRefusal, visibleOrder } from '../checks.ts'
 import { orderEvent } from '../order-events.ts'
@@ -71,7 +78,14 @@ export interface PostgresOrderStoreOptions {
  * lapsed (rule 10) is swept with its pet's other expired orders, and is then no order: null, so
  * the caller answers 404 once the sweep is committed.
  */
-async function lockOpenOrder (tx: Tx, id: number, owner: OrderOwner, ifMatch: IfMatch, now: number, cooldownMs: number): Promise<OrderRow | null> {
+async function lockOpenOrder (
+  tx: Tx,
+  id: number,
+  owner: OrderOwner,
+  ifMatch: IfMatch,
+  now: number,
+  cooldownMs: number
+): Promise<OrderRow | null> {
   const found = await tx.first<OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1 FOR UPDATE`, [id])
   if (found !== undefined && visibleOrder(found, owner) !== undefined && lapsed(found, now)) {
     await tx.query('SELECT sweep_expired_orders($1, $2, $3)', [found.pet_id, now, cooldownMs])
@@ -80,12 +94,30 @@ async function lockOpenOrder (tx: Tx, id: number, owner: OrderOwner, ifMatch: If
   return openOrder(found, id, owner, ifMatch)
 }
 
-export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempotency, options: PostgresOrderStoreOptions = {}): OrderStore {
+export function createPostgresOrderStore (
+  db: Db,
+  idempotency: PostgresIdempotency,
+  options: PostgresOrderStoreOptions = {}
+): OrderStore {
   const placeOne = async (item: BatchItem): Promise<Placed> => {
     try {
-      const rows = await db.statement<PlaceRow>('place_order', PLACE_ORDER, [item.pet, item.owner, item.quantity, item.shipDate, item.now,
-        item.expiresAt, item.maxOrders, item.maxUnits, item.scope, item.key, item.fingerprint, IDEMPOTENCY_TTL_MS,
-        item.lowStock, item.cooldownMs, item.checkCooldown])
+      const rows = await db.statement<PlaceRow>('place_order', PLACE_ORDER, [
+        item.pet,
+        item.owner,
+        item.quantity,
+        item.shipDate,
+        item.now,
+        item.expiresAt,
+        item.maxOrders,
+        item.maxUnits,
+        item.scope,
+        item.key,
+        item.fingerprint,
+        IDEMPOTENCY_TTL_MS,
+        item.lowStock,
+        item.cooldownMs,
+        item.checkCooldown
+      ])
       return { row: rows[0]! }
     } catch (error) {
       return { error }
@@ -98,7 +130,11 @@ export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempoten
     async run (items) {
       if (items.length === 1) return [await placeOne(items[0]!)]
       try {
-        const rows = await db.statement<PlaceRow & { item: number }>('place_orders', PLACE_ORDERS, [JSON.stringify(items), IDEMPOTENCY_TTL_MS])
+        const rows = await db.statement<PlaceRow & { item: number }>(
+          'place_orders',
+          PLACE_ORDERS,
+          [JSON.stringify(items), IDEMPOTENCY_TTL_MS]
+        )
         const placed: Placed[] = new Array<Placed>(items.length)
         for (const row of rows) placed[row.item] = { row }
         return placed
@@ -147,8 +183,17 @@ export function createPostgresOrderStore (db: Db, idempotency: PostgresIdempoten
         case 'replayed': return { record: JSON.parse(row.detail!) as OrderRecord, replayed: true }
         case 'reused': throw idempotencyKeyReused()
         case 'cooldown': throw orderCooldown(input.petId, Number(row.detail))
-        case 'limit': throw orderLimitRefusal(limits!, JSON.parse(row.detail!) as { orders: number; units: number }, input.petId, input.quantity)!
-        case 'refused': throw orderRefusal(input.petId, input.quantity, row.detail === null ? undefined : JSON.parse(row.detail) as { status: PetStatus; stock: number })
+        case 'limit': throw orderLimitRefusal(
+          limits!,
+          JSON.parse(row.detail!) as { orders: number; units: number },
+          input.petId,
+          input.quantity
+        )!
+        case 'refused': throw orderRefusal(
+          input.petId,
+          input.quantity,
+          row.detail === null ? undefined : JSON.parse(row.detail) as { status: PetStatus; stock: number }
+        )
         case 'placed': break
       }
       if (claim !== null) await idempotency.purge(claim.now)

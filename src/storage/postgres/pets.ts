@@ -28,7 +28,10 @@ interface Waiter<R> { resolve (value: R): void; reject (error: unknown): void }
  * go to one `read`, each distinct key once, and every caller of a key gets `handOut` of its value
  * (undefined when `read` found none). A failed read fails every call it carried.
  */
-function perTurn<K, V, R> (read: (keys: K[]) => Promise<Map<K, V>>, handOut: (value: V | undefined) => R): (key: K) => Promise<R> {
+function perTurn<K, V, R> (
+  read: (keys: K[]) => Promise<Map<K, V>>,
+  handOut: (value: V | undefined) => R
+): (key: K) => Promise<R> {
   let asked: Map<K, Waiter<R>[]> | null = null
 
   function flush (): void {
@@ -57,11 +60,15 @@ function perTurn<K, V, R> (read: (keys: K[]) => Promise<Map<K, V>>, handOut: (va
 
 /** getPet, coalesced: one `WHERE id = ANY($1)` for the ids of a turn. */
 function coalescedGet (db: Db): (id: number) => Promise<PetRecord | null> {
-  return perTurn<number, PetRow, PetRecord | null>(async (ids) => {
-    const found = new Map<number, PetRow>()
-    for (const row of await db.statement<PetRow>('pets_by_ids', PETS_BY_IDS, [ids])) found.set(row.id, row)
-    return found
-  }, (row) => row === undefined ? null : toPet(row)) // a record of its own for each caller, as an uncoalesced read would give
+  return perTurn<number, PetRow, PetRecord | null>(
+    async (ids) => {
+      const found = new Map<number, PetRow>()
+      for (const row of await db.statement<PetRow>('pets_by_ids', PETS_BY_IDS, [ids])) found.set(row.id, row)
+      return found
+    },
+    // A record of its own for each caller, as an uncoalesced read would give.
+    (row) => row === undefined ? null : toPet(row)
+  )
 }
 
 /**
@@ -92,7 +99,8 @@ export function petPagesSql (filter: PetFilter): string {
 
 /** Which filters are given: the name of a page statement (16 at most). */
 function shapeOf (filter: PetFilter): string {
-  return `${filter.ids !== undefined ? 'i' : ''}${filter.status !== undefined ? 's' : ''}${filter.categoryId !== undefined ? 'c' : ''}${filter.nameContains !== undefined ? 'n' : ''}`
+  return `${filter.ids !== undefined ? 'i' : ''}${filter.status !== undefined ? 's' : ''}`
+    + `${filter.categoryId !== undefined ? 'c' : ''}${filter.nameContains !== undefined ? 'n' : ''}`
 }
 
 /**
@@ -145,7 +153,8 @@ export function createPostgresPetStore (db: Db, idempotency: PostgresIdempotency
       // Ids only (GET /pets?id=…, the successor of GET /pets/{petId}): the reads by id, coalesced
       // with those of GET /pets/{petId}, in id order, after the cursor. One id, the successor's
       // common case, takes no more promises than GET /pets/{petId} (issue 34: never slower).
-      if (filter.ids !== undefined && filter.status === undefined && filter.categoryId === undefined && filter.nameContains === undefined) {
+      if (filter.ids !== undefined && filter.status === undefined
+        && filter.categoryId === undefined && filter.nameContains === undefined) {
         const after = page.afterId ?? 0
         const ids = filter.ids.filter((id) => id > after).sort((a, b) => a - b)
         if (ids.length === 1 && page.limit >= 1) return getPet(ids[0]!).then((pet) => pet === null ? [] : [pet])

@@ -11,13 +11,32 @@ import type { Role } from '../../accounts/plans.ts'
 import { typeFilterOf } from '../../webhooks/event-types.ts'
 import type { WebhookStore } from '../../webhooks/webhooks.store.ts'
 import { eventFilterSql } from '../event-filters.ts'
-import { deliveryEntries, fanOutPairs, liveSecrets, toWebhook, WEBHOOK_COLUMNS, type AttemptRow, type EndpointOwner, type PendingRow, type WebhookRow } from '../webhook-rows.ts'
+import {
+  deliveryEntries,
+  fanOutPairs,
+  liveSecrets,
+  toWebhook,
+  WEBHOOK_COLUMNS,
+  type AttemptRow,
+  type EndpointOwner,
+  type PendingRow,
+  type WebhookRow
+} from '../webhook-rows.ts'
 import { currentActor } from '../../shared/actor-context.ts'
 import { appendAuditEntries } from './audit.ts'
 import type { Db, Tx } from './database.ts'
 import { appendEvents } from './events.ts'
 
-interface EventRow { seq: string; tx: string; id: string; type: string; created_at: string; audience: StoredEvent['audience']; subject_key_id: string | null; data: string }
+interface EventRow {
+  seq: string
+  tx: string
+  id: string
+  type: string
+  created_at: string
+  audience: StoredEvent['audience']
+  subject_key_id: string | null
+  data: string
+}
 const EVENT_COLUMNS = 'e.seq, e.tx::text AS tx, e.id, e.type, e.created_at, e.audience, e.subject_key_id, e.data'
 const toEvent = (row: EventRow): StoredEvent => ({
   id: row.id, type: row.type, createdAt: Number(row.created_at), audience: row.audience,
@@ -36,7 +55,8 @@ interface ClaimRow extends EventRow {
 }
 
 /** The audit entry of `change`, by the actor of the work running now, in `tx`. */
-const audit = (tx: Tx, change: WebhookChange, now: number): Promise<void> => appendAuditEntries(tx, [webhookAuditDraft(change, now, currentActor())])
+const audit = (tx: Tx, change: WebhookChange, now: number): Promise<void> =>
+  appendAuditEntries(tx, [webhookAuditDraft(change, now, currentActor())])
 
 const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (webhook_id, event_id, origin, status, next_attempt_at, created_at, updated_at)`
 
@@ -90,7 +110,15 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         if ((count?.n ?? 0) >= maxPerOwner) throw webhookLimitReached(maxPerOwner)
         const row = await tx.first<WebhookRow>(`INSERT INTO webhooks (id, owner_key_id, url, types, description, status, secret, created_at, updated_at)
           VALUES ($1, $2, $3, $4, $5, 'enabled', $6, $7, $7) RETURNING ${WEBHOOK_COLUMNS}`,
-        [input.id, input.ownerKeyId, input.url, JSON.stringify(input.types), input.description, input.secret, input.now])
+        [
+          input.id,
+          input.ownerKeyId,
+          input.url,
+          JSON.stringify(input.types),
+          input.description,
+          input.secret,
+          input.now
+        ])
         const created = toWebhook(row!)
         await audit(tx, { action: 'webhook.create', after: created }, input.now)
         return created
@@ -115,7 +143,14 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         const updated = await tx.first<WebhookRow>(`UPDATE webhooks SET url = $1, types = $2, description = $3, status = $4, updated_at = $5,
             failing_since = CASE WHEN $4 = 'enabled' AND status = 'disabled' THEN NULL ELSE failing_since END, version = version + 1
           WHERE id = $6 RETURNING ${WEBHOOK_COLUMNS}`,
-        [patch.url ?? before.url, JSON.stringify(patch.types ?? before.types), patch.description ?? before.description, status, now, id])
+        [
+          patch.url ?? before.url,
+          JSON.stringify(patch.types ?? before.types),
+          patch.description ?? before.description,
+          status,
+          now,
+          id
+        ])
         const after = toWebhook(updated!)
         if (before.status === 'enabled' && after.status === 'disabled') await appendEvents(tx, [disabledEvent(after)], now)
         await audit(tx, { action: 'webhook.update', before, after }, now)
@@ -160,7 +195,9 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         const range = 'eventIds' in selection
           ? `e.id = ANY(${param(selection.eventIds)}::text[])`
           : `e.created_at >= ${param(selection.since)} AND e.created_at < ${param(selection.until)}`
-        const visibility = owner.role === 'admin' ? { role: 'admin' as const } : { role: owner.role, keyId: Number(owner.owner_key_id) }
+        const visibility = owner.role === 'admin'
+          ? { role: 'admin' as const }
+          : { role: owner.role, keyId: Number(owner.owner_key_id) }
         const rows = await tx.query(`${INSERT_DELIVERY}
           SELECT $1, e.id, 'replay', 'pending', $2, $2, $2 FROM events e
           WHERE ${range} AND e.type <> 'webhook.test' AND ${eventFilterSql(visibility, typeFilterOf(types), param)} ORDER BY e.seq LIMIT ${param(max)}
@@ -189,13 +226,26 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
           WHERE (e.tx, e.seq) > ($1::xid8, $2::bigint) AND e.tx < pg_snapshot_xmin(pg_current_snapshot())
           ORDER BY e.tx, e.seq LIMIT $3`, [cursor.tx, cursor.seq, batch])).map((row) => ({
           id: row.id, type: row.type, createdAt: Number(row.created_at), audience: row.audience,
-          subjectKeyId: row.subject_key_id === null ? null : Number(row.subject_key_id), position: { tx: row.tx, seq: Number(row.seq) }
+          subjectKeyId: row.subject_key_id === null ? null : Number(row.subject_key_id),
+          position: { tx: row.tx, seq: Number(row.seq) }
         }))
         if (rows.length === 0) return 0
-        const owners = (await tx.query<{ id: string; types: string; owner_key_id: string; role: EndpointOwner['ownerRole']; created_at: string }>(
+        const owners = (await tx.query<{
+          id: string
+          types: string
+          owner_key_id: string
+          role: EndpointOwner['ownerRole']
+          created_at: string
+        }>(
           `SELECT w.id, w.types, w.owner_key_id, k.role, w.created_at FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id
            WHERE w.status = 'enabled' AND k.revoked_at IS NULL`))
-          .map((row) => ({ id: row.id, types: JSON.parse(row.types) as string[], ownerKeyId: Number(row.owner_key_id), ownerRole: row.role, createdAt: Number(row.created_at) }))
+          .map((row) => ({
+            id: row.id,
+            types: JSON.parse(row.types) as string[],
+            ownerKeyId: Number(row.owner_key_id),
+            ownerRole: row.role,
+            createdAt: Number(row.created_at)
+          }))
         const pairs = fanOutPairs(rows, owners)
         if (pairs.length > 0) {
           await tx.query(`${INSERT_DELIVERY}
@@ -210,7 +260,10 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
     },
     async claimDue ({ now, leaseOwner, leaseUntil, limit, perEndpoint, inFlight }) {
       if (limit <= 0) return []
-      const rows = await db.query<ClaimRow & { turn_seq: string }>(CLAIM_SQL, [perEndpoint, JSON.stringify(inFlight), now, limit, leaseOwner, leaseUntil, turnFrom])
+      const rows = await db.query<ClaimRow & { turn_seq: string }>(
+        CLAIM_SQL,
+        [perEndpoint, JSON.stringify(inFlight), now, limit, leaseOwner, leaseUntil, turnFrom]
+      )
       // Endpoints take turns at going first (round robin in creation order): when the limit runs
       // out, the next claim starts after the last endpoint served, so a few endpoints with a
       // backlog never keep the others waiting for good. Per store, so per instance.
@@ -221,8 +274,16 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         turnFrom = Math.max(...(wrapped.length > 0 ? wrapped : seqs)) + 1
       }
       return rows.map((row) => ({
-        id: Number(row.delivery_id), webhookId: row.webhook_id, url: row.url, attempts: row.attempts, event: toEvent(row),
-        secrets: liveSecrets({ secret: row.secret, previousSecret: row.previous_secret, previousSecretUntil: row.previous_secret_until === null ? null : Number(row.previous_secret_until) }, now)
+        id: Number(row.delivery_id),
+        webhookId: row.webhook_id,
+        url: row.url,
+        attempts: row.attempts,
+        event: toEvent(row),
+        secrets: liveSecrets({
+          secret: row.secret,
+          previousSecret: row.previous_secret,
+          previousSecretUntil: row.previous_secret_until === null ? null : Number(row.previous_secret_until)
+        }, now)
       }))
     },
     async recordAttempt (record) {
@@ -230,18 +291,39 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         // Not when the delivery is gone (its endpoint deleted while the attempt was in flight).
         await tx.query(`INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, at, outcome, status, error, duration_ms)
           SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $1)`,
-        [record.deliveryId, record.webhookId, record.attempt, record.at, record.outcome, record.status, record.error, record.durationMs])
+        [
+          record.deliveryId,
+          record.webhookId,
+          record.attempt,
+          record.at,
+          record.outcome,
+          record.status,
+          record.error,
+          record.durationMs
+        ])
         const status = record.outcome === 'succeeded' ? 'succeeded' : record.nextAttemptAt === null ? 'failed' : 'pending'
         await tx.query(`UPDATE webhook_deliveries SET attempts = $1, status = $2, next_attempt_at = $3, lease_owner = NULL, lease_until = NULL,
           last_status = $4, last_error = $5, updated_at = $6 WHERE id = $7 AND lease_owner = $8`,
-        [record.attempt, status, record.outcome === 'succeeded' ? null : record.nextAttemptAt, record.status, record.error, record.at, record.deliveryId, record.leaseOwner])
+        [
+          record.attempt,
+          status,
+          record.outcome === 'succeeded' ? null : record.nextAttemptAt,
+          record.status,
+          record.error,
+          record.at,
+          record.deliveryId,
+          record.leaseOwner
+        ])
         if (record.outcome === 'succeeded') {
           await tx.query('UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [record.webhookId])
           return
         }
         const state = await tx.first<{ failing_since: string; status: string }>(
           'UPDATE webhooks SET failing_since = coalesce(failing_since, $1) WHERE id = $2 RETURNING failing_since, status', [record.at, record.webhookId])
-        if (state === undefined || state.status !== 'enabled' || Number(state.failing_since) > record.disableIfFailingSince) return
+        if (state === undefined || state.status !== 'enabled'
+          || Number(state.failing_since) > record.disableIfFailingSince) {
+          return
+        }
         const row = await tx.first<WebhookRow>(`UPDATE webhooks SET status = 'disabled', updated_at = $1, version = version + 1
           WHERE id = $2 AND status = 'enabled' RETURNING ${WEBHOOK_COLUMNS}`, [record.at, record.webhookId])
         if (row !== undefined) await appendEvents(tx, [record.disabledEvent(toWebhook(row))], record.at)
@@ -250,7 +332,10 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
     async pendingStats () {
       const row = await db.first<{ n: number; oldest: string | null }>(`SELECT count(*)::int AS n, min(d.created_at) AS oldest
         FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.status = 'pending' AND w.status = 'enabled'`)
-      return { pending: row?.n ?? 0, oldestCreatedAt: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest) }
+      return {
+        pending: row?.n ?? 0,
+        oldestCreatedAt: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest)
+      }
     }
   }
 }

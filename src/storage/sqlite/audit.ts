@@ -29,8 +29,21 @@ export function createSqliteAuditRecord (db: Db): SqliteAuditRecord {
     for (const draft of entries) {
       const entry = nextEntry({ count: Number(at.count), hash: at.hash }, draft)
       const { actor } = entry
-      insert.run(entry.id, entry.at, actor.type, actor.type === 'key' ? actor.keyId : null, actor.type === 'key' ? actor.role : null, actor.type === 'cli' ? actor.user : null,
-        entry.action, entry.target.type, entry.target.id, entry.requestId, entry.address, JSON.stringify(entry.changes), entry.hash)
+      insert.run(
+        entry.id,
+        entry.at,
+        actor.type,
+        actor.type === 'key' ? actor.keyId : null,
+        actor.type === 'key' ? actor.role : null,
+        actor.type === 'cli' ? actor.user : null,
+        entry.action,
+        entry.target.type,
+        entry.target.id,
+        entry.requestId,
+        entry.address,
+        JSON.stringify(entry.changes),
+        entry.hash
+      )
       at = { count: entry.id, hash: entry.hash }
     }
     move.run(at.count, at.hash)

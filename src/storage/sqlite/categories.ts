@@ -17,7 +17,8 @@ export function createSqliteCategoryStore (db: Db, writer: Writer, events: Sqlit
   const hasPets = db.prepare('SELECT 1 FROM pets WHERE category_id = ? LIMIT 1')
   const remove = db.prepare('DELETE FROM categories WHERE id = ?')
 
-  const current = (id: number, ifMatch: IfMatch): CategoryRow => currentRow(byId.get(id) as CategoryRow | undefined, `category ${id}`, ifMatch)
+  const current = (id: number, ifMatch: IfMatch): CategoryRow =>
+    currentRow(byId.get(id) as CategoryRow | undefined, `category ${id}`, ifMatch)
 
   return {
     async listCategories (page) {

@@ -70,7 +70,12 @@ export interface Checkpointer {
   close (): Promise<void>
 }
 
-export function createCheckpointer (db: Db, path: string, intervalMs: number, hooks: CheckpointHooks = { durable: async () => {}, resume: () => {} }): Checkpointer {
+export function createCheckpointer (
+  db: Db,
+  path: string,
+  intervalMs: number,
+  hooks: CheckpointHooks = { durable: async () => {}, resume: () => {} }
+): Checkpointer {
   db.exec('PRAGMA wal_autocheckpoint = 0')
   db.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`)
   if (intervalMs <= 0) return { holding: () => false, async close () {} }
@@ -125,7 +130,10 @@ export function createCheckpointer (db: Db, path: string, intervalMs: number, ho
         db.exec('PRAGMA synchronous = FULL')
       }
       const fd = pin.fd
-      await new Promise<void>((resolve, reject) => fsync(fd, (error) => { if (error === null) resolve(); else reject(error) }))
+      await new Promise<void>((resolve, reject) => fsync(fd, (error) => {
+        if (error === null) resolve()
+        else reject(error)
+      }))
       lastVersion = version
     } finally {
       try { pin.db.exec('ROLLBACK') } catch { /* not in a transaction */ }

@@ -47,7 +47,9 @@ export function createSqliteEventLog (db: Db): SqliteEventLog {
   const audit = createSqliteAuditAppend(db)
   return {
     append (drafts, now, before) {
-      for (const draft of drafts) insert.run(newEventId(), draft.type, now, draft.audience, draft.subjectKeyId, JSON.stringify(draft.data))
+      for (const draft of drafts) {
+        insert.run(newEventId(), draft.type, now, draft.audience, draft.subjectKeyId, JSON.stringify(draft.data))
+      }
       audit(drafts, now, before)
     }
   }
@@ -94,7 +96,8 @@ export function createSqliteEventStore (db: Db, writer: Writer): EventStore {
           if (Number(recordNotice.run(row.id, notice, now).changes) === 0) continue
           const ban = chainBan.get(row.id, now) as BanRow | undefined
           const record = toKey(row)
-          log.append([keyEvent(type, { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt })], now)
+          const state = { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt }
+          log.append([keyEvent(type, state)], now)
           sent++
         }
         return sent

@@ -17,7 +17,11 @@ export function createSqliteIdempotency (db: Db): SqliteIdempotency {
 
   return {
     replay (claim) {
-      const row = find.get(claim.scope, claim.key) as { fingerprint: string; response: string; created_at: number } | undefined
+      const row = find.get(claim.scope, claim.key) as {
+        fingerprint: string
+        response: string
+        created_at: number
+      } | undefined
       if (row === undefined) return null
       if (claimExpired(row, claim)) {
         forget.run(claim.scope, claim.key)

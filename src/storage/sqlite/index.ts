@@ -11,7 +11,10 @@ import { bindActor } from '../../shared/actor-context.ts'
 export interface SqliteStores extends Stores { readonly engine: 'sqlite' }
 
 /** Opens the file (or ':memory:'), applies migrations unless told not to, and builds the stores. */
-export function createSqliteStores (path: string, options: { migrate?: boolean; petCache?: PetCacheOptions } & WriterOptions = {}): SqliteStores {
+export function createSqliteStores (
+  path: string,
+  options: { migrate?: boolean; petCache?: PetCacheOptions } & WriterOptions = {}
+): SqliteStores {
   const db = openSqlite(path)
   if (options.migrate !== false) migrateSqlite(db)
   // Writes of the catalogue and of orders go through the writer (writer.ts): durable commits

@@ -12,7 +12,12 @@ import type { Writer } from './writer.ts'
 import type { PetCache } from './pet-cache.ts'
 import { INVENTORY_COLUMNS, toInventory, type InventoryRow } from '../rows.ts'
 
-export function createSqliteInventoryStore (db: Db, writer: Writer, cache: PetCache, events: SqliteEventLog): InventoryStore {
+export function createSqliteInventoryStore (
+  db: Db,
+  writer: Writer,
+  cache: PetCache,
+  events: SqliteEventLog
+): InventoryStore {
   const byId = db.prepare(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id = ?`)
   const list = db.prepare(`SELECT ${INVENTORY_COLUMNS} FROM pets WHERE id > ? ORDER BY id LIMIT ?`)
   const openOrders = db.prepare('SELECT 1 FROM orders WHERE pet_id = ? AND complete = 0 LIMIT 1')
@@ -37,7 +42,9 @@ export function createSqliteInventoryStore (db: Db, writer: Writer, cache: PetCa
         const row = sweepPet(petId, now, policy.cooldownMs) > 0 ? byId.get(petId) as unknown as InventoryRow : checked
         cache.forget(petId)
         const open = stockAsksOpenOrders(row.status, quantity) && openOrders.get(petId) !== undefined
-        const item = toInventory(update.get(quantity, statusForStock(row.status, quantity, open), petId) as unknown as InventoryRow)
+        const item = toInventory(
+          update.get(quantity, statusForStock(row.status, quantity, open), petId) as unknown as InventoryRow
+        )
         events.append(stockSetEvents(row.stock, item, policy.lowStockThreshold), now, toInventory(row))
         return item
       })

@@ -9,7 +9,19 @@ import { transaction, type Db } from './database.ts'
 import type { SqliteEventLog } from './events.ts'
 import { keyFilterSql, keySearchName } from '../key-filters.ts'
 import { scopesToText } from '../../accounts/scopes.ts'
-import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, toUsage, USAGE_COLUMNS, type BanRow, type KeyRow, type UsageRowSql, toDeprecatedCall, type DeprecatedCallSql } from '../rows.ts'
+import {
+  BAN_COLUMNS,
+  KEY_COLUMNS,
+  toBan,
+  toKey,
+  toUsage,
+  USAGE_COLUMNS,
+  type BanRow,
+  type KeyRow,
+  type UsageRowSql,
+  toDeprecatedCall,
+  type DeprecatedCallSql
+} from '../rows.ts'
 
 /** The ids of every key sharing the quota identity of key `?` (its rotation chain). */
 const SAME_IDENTITY = `SELECT k.id FROM api_keys k, (SELECT coalesce(quota_key_id, id) AS q FROM api_keys WHERE id = ?) i WHERE k.id = i.q OR k.quota_key_id = i.q`
@@ -55,21 +67,39 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
     ON CONFLICT (key_id, day, kind, operation) DO UPDATE SET level = excluded.level`)
   const banHistory = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${SAME_IDENTITY}) ORDER BY started_at DESC, id DESC LIMIT ?`)
 
-  /** Inside recordUsage's transaction, after the counts: the quota.threshold and deprecation.used events they announce. */
+  /**
+   * Inside recordUsage's transaction, after the counts: the quota.threshold and deprecation.used
+   * events they announce.
+   */
   const announce = (batch: UsageBatch): void => {
     const seen = new Set<string>()
     const now = noticeInstant(batch)
     for (const target of noticeTargets(batch)) {
-      const identity = identityOf.get(target.keyId) as { id: number; plan: KeyRow['plan']; per_minute: number | null; per_day: number | null } | undefined
+      const identity = identityOf.get(target.keyId) as {
+        id: number
+        plan: KeyRow['plan']
+        per_minute: number | null
+        per_day: number | null
+      } | undefined
       const id = `${identity?.id} ${target.day} ${target.kind} ${target.operation}`
       if (identity === undefined || seen.has(id)) continue
       seen.add(id)
-      const level = (noticeLevel.get(identity.id, target.day, target.kind, target.operation) as { level: number } | undefined)?.level ?? 0
+      const level = (
+        noticeLevel.get(identity.id, target.day, target.kind, target.operation) as { level: number } | undefined
+      )?.level ?? 0
       if (isComplete(target.kind, level)) continue
       const counted = target.kind === 'quota'
         ? chainAllowed.get(target.day, identity.id, identity.id)
         : chainCalls.get(target.operation, target.day, identity.id, identity.id)
-      const state = { keyId: identity.id, day: target.day, kind: target.kind, operation: target.operation, level, count: Number((counted as { n: number }).n), key: { plan: identity.plan, perMinute: identity.per_minute, perDay: identity.per_day } }
+      const state = {
+        keyId: identity.id,
+        day: target.day,
+        kind: target.kind,
+        operation: target.operation,
+        level,
+        count: Number((counted as { n: number }).n),
+        key: { plan: identity.plan, perMinute: identity.per_minute, perDay: identity.per_day }
+      }
       const notices = noticesOf(state, batch.deprecations ?? {})
       if (notices.drafts.length === 0) continue
       setNotice.run(identity.id, target.day, target.kind, target.operation, notices.level)
@@ -81,14 +111,27 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
   /** The key event of a change, in the change's transaction: the key's state, its ban in force at `now` included. */
   const appendKeyEvent = (type: string, record: KeyRecord, now: number, before?: KeyRecord): void => {
     const ban = activeBan.get(record.id, now) as BanRow | undefined
-    events.append([keyEvent(type, { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt })], now, before)
+    const state = { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt }
+    events.append([keyEvent(type, state)], now, before)
   }
 
   return {
     async createKey (k) {
       // Even single statements go through transaction(): a lock held elsewhere is then a 503, not a 500.
       return transaction(db, () => {
-        const created = toKey(insert.get(k.name, keySearchName(k.name), k.role, k.plan, k.perMinute, k.perDay, k.hash, k.prefix, k.now, k.expiresAt ?? null, scopesToText(k.scopes ?? null)) as unknown as KeyRow)
+        const created = toKey(insert.get(
+          k.name,
+          keySearchName(k.name),
+          k.role,
+          k.plan,
+          k.perMinute,
+          k.perDay,
+          k.hash,
+          k.prefix,
+          k.now,
+          k.expiresAt ?? null,
+          scopesToText(k.scopes ?? null)
+        ) as unknown as KeyRow)
         appendKeyEvent('key.created', created, k.now)
         return created
       })
@@ -106,7 +149,8 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
       const values: unknown[] = []
       const where = keyFilterSql(filter, (value) => { values.push(value); return '?' })
       const filtered = db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys k WHERE k.id > ? AND ${where} ORDER BY k.id LIMIT ?`)
-      return (filtered.all(page.afterId ?? 0, ...values as (string | number)[], page.limit) as unknown as KeyRow[]).map(toKey)
+      return (filtered.all(page.afterId ?? 0, ...values as (string | number)[], page.limit) as unknown as KeyRow[])
+        .map(toKey)
     },
     async updateKey (id, changes, ifMatch, now) {
       return transaction(db, () => {
@@ -132,7 +176,12 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
         const banRow = activeBan.get(id, now) as BanRow | undefined
         const ban = banRow === undefined ? null : toBan(banRow)
         const records = revoked === null ? siblings : [revoked, ...siblings]
-        if (records.length > 0) events.append(records.map((record) => { const state = { record, ban, lastUsedAt: record.lastUsedAt, reason }; return keyEvent('key.revoked', state) }), now)
+        if (records.length > 0) {
+          events.append(records.map((record) => {
+            const state = { record, ban, lastUsedAt: record.lastUsedAt, reason }
+            return keyEvent('key.revoked', state)
+          }), now)
+        }
         return revoked ?? toKey(row)
       })
     },
@@ -141,7 +190,20 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
         const row = current(id, null)
         const refusal = rotationRefusal(toKey(row), r.now)
         if (refusal !== null) throw refusal
-        const created = toKey(insertSuccessor.get(row.name, keySearchName(row.name), row.role, row.plan, row.per_minute, row.per_day, r.hash, r.prefix, r.now, row.id, row.quota_key_id ?? row.id, row.scopes) as unknown as KeyRow)
+        const created = toKey(insertSuccessor.get(
+          row.name,
+          keySearchName(row.name),
+          row.role,
+          row.plan,
+          row.per_minute,
+          row.per_day,
+          r.hash,
+          r.prefix,
+          r.now,
+          row.id,
+          row.quota_key_id ?? row.id,
+          row.scopes
+        ) as unknown as KeyRow)
         const expiresAt = row.expires_at === null ? r.graceEndsAt : Math.min(row.expires_at, r.graceEndsAt)
         const old = toKey(markReplaced.get(expiresAt, created.id, id) as unknown as KeyRow)
         // The successor, which names the key it replaces: the key its holder now uses.
@@ -154,9 +216,16 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
         // Recorded already (a retry whose first attempt committed): no second record, no second event.
         const recorded = banOf.get(b.subject, b.startedAt, b.endsAt) as BanRow | undefined
         if (recorded !== undefined) return toBan(recorded)
-        const ban = toBan(insertBan.get(b.keyId, b.subject, b.startedAt, b.endsAt, b.reason, b.strike ?? null) as unknown as BanRow)
+        const ban = toBan(
+          insertBan.get(b.keyId, b.subject, b.startedAt, b.endsAt, b.reason, b.strike ?? null) as unknown as BanRow
+        )
         const identity = b.keyId === null ? undefined : quotaIdentity.get(b.keyId) as { q: number } | undefined
-        if (identity !== undefined) events.append([keyBanEvent('key.banned', { quotaKeyId: identity.q, until: b.endsAt, strike: b.strike ?? 0 })], b.startedAt)
+        if (identity !== undefined) {
+          events.append(
+            [keyBanEvent('key.banned', { quotaKeyId: identity.q, until: b.endsAt, strike: b.strike ?? 0 })],
+            b.startedAt
+          )
+        }
         return ban
       })
     },

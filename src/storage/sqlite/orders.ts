@@ -2,7 +2,15 @@
 // (see database.ts) that changes the order and its pet's row together, and appends its events
 // and cool-downs in the same transaction (inside the writer's callback).
 import type { PetStatus } from '../../pets/pets.schema.ts'
-import { DEFAULT_ORDER_HOLD_MS, DEFAULT_ORDER_POLICY, type OrderChanges, type OrderFilter, type OrderOwner, type OrderRecord, type OrderStore } from '../../orders/orders.store.ts'
+import {
+  DEFAULT_ORDER_HOLD_MS,
+  DEFAULT_ORDER_POLICY,
+  type OrderChanges,
+  type OrderFilter,
+  type OrderOwner,
+  type OrderRecord,
+  type OrderStore
+} from '../../orders/orders.store.ts'
 import type { IfMatch } from '../../shared/store.ts'
 import { notFound } from '../../errors.ts'
 import { cooldownRefusal, lapsed, openOrder, orderLimitRefusal, orderRefusal, visibleOrder } from '../checks.ts'
@@ -52,7 +60,13 @@ function createCooldowns (db: Db): (owner: number | null, petId: number, from: n
 /** Most ended cool-downs one periodic sweep forgets. */
 const MAX_COOLDOWNS_PRUNED = 1000
 
-export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: SqliteIdempotency, cache: PetCache, events: SqliteEventLog): OrderStore {
+export function createSqliteOrderStore (
+  db: Db,
+  writer: Writer,
+  idempotency: SqliteIdempotency,
+  cache: PetCache,
+  events: SqliteEventLog
+): OrderStore {
   const byId = db.prepare(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ?`)
   const insert = db.prepare(`INSERT INTO orders (pet_id, owner_key_id, quantity, ship_date, complete, created_at, expires_at) VALUES (?, ?, ?, ?, 0, ?, ?) RETURNING ${ORDER_COLUMNS}`)
   // Rule 9: the owner's live open orders, and its units of one pet in them.
@@ -97,7 +111,8 @@ export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: Sql
   }
 
   function listStatement (filter: OrderFilter & { live?: boolean }) {
-    const shape = `${filter.petId !== undefined ? 'p' : ''}${filter.complete !== undefined ? 'c' : ''}${filter.ownerKeyId !== undefined ? 'o' : ''}${filter.live === true ? 'l' : ''}`
+    const shape = `${filter.petId !== undefined ? 'p' : ''}${filter.complete !== undefined ? 'c' : ''}`
+      + `${filter.ownerKeyId !== undefined ? 'o' : ''}${filter.live === true ? 'l' : ''}`
     let statement = listStatements.get(shape)
     if (statement === undefined) {
       const where = ['id > :after']
@@ -131,25 +146,52 @@ export function createSqliteOrderStore (db: Db, writer: Writer, idempotency: Sql
       const policy = input.policy ?? DEFAULT_ORDER_POLICY
       return await writer.run(() => idempotentCreate<OrderRecord>(claim, () => {
         if (input.limits != null) {
-          const refusal = orderLimitRefusal(input.limits, held.get({ owner: input.ownerKeyId, pet: input.petId, now: input.now }) as { orders: number; units: number }, input.petId, input.quantity)
+          const refusal = orderLimitRefusal(
+            input.limits,
+            held.get({
+              owner: input.ownerKeyId,
+              pet: input.petId,
+              now: input.now
+            }) as { orders: number; units: number },
+            input.petId,
+            input.quantity
+          )
           if (refusal !== null) throw refusal
         }
         // Rule 10: stock held by the pet's expired orders comes back before this order is judged.
         sweepPet(input.petId, input.now, policy.cooldownMs)
         if (input.checkCooldown === true) {
           // After the sweep: an order of this owner that lapsed just now has started a cool-down.
-          const refusal = cooldownRefusal(input.petId, (cooldownOf.get(input.ownerKeyId, input.petId) as { until: number } | undefined)?.until, input.now)
+          const refusal = cooldownRefusal(
+            input.petId,
+            (cooldownOf.get(input.ownerKeyId, input.petId) as { until: number } | undefined)?.until,
+            input.now
+          )
           if (refusal !== null) throw refusal
         }
         cache.forget(input.petId)
         const taken = takeStock.get({ id: input.petId, quantity: input.quantity }) as InventoryRow | undefined
         if (taken === undefined) {
-          throw orderRefusal(input.petId, input.quantity, petState.get(input.petId) as { status: PetStatus; stock: number } | undefined)
+          throw orderRefusal(
+            input.petId,
+            input.quantity,
+            petState.get(input.petId) as { status: PetStatus; stock: number } | undefined
+          )
         }
         const expiresAt = input.expiresAt ?? input.now + DEFAULT_ORDER_HOLD_MS
-        const order = toOrder(insert.get(input.petId, input.ownerKeyId, input.quantity, input.shipDate, input.now, expiresAt) as unknown as OrderRow)
+        const order = toOrder(insert.get(
+          input.petId,
+          input.ownerKeyId,
+          input.quantity,
+          input.shipDate,
+          input.now,
+          expiresAt
+        ) as unknown as OrderRow)
         const item = toInventory(taken)
-        events.append([orderEvent('order.created', order), ...lowStockEvents(item.quantity + input.quantity, item, policy.lowStockThreshold)], input.now)
+        events.append([
+          orderEvent('order.created', order),
+          ...lowStockEvents(item.quantity + input.quantity, item, policy.lowStockThreshold)
+        ], input.now)
         return order
       }, idempotency))
     },

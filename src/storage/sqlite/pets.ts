@@ -12,7 +12,13 @@ import type { PetCache } from './pet-cache.ts'
 import type { SqliteIdempotency } from './idempotency.ts'
 import { PET_COLUMNS, toPet, type PetRow } from '../rows.ts'
 
-export function createSqlitePetStore (db: Db, writer: Writer, idempotency: SqliteIdempotency, cache: PetCache, events: SqliteEventLog): PetStore {
+export function createSqlitePetStore (
+  db: Db,
+  writer: Writer,
+  idempotency: SqliteIdempotency,
+  cache: PetCache,
+  events: SqliteEventLog
+): PetStore {
   const byId = db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`)
   const categoryExists = db.prepare('SELECT 1 FROM categories WHERE id = ?')
   const insert = db.prepare(`INSERT INTO pets (name, search_name, category_id, status, stock) VALUES (?, ?, ?, ?, 1) RETURNING ${PET_COLUMNS}`)
@@ -25,7 +31,8 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
   const listStatements = new Map<string, ReturnType<Db['prepare']>>()
 
   function listStatement (filter: PetFilter) {
-    const shape = `${filter.ids !== undefined ? 'i' : ''}${filter.status !== undefined ? 's' : ''}${filter.categoryId !== undefined ? 'c' : ''}${filter.nameContains !== undefined ? 'n' : ''}`
+    const shape = `${filter.ids !== undefined ? 'i' : ''}${filter.status !== undefined ? 's' : ''}`
+      + `${filter.categoryId !== undefined ? 'c' : ''}${filter.nameContains !== undefined ? 'n' : ''}`
     let statement = listStatements.get(shape)
     if (statement === undefined) {
       const where = ['id > :after']
@@ -51,7 +58,8 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
     // Synchronous: GET /v1/pets answers in the request's own turn, as a read by id does.
     listPets (filter, page) {
       // Ids only (GET /pets?id=…): point reads through the cache, in id order, after the cursor.
-      if (filter.ids !== undefined && filter.status === undefined && filter.categoryId === undefined && filter.nameContains === undefined) {
+      if (filter.ids !== undefined && filter.status === undefined
+        && filter.categoryId === undefined && filter.nameContains === undefined) {
         const after = page.afterId ?? 0
         const pets: PetRecord[] = []
         for (const id of [...filter.ids].sort((a, b) => a - b)) {
@@ -86,7 +94,9 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
     async createPet (input, claim, now) {
       return await writer.run(() => idempotentCreate(claim, () => {
         requireCategory(input.categoryId)
-        const pet = toPet(insert.get(input.name, input.name.toLowerCase(), input.categoryId, input.status) as unknown as PetRow)
+        const pet = toPet(
+          insert.get(input.name, input.name.toLowerCase(), input.categoryId, input.status) as unknown as PetRow
+        )
         events.append([catalogEvent('pet.created', pet)], now)
         return pet
       }, idempotency))
@@ -99,7 +109,9 @@ export function createSqlitePetStore (db: Db, writer: Writer, idempotency: Sqlit
         const categoryId = changes.categoryId ?? row.category_id
         if (categoryId !== row.category_id) requireCategory(categoryId)
         cache.forget(id)
-        const pet = toPet(update.get(name, name.toLowerCase(), categoryId, changes.status ?? row.status, id) as unknown as PetRow)
+        const pet = toPet(
+          update.get(name, name.toLowerCase(), categoryId, changes.status ?? row.status, id) as unknown as PetRow
+        )
         events.append([catalogEvent('pet.updated', pet)], now, toPet(row))
         return pet
       })

@@ -10,14 +10,32 @@ import type { Role } from '../../accounts/plans.ts'
 import { typeFilterOf } from '../../webhooks/event-types.ts'
 import type { ClaimedDelivery, WebhookStore } from '../../webhooks/webhooks.store.ts'
 import { eventFilterSql } from '../event-filters.ts'
-import { deliveryEntries, fanOutPairs, liveSecrets, toWebhook, WEBHOOK_COLUMNS, type AttemptRow, type EndpointOwner, type PendingRow, type WebhookRow } from '../webhook-rows.ts'
+import {
+  deliveryEntries,
+  fanOutPairs,
+  liveSecrets,
+  toWebhook,
+  WEBHOOK_COLUMNS,
+  type AttemptRow,
+  type EndpointOwner,
+  type PendingRow,
+  type WebhookRow
+} from '../webhook-rows.ts'
 import { currentActor } from '../../shared/actor-context.ts'
 import { createSqliteAuditRecord } from './audit.ts'
 import type { Db } from './database.ts'
 import { createSqliteEventLog } from './events.ts'
 import type { Writer } from './writer.ts'
 
-interface EventRow { seq: number; id: string; type: string; created_at: number; audience: StoredEvent['audience']; subject_key_id: number | null; data: string }
+interface EventRow {
+  seq: number
+  id: string
+  type: string
+  created_at: number
+  audience: StoredEvent['audience']
+  subject_key_id: number | null
+  data: string
+}
 const EVENT_COLUMNS = 'e.seq, e.id, e.type, e.created_at, e.audience, e.subject_key_id, e.data'
 const toEvent = (row: EventRow): StoredEvent => ({
   id: row.id, type: row.type, createdAt: row.created_at, audience: row.audience, subjectKeyId: row.subject_key_id,
@@ -70,7 +88,9 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
   const events = createSqliteEventLog(db)
   const record = createSqliteAuditRecord(db)
   /** The audit entry of `change`, by `by` (the actor of the caller, taken when it queued the write). */
-  const audit = (change: WebhookChange, now: number, by: ReturnType<typeof currentActor>): void => { record([webhookAuditDraft(change, now, by)]) }
+  const audit = (change: WebhookChange, now: number, by: ReturnType<typeof currentActor>): void => {
+    record([webhookAuditDraft(change, now, by)])
+  }
   const byId = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = ?`)
   const countByOwner = db.prepare('SELECT count(*) AS n FROM webhooks WHERE owner_key_id = ?')
   const insert = db.prepare(`INSERT INTO webhooks (id, owner_key_id, url, types, description, status, secret, created_at, updated_at)
@@ -106,7 +126,11 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
       WHERE d.id IN (${ids.map(() => '?').join(', ')}) ORDER BY d.next_attempt_at, d.id`).all(...ids) as unknown as ClaimRow[]
     return rows.map((row) => ({
       id: row.delivery_id, webhookId: row.webhook_id, url: row.url, attempts: row.attempts, event: toEvent(row),
-      secrets: liveSecrets({ secret: row.secret, previousSecret: row.previous_secret, previousSecretUntil: row.previous_secret_until }, now)
+      secrets: liveSecrets({
+        secret: row.secret,
+        previousSecret: row.previous_secret,
+        previousSecretUntil: row.previous_secret_until
+      }, now)
     }))
   }
   // Not when the delivery is gone (its endpoint deleted while the attempt was in flight).
@@ -129,7 +153,16 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
       return await writer.run(() => {
         const { n } = countByOwner.get(input.ownerKeyId) as { n: number }
         if (n >= maxPerOwner) throw webhookLimitReached(maxPerOwner)
-        const created = toWebhook(insert.get(input.id, input.ownerKeyId, input.url, JSON.stringify(input.types), input.description, input.secret, input.now, input.now) as unknown as WebhookRow)
+        const created = toWebhook(insert.get(
+          input.id,
+          input.ownerKeyId,
+          input.url,
+          JSON.stringify(input.types),
+          input.description,
+          input.secret,
+          input.now,
+          input.now
+        ) as unknown as WebhookRow)
         audit({ action: 'webhook.create', after: created }, input.now, by)
         return created
       })
@@ -150,8 +183,15 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
         if (row === undefined) return null
         const before = toWebhook(row)
         const status = patch.status ?? before.status
-        const after = toWebhook(update.get(patch.url ?? before.url, JSON.stringify(patch.types ?? before.types), patch.description ?? before.description,
-          status, now, status, id) as unknown as WebhookRow)
+        const after = toWebhook(update.get(
+          patch.url ?? before.url,
+          JSON.stringify(patch.types ?? before.types),
+          patch.description ?? before.description,
+          status,
+          now,
+          status,
+          id
+        ) as unknown as WebhookRow)
         if (before.status === 'enabled' && after.status === 'disabled') events.append([disabledEvent(after)], now)
         audit({ action: 'webhook.update', before, after }, now, by)
         return after
@@ -163,7 +203,9 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
       // deliveries a write: in one write, the 170,000 of a bench run held the event loop for
       // 0.5 s and the savepoint's journal, in memory, kept 30 MiB of the heap for good.
       // Bookkeeping: the delete that follows is the write the caller is answered on, once durable.
-      while (await writer.run(() => Number(purge.run(id, PURGE_BATCH).changes), BOOKKEEPING) === PURGE_BATCH) { /* next batch */ }
+      while (await writer.run(() => Number(purge.run(id, PURGE_BATCH).changes), BOOKKEEPING) === PURGE_BATCH) {
+        /* next batch */
+      }
       return await writer.run(() => {
         const row = ownerOf(id)
         if (row === undefined) return false
@@ -178,7 +220,11 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
         const was = ownerOf(id)
         const row = rotate.get(previousUntil, secret, now, id) as WebhookRow | undefined
         if (was === undefined || row === undefined) return null
-        audit({ action: 'webhook.rotate_secret', id, previousUntil: { before: toWebhook(was).previousSecretUntil, after: previousUntil } }, now, by)
+        audit({
+          action: 'webhook.rotate_secret',
+          id,
+          previousUntil: { before: toWebhook(was).previousSecretUntil, after: previousUntil }
+        }, now, by)
         return toWebhook(row)
       })
     },
@@ -211,17 +257,41 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
       })
     },
     async listDeliveries (id, limit) {
-      return deliveryEntries(attempts.all(id, limit) as unknown as AttemptRow[], pending.all(id, limit) as unknown as PendingRow[], limit)
+      return deliveryEntries(
+        attempts.all(id, limit) as unknown as AttemptRow[],
+        pending.all(id, limit) as unknown as PendingRow[],
+        limit
+      )
     },
     async fanOut (now, batch) {
       return await writer.run(() => {
         const { seq } = cursor.get() as { seq: number }
         const rows = (feed.all(seq, batch) as unknown as Array<Omit<EventRow, 'data'>>)
-          .map((row) => ({ seq: row.seq, id: row.id, type: row.type, createdAt: row.created_at, audience: row.audience, subjectKeyId: row.subject_key_id }))
+          .map((row) => ({
+            seq: row.seq,
+            id: row.id,
+            type: row.type,
+            createdAt: row.created_at,
+            audience: row.audience,
+            subjectKeyId: row.subject_key_id
+          }))
         if (rows.length === 0) return 0
-        const owners = (endpoints.all() as Array<{ id: string; types: string; owner_key_id: number; role: EndpointOwner['ownerRole']; created_at: number }>)
-          .map((row) => ({ id: row.id, types: JSON.parse(row.types) as string[], ownerKeyId: row.owner_key_id, ownerRole: row.role, createdAt: row.created_at }))
-        for (const { webhookId, eventId } of fanOutPairs(rows, owners)) insertDelivery.run(webhookId, eventId, 'feed', now, now, now)
+        const owners = (endpoints.all() as Array<{
+          id: string
+          types: string
+          owner_key_id: number
+          role: EndpointOwner['ownerRole']
+          created_at: number
+        }>).map((row) => ({
+          id: row.id,
+          types: JSON.parse(row.types) as string[],
+          ownerKeyId: row.owner_key_id,
+          ownerRole: row.role,
+          createdAt: row.created_at
+        }))
+        for (const { webhookId, eventId } of fanOutPairs(rows, owners)) {
+          insertDelivery.run(webhookId, eventId, 'feed', now, now, now)
+        }
         moveCursor.run(rows[rows.length - 1]!.seq)
         return rows.length
       }, BOOKKEEPING)
@@ -239,7 +309,9 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
         for (const endpoint of turns) {
           const room = Math.min(perEndpoint - (inFlight[endpoint.id] ?? 0), limit - taken.length)
           if (room <= 0) continue
-          for (const row of claim.all(leaseOwner, leaseUntil, endpoint.id, now, now, room) as Array<{ id: number }>) taken.push(row.id)
+          for (const row of claim.all(leaseOwner, leaseUntil, endpoint.id, now, now, room) as Array<{ id: number }>) {
+            taken.push(row.id)
+          }
           if (taken.length === limit) {
             turnFrom = endpoint.seq + 1
             break
@@ -251,9 +323,27 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
     },
     async recordAttempt (record) {
       await writer.run(() => {
-        insertAttempt.run(record.deliveryId, record.webhookId, record.attempt, record.at, record.outcome, record.status, record.error, record.durationMs)
+        insertAttempt.run(
+          record.deliveryId,
+          record.webhookId,
+          record.attempt,
+          record.at,
+          record.outcome,
+          record.status,
+          record.error,
+          record.durationMs
+        )
         const status = record.outcome === 'succeeded' ? 'succeeded' : record.nextAttemptAt === null ? 'failed' : 'pending'
-        settle.run(record.attempt, status, record.outcome === 'succeeded' ? null : record.nextAttemptAt, record.status, record.error, record.at, record.deliveryId, record.leaseOwner)
+        settle.run(
+          record.attempt,
+          status,
+          record.outcome === 'succeeded' ? null : record.nextAttemptAt,
+          record.status,
+          record.error,
+          record.at,
+          record.deliveryId,
+          record.leaseOwner
+        )
         if (record.outcome === 'succeeded') {
           succeeded.run(record.webhookId)
           return

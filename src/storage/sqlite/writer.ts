@@ -73,7 +73,9 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
   const sync = options.sync ?? wal?.sync ?? (async () => {})
   // A checkpoint holds the writer's batches while it runs (see createCheckpointer), then resumes it.
   const resume = (): void => { if (queue.length > 0 && scheduled === null) schedule() }
-  const checkpointer = path === ':memory:' ? null : createCheckpointer(db, path, options.checkpointIntervalMs ?? CHECKPOINT_INTERVAL_MS, { durable, resume })
+  const checkpointer = path === ':memory:'
+    ? null
+    : createCheckpointer(db, path, options.checkpointIntervalMs ?? CHECKPOINT_INTERVAL_MS, { durable, resume })
   const lockBoundMs = options.lockBoundMs ?? WRITE_LOCK_BOUND_MS
   db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
   // The commit of a batch is fsynced by durable(), off the event loop; and the lock is tried
@@ -261,7 +263,14 @@ export function createWriter (db: Db, path: string, options: WriterOptions = {})
   return {
     run<T> (fn: () => T, options?: RunOptions): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        queue.push({ fn, resolve: resolve as (value: unknown) => void, reject, since: Date.now(), trace: telemetry.writer?.capture(), eager: options?.durable === false })
+        queue.push({
+          fn,
+          resolve: resolve as (value: unknown) => void,
+          reject,
+          since: Date.now(),
+          trace: telemetry.writer?.capture(),
+          eager: options?.durable === false
+        })
         schedule()
       })
     },
