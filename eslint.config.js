@@ -13,7 +13,10 @@ import tseslint from 'typescript-eslint'
 // below (a feature unless named as something else) without editing a list.
 const SRC_ENTRIES = readdirSync(join(import.meta.dirname, 'src'), { withFileTypes: true })
 export const SRC_FOLDERS = SRC_ENTRIES.filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort()
-export const SRC_MODULES = SRC_ENTRIES.filter((entry) => entry.isFile() && entry.name.endsWith('.ts')).map((entry) => entry.name).sort()
+export const SRC_MODULES = SRC_ENTRIES
+  .filter((entry) => entry.isFile() && entry.name.endsWith('.ts'))
+  .map((entry) => entry.name)
+  .sort()
 
 // The layers, bottom up (docs/architecture.md). The foundation: what every other folder stands
 // on, each foundation folder importing only the ones named for it and errors.ts. accounts/ is
@@ -28,7 +31,8 @@ export const PIPELINE = ['access', 'routing', 'http', 'transport']
 export const TOP_FOLDERS = ['openapi', 'ops']
 export const OTHER_FOLDERS = ['storage', 'cli', 'jobs', 'telemetry']
 // Every other folder is a feature: its routes, service, store port and schema.
-export const FEATURES = SRC_FOLDERS.filter((name) => !(name in FOUNDATION) && ![...PIPELINE, ...TOP_FOLDERS, ...OTHER_FOLDERS].includes(name))
+export const FEATURES = SRC_FOLDERS.filter((name) =>
+  !(name in FOUNDATION) && ![...PIPELINE, ...TOP_FOLDERS, ...OTHER_FOLDERS].includes(name))
 
 const folderPattern = (names) => `(^|/)(${names.join('|')})/`
 const escapeName = (name) => name.replace(/[.]/g, '\\.')
@@ -71,7 +75,8 @@ const STORAGE = {
 // pipeline, no storage, no root module (openapi/ and ops/ have their own message, TOP).
 const FOUNDATION_MESSAGE = 'shared/, ratelimit/ and accounts/ are the foundation: each imports only the foundation folders below it and errors.ts, never a feature, the pipeline or a root module (docs/architecture.md)'
 function foundation (name) {
-  const above = SRC_FOLDERS.filter((folder) => folder !== name && !FOUNDATION[name].includes(folder) && !TOP_FOLDERS.includes(folder))
+  const above = SRC_FOLDERS.filter((folder) =>
+    folder !== name && !FOUNDATION[name].includes(folder) && !TOP_FOLDERS.includes(folder))
   const modules = SRC_MODULES.filter((module) => module !== 'errors.ts').map(escapeName)
   return {
     paths: [],
@@ -95,7 +100,10 @@ const HTTP_FROM_ACCESS = {
 // No folder import loop is left: test/lint/folder-graph.test.ts builds the folder graph of src/
 // from its import statements and fails on any cycle, and on any foundation import upwards.
 
-/** One `no-restricted-imports` setting from several groups (a later config block would replace, not add to, an earlier one). */
+/**
+ * One `no-restricted-imports` setting from several groups (a later config block would replace, not
+ * add to, an earlier one).
+ */
 function restrictImports (...groups) {
   return ['error', {
     paths: groups.flatMap((group) => group.paths),
@@ -159,6 +167,13 @@ function firstEffect (node, visitorKeys) {
 // its reason; test/lint/repeating-timer.test.ts holds the list of them.
 const REPEATING_TIMER_MESSAGE = 'a repeating timer is background work: declare a job in src/jobs/jobs.ts (docs/architecture.md "Background jobs"); a one-shot setTimeout for a deadline is fine'
 
+// Lines of at most 120 columns (issue 47): a reader sees a statement whole. Literals are not
+// counted (a message, a fixture or a pattern reads better unbroken), nor URLs in comments;
+// the code around them is. @stylistic/max-len's ignoreStrings would let any line holding a
+// string run on for hundreds of columns.
+const MAX_LINE = 120
+const MAX_LINE_MESSAGE = `a line of at most ${MAX_LINE} columns, string, template and regular expression literals aside: break it`
+
 const LOCAL = {
   rules: {
     'no-repeating-timer': {
@@ -170,7 +185,44 @@ const LOCAL = {
           },
           // timers['setInterval'] names it in a string.
           Literal (node) {
-            if (node.value === 'setInterval' && node.parent?.type === 'MemberExpression' && node.parent.property === node) context.report({ node, message: REPEATING_TIMER_MESSAGE })
+            const member = node.parent?.type === 'MemberExpression' && node.parent.property === node
+            if (node.value === 'setInterval' && member) context.report({ node, message: REPEATING_TIMER_MESSAGE })
+          }
+        }
+      }
+    },
+    'max-len': {
+      meta: { type: 'layout', docs: { description: 'a line of code at most 120 columns, its literals aside' }, schema: [] },
+      create (context) {
+        return {
+          'Program:exit' () {
+            const source = context.sourceCode
+            const lines = source.lines
+            // What a line's length does not count: the text of string, template and regular
+            // expression literals, and URLs in comments (they cannot be broken without harm).
+            const excepted = new Array(lines.length).fill(0)
+            const except = (start, end) => {
+              for (let line = start.line; line <= end.line; line++) {
+                const from = line === start.line ? start.column : 0
+                const to = line === end.line ? end.column : lines[line - 1].length
+                excepted[line - 1] += Math.max(0, to - from)
+              }
+            }
+            for (const token of source.ast.tokens) {
+              if (token.type === 'String' || token.type === 'Template' || token.type === 'RegularExpression') except(token.loc.start, token.loc.end)
+            }
+            for (const comment of source.getAllComments()) {
+              for (const match of comment.value.matchAll(/\bhttps?:\/\/\S+/g)) {
+                const offset = comment.range[0] + 2 + match.index
+                except(source.getLocFromIndex(offset), source.getLocFromIndex(offset + match[0].length))
+              }
+            }
+            lines.forEach((text, index) => {
+              if (text.length <= MAX_LINE || text.length - excepted[index] <= MAX_LINE) return
+              // A shebang cannot be broken.
+              if (index === 0 && text.startsWith('#!')) return
+              context.report({ loc: { line: index + 1, column: MAX_LINE }, message: MAX_LINE_MESSAGE })
+            })
           }
         }
       }
@@ -312,7 +364,7 @@ export default tseslint.config(
   {
     files: ['**/*.ts', '**/*.js', '**/*.mjs'],
     plugins: { local: LOCAL },
-    rules: { 'local/no-effects-in-optional-call': 'error' }
+    rules: { 'local/no-effects-in-optional-call': 'error', 'local/max-len': 'error' }
   },
   // The server's code; src/console/*.js runs in the operator's browser, not in the process.
   {

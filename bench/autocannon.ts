@@ -59,8 +59,17 @@ class Samples {
 async function main (): Promise<void> {
   const job = JSON.parse(process.argv[2] ?? '') as AutocannonJob
   const { load } = job
-  const pick = (paths: string[]) => (request: { path: string }) => ({ ...request, path: paths[Math.floor(Math.random() * paths.length)]! })
-  const options: AutocannonOptions = { url: job.base, connections: job.connections, duration: job.seconds, timeout: 10, headers: load.headers }
+  const pick = (paths: string[]) => (request: { path: string }) => ({
+    ...request,
+    path: paths[Math.floor(Math.random() * paths.length)]!
+  })
+  const options: AutocannonOptions = {
+    url: job.base,
+    connections: job.connections,
+    duration: job.seconds,
+    timeout: 10,
+    headers: load.headers
+  }
   let ordering: AutocannonOptions | null = null
   if (load.kind === 'static') {
     Object.assign(options, { url: job.base + load.path, method: load.method })
@@ -81,21 +90,33 @@ async function main (): Promise<void> {
   const all = new Samples()
   const reads = new Samples()
   const orders = new Samples()
-  const listen = (run: AutocannonRun, samples: Samples | null): AutocannonRun => run.on('response', (_client, status, _bytes, ms) => {
-    const us = ms * 1000
-    all.add(us)
-    if (samples === null) return
-    samples.add(us)
-    if (status < 200 || status > 299) samples.bad++
-  })
-  const runs = [listen(autocannon(options), load.kind === 'mixed' ? reads : null), ...(ordering === null ? [] : [listen(autocannon(ordering), orders)])]
+  const listen = (run: AutocannonRun, samples: Samples | null): AutocannonRun => run.on(
+    'response',
+    (_client, status, _bytes, ms) => {
+      const us = ms * 1000
+      all.add(us)
+      if (samples === null) return
+      samples.add(us)
+      if (status < 200 || status > 299) samples.bad++
+    }
+  )
+  const runs = [
+    listen(autocannon(options), load.kind === 'mixed' ? reads : null),
+    ...(ordering === null ? [] : [listen(autocannon(ordering), orders)])
+  ]
   const results = await Promise.all(runs)
   const total = (f: (r: AutocannonResult) => number): number => results.reduce((n, r) => n + f(r), 0)
   const timeouts = total((r) => r.timeouts)
   process.stdout.write(formatResult({
     requests: total((r) => r.requests.total),
     durationUs: Math.max(...results.map((r) => r.duration)) * 1e6,
-    errors: { connect: 0, read: Math.max(0, total((r) => r.errors) - timeouts), write: 0, status: total((r) => r.non2xx), timeout: timeouts },
+    errors: {
+      connect: 0,
+      read: Math.max(0, total((r) => r.errors) - timeouts),
+      write: 0,
+      status: total((r) => r.non2xx),
+      timeout: timeouts
+    },
     latencyUs: all.part().latencyUs,
     ...(load.kind === 'mixed' && { reads: reads.part(), orders: orders.part() })
   }))

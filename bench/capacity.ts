@@ -50,7 +50,13 @@ const emptyCounts = (): Counts => ({ bytesUp: 0, bytesDown: 0, roundTrips: 0, co
 export function diffCounts (after: Counts, before: Counts): Counts {
   const commands: Record<string, number> = {}
   for (const [k, v] of Object.entries(after.commands)) commands[k] = v - (before.commands[k] ?? 0)
-  return { bytesUp: after.bytesUp - before.bytesUp, bytesDown: after.bytesDown - before.bytesDown, roundTrips: after.roundTrips - before.roundTrips, commands, transactions: after.transactions - before.transactions }
+  return {
+    bytesUp: after.bytesUp - before.bytesUp,
+    bytesDown: after.bytesDown - before.bytesDown,
+    roundTrips: after.roundTrips - before.roundTrips,
+    commands,
+    transactions: after.transactions - before.transactions
+  }
 }
 
 /** RESP commands a client sent, from its byte stream (arrays of bulk strings); the parts of each to `onCommand`. */
@@ -113,7 +119,10 @@ export function pgReader (startup: boolean, onMessage: (type: string, body: Buff
 interface Proxy { port: number; counts: Counts; server: Server }
 
 /** A TCP proxy to `target` that counts what passes, and lets `watch` read both directions. */
-async function countingProxy (target: number, watch: (counts: Counts) => { up (chunk: Buffer): void; down (chunk: Buffer): void }): Promise<Proxy> {
+async function countingProxy (
+  target: number,
+  watch: (counts: Counts) => { up (chunk: Buffer): void; down (chunk: Buffer): void }
+): Promise<Proxy> {
   const counts = emptyCounts()
   const sockets = new Set<Socket>()
   const server = createServer((client) => {
@@ -145,8 +154,15 @@ async function countingProxy (target: number, watch: (counts: Counts) => { up (c
 
 // ---------------------------------------------------------------------------------------------
 
-/** The limiter's script (from its one EVAL), the arguments of a `consume` call, and the API's order statement with its parameters. */
-interface Captured { script: string | null; consumeArgs: string[] | null; placeOrders: { sql: string; params: (string | null)[] } | null }
+/**
+ * The limiter's script (from its one EVAL), the arguments of a `consume` call, and the API's order
+ * statement with its parameters.
+ */
+interface Captured {
+  script: string | null
+  consumeArgs: string[] | null
+  placeOrders: { sql: string; params: (string | null)[] } | null
+}
 
 function redisWatch (captured: Captured) {
   return (counts: Counts) => ({
@@ -156,7 +172,10 @@ function redisWatch (captured: Captured) {
       if (name === 'EVAL' && captured.script === null) captured.script = parts[1]!.toString('utf8')
       // EVAL(SHA) script-or-sha numkeys k1 k2 k3 'now perMinute perDay minuteReset dayReset op shortDay':
       // a batch of one call (src/ratelimit/redis.ts), so that redis-benchmark's calls are one each.
-      if ((name === 'EVAL' || name === 'EVALSHA') && captured.consumeArgs === null && parts.length === 7 && parts[6]?.toString('latin1').includes(' consume ') === true) captured.consumeArgs = parts.slice(6).map((p) => p.toString('utf8'))
+      if ((name === 'EVAL' || name === 'EVALSHA') && captured.consumeArgs === null && parts.length === 7
+        && parts[6]?.toString('latin1').includes(' consume ') === true) {
+        captured.consumeArgs = parts.slice(6).map((p) => p.toString('utf8'))
+      }
     }),
     down: () => {}
   })
@@ -233,7 +252,14 @@ async function xactCommit (url: string, database: string): Promise<number> {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
-interface PerRequest { kind: string; requests: number; seconds: number; redis: Counts; postgres: Counts; xactCommitPerRequest: number | null }
+interface PerRequest {
+  kind: string
+  requests: number
+  seconds: number
+  redis: Counts
+  postgres: Counts
+  xactCommitPerRequest: number | null
+}
 
 async function main (): Promise<void> {
   const { values } = parseArgs({
@@ -254,8 +280,20 @@ async function main (): Promise<void> {
   const pg = new URL(adminUrl)
   const redisTarget = new URL(values.redis)
   const captured: Captured = { script: null, consumeArgs: null, placeOrders: null }
-  const out: { startedAt: string; perRequest: PerRequest[]; redisBenchmark: Record<string, number>; pgbench: Record<string, number>; machine: string; loadAverage: number[][] } = {
-    startedAt: new Date().toISOString(), perRequest: [], redisBenchmark: {}, pgbench: {}, machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? '?'}`, loadAverage: [os.loadavg()]
+  const out: {
+    startedAt: string
+    perRequest: PerRequest[]
+    redisBenchmark: Record<string, number>
+    pgbench: Record<string, number>
+    machine: string
+    loadAverage: number[][]
+  } = {
+    startedAt: new Date().toISOString(),
+    perRequest: [],
+    redisBenchmark: {},
+    pgbench: {},
+    machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? '?'}`,
+    loadAverage: [os.loadavg()]
   }
   try {
     await withPostgres(adminUrl, (c) => c.query(`CREATE DATABASE ${database}`))
@@ -274,7 +312,12 @@ async function main (): Promise<void> {
     const prefix = `petstore:capacity:${randomBytes(5).toString('hex')}:`
     const redisAdmin = new Redis(values.redis)
     cleanups.push(async () => { await deleteRedisKeys(redisAdmin, prefix); redisAdmin.disconnect() })
-    const env = { DATABASE_URL: viaProxy.toString(), REDIS_URL: `redis://127.0.0.1:${redisProxy.port}/?keyPrefix=${encodeURIComponent(prefix)}`, ORDER_LIMITS: 'enterprise=none', LOG_LEVEL: 'info' }
+    const env = {
+      DATABASE_URL: viaProxy.toString(),
+      REDIS_URL: `redis://127.0.0.1:${redisProxy.port}/?keyPrefix=${encodeURIComponent(prefix)}`,
+      ORDER_LIMITS: 'enterprise=none',
+      LOG_LEVEL: 'info'
+    }
     const api: ChildServer = await startServer('capacity', null, { petstore: { env } })
     cleanups.push(() => api.stop())
 
@@ -288,10 +331,17 @@ async function main (): Promise<void> {
     // The background: what the idle instance asks for per second (jobs, polls).
     const idleBefore = { redis: structuredClone(redisProxy.counts), postgres: structuredClone(pgProxy.counts) }
     await sleep(seconds * 1000)
-    const idle = { redis: diffCounts(redisProxy.counts, idleBefore.redis), postgres: diffCounts(pgProxy.counts, idleBefore.postgres) }
+    const idle = {
+      redis: diffCounts(redisProxy.counts, idleBefore.redis),
+      postgres: diffCounts(pgProxy.counts, idleBefore.postgres)
+    }
     for (const kind of kinds) {
       await send(api.base, seeded.apiKey, kind, 200, 10) // warm-up: caches, prepared statements
-      const before = { redis: structuredClone(redisProxy.counts), postgres: structuredClone(pgProxy.counts), xact: await xactCommit(adminUrl, database) }
+      const before = {
+        redis: structuredClone(redisProxy.counts),
+        postgres: structuredClone(pgProxy.counts),
+        xact: await xactCommit(adminUrl, database)
+      }
       const took = await send(api.base, seeded.apiKey, kind, requests, 10)
       const after = { redis: structuredClone(redisProxy.counts), postgres: structuredClone(pgProxy.counts) }
       // Idle backends report their statistics within 10 s (PGSTAT_IDLE_INTERVAL).
@@ -300,7 +350,9 @@ async function main (): Promise<void> {
       const scale = (c: Counts, background: Counts, s: number): Counts => {
         const f = s / seconds
         const commands: Record<string, number> = {}
-        for (const [k, v] of Object.entries(c.commands)) commands[k] = Math.max(0, v - (background.commands[k] ?? 0) * f) / requests
+        for (const [k, v] of Object.entries(c.commands)) {
+          commands[k] = Math.max(0, v - (background.commands[k] ?? 0) * f) / requests
+        }
         return {
           bytesUp: Math.max(0, c.bytesUp - background.bytesUp * f) / requests,
           bytesDown: Math.max(0, c.bytesDown - background.bytesDown * f) / requests,
@@ -319,7 +371,14 @@ async function main (): Promise<void> {
       })
       process.stdout.write(`${kind.id}: ${JSON.stringify(out.perRequest.at(-1))}\n`)
     }
-    out.perRequest.push({ kind: 'idle instance, per second', requests: seconds, seconds, redis: scaleIdle(idle.redis, seconds), postgres: scaleIdle(idle.postgres, seconds), xactCommitPerRequest: null })
+    out.perRequest.push({
+      kind: 'idle instance, per second',
+      requests: seconds,
+      seconds,
+      redis: scaleIdle(idle.redis, seconds),
+      postgres: scaleIdle(idle.postgres, seconds),
+      xactCommitPerRequest: null
+    })
     await api.stop()
 
     // The ceilings.
@@ -329,12 +388,23 @@ async function main (): Promise<void> {
       await redisAdmin.script('LOAD', script)
       const keys = ['m', 'd', 's'].map((k) => `${prefix}rb:{__rand_int__}:${k}`)
       for (const clients of [50, 200]) {
-        const text = execFileSync('redis-benchmark', ['-h', redisTarget.hostname, '-p', redisTarget.port || '6379', '-c', String(clients), '-n', '200000', '-r', '100000', '-q', 'EVALSHA', sha, '3', ...keys, ...args], { encoding: 'utf8', timeout: 300_000 })
+        const text = execFileSync(
+          'redis-benchmark',
+          [
+            '-h', redisTarget.hostname, '-p', redisTarget.port || '6379', '-c', String(clients), '-n', '200000',
+            '-r', '100000', '-q', 'EVALSHA', sha, '3', ...keys, ...args
+          ],
+          { encoding: 'utf8', timeout: 300_000 }
+        )
         const rate = /([\d.]+) requests per second/.exec(text)
         out.redisBenchmark[`EVALSHA limiter script, ${clients} clients`] = rate === null ? NaN : Number(rate[1])
         process.stdout.write(`redis-benchmark ${clients} clients: ${text.trim().split('\r').at(-1)}\n`)
       }
-      const get = execFileSync('redis-benchmark', ['-h', redisTarget.hostname, '-p', redisTarget.port || '6379', '-c', '50', '-n', '200000', '-q', '-t', 'get'], { encoding: 'utf8', timeout: 300_000 })
+      const get = execFileSync(
+        'redis-benchmark',
+        ['-h', redisTarget.hostname, '-p', redisTarget.port || '6379', '-c', '50', '-n', '200000', '-q', '-t', 'get'],
+        { encoding: 'utf8', timeout: 300_000 }
+      )
       out.redisBenchmark['GET, 50 clients (for scale)'] = Number(/([\d.]+) requests per second/.exec(get)?.[1] ?? NaN)
     }
     if (captured.placeOrders !== null) {
@@ -344,10 +414,20 @@ async function main (): Promise<void> {
       cleanups.push(() => rm(dir, { recursive: true, force: true }))
       for (const batch of [1, 10]) {
         const file = path.join(dir, `order-${batch}.sql`)
-        const json = JSON.stringify(Array.from({ length: batch }, () => ({ ...one, key: null, fingerprint: null, scope: null }))).replaceAll('":', '": ').replaceAll("'", "''")
+        const orders = Array.from({ length: batch }, () => ({ ...one, key: null, fingerprint: null, scope: null }))
+        const json = JSON.stringify(orders)
+          .replaceAll('":', '": ')
+          .replaceAll("'", "''")
         await writeFile(file, `SELECT count(*) FROM place_orders('${json}'::jsonb, ${ttl});\n`)
         for (const clients of [8, 32]) {
-          const text = execFileSync('pgbench', ['-n', '-M', 'prepared', '-c', String(clients), '-j', '2', '-T', String(seconds), '-f', file, '-h', pg.hostname, '-p', pg.port || '5432', '-U', pg.username || 'postgres', database], { encoding: 'utf8', timeout: 300_000 })
+          const text = execFileSync(
+            'pgbench',
+            [
+              '-n', '-M', 'prepared', '-c', String(clients), '-j', '2', '-T', String(seconds), '-f', file,
+              '-h', pg.hostname, '-p', pg.port || '5432', '-U', pg.username || 'postgres', database
+            ],
+            { encoding: 'utf8', timeout: 300_000 }
+          )
           const tps = Number(/tps = ([\d.]+)/.exec(text)?.[1] ?? NaN)
           out.pgbench[`place_orders, ${batch} order${batch === 1 ? '' : 's'} a call, ${clients} clients: orders/s`] = tps * batch
           process.stdout.write(`pgbench ${batch} a call, ${clients} clients: ${tps.toFixed(0)} tps, ${(tps * batch).toFixed(0)} orders/s\n`)
@@ -356,23 +436,41 @@ async function main (): Promise<void> {
     }
     out.loadAverage.push(os.loadavg())
   } finally {
-    for (const fn of cleanups.reverse()) await fn().catch((error: unknown) => process.stderr.write(`cleanup: ${(error as Error).message}\n`))
+    for (const fn of cleanups.reverse()) {
+      await fn().catch((error: unknown) => process.stderr.write(`cleanup: ${(error as Error).message}\n`))
+    }
   }
   const dir = values.out ?? path.join(HERE, 'results')
   await mkdir(dir, { recursive: true })
   await writeFile(path.join(dir, 'capacity.json'), JSON.stringify(out, null, 2) + '\n')
-  process.stdout.write(`\n${render(out.perRequest)}\n\nredis-benchmark: ${JSON.stringify(out.redisBenchmark)}\npgbench: ${JSON.stringify(out.pgbench)}\nload average ${out.loadAverage.map((l) => l.map((x) => x.toFixed(1)).join(' ')).join(' -> ')}\nwritten to ${path.join(dir, 'capacity.json')}\n`)
+  process.stdout.write(`\n${render(out.perRequest)}\n\nredis-benchmark: ${JSON.stringify(out.redisBenchmark)}\n`
+    + `pgbench: ${JSON.stringify(out.pgbench)}\n`
+    + `load average ${out.loadAverage.map((l) => l.map((x) => x.toFixed(1)).join(' ')).join(' -> ')}\n`
+    + `written to ${path.join(dir, 'capacity.json')}\n`)
 }
 
 function scaleIdle (c: Counts, seconds: number): Counts {
-  return { bytesUp: c.bytesUp / seconds, bytesDown: c.bytesDown / seconds, roundTrips: c.roundTrips / seconds, transactions: c.transactions / seconds, commands: Object.fromEntries(Object.entries(c.commands).map(([k, v]) => [k, v / seconds])) }
+  return {
+    bytesUp: c.bytesUp / seconds,
+    bytesDown: c.bytesDown / seconds,
+    roundTrips: c.roundTrips / seconds,
+    transactions: c.transactions / seconds,
+    commands: Object.fromEntries(Object.entries(c.commands).map(([k, v]) => [k, v / seconds]))
+  }
 }
 
 function render (rows: PerRequest[]): string {
   const f = (n: number): string => n.toFixed(2)
-  const cmds = (c: Record<string, number>): string => Object.entries(c).filter(([, v]) => v >= 0.005).map(([k, v]) => `${k} ${f(v)}`).join(', ') || '-'
+  const cmds = (c: Record<string, number>): string => Object.entries(c)
+    .filter(([, v]) => v >= 0.005)
+    .map(([k, v]) => `${k} ${f(v)}`)
+    .join(', ') || '-'
   return ['| per request | Redis commands | Redis round trips | Redis bytes up/down | PostgreSQL statements | PostgreSQL round trips | PostgreSQL transactions (proxy / xact_commit) | PostgreSQL bytes up/down |', '|---|---|---:|---:|---|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.kind} | ${cmds(r.redis.commands)} | ${f(r.redis.roundTrips)} | ${r.redis.bytesUp.toFixed(0)} / ${r.redis.bytesDown.toFixed(0)} | ${cmds(r.postgres.commands)} | ${f(r.postgres.roundTrips)} | ${f(r.postgres.transactions)} / ${r.xactCommitPerRequest === null ? '-' : f(r.xactCommitPerRequest)} | ${r.postgres.bytesUp.toFixed(0)} / ${r.postgres.bytesDown.toFixed(0)} |`)].join('\n')
+    ...rows.map((r) => `| ${r.kind} | ${cmds(r.redis.commands)} | ${f(r.redis.roundTrips)}`
+      + ` | ${r.redis.bytesUp.toFixed(0)} / ${r.redis.bytesDown.toFixed(0)}`
+      + ` | ${cmds(r.postgres.commands)} | ${f(r.postgres.roundTrips)}`
+      + ` | ${f(r.postgres.transactions)} / ${r.xactCommitPerRequest === null ? '-' : f(r.xactCommitPerRequest)}`
+      + ` | ${r.postgres.bytesUp.toFixed(0)} / ${r.postgres.bytesDown.toFixed(0)} |`)].join('\n')
 }
 
 await main()

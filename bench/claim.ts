@@ -35,15 +35,36 @@ const T0 = Date.UTC(2026, 0, 1)
 const WEBHOOK = 'wh_claimbench0000000000000'
 
 async function seed (stores: Stores): Promise<void> {
-  const key = await stores.keys.createKey({ name: 'bench', role: 'admin', plan: 'enterprise', perMinute: null, perDay: null, hash: 'h-bench', prefix: 'psk_bench', now: T0 })
-  await stores.webhooks.createWebhook({ id: WEBHOOK, ownerKeyId: key.id, url: 'http://127.0.0.1:9/hook', types: ['webhook.test'], description: null, secret: 'whsec_bench', now: T0 }, 10)
+  const key = await stores.keys.createKey({
+    name: 'bench',
+    role: 'admin',
+    plan: 'enterprise',
+    perMinute: null,
+    perDay: null,
+    hash: 'h-bench',
+    prefix: 'psk_bench',
+    now: T0
+  })
+  await stores.webhooks.createWebhook({
+    id: WEBHOOK,
+    ownerKeyId: key.id,
+    url: 'http://127.0.0.1:9/hook',
+    types: ['webhook.test'],
+    description: null,
+    secret: 'whsec_bench',
+    now: T0
+  }, 10)
   const event = { type: 'webhook.test', audience: 'webhook' as const, subjectKeyId: key.id, data: { webhookId: WEBHOOK } }
   for (let done = 0; done < PENDING; done += 500) {
-    await Promise.all(Array.from({ length: Math.min(500, PENDING - done) }, (_, i) => stores.webhooks.queueTest(WEBHOOK, event, T0 + done + i)))
+    await Promise.all(Array.from(
+      { length: Math.min(500, PENDING - done) },
+      (_, i) => stores.webhooks.queueTest(WEBHOOK, event, T0 + done + i)
+    ))
   }
 }
 
-const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
+const quantile = (sorted: number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
 
 async function measure (engine: string, stores: Stores): Promise<void> {
   const started = performance.now()
@@ -56,12 +77,29 @@ async function measure (engine: string, stores: Stores): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       now += 1
       const at = performance.now()
-      const claimed = await stores.webhooks.claimDue({ now, leaseOwner: 'bench', leaseUntil: now + 15_000, limit: 64, perEndpoint: 4, inFlight })
+      const claimed = await stores.webhooks.claimDue({
+        now,
+        leaseOwner: 'bench',
+        leaseUntil: now + 15_000,
+        limit: 64,
+        perEndpoint: 4,
+        inFlight
+      })
       times.push(performance.now() - at)
       claimedCount += claimed.length
       await Promise.all(claimed.map((d) => stores.webhooks.recordAttempt({
-        deliveryId: d.id, webhookId: d.webhookId, leaseOwner: 'bench', attempt: d.attempts + 1, at: now, outcome: 'succeeded', status: 204,
-        error: null, durationMs: 1, nextAttemptAt: null, disableIfFailingSince: 0, disabledEvent: () => { throw new Error('not disabled here') }
+        deliveryId: d.id,
+        webhookId: d.webhookId,
+        leaseOwner: 'bench',
+        attempt: d.attempts + 1,
+        at: now,
+        outcome: 'succeeded',
+        status: 204,
+        error: null,
+        durationMs: 1,
+        nextAttemptAt: null,
+        disableIfFailingSince: 0,
+        disabledEvent: () => { throw new Error('not disabled here') }
       })))
     }
     times.sort((a, b) => a - b)

@@ -143,7 +143,9 @@ export function mergeStats (all: ProcessStats[]): ProcessStats {
       m.totalMs += g.totalMs
       m.maxMs = Math.max(m.maxMs, g.maxMs)
     }
-    for (const [kind, us] of Object.entries(s.threadCpuUs) as [keyof ProcessStats['threadCpuUs'], number][]) threadCpuUs[kind] = (threadCpuUs[kind] ?? 0) + us
+    for (const [kind, us] of Object.entries(s.threadCpuUs) as [keyof ProcessStats['threadCpuUs'], number][]) {
+      threadCpuUs[kind] = (threadCpuUs[kind] ?? 0) + us
+    }
   }
   const stalls = all.map((s) => s.longestStall).filter((s) => s !== null)
   return {
@@ -163,10 +165,16 @@ export function mergeStats (all: ProcessStats[]): ProcessStats {
 }
 
 /** N instances behind the proxy, seen as one server: its base is the proxy's, its CPU the instances' sum. */
-export async function startInstances (label: string, layout: Layout, settings: PetstoreChildSettings): Promise<ChildServer & { proxy: string }> {
+export async function startInstances (
+  label: string,
+  layout: Layout,
+  settings: PetstoreChildSettings
+): Promise<ChildServer & { proxy: string }> {
   const instances: ChildServer[] = []
   try {
-    for (const [i, cpus] of layout.instances.entries()) instances.push(await startServer(`${label}, instance ${i + 1}`, cpus, { petstore: settings }))
+    for (const [i, cpus] of layout.instances.entries()) {
+      instances.push(await startServer(`${label}, instance ${i + 1}`, cpus, { petstore: settings }))
+    }
     const proxy = await startProxy(instances.map((s) => s.base), layout.proxy)
     return {
       base: proxy.base,
@@ -174,7 +182,10 @@ export async function startInstances (label: string, layout: Layout, settings: P
       proxy: proxy.name,
       async rss () {
         const each = await Promise.all(instances.map((s) => s.rss()))
-        const parts = Object.fromEntries(Object.keys(each[0]!.parts).map((k) => [k, each.reduce((n, e) => n + e.parts[k as keyof MemoryParts], 0)])) as unknown as MemoryParts
+        const parts = Object.fromEntries(Object.keys(each[0]!.parts).map((k) => [
+          k,
+          each.reduce((n, e) => n + e.parts[k as keyof MemoryParts], 0)
+        ])) as unknown as MemoryParts
         return { rss: each.reduce((n, e) => n + e.rss, 0), parts }
       },
       async stats () { return mergeStats(await Promise.all(instances.map((s) => s.stats()))) },

@@ -17,7 +17,8 @@
 // --subjects N makes the loops share N subjects (1: the bench's one key, whose calls then fill
 // each batch) instead of one each.
 //
-//   node bench/limiter-cpu.ts [--redis URL] [--in-flight 1,10,50] [--subjects N] [--calls 5000] [--rounds 9] [--repeats 3] [--baseline PATH]
+//   node bench/limiter-cpu.ts [--redis URL] [--in-flight 1,10,50] [--subjects N] [--calls 5000]
+//     [--rounds 9] [--repeats 3] [--baseline PATH]
 import { randomBytes } from 'node:crypto'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -53,7 +54,9 @@ const subjectCount = values.subjects === undefined ? Infinity : Number(values.su
 type CreateRedisRateLimiter = typeof createRedisRateLimiter
 const baseline = values.baseline === undefined
   ? null
-  : (await import(pathToFileURL(path.resolve(values.baseline)).href) as { createRedisRateLimiter: CreateRedisRateLimiter }).createRedisRateLimiter
+  : (await import(pathToFileURL(path.resolve(values.baseline)).href) as {
+      createRedisRateLimiter: CreateRedisRateLimiter
+    }).createRedisRateLimiter
 
 interface Sample { cpuUs: number; wallUs: number; commands: number; redisUs: number }
 
@@ -124,7 +127,8 @@ try {
       const cpu = new Map([...samples].map(([name, s]) => [name, median(s.map((x) => x.cpuUs))]))
       const parts = [...samples].map(([name, s]) => name === 'memory'
         ? `memory ${fmt(cpu.get(name)!)}`
-        : `${name} ${fmt(cpu.get(name)!)} (${median(s.map((x) => x.wallUs)).toFixed(1)}, ${median(s.map((x) => x.commands)).toFixed(3)}, Redis ${median(s.map((x) => x.redisUs)).toFixed(1)})`)
+        : `${name} ${fmt(cpu.get(name)!)} (${median(s.map((x) => x.wallUs)).toFixed(1)}, `
+          + `${median(s.map((x) => x.commands)).toFixed(3)}, Redis ${median(s.map((x) => x.redisUs)).toFixed(1)})`)
       const over = (name: string): string => fmt(cpu.get(name)! - cpu.get('memory')!)
       process.stdout.write(`repeat ${r}, ${String(inFlight).padStart(2)} in flight: ${parts.join(' | ')} | served - memory ${over('served')}${baseline === null ? '' : `, baseline ${over('baseline served')}`}\n`)
       for (const [, limiter] of limiters) await limiter.close()

@@ -6,7 +6,12 @@ import type { MicroResult } from './report.ts'
 
 const HUGE_QUOTA: Quota = { perMinute: 1_000_000_000, perDay: 1_000_000_000 }
 
-export async function microBenchmark (backend: MicroResult['backend'], limiter: RateLimiter, inFlight: number, seconds: number): Promise<MicroResult> {
+export async function microBenchmark (
+  backend: MicroResult['backend'],
+  limiter: RateLimiter,
+  inFlight: number,
+  seconds: number
+): Promise<MicroResult> {
   const subjects = Array.from({ length: inFlight }, (_, i) => `bench:${i}`)
   for (const subject of subjects) await limiter.consume(subject, HUGE_QUOTA) // connection, script load
   const start = performance.now()
@@ -21,5 +26,11 @@ export async function microBenchmark (backend: MicroResult['backend'], limiter: 
   }))
   const elapsedMs = performance.now() - start
   if (refused > 0) return { backend, inFlight, status: 'failed', reason: `${refused} calls were refused`, callsPerSec: null, meanUs: null }
-  return { backend, inFlight, status: 'ok', callsPerSec: calls / (elapsedMs / 1000), meanUs: (elapsedMs * 1000 * inFlight) / calls }
+  return {
+    backend,
+    inFlight,
+    status: 'ok',
+    callsPerSec: calls / (elapsedMs / 1000),
+    meanUs: (elapsedMs * 1000 * inFlight) / calls
+  }
 }

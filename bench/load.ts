@@ -20,7 +20,13 @@ export type Load =
   /** GET one of the paths per request, picked at random (so a cache sees the whole catalogue). */
   | { kind: 'paths'; paths: string[]; headers: Record<string, string> }
   /** Orders (a POST) on `orderers` connections, while the others GET the paths as 'paths' does. */
-  | { kind: 'mixed'; paths: string[]; orderers: number; order: { path: string; body: string }; headers: Record<string, string> }
+  | {
+    kind: 'mixed'
+    paths: string[]
+    orderers: number
+    order: { path: string; body: string }
+    headers: Record<string, string>
+  }
 
 /** Request count, failures and latency of one kind of request in a mixed slice. */
 export interface Part { count: number; bad: number; latencyUs: number[] }
@@ -69,7 +75,8 @@ export function mergedQuantileMs (parts: { count: number; latencyUs: number[] }[
 /** The grid's values from sorted samples (autocannon's response times). */
 export function gridFromSorted (sorted: ArrayLike<number>): number[] {
   if (sorted.length === 0) return LATENCY_GRID.map(() => 0)
-  return LATENCY_GRID.map(({ p }) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p / 100 * sorted.length) - 1))]!)
+  return LATENCY_GRID.map(({ p }) =>
+    sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p / 100 * sorted.length) - 1))]!)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -116,7 +123,9 @@ function lua (text: string): string {
   let out = '"'
   for (const byte of Buffer.from(text, 'utf8')) {
     // Three digits always: Lua reads up to three, so "\\10" before a digit would swallow it.
-    out += byte >= 0x20 && byte < 0x7f && byte !== 0x22 && byte !== 0x5c ? String.fromCharCode(byte) : `\\${String(byte).padStart(3, '0')}`
+    out += byte >= 0x20 && byte < 0x7f && byte !== 0x22 && byte !== 0x5c
+      ? String.fromCharCode(byte)
+      : `\\${String(byte).padStart(3, '0')}`
   }
   return out + '"'
 }
@@ -292,13 +301,24 @@ async function openWrk (cpus: string | null): Promise<Generator> {
 }
 
 /** What plain wrk (no script) measured: the reference check's figure. */
-export interface PlainRun { requests: number; seconds: number; reqPerSec: number; p99Ms: number | null; command: string }
+export interface PlainRun {
+  requests: number
+  seconds: number
+  reqPerSec: number
+  p99Ms: number | null
+  command: string
+}
 
 /**
  * `wrk -t1 -c<connections> -d<seconds>s --latency URL`, no Lua at all, pinned like every other
  * run: what anyone would measure by hand. The bench's own reference must agree with it.
  */
-export async function plainWrk (cpus: string | null, url: string, connections: number, seconds: number): Promise<PlainRun> {
+export async function plainWrk (
+  cpus: string | null,
+  url: string,
+  connections: number,
+  seconds: number
+): Promise<PlainRun> {
   const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url]
   const { code, stdout, stderr } = await runToEnd(cpus, 'wrk', args, seconds * 1000 + 60_000)
   if (code !== 0) throw new Error(`wrk exited with code ${code}: ${(stderr || stdout).trim().slice(-500)}`)
@@ -311,7 +331,13 @@ export async function plainWrk (cpus: string | null, url: string, connections: n
   const p99Ms = p99 === null ? null : Number(p99[1]) * (p99[2] === 'us' ? 1e-3 : p99[2] === 's' ? 1000 : 1)
   const errors = /Non-2xx or 3xx responses: (\d+)|Socket errors: (.*)/.exec(stdout)
   if (errors !== null) throw new Error(`plain wrk saw errors: ${errors[0]}`)
-  return { requests: Number(counted[1]), seconds: duration, reqPerSec: Number(rate[1]), p99Ms, command: `${cpus === null ? '' : `taskset -c ${cpus} `}wrk ${args.slice(0, -1).join(' ')}` }
+  return {
+    requests: Number(counted[1]),
+    seconds: duration,
+    reqPerSec: Number(rate[1]),
+    p99Ms,
+    command: `${cpus === null ? '' : `taskset -c ${cpus} `}wrk ${args.slice(0, -1).join(' ')}`
+  }
 }
 
 // autocannon ------------------------------------------------------------------------------------
@@ -319,9 +345,20 @@ export async function plainWrk (cpus: string | null, url: string, connections: n
 /** What bench/autocannon.ts takes, as JSON in argv[2]. */
 export interface AutocannonJob { base: string; load: Load; connections: number; seconds: number }
 
-async function runAutocannon (cpus: string | null, base: string, load: Load, connections: number, seconds: number): Promise<Slice> {
+async function runAutocannon (
+  cpus: string | null,
+  base: string,
+  load: Load,
+  connections: number,
+  seconds: number
+): Promise<Slice> {
   const job: AutocannonJob = { base, load, connections, seconds }
-  const { code, stdout, stderr } = await runToEnd(cpus, process.execPath, [AUTOCANNON_SCRIPT, JSON.stringify(job)], seconds * 1000 + 60_000)
+  const { code, stdout, stderr } = await runToEnd(
+    cpus,
+    process.execPath,
+    [AUTOCANNON_SCRIPT, JSON.stringify(job)],
+    seconds * 1000 + 60_000
+  )
   if (code !== 0) throw new Error(`autocannon exited with code ${code}: ${(stderr || stdout).trim().slice(-500)}`)
   return parseResult(stdout, 'autocannon')
 }
@@ -349,14 +386,26 @@ export interface Measured {
 export interface Target { base: string; stats?: () => Promise<ProcessStats> }
 
 /** One slice of load, with what the server spent during it. */
-async function slice (generator: Generator, target: Target, load: Load, connections: number, seconds: number): Promise<Slice> {
+async function slice (
+  generator: Generator,
+  target: Target,
+  load: Load,
+  connections: number,
+  seconds: number
+): Promise<Slice> {
   await target.stats?.()
   const measured = await generator.run(target.base, load, connections, seconds)
   const stats = await target.stats?.()
   return stats === undefined ? measured : { ...measured, server: stats }
 }
 
-export async function measure (generator: Generator, target: Target, load: Load, bare: Target & { load: Load; slices: Slice[] }, options: { connections: number; slice: number; rounds: number; warmup: number }): Promise<Measured> {
+export async function measure (
+  generator: Generator,
+  target: Target,
+  load: Load,
+  bare: Target & { load: Load; slices: Slice[] },
+  options: { connections: number; slice: number; rounds: number; warmup: number }
+): Promise<Measured> {
   if (options.warmup > 0) await generator.run(target.base, load, options.connections, options.warmup)
   const slices: Slice[] = []
   const bareSlices: Slice[] = []

@@ -95,9 +95,15 @@ export function killChildren (signal: NodeJS.Signals): void {
 }
 
 /** `node bench/server.ts bare`, `… receiver` or `… petstore <settings>`, pinned to the CPUs given. */
-export async function startServer (label: string, cpus: string | null, mode: { bare: true } | { receiver: true } | { petstore: PetstoreChildSettings }): Promise<ChildServer> {
+export async function startServer (
+  label: string,
+  cpus: string | null,
+  mode: { bare: true } | { receiver: true } | { petstore: PetstoreChildSettings }
+): Promise<ChildServer> {
   const start = 'petstore' in mode ? startCommand() : { env: {}, flags: [] }
-  const args = 'petstore' in mode ? [...start.flags, SERVER_SCRIPT, 'petstore', JSON.stringify(mode.petstore)] : [SERVER_SCRIPT, 'bare' in mode ? 'bare' : 'receiver']
+  const args = 'petstore' in mode
+    ? [...start.flags, SERVER_SCRIPT, 'petstore', JSON.stringify(mode.petstore)]
+    : [SERVER_SCRIPT, 'bare' in mode ? 'bare' : 'receiver']
   const [command, argv] = pinned(cpus, process.execPath, args)
   const child = spawn(command, argv, {
     // The server's settings (--server-env among them) are its process environment too, as with
@@ -111,7 +117,10 @@ export async function startServer (label: string, cpus: string | null, mode: { b
   let stderr = ''
   child.stderr?.setEncoding('utf8')
   child.stderr?.on('data', (chunk: string) => { if (stderr.length < 10_000) stderr += chunk })
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => { children.delete(child); resolve(code) }))
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => {
+    children.delete(child)
+    resolve(code)
+  }))
   const rssWaiters: ((rss: { rss: number; parts: MemoryParts }) => void)[] = []
   const statsWaiters: ((stats: ProcessStats) => void)[] = []
   const deliveryWaiters: ((deliveries: Deliveries) => void)[] = []

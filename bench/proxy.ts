@@ -22,7 +22,14 @@ let next = 0
 const server = createServer((incoming, outgoing) => {
   const target = targets[next++ % targets.length]!
   const headers = { ...incoming.headers, 'x-forwarded-for': incoming.socket.remoteAddress ?? '', 'x-forwarded-proto': 'http', connection: 'keep-alive' }
-  const upstream = request({ host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers, agent }, (answer) => {
+  const upstream = request({
+    host: target.hostname,
+    port: target.port,
+    method: incoming.method,
+    path: incoming.url,
+    headers,
+    agent
+  }, (answer) => {
     outgoing.writeHead(answer.statusCode ?? 502, answer.headers)
     answer.pipe(outgoing)
   })

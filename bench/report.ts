@@ -56,7 +56,13 @@ export interface Row {
    * deliveries per second during the load, and how long after the load the last one came (null:
    * not all came within --drain).
    */
-  webhook?: { orders: number; delivered: number; repeats: number; deliveredPerSecDuringLoad: number; drainSeconds: number | null }
+  webhook?: {
+    orders: number
+    delivered: number
+    repeats: number
+    deliveredPerSecDuringLoad: number
+    drainSeconds: number | null
+  }
   /** Mixed run only. */
   mixed?: { readsPerSec: number; ordersPerSec: number; ordersShare: number; ordersP99Ms: number | null }
   /**
@@ -199,7 +205,11 @@ function problems (slices: Slice[]): string[] {
 }
 
 /** The row of a measured scenario; failed when a single request failed. */
-export function scenarioRow (setup: SetupId, scenario: { id: ScenarioId; title: string; note?: string }, measured: Measured): Row {
+export function scenarioRow (
+  setup: SetupId,
+  scenario: { id: ScenarioId; title: string; note?: string },
+  measured: Measured
+): Row {
   const { slices, ratios } = measured
   const requests = sum(slices.map((s) => s.requests))
   const seconds = sum(slices.map((s) => s.seconds))
@@ -226,7 +236,10 @@ export function scenarioRow (setup: SetupId, scenario: { id: ScenarioId; title: 
       readsPerSec: seconds > 0 ? reads / seconds : 0,
       ordersPerSec: seconds > 0 ? orders / seconds : 0,
       ordersShare: reads + orders > 0 ? orders / (reads + orders) : 0,
-      ordersP99Ms: mergedQuantileMs(slices.map((s) => ({ count: s.orders?.count ?? 0, latencyUs: s.orders?.latencyUs ?? [] })), 0.99)
+      ordersP99Ms: mergedQuantileMs(
+        slices.map((s) => ({ count: s.orders?.count ?? 0, latencyUs: s.orders?.latencyUs ?? [] })),
+        0.99
+      )
     }
   }
   Object.assign(row, cpuOf(slices, measured.bare))
@@ -259,15 +272,23 @@ function cpuOf (slices: Slice[], bare: Slice[] | undefined): { cpuUsPerReq: numb
 }
 
 function roundStats (s: Slice): RoundStats {
-  const latency = s.reads !== undefined ? { count: s.reads.count, latencyUs: s.reads.latencyUs } : { count: s.requests, latencyUs: s.latencyUs }
+  const latency = s.reads !== undefined
+    ? { count: s.reads.count, latencyUs: s.reads.latencyUs }
+    : { count: s.requests, latencyUs: s.latencyUs }
   let gcMax: [string, number] | null = null
-  for (const [kind, g] of Object.entries(s.server?.gc ?? {})) if (gcMax === null || g.maxMs > gcMax[1]) gcMax = [kind, g.maxMs]
+  for (const [kind, g] of Object.entries(s.server?.gc ?? {})) {
+    if (gcMax === null || g.maxMs > gcMax[1]) gcMax = [kind, g.maxMs]
+  }
   return {
     p99Ms: mergedQuantileMs([latency], 0.99),
     reqPerSec: s.seconds > 0 ? s.requests / s.seconds : 0,
     cpuUsPerReq: s.server !== undefined && s.requests > 0 ? s.server.cpuUs / s.requests : null,
-    cpuByThread: s.server?.threadCpuUs === undefined || s.requests === 0 ? null : Object.fromEntries(Object.entries(s.server.threadCpuUs).map(([k, us]) => [k, us / s.requests])),
-    stealMsPerS: s.server === undefined || !Number.isFinite(s.server.stealMs) || s.seconds <= 0 ? null : s.server.stealMs / s.seconds,
+    cpuByThread: s.server?.threadCpuUs === undefined || s.requests === 0
+      ? null
+      : Object.fromEntries(Object.entries(s.server.threadCpuUs).map(([k, us]) => [k, us / s.requests])),
+    stealMsPerS: s.server === undefined || !Number.isFinite(s.server.stealMs) || s.seconds <= 0
+      ? null
+      : s.server.stealMs / s.seconds,
     loopP99Ms: s.server?.loopP99Ms ?? null,
     loopMaxMs: s.server?.loopMaxMs ?? null,
     gcMaxMs: gcMax?.[1] ?? null,
@@ -316,15 +337,42 @@ export function referenceCheck (plain: ReferenceCheck['plain'], benchReqPerSec: 
   return { plain, plainReqPerSec, benchReqPerSec, differencePct, tolerancePct, ok: differencePct <= tolerancePct }
 }
 
-export function failedRow (setup: SetupId, scenario: { id: ScenarioId | 'all'; title: string }, reason: string, status: 'failed' | 'skipped' = 'failed'): Row {
-  return { setup, scenario: scenario.id, title: scenario.title, status, reason, requests: 0, reqPerSec: null, p50Ms: null, p99Ms: null, ratio: null, ratioRange: null, target: null, met: null }
+export function failedRow (
+  setup: SetupId,
+  scenario: { id: ScenarioId | 'all'; title: string },
+  reason: string,
+  status: 'failed' | 'skipped' = 'failed'
+): Row {
+  return {
+    setup,
+    scenario: scenario.id,
+    title: scenario.title,
+    status,
+    reason,
+    requests: 0,
+    reqPerSec: null,
+    p50Ms: null,
+    p99Ms: null,
+    ratio: null,
+    ratioRange: null,
+    target: null,
+    met: null
+  }
 }
 
 type Resident = { rss: number; parts: MemoryParts } | null
 
 export function memoryRow (setup: SetupId, start: Resident, after: Resident): Memory {
   const mib = (r: Resident): number | null => r === null ? null : r.rss / 2 ** 20
-  const row: Memory = { setup, startMiB: mib(start), afterMiB: mib(after), target: null, met: null, startParts: start?.parts ?? null, afterParts: after?.parts ?? null }
+  const row: Memory = {
+    setup,
+    startMiB: mib(start),
+    afterMiB: mib(after),
+    target: null,
+    met: null,
+    startParts: start?.parts ?? null,
+    afterParts: after?.parts ?? null
+  }
   if (setup === 'sqlite') {
     row.target = RSS_TARGET.text
     row.met = row.afterMiB !== null && row.afterMiB < RSS_TARGET.afterMiB
@@ -355,7 +403,8 @@ function cells (row: Row): string[] {
     reference ? '' : fmtMs(row.bareP99Ms ?? null), reference ? '' : fmtRatio(row.p99Ratio ?? null),
     reference ? '1 (reference)' : fmtRatio(row.ratio),
     reference ? '' : `${fmtRatio(row.ratioRange![0])}-${fmtRatio(row.ratioRange![1])}`,
-    fmtCpu(row.cpuUsPerReq), reference ? '1' : row.cpuRatio === null || row.cpuRatio === undefined ? '-' : fmtRatio(row.cpuRatio),
+    fmtCpu(row.cpuUsPerReq),
+    reference ? '1' : row.cpuRatio === null || row.cpuRatio === undefined ? '-' : fmtRatio(row.cpuRatio),
     row.target ?? '', fmtMet(row.met), load
   ]
 }
@@ -383,21 +432,33 @@ function threadCells (rows: Row[]): string[][] {
     if (row.setup === 'bare' || row.status !== 'ok') continue
     row.roundStats?.forEach((r, i) => {
       if (r.cpuByThread === null || r.cpuByThread === undefined || Object.keys(r.cpuByThread).length === 0) return
-      out.push([SETUP_TITLES[row.setup as SetupId], row.title.split(' (')[0]!.split(':')[0]!, String(i + 1), fmtCpu(r.cpuUsPerReq), ...THREAD_ORDER.map((k) => fmtCpu(r.cpuByThread![k] ?? 0)), fmtCpu(r.stealMsPerS)])
+      out.push([
+        SETUP_TITLES[row.setup as SetupId],
+        row.title.split(' (')[0]!.split(':')[0]!,
+        String(i + 1),
+        fmtCpu(r.cpuUsPerReq),
+        ...THREAD_ORDER.map((k) => fmtCpu(r.cpuByThread![k] ?? 0)),
+        fmtCpu(r.stealMsPerS)
+      ])
     })
   }
   return out
 }
 
-const fmtStall = (s: Stall | null): string => s === null ? '-' : `${fmtMs(s.wallMs)}: ${fmtMs(s.runningMs)} / ${fmtMs(s.waitingForCpuMs)} / ${fmtMs(s.blockedMs)} / ${fmtMs(s.gcMs)}`
+const fmtStall = (s: Stall | null): string => s === null
+  ? '-'
+  : `${fmtMs(s.wallMs)}: ${fmtMs(s.runningMs)} / ${fmtMs(s.waitingForCpuMs)} / ${fmtMs(s.blockedMs)} / ${fmtMs(s.gcMs)}`
 function roundCells (rows: Row[]): string[][] {
   const out: string[][] = []
   for (const row of rows) {
     if (row.mixed === undefined || row.status !== 'ok') continue
     row.roundStats?.forEach((r, i) => out.push([
-      SETUP_TITLES[row.setup as SetupId] ?? '', String(i + 1), fmtInt(r.reqPerSec), fmtMs(r.p99Ms), fmtMs(r.loopP99Ms), fmtMs(r.loopMaxMs),
-      r.gcMaxMs === null ? '-' : `${fmtMs(r.gcMaxMs)} (${r.gcMaxKind ?? ''})`, fmtMs(r.gcTotalMs), r.heapUsedMiB === null ? '-' : r.heapUsedMiB.toFixed(0),
-      r.stalls === null ? '-' : String(r.stalls), fmtStall(r.longestStall), r.longestStall === null ? '' : stallCause(r.longestStall)
+      SETUP_TITLES[row.setup as SetupId] ?? '', String(i + 1), fmtInt(r.reqPerSec), fmtMs(r.p99Ms),
+      fmtMs(r.loopP99Ms), fmtMs(r.loopMaxMs),
+      r.gcMaxMs === null ? '-' : `${fmtMs(r.gcMaxMs)} (${r.gcMaxKind ?? ''})`, fmtMs(r.gcTotalMs),
+      r.heapUsedMiB === null ? '-' : r.heapUsedMiB.toFixed(0),
+      r.stalls === null ? '-' : String(r.stalls), fmtStall(r.longestStall),
+      r.longestStall === null ? '' : stallCause(r.longestStall)
     ]))
   }
   return out
@@ -418,7 +479,10 @@ const MEMORY_HEADER = ['server RSS', 'at start MiB', 'after the runs MiB', 'targ
 
 function textTable (header: string[], rows: string[][], right: boolean[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
-  const line = (c: string[]): string => c.map((v, i) => right[i] ? v.padStart(widths[i]!) : v.padEnd(widths[i]!)).join('  ').trimEnd()
+  const line = (c: string[]): string => c
+    .map((v, i) => right[i] ? v.padStart(widths[i]!) : v.padEnd(widths[i]!))
+    .join('  ')
+    .trimEnd()
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n')
 }
 
@@ -440,19 +504,44 @@ function partsCells (memory: Memory[]): string[][] {
   for (const m of memory) {
     for (const [when, rss, p] of [['at start', m.startMiB, m.startParts], ['after the runs', m.afterMiB, m.afterParts]] as const) {
       if (p === null || p === undefined) continue
-      rows.push([SETUP_TITLES[m.setup], when, rss === null ? '-' : rss.toFixed(0), f(p.fileMiB), f(p.anonMiB), f(p.heapCommittedMiB), f(p.youngMiB), f(p.heapUsedMiB), f(p.externalMiB), String(p.threads)])
+      rows.push([
+        SETUP_TITLES[m.setup],
+        when,
+        rss === null ? '-' : rss.toFixed(0),
+        f(p.fileMiB),
+        f(p.anonMiB),
+        f(p.heapCommittedMiB),
+        f(p.youngMiB),
+        f(p.heapUsedMiB),
+        f(p.externalMiB),
+        String(p.threads)
+      ])
     }
   }
   return rows
 }
 
-const memoryCells = (m: Memory): string[] => [SETUP_TITLES[m.setup], m.startMiB === null ? '-' : m.startMiB.toFixed(0), m.afterMiB === null ? '-' : m.afterMiB.toFixed(0), m.target ?? '', fmtMet(m.met)]
+const memoryCells = (m: Memory): string[] => [
+  SETUP_TITLES[m.setup],
+  m.startMiB === null ? '-' : m.startMiB.toFixed(0),
+  m.afterMiB === null ? '-' : m.afterMiB.toFixed(0),
+  m.target ?? '',
+  fmtMet(m.met)
+]
 
 export interface Document {
   startedAt: string
   finishedAt: string
   commit: string | null
-  machine: { node: string; platform: string; cpus: number; cpuModel: string; memoryGiB: number; loadAverageAtStart: number[]; loadAverageAtEnd: number[] }
+  machine: {
+    node: string
+    platform: string
+    cpus: number
+    cpuModel: string
+    memoryGiB: number
+    loadAverageAtStart: number[]
+    loadAverageAtEnd: number[]
+  }
   generator: string
   placement: string
   options: Record<string, unknown>
@@ -482,7 +571,9 @@ export function notesOf (rows: Row[], limiter: MicroResult[]): string[] {
   for (const r of rows) {
     if (r.status === 'ok' && r.note !== undefined && !seen.has(r.title)) { seen.add(r.title); notes.push(`${r.title}: ${r.note}`) }
   }
-  for (const r of rows) if (r.status !== 'ok') notes.push(`${r.setup === 'bare' ? '' : SETUP_TITLES[r.setup] + ', '}${r.title}: ${r.status}, ${r.reason ?? ''}`)
+  for (const r of rows) {
+    if (r.status !== 'ok') notes.push(`${r.setup === 'bare' ? '' : SETUP_TITLES[r.setup] + ', '}${r.title}: ${r.status}, ${r.reason ?? ''}`)
+  }
   for (const m of limiter) if (m.status !== 'ok') notes.push(`limiter ${m.backend}: ${m.status}, ${m.reason ?? ''}`)
   return notes
 }
@@ -492,15 +583,20 @@ export function renderText (doc: Document): string {
   const parts = [
     textTable(HEADER, doc.rows.map(cells), RIGHT),
     referenceText(doc),
-    ...(rounds.length > 0 ? [textTable(ROUND_HEADER, rounds, [false, true, true, true, true, true, true, true, true, true, false, false])] : []),
+    ...(rounds.length > 0
+      ? [textTable(ROUND_HEADER, rounds, [false, true, true, true, true, true, true, true, true, true, false, false])]
+      : []),
     ...(threadCells(doc.rows).length > 0 ? [textTable(THREAD_HEADER, threadCells(doc.rows), THREAD_RIGHT)] : []),
     textTable(MEMORY_HEADER, doc.memory.map(memoryCells), [false, true, true, false, false]),
     ...(partsCells(doc.memory).length > 0 ? [textTable(PARTS_HEADER, partsCells(doc.memory), PARTS_RIGHT)] : [])
   ]
   const micro = doc.limiter.filter((m) => m.status === 'ok')
   if (micro.length > 0) {
-    parts.push(textTable(['limiter consume(), no HTTP', 'in flight', 'calls/s', 'mean µs/call'],
-      micro.map((m) => [m.backend, String(m.inFlight), fmtInt(m.callsPerSec), m.meanUs!.toFixed(1)]), [false, true, true, true]))
+    parts.push(textTable(
+      ['limiter consume(), no HTTP', 'in flight', 'calls/s', 'mean µs/call'],
+      micro.map((m) => [m.backend, String(m.inFlight), fmtInt(m.callsPerSec), m.meanUs!.toFixed(1)]),
+      [false, true, true, true]
+    ))
   }
   if (doc.notes.length > 0) parts.push(doc.notes.join('\n'))
   parts.push(footer(doc))
@@ -529,12 +625,22 @@ export function renderMarkdown (doc: Document): string {
     `Benchmark of commit \`${doc.commit ?? 'unknown'}\`, ${doc.startedAt}: Node ${doc.machine.node}, ${doc.machine.cpus} x ${doc.machine.cpuModel}, ${doc.machine.platform}.`,
     markdownTable(HEADER, doc.rows.map(cells), RIGHT),
     referenceText(doc),
-    ...(roundCells(doc.rows).length > 0 ? [markdownTable(ROUND_HEADER, roundCells(doc.rows), [false, true, true, true, true, true, true, true, true, true, false, false])] : []),
+    ...(roundCells(doc.rows).length > 0
+      ? [markdownTable(
+          ROUND_HEADER,
+          roundCells(doc.rows),
+          [false, true, true, true, true, true, true, true, true, true, false, false]
+        )]
+      : []),
     ...(threadCells(doc.rows).length > 0 ? [markdownTable(THREAD_HEADER, threadCells(doc.rows), THREAD_RIGHT)] : []),
     markdownTable(MEMORY_HEADER, doc.memory.map(memoryCells), [false, true, true, false, false]),
     ...(partsCells(doc.memory).length > 0 ? [markdownTable(PARTS_HEADER, partsCells(doc.memory), PARTS_RIGHT)] : []),
     ...(micro.length > 0
-      ? [markdownTable(['limiter `consume()`, no HTTP', 'in flight', 'calls/s', 'mean µs/call'], micro.map((m) => [m.backend, String(m.inFlight), fmtInt(m.callsPerSec), m.meanUs!.toFixed(1)]), [false, true, true, true])]
+      ? [markdownTable(
+          ['limiter `consume()`, no HTTP', 'in flight', 'calls/s', 'mean µs/call'],
+          micro.map((m) => [m.backend, String(m.inFlight), fmtInt(m.callsPerSec), m.meanUs!.toFixed(1)]),
+          [false, true, true, true]
+        )]
       : []),
     ...(doc.notes.length > 0 ? [doc.notes.map((n) => `- ${n}`).join('\n')] : []),
     footer(doc)

@@ -30,7 +30,26 @@ import { microBenchmark } from './limiter.ts'
 import { GeneratorMissing, measure, openGenerator, plainWrk, type Generator, type PlainRun, type Slice } from './load.ts'
 import { parseOptions, USAGE, type Options } from './options.ts'
 import { hasCommand, killChildren, placement, startServer, type ChildServer, type Placement } from './processes.ts'
-import { bareRow, failedRow, instanceTitles, memoryRow, notesOf, referenceCheck, renderText, save, scenarioRow, SETUP_TITLES, successorCheck, webhookText, type Document, type Memory, type MicroResult, type ReferenceCheck, type Row, type SetupId } from './report.ts'
+import {
+  bareRow,
+  failedRow,
+  instanceTitles,
+  memoryRow,
+  notesOf,
+  referenceCheck,
+  renderText,
+  save,
+  scenarioRow,
+  SETUP_TITLES,
+  successorCheck,
+  webhookText,
+  type Document,
+  type Memory,
+  type MicroResult,
+  type ReferenceCheck,
+  type Row,
+  type SetupId
+} from './report.ts'
 import { BARE_LOAD, BARE_PROBE, probe, scenarios, seed, type Seeded } from './scenarios.ts'
 import type { PetstoreChildSettings, ProcessStats } from './server.ts'
 import { instanceLayout, startInstances } from './instances.ts'
@@ -67,7 +86,12 @@ function withKeyPrefix (url: string, prefix: string): string {
   return u.toString()
 }
 
-async function seedStores (label: string, open: () => Promise<Stores>, pets: number, databaseUrl: string): Promise<Seeded> {
+async function seedStores (
+  label: string,
+  open: () => Promise<Stores>,
+  pets: number,
+  databaseUrl: string
+): Promise<Seeded> {
   const started = performance.now()
   const stores = await open()
   const seeded = await seed(stores, pets, databaseUrl).finally(() => stores.close())
@@ -89,8 +113,12 @@ interface Run {
 function report (run: Run, row: Row): void {
   run.rows.push(row)
   const where = row.setup === 'bare' ? '' : `${SETUP_TITLES[row.setup]}, `
-  const cpu = row.cpuUsPerReq === null || row.cpuUsPerReq === undefined ? '' : `, CPU ${row.cpuUsPerReq.toFixed(1)} µs/req (${row.cpuRatio?.toFixed(2) ?? '-'}x of bare's)`
-  const p99 = row.p99Ratio === null || row.p99Ratio === undefined ? '' : ` (${row.p99Ratio.toFixed(2)}x bare's ${row.bareP99Ms?.toFixed(2) ?? '-'} ms)`
+  const cpu = row.cpuUsPerReq === null || row.cpuUsPerReq === undefined
+    ? ''
+    : `, CPU ${row.cpuUsPerReq.toFixed(1)} µs/req (${row.cpuRatio?.toFixed(2) ?? '-'}x of bare's)`
+  const p99 = row.p99Ratio === null || row.p99Ratio === undefined
+    ? ''
+    : ` (${row.p99Ratio.toFixed(2)}x bare's ${row.bareP99Ms?.toFixed(2) ?? '-'} ms)`
   const rate = `${Math.round(row.reqPerSec ?? 0).toLocaleString('en-US')} ${row.webhook === undefined ? 'req/s' : 'orders/s'}`
   const hooks = row.webhook === undefined ? '' : `; ${webhookText(row.webhook)}`
   const figures = row.status === 'ok'
@@ -101,17 +129,35 @@ function report (run: Run, row: Row): void {
 }
 
 /** Starts the API on this setup, measures every scenario against it, and records its memory. */
-async function runSetup (run: Run, setup: SetupId, env: Record<string, string>, seeded: Seeded, start?: (settings: PetstoreChildSettings) => Promise<ChildServer>): Promise<Row[]> {
+async function runSetup (
+  run: Run,
+  setup: SetupId,
+  env: Record<string, string>,
+  seeded: Seeded,
+  start?: (settings: PetstoreChildSettings) => Promise<ChildServer>
+): Promise<Row[]> {
   // One key places every order of a run: the enterprise cap (1,000 open orders) is lifted as
   // ORDER_LIMITS allows, so the run measures placing orders, not refusing them.
   // WEBHOOK_ALLOWED_HOSTS lets the webhooks scenario's endpoint point at the receiver on loopback
   // (docs/configuration.md); it changes nothing for the other scenarios.
-  const settings = { petstore: { env: { ...env, ORDER_LIMITS: 'enterprise=none', LOG_LEVEL: run.opts.logLevel, WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST, ...run.opts.serverEnv } } }
+  const settings = {
+    petstore: {
+      env: {
+        ...env,
+        ORDER_LIMITS: 'enterprise=none',
+        LOG_LEVEL: run.opts.logLevel,
+        WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST,
+        ...run.opts.serverEnv
+      }
+    }
+  }
   // A first start, stopped at once, fills Node's compile cache (NODE_COMPILE_CACHE in the start
   // command): the measured server then starts as every later start of an installed server does,
   // from the cache, without loading the type stripper (docs/performance.md, "Memory").
   await (await startServer(SETUP_TITLES[setup], run.place.server, settings)).stop()
-  const server = start === undefined ? await startServer(SETUP_TITLES[setup], run.place.server, settings) : await start(settings.petstore)
+  const server = start === undefined
+    ? await startServer(SETUP_TITLES[setup], run.place.server, settings)
+    : await start(settings.petstore)
   const rows: Row[] = []
   try {
     const rssStart = await server.rss()
@@ -123,15 +169,28 @@ async function runSetup (run: Run, setup: SetupId, env: Record<string, string>, 
         const wrong = await probe(server.base, headers, scenario.probe).catch((error: unknown) => `the probe failed: ${describe(error)}`)
         if (wrong !== null) return failedRow(setup, scenario, wrong)
         const slice = scenario.id === 'mixed' ? run.opts.mixedSlice : run.opts.slice
-        return await measure(run.generator, { base: server.base, stats: () => server.stats() }, scenario.load, { ...run.bare, load: BARE_LOAD }, { ...run.opts, slice })
-          .then((measured) => scenarioRow(setup, scenario, measured), (error: unknown) => failedRow(setup, scenario, describe(error)))
+        return await measure(
+          run.generator,
+          { base: server.base, stats: () => server.stats() },
+          scenario.load,
+          { ...run.bare, load: BARE_LOAD },
+          { ...run.opts, slice }
+        ).then(
+          (measured) => scenarioRow(setup, scenario, measured),
+          (error: unknown) => failedRow(setup, scenario, describe(error))
+        )
       }
       if (scenario.webhookPetId === undefined) {
         row = await probeAndMeasure()
       } else {
         const petId = scenario.webhookPetId
         row = await run.receiver()
-          .then((receiver) => withWebhook({ base: server.base, headers }, receiver, { hookPath: `/hooks/${setup}`, petId, drainSeconds: run.opts.drain }, probeAndMeasure))
+          .then((receiver) => withWebhook(
+            { base: server.base, headers },
+            receiver,
+            { hookPath: `/hooks/${setup}`, petId, drainSeconds: run.opts.drain },
+            probeAndMeasure
+          ))
           .then(({ result, webhook }) => {
             const measured: Row = { ...result, webhook }
             if (result.status === 'ok' && webhook.drainSeconds === null) {
@@ -171,7 +230,11 @@ async function redisDayCount (client: Redis, prefix: string): Promise<number> {
  */
 async function runInstances (run: Run, cleanups: Cleanup[], redisReason: string | null): Promise<void> {
   const { opts } = run
-  const why = opts.postgresUrl === null ? 'turned off with --postgres off' : opts.redisUrl === null ? 'turned off with --redis off' : await postgresUnavailableReason(opts.postgresUrl) ?? redisReason
+  const why = opts.postgresUrl === null
+    ? 'turned off with --postgres off'
+    : opts.redisUrl === null
+      ? 'turned off with --redis off'
+      : await postgresUnavailableReason(opts.postgresUrl) ?? redisReason
   if (why !== null || opts.postgresUrl === null || opts.redisUrl === null) {
     report(run, failedRow('instances-n', { id: 'all', title: 'every scenario' }, why ?? 'no PostgreSQL or Redis', 'skipped'))
     return
@@ -181,7 +244,12 @@ async function runInstances (run: Run, cleanups: Cleanup[], redisReason: string 
   await withPostgres(pgUrl, (c) => c.query(`CREATE SCHEMA ${schema}`))
   cleanups.push(() => withPostgres(pgUrl, (c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)))
   const schemaUrl = withSearchPath(pgUrl, schema)
-  const seeded = await seedStores(`PostgreSQL schema ${schema}`, () => createPostgresStores(pgUrl, { schema, poolMax: 16 }), opts.pets, schemaUrl)
+  const seeded = await seedStores(
+    `PostgreSQL schema ${schema}`,
+    () => createPostgresStores(pgUrl, { schema, poolMax: 16 }),
+    opts.pets,
+    schemaUrl
+  )
   const prefix = `petstore:bench:${randomBytes(6).toString('hex')}:`
   const client = new Redis(opts.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null })
   client.on('error', () => {})
@@ -213,7 +281,9 @@ async function main (): Promise<number> {
 
   const cleanups: Cleanup[] = []
   const cleanUp = async (): Promise<void> => {
-    for (const fn of cleanups.splice(0).reverse()) await fn().catch((error: unknown) => process.stderr.write(`cleanup: ${describe(error)}\n`))
+    for (const fn of cleanups.splice(0).reverse()) {
+      await fn().catch((error: unknown) => process.stderr.write(`cleanup: ${describe(error)}\n`))
+    }
   }
   process.once('SIGINT', () => {
     process.stderr.write('\ninterrupted: stopping the servers and cleaning up\n')
@@ -253,9 +323,12 @@ async function main (): Promise<number> {
   const startedAt = new Date()
   const commit = gitCommit()
   process.stdout.write(`Petstore API benchmark, ${startedAt.toISOString()}, commit ${commit ?? 'unknown'}\n`)
-  process.stdout.write(`node ${machine.node} on ${machine.platform}, ${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB, load average ${machine.loadAverageAtStart.join(' ')}\n`)
+  process.stdout.write(`node ${machine.node} on ${machine.platform}, ${machine.cpus} x ${machine.cpuModel}, `
+    + `${machine.memoryGiB} GiB, load average ${machine.loadAverageAtStart.join(' ')}\n`)
   process.stdout.write(`load generator: ${generator.describe}\n${place.describe}\n`)
-  if (Object.keys(opts.serverEnv).length > 0) process.stdout.write(`API servers' extra environment (--server-env): ${Object.entries(opts.serverEnv).map(([k, v]) => `${k}=${v}`).join(' ')}\n`)
+  if (Object.keys(opts.serverEnv).length > 0) {
+    process.stdout.write(`API servers' extra environment (--server-env): ${Object.entries(opts.serverEnv).map(([k, v]) => `${k}=${v}`).join(' ')}\n`)
+  }
   process.stdout.write(`${opts.connections} connections on loopback; per scenario ${opts.warmup} s warm-up, then ${opts.rounds} rounds of ${opts.slice} s (the mixed run: ${opts.mixedSlice} s), each beside as long of bare node:http; server LOG_LEVEL=${opts.logLevel}\n`)
   process.stdout.write(checkReference
     ? `reference check: plain wrk (no script) for ${opts.reference} s against bare node:http at the start and the end; the bench's bare figure must be within ${opts.tolerance}% of it\n\n`
@@ -303,7 +376,15 @@ async function main (): Promise<number> {
       }
       return receiver
     }
-    const run: Run = { opts, place, generator, bare: { base: bare.base, stats: () => bare.stats(), slices: bareSlices }, rows, memory, receiver: startReceiver }
+    const run: Run = {
+      opts,
+      place,
+      generator,
+      bare: { base: bare.base, stats: () => bare.stats(), slices: bareSlices },
+      rows,
+      memory,
+      receiver: startReceiver
+    }
     const redisReason = opts.redisUrl === null ? 'turned off with --redis off' : await redisUnavailableReason(opts.redisUrl)
     if (opts.instances > 1) {
       await runInstances(run, cleanups, redisReason)
@@ -320,7 +401,12 @@ async function main (): Promise<number> {
         await withPostgres(pgUrl, (c) => c.query(`CREATE SCHEMA ${schema}`))
         cleanups.push(() => withPostgres(pgUrl, (c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)))
         const schemaUrl = withSearchPath(pgUrl, schema)
-        const pgSeed = await seedStores(`PostgreSQL schema ${schema}`, () => createPostgresStores(pgUrl, { schema, poolMax: 16 }), opts.pets, schemaUrl)
+        const pgSeed = await seedStores(
+          `PostgreSQL schema ${schema}`,
+          () => createPostgresStores(pgUrl, { schema, poolMax: 16 }),
+          opts.pets,
+          schemaUrl
+        )
         await runSetup(run, 'postgres', { DATABASE_URL: schemaUrl }, pgSeed)
         // The same PostgreSQL setup with the Redis limiter (issue 20 item 5: "the same table with
         // the Redis limiter"), on the two scenarios that item names: reads by id and orders.
@@ -329,12 +415,23 @@ async function main (): Promise<number> {
           report(run, failedRow('postgres-redis', { id: 'all', title: 'every scenario' }, pgRedisReason ?? 'no Redis', 'skipped'))
         } else {
           const prefix = `petstore:bench:${randomBytes(6).toString('hex')}:`
-          const client = new Redis(opts.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null })
+          const client = new Redis(opts.redisUrl, {
+            lazyConnect: true,
+            maxRetriesPerRequest: 1,
+            retryStrategy: () => null
+          })
           client.on('error', () => {})
           await client.connect()
           cleanups.push(async () => { await deleteRedisKeys(client, prefix); client.disconnect() })
           const only = new Set([...opts.only].filter((id) => id === 'get' || id === 'orders'))
-          if (only.size > 0) await runSetup({ ...run, opts: { ...opts, only } }, 'postgres-redis', { DATABASE_URL: schemaUrl, REDIS_URL: withKeyPrefix(opts.redisUrl, prefix) }, pgSeed)
+          if (only.size > 0) {
+            await runSetup(
+              { ...run, opts: { ...opts, only } },
+              'postgres-redis',
+              { DATABASE_URL: schemaUrl, REDIS_URL: withKeyPrefix(opts.redisUrl, prefix) },
+              pgSeed
+            )
+          }
         }
       }
 
@@ -350,7 +447,12 @@ async function main (): Promise<number> {
         cleanups.push(async () => { await deleteRedisKeys(client, prefix); client.disconnect() })
         // The webhooks scenario runs on SQLite and PostgreSQL only (issue 31).
         const only = new Set([...opts.only].filter((id) => id !== 'webhooks'))
-        const redisRows = await runSetup({ ...run, opts: { ...opts, only } }, 'redis', { DATABASE_URL: sqliteUrl, REDIS_URL: withKeyPrefix(redisUrl, prefix) }, sqliteSeed!)
+        const redisRows = await runSetup(
+          { ...run, opts: { ...opts, only } },
+          'redis',
+          { DATABASE_URL: sqliteUrl, REDIS_URL: withKeyPrefix(redisUrl, prefix) },
+          sqliteSeed!
+        )
         // A "Redis" figure measured on the in-process fallback would be a lie: every charged request
         // must have reached Redis's day counter.
         const charged = redisRows.filter((r) => r.status === 'ok' && r.scenario !== 'rate_limit').reduce((n, r) => n + r.requests, 0)
@@ -378,7 +480,14 @@ async function main (): Promise<number> {
         const redisLimiter = createRedisRateLimiter({ redis: client, prefix })
         for (const inFlight of [1, opts.connections]) {
           limiter.push(await microBenchmark('redis', redisLimiter, inFlight, opts.microSeconds)
-            .catch((error: unknown): MicroResult => ({ backend: 'redis', inFlight, status: 'failed', reason: describe(error), callsPerSec: null, meanUs: null })))
+            .catch((error: unknown): MicroResult => ({
+              backend: 'redis',
+              inFlight,
+              status: 'failed',
+              reason: describe(error),
+              callsPerSec: null,
+              meanUs: null
+            })))
         }
       }
     }
@@ -394,11 +503,15 @@ async function main (): Promise<number> {
   if (bareSlices.length > 0) {
     const bareFigures = bareRow(bareSlices)
     rows.unshift(bareFigures)
-    if (plainRuns.length > 0 && bareFigures.reqPerSec !== null) reference = referenceCheck(plainRuns, bareFigures.reqPerSec, opts.tolerance)
+    if (plainRuns.length > 0 && bareFigures.reqPerSec !== null) {
+      reference = referenceCheck(plainRuns, bareFigures.reqPerSec, opts.tolerance)
+    }
   }
   const failures = [
     ...(reference !== null && !reference.ok
-      ? [`the reference: the bench's bare node:http figure (${Math.round(reference.benchReqPerSec)} req/s) is ${reference.differencePct.toFixed(1)}% from plain wrk's (${Math.round(reference.plainReqPerSec)} req/s), more than the ${reference.tolerancePct}% allowed`]
+      ? [`the reference: the bench's bare node:http figure (${Math.round(reference.benchReqPerSec)} req/s) is `
+        + `${reference.differencePct.toFixed(1)}% from plain wrk's (${Math.round(reference.plainReqPerSec)} req/s), `
+        + `more than the ${reference.tolerancePct}% allowed`]
       : []),
     ...rows.filter((r) => r.status === 'failed').map((r) => `${r.setup === 'bare' ? '' : SETUP_TITLES[r.setup] + ', '}${r.title}: ${r.reason ?? 'failed'}`),
     ...limiter.filter((m) => m.status === 'failed').map((m) => `limiter ${m.backend} x${m.inFlight}: ${m.reason ?? 'failed'}`)
@@ -411,9 +524,22 @@ async function main (): Promise<number> {
     generator: generator.describe,
     placement: place.describe,
     options: {
-      ...(Object.keys(opts.serverEnv).length > 0 && { serverEnv: opts.serverEnv }), drain: opts.drain, instances: opts.instances,
-      rounds: opts.rounds, slice: opts.slice, mixedSlice: opts.mixedSlice, warmup: opts.warmup, reference: opts.reference, tolerance: opts.tolerance, connections: opts.connections, pets: opts.pets, only: [...opts.only],
-      logLevel: opts.logLevel, redis: opts.redisUrl === null ? 'off' : safeUrl(opts.redisUrl), postgres: opts.postgresUrl === null ? 'off' : safeUrl(opts.postgresUrl), micro: opts.microSeconds
+      ...(Object.keys(opts.serverEnv).length > 0 && { serverEnv: opts.serverEnv }),
+      drain: opts.drain,
+      instances: opts.instances,
+      rounds: opts.rounds,
+      slice: opts.slice,
+      mixedSlice: opts.mixedSlice,
+      warmup: opts.warmup,
+      reference: opts.reference,
+      tolerance: opts.tolerance,
+      connections: opts.connections,
+      pets: opts.pets,
+      only: [...opts.only],
+      logLevel: opts.logLevel,
+      redis: opts.redisUrl === null ? 'off' : safeUrl(opts.redisUrl),
+      postgres: opts.postgresUrl === null ? 'off' : safeUrl(opts.postgresUrl),
+      micro: opts.microSeconds
     },
     rows,
     memory,

@@ -32,10 +32,16 @@ export interface Seeded {
  */
 export async function seed (stores: Stores, pets: number, databaseUrl: string): Promise<Seeded> {
   const categoryIds: number[] = []
-  for (const name of CATEGORIES) categoryIds.push((await stores.categories.createCategory({ name, description: `Benchmark ${name.toLowerCase()}.` }, Date.now())).id)
+  for (const name of CATEGORIES) {
+    categoryIds.push((await stores.categories.createCategory({ name, description: `Benchmark ${name.toLowerCase()}.` }, Date.now())).id)
+  }
   const createPet = async (i: number): Promise<number> => {
     const status = i % 10 === 7 ? 'pending' : i % 10 === 9 ? 'sold' : 'available'
-    const { record } = await stores.pets.createPet({ name: `${CATEGORIES[i % CATEGORIES.length]!.slice(0, -1)} ${i + 1}`, categoryId: categoryIds[i % categoryIds.length]!, status }, null, Date.now())
+    const { record } = await stores.pets.createPet({
+      name: `${CATEGORIES[i % CATEGORIES.length]!.slice(0, -1)} ${i + 1}`,
+      categoryId: categoryIds[i % categoryIds.length]!,
+      status
+    }, null, Date.now())
     if (status !== 'available') await stores.inventory.setStock(record.id, 0, null, Date.now())
     return record.id
   }
@@ -45,10 +51,18 @@ export async function seed (stores: Stores, pets: number, databaseUrl: string): 
   for (let i = 0; i < pets - 1; i += 32) {
     petIds.push(...await Promise.all(Array.from({ length: Math.min(32, pets - 1 - i) }, (_, j) => createPet(i + j))))
   }
-  const { record: stocked } = await stores.pets.createPet({ name: 'Bench goldfish', categoryId: categoryIds[3]!, status: 'available' }, null, Date.now())
+  const { record: stocked } = await stores.pets.createPet({
+    name: 'Bench goldfish',
+    categoryId: categoryIds[3]!,
+    status: 'available'
+  }, null, Date.now())
   await stores.inventory.setStock(stocked.id, ORDER_STOCK, null, Date.now())
   petIds.push(stocked.id)
-  const { record: hooked } = await stores.pets.createPet({ name: 'Bench guppy', categoryId: categoryIds[3]!, status: 'available' }, null, Date.now())
+  const { record: hooked } = await stores.pets.createPet({
+    name: 'Bench guppy',
+    categoryId: categoryIds[3]!,
+    status: 'available'
+  }, null, Date.now())
   await stores.inventory.setStock(hooked.id, ORDER_STOCK, null, Date.now())
   petIds.sort((a, b) => a - b)
 
@@ -123,9 +137,10 @@ export function scenarios (seeded: Seeded, only: ReadonlySet<ScenarioId>, connec
       load: { kind: 'paths', paths: idPaths, headers },
       probe: {
         method: 'GET', path: `/v1/pets?id=${probeId}`, expectStatus: 200,
-        check: (response, body) => Array.isArray(body) && body.length === 1 && (body[0] as { id?: number }).id === probeId
-          ? headerCheck(response, LIMIT_HEADERS)
-          : 'expected a page holding the pet'
+        check: (response, body) =>
+          Array.isArray(body) && body.length === 1 && (body[0] as { id?: number }).id === probeId
+            ? headerCheck(response, LIMIT_HEADERS)
+            : 'expected a page holding the pet'
       },
       note: `a random pet of ${count} per request`
     },
@@ -134,7 +149,9 @@ export function scenarios (seeded: Seeded, only: ReadonlySet<ScenarioId>, connec
       load: { kind: 'static', method: 'GET', path: '/v1/pets?limit=20', headers },
       probe: {
         method: 'GET', path: '/v1/pets?limit=20', expectStatus: 200,
-        check: (response, body) => Array.isArray(body) && body.length === 20 ? headerCheck(response, ['link', ...LIMIT_HEADERS]) : 'expected a page of 20 pets'
+        check: (response, body) => Array.isArray(body) && body.length === 20
+          ? headerCheck(response, ['link', ...LIMIT_HEADERS])
+          : 'expected a page of 20 pets'
       },
       note: `the first page of ${count}`
     },
@@ -147,7 +164,10 @@ export function scenarios (seeded: Seeded, only: ReadonlySet<ScenarioId>, connec
     {
       id: 'orders', title: 'POST /v1/store/orders', charged: true,
       load: { kind: 'static', method: 'POST', path: '/v1/store/orders', body: orderBody, headers },
-      probe: { method: 'POST', path: '/v1/store/orders', body: orderBody, expectStatus: 201, check: (response) => headerCheck(response, ['location', ...LIMIT_HEADERS]) },
+      probe: {
+        method: 'POST', path: '/v1/store/orders', body: orderBody, expectStatus: 201,
+        check: (response) => headerCheck(response, ['location', ...LIMIT_HEADERS])
+      },
       note: 'one unit of one pet per order, each acknowledged only once durable'
     },
     {
@@ -159,7 +179,10 @@ export function scenarios (seeded: Seeded, only: ReadonlySet<ScenarioId>, connec
     {
       id: 'webhooks', title: 'POST /v1/store/orders, one webhook on order.*', charged: true, webhookPetId: seeded.webhookPetId,
       load: { kind: 'static', method: 'POST', path: '/v1/store/orders', body: hookedBody, headers },
-      probe: { method: 'POST', path: '/v1/store/orders', body: hookedBody, expectStatus: 201, check: (response) => headerCheck(response, ['location', ...LIMIT_HEADERS]) },
+      probe: {
+        method: 'POST', path: '/v1/store/orders', body: hookedBody, expectStatus: 201,
+        check: (response) => headerCheck(response, ['location', ...LIMIT_HEADERS])
+      },
       note: 'the orders row with one endpoint subscribed to order.* at a receiver on 127.0.0.1 (a child process on the load generator\'s core) that answers 204; every order.created must reach it before the run ends'
     }
   ]

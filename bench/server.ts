@@ -173,7 +173,9 @@ function schedstat (): [number, number] | null {
  * schedstat difference since the previous tick says where its time went. The GC pauses that
  * ended in the stall are counted into it.
  */
-function stallWatch (gcSince: (from: number) => number): () => { longest: Stall | null; count: number; totalMs: number } {
+function stallWatch (
+  gcSince: (from: number) => number
+): () => { longest: Stall | null; count: number; totalMs: number } {
   let longest: Stall | null = null
   let count = 0
   let totalMs = 0
@@ -186,7 +188,13 @@ function stallWatch (gcSince: (from: number) => number): () => { longest: Stall 
     if (wallMs > TICK_MS + STALL_MS) {
       const runningMs = sched !== null && lastSched !== null ? (sched[0] - lastSched[0]) / 1e6 : NaN
       const waitingForCpuMs = sched !== null && lastSched !== null ? (sched[1] - lastSched[1]) / 1e6 : NaN
-      const stall = { wallMs, runningMs, waitingForCpuMs, blockedMs: Math.max(0, wallMs - runningMs - waitingForCpuMs), gcMs: gcSince(last) }
+      const stall = {
+        wallMs,
+        runningMs,
+        waitingForCpuMs,
+        blockedMs: Math.max(0, wallMs - runningMs - waitingForCpuMs),
+        gcMs: gcSince(last)
+      }
       count++
       totalMs += wallMs
       if (longest === null || wallMs > longest.wallMs) longest = stall
@@ -320,7 +328,9 @@ async function receiver (): Promise<{ stop: () => Promise<void>; deliveries: () 
       seen.set(where, entry)
       entry.posts++
       let type = 'unreadable'
-      try { type = String((JSON.parse(Buffer.concat(chunks).toString('utf8')) as { type?: unknown }).type) } catch { /* counted as unreadable */ }
+      try {
+        type = String((JSON.parse(Buffer.concat(chunks).toString('utf8')) as { type?: unknown }).type)
+      } catch { /* counted as unreadable */ }
       const id = String(request.headers['webhook-id'] ?? '')
       const ids = entry.ids.get(type) ?? new Set<string>()
       entry.ids.set(type, ids)
@@ -335,7 +345,10 @@ async function receiver (): Promise<{ stop: () => Promise<void>; deliveries: () 
     stop: () => new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections() }),
     deliveries: () => Object.fromEntries([...seen].map(([where, e]) => [where, {
       posts: e.posts,
-      types: Object.fromEntries([...e.ids].map(([type, ids]) => [type, { distinct: ids.size, repeats: e.repeats.get(type) ?? 0 }]))
+      types: Object.fromEntries([...e.ids].map(([type, ids]) => [
+        type,
+        { distinct: ids.size, repeats: e.repeats.get(type) ?? 0 }
+      ]))
     }]))
   }
 }

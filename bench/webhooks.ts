@@ -12,7 +12,14 @@ import type { Row } from './report.ts'
 /** The receiver's address as the server's webhook guard must allow it. */
 export const RECEIVER_HOST = '127.0.0.1'
 
-async function call (base: string, headers: Record<string, string>, method: string, path: string, expect: number, body?: unknown): Promise<unknown> {
+async function call (
+  base: string,
+  headers: Record<string, string>,
+  method: string,
+  path: string,
+  expect: number,
+  body?: unknown
+): Promise<unknown> {
   const response = await fetch(base + path, {
     method,
     headers: { ...headers, ...(body !== undefined && { 'content-type': 'application/json' }) },

@@ -50,7 +50,10 @@ try {
   await rm(dir, { recursive: true, force: true })
 }
 
-/** Waits for the server's banner (the URL it listens on), then reads the sample admin key from its file (written before the banner). */
+/**
+ * Waits for the server's banner (the URL it listens on), then reads the sample admin key from its
+ * file (written before the banner).
+ */
 function started (child: ReturnType<typeof spawn>): Promise<{ url: string; adminKey: string }> {
   return new Promise((resolve, reject) => {
     let output = ''

@@ -146,7 +146,10 @@ function main (args: string[]): number {
   writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`)
   // The tap runner starts each test file with spawn('node', …), found on PATH: this Node (the
   // pinned 24, which runs .ts) goes first, so no test file ever runs on a machine's older node.
-  const result = spawnSync(join(bin, 'stryker'), ['run', file, ...rest], { stdio: 'inherit', env: { ...process.env, PATH: pinnedNodePath(), CI: process.env.CI ?? '' } })
+  const result = spawnSync(join(bin, 'stryker'), ['run', file, ...rest], {
+    stdio: 'inherit',
+    env: { ...process.env, PATH: pinnedNodePath(), CI: process.env.CI ?? '' }
+  })
   return result.status ?? 1
 }
 

@@ -24,7 +24,14 @@ const describeError = (error: unknown): string => {
 
 /** Why Redis at `url` cannot be used (one line, no password), or null when it answers PING. */
 export async function redisUnavailableReason (url: string): Promise<string | null> {
-  const client = new Redis(url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000, retryStrategy: () => null })
+  const client = new Redis(url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 1000,
+    commandTimeout: 1000,
+    retryStrategy: () => null
+  })
   // The socket's error (ECONNREFUSED) says more than the rejection ("Connection is closed.").
   let socketError: unknown = null
   client.on('error', (error) => { socketError ??= error })

@@ -11,7 +11,24 @@
 // minute once the images exist. Prints PASS or FAIL per check and the figures; exits 1 on any
 // failure. Removes its containers, volume and network.
 import { join } from 'node:path'
-import { buildApiImage, createReport, drainLine, ensureDebianImage, ensureNodeImage, ensurePackages, freePort, imageExists, lastLine, must, podman, ROOT, run, seconds, startStream, waitUntil } from './test-image-podman.ts'
+import {
+  buildApiImage,
+  createReport,
+  drainLine,
+  ensureDebianImage,
+  ensureNodeImage,
+  ensurePackages,
+  freePort,
+  imageExists,
+  lastLine,
+  must,
+  podman,
+  ROOT,
+  run,
+  seconds,
+  startStream,
+  waitUntil
+} from './test-image-podman.ts'
 
 const PROJECT = `petstore-compose-test-${process.pid}`
 const report = createReport()
@@ -51,7 +68,11 @@ try {
     await must('podman-compose', ['-f', join(ROOT, 'compose.yaml'), '-p', PROJECT, `--podman-run-args=${RUN_ARGS}`, ...args], { env })
   }
   await compose('up', '-d', '--no-build', 'postgres', 'redis')
-  await waitUntil('the postgres and redis healthchecks', async () => (await podman('healthcheck', 'run', container('postgres'))).code === 0 && (await podman('healthcheck', 'run', container('redis'))).code === 0)
+  await waitUntil(
+    'the postgres and redis healthchecks',
+    async () => (await podman('healthcheck', 'run', container('postgres'))).code === 0
+      && (await podman('healthcheck', 'run', container('redis'))).code === 0
+  )
   await compose('up', '-d', '--no-build')
   await waitUntil('/readyz through nginx', async () => (await fetch(`${lb}/readyz`)).status === 200, 90_000)
   figures.push(`up in ${seconds(upStarted)}`)
@@ -96,10 +117,24 @@ try {
   await waitUntil('api-2 to refuse the revoked key', async () => (await inside('api-2', 'GET', '/v1/pets?limit=1', victim.key)).status === 401, 30_000).catch(() => {})
   const seenAfter = Date.now() - revokedAt
   const onApi2After = await inside('api-2', 'GET', '/v1/pets?limit=1', victim.key)
-  const throughLb = await Promise.all(Array.from({ length: 10 }, async () => (await fetch(`${lb}/v1/pets?limit=1`, { headers: { 'x-api-key': victim.key } })).status))
-  const revokeDetail = `before: ${warm.join(',')} through nginx, ${onApi2Before.status} on api-2; DELETE on api-1: ${revoked.status}; api-2 answered ${onApi2After.status} (${/"code":"([a-z_]+)"/.exec(onApi2After.body)?.[1] ?? ''}) within ${(seenAfter / 1000).toFixed(1)} s (each probe is a podman exec); then through nginx: ${throughLb.join(',')}`
+  const throughLb = await Promise.all(Array.from(
+    { length: 10 },
+    async () => (await fetch(`${lb}/v1/pets?limit=1`, { headers: { 'x-api-key': victim.key } })).status
+  ))
+  const revokeDetail = `before: ${warm.join(',')} through nginx, ${onApi2Before.status} on api-2; `
+    + `DELETE on api-1: ${revoked.status}; `
+    + `api-2 answered ${onApi2After.status} (${/"code":"([a-z_]+)"/.exec(onApi2After.body)?.[1] ?? ''}) `
+    + `within ${(seenAfter / 1000).toFixed(1)} s (each probe is a podman exec); then through nginx: ${throughLb.join(',')}`
   figures.push(`revocation: ${revokeDetail}`)
-  report.check('a key revoked on api-1 is refused on api-2 and through nginx', warm.every((s) => s === 200) && onApi2Before.status === 200 && revoked.status === 204 && onApi2After.status === 401 && throughLb.every((s) => s === 401), revokeDetail)
+  report.check(
+    'a key revoked on api-1 is refused on api-2 and through nginx',
+    warm.every((s) => s === 200)
+    && onApi2Before.status === 200
+    && revoked.status === 204
+    && onApi2After.status === 401
+    && throughLb.every((s) => s === 401),
+    revokeDetail
+  )
 
   // 3. api-2 stopped (SIGTERM, drained) while 6 clients send requests through nginx: every request
   // answered 200. nginx retries a refused connection and a 503 on the other instance.
@@ -118,8 +153,13 @@ try {
   const exitCode = (await must('podman', ['inspect', '--format', '{{.State.ExitCode}}', container('api-2')])).trim()
   const drained = drainLine((await podman('logs', container('api-2'))).stdout)
   const { counts } = stream
-  const lost = counts.reset + counts.refused + counts.other + Object.entries(counts.statuses).filter(([status]) => status !== '200').reduce((sum, [, n]) => sum + n, 0)
-  const stopDetail = `${counts.answered} requests answered (${counts.answeredWhileStopping} after the stop began), statuses ${JSON.stringify(counts.statuses)}, ${counts.reset} reset, ${counts.refused} refused, ${counts.other} other errors; api-2 exit code ${exitCode}, stop took ${stopTook}, its log: "${drained}"`
+  const lost = counts.reset
+    + counts.refused
+    + counts.other
+    + Object.entries(counts.statuses).filter(([status]) => status !== '200').reduce((sum, [, n]) => sum + n, 0)
+  const stopDetail = `${counts.answered} requests answered (${counts.answeredWhileStopping} after the stop began), `
+    + `statuses ${JSON.stringify(counts.statuses)}, ${counts.reset} reset, ${counts.refused} refused, `
+    + `${counts.other} other errors; api-2 exit code ${exitCode}, stop took ${stopTook}, its log: "${drained}"`
   figures.push(`one instance stopped: ${stopDetail}`)
   report.check('api-2 stopped while requests flow through nginx: none lost, exit 0', stopped.code === 0 && exitCode === '0' && lost === 0 && counts.answeredWhileStopping > 0, stopDetail)
   await must('podman', ['start', container('api-2')])
@@ -138,16 +178,26 @@ try {
     seen.push(`${path} ${answer.status}`)
     if (answer.status === 200 || answer.body.includes('# HELP') || answer.body.includes('http_requests_total')) leaks.push(path)
   }
-  report.check('/metrics answers on the instance but not through nginx, however spelled', direct.status === 200 && direct.body.includes('http_requests_total') && leaks.length === 0, `api-1 directly: ${direct.status}; through nginx: ${seen.join(', ')}${leaks.length > 0 ? `; LEAKED: ${leaks.join(', ')}` : ''}`)
+  report.check(
+    '/metrics answers on the instance but not through nginx, however spelled',
+    direct.status === 200 && direct.body.includes('http_requests_total') && leaks.length === 0,
+    `api-1 directly: ${direct.status}; through nginx: ${seen.join(', ')}${leaks.length > 0 ? `; LEAKED: ${leaks.join(', ')}` : ''}`
+  )
   const notFound = await rawGet(port, '/metrics')
-  report.check('nginx refuses /metrics with the API\'s error object', notFound.status === 404 && /^\{"code":"not_found"/.test(notFound.body) && /application\/json/.test(notFound.contentType), `${notFound.status} ${notFound.contentType} ${notFound.body.trim()}`)
+  report.check(
+    'nginx refuses /metrics with the API\'s error object',
+    notFound.status === 404 && /^\{"code":"not_found"/.test(notFound.body) && /application\/json/.test(notFound.contentType),
+    `${notFound.status} ${notFound.contentType} ${notFound.body.trim()}`
+  )
 } catch (error) {
   report.check('the run completed', false, (error as Error).message)
 } finally {
   await cleanup()
 }
 console.log(`\nfigures (${new Date().toISOString()}):\n${figures.map((f) => `  ${f}`).join('\n')}`)
-console.log(`${report.failures.length === 0 ? 'PASS' : 'FAIL'}  test:compose: ${report.failures.length === 0 ? 'every check passed' : `${report.failures.length} failed: ${report.failures.join('; ')}`} (${seconds(started)})`)
+console.log(`${report.failures.length === 0 ? 'PASS' : 'FAIL'}  test:compose: `
+  + `${report.failures.length === 0 ? 'every check passed' : `${report.failures.length} failed: ${report.failures.join('; ')}`}`
+  + ` (${seconds(started)})`)
 process.exitCode = report.failures.length === 0 ? 0 : 1
 
 /** The official image when it exists or can be pulled, else the stand-in from Debian's packages. */
@@ -179,8 +229,17 @@ async function cli (service: string, args: string[]): Promise<string> {
 }
 
 /** A request to one instance, from inside its container (nginx is not in the way). */
-/** A request from inside the container of `service`, to its public listener (3000) or, for /metrics, its private one (9464). */
-async function inside (service: string, method: string, path: string, key?: string, port = path === '/metrics' ? 9464 : 3000): Promise<{ status: number; body: string }> {
+/**
+ * A request from inside the container of `service`, to its public listener (3000) or, for
+ * /metrics, its private one (9464).
+ */
+async function inside (
+  service: string,
+  method: string,
+  path: string,
+  key?: string,
+  port = path === '/metrics' ? 9464 : 3000
+): Promise<{ status: number; body: string }> {
   const script = `const r = JSON.parse(process.env.REQ); fetch("http://127.0.0.1:${port}" + r.path, { method: r.method, headers: r.headers })`
     + '.then(async (x) => console.log(JSON.stringify({ status: x.status, body: await x.text() })), (e) => console.log(JSON.stringify({ status: 0, body: String(e) })))'
   const request = JSON.stringify({ method, path, headers: key === undefined ? {} : { 'x-api-key': key } })

@@ -23,9 +23,16 @@ const CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt'
 export interface Result { code: number; stdout: string; stderr: string }
 
 /** Runs a command to its end; never throws on a non-zero exit (the caller decides). */
-export async function run (command: string, args: string[], options: { input?: string; timeoutMs?: number; echo?: boolean; env?: NodeJS.ProcessEnv } = {}): Promise<Result> {
+export async function run (
+  command: string,
+  args: string[],
+  options: { input?: string; timeoutMs?: number; echo?: boolean; env?: NodeJS.ProcessEnv } = {}
+): Promise<Result> {
   return await new Promise((resolve) => {
-    const child = spawn(command, args, { stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], env: options.env ?? process.env })
+    const child = spawn(command, args, {
+      stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      env: options.env ?? process.env
+    })
     let stdout = ''
     let stderr = ''
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
@@ -53,7 +60,11 @@ export async function run (command: string, args: string[], options: { input?: s
 }
 
 /** Runs a command that must succeed: throws with its last lines of output otherwise. */
-export async function must (command: string, args: string[], options: { input?: string; timeoutMs?: number; echo?: boolean; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
+export async function must (
+  command: string,
+  args: string[],
+  options: { input?: string; timeoutMs?: number; echo?: boolean; env?: NodeJS.ProcessEnv } = {}
+): Promise<string> {
   const result = await run(command, args, options)
   if (result.code !== 0) {
     const tail = (result.stderr + result.stdout).trim().split('\n').slice(-15).join('\n')
@@ -102,7 +113,11 @@ export async function ensureDebianImage (): Promise<string> {
 }
 
 /** `podman build --isolation chroot` of a Containerfile text with the given files beside it. */
-export async function buildFrom (image: string, containerfile: string, files: Record<string, string> = {}): Promise<void> {
+export async function buildFrom (
+  image: string,
+  containerfile: string,
+  files: Record<string, string> = {}
+): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'petstore-build-'))
   try {
     await writeFile(join(dir, 'Containerfile'), containerfile)
@@ -242,7 +257,14 @@ export async function buildApiImage (image: string, base: string): Promise<Resul
  * at its first failure, or when stop() is called.
  */
 export function startStream (port: number, key: string, concurrency: number, path: string) {
-  const counts = { answered: 0, answeredWhileStopping: 0, refused: 0, reset: 0, other: 0, statuses: {} as Record<number, number> }
+  const counts = {
+    answered: 0,
+    answeredWhileStopping: 0,
+    refused: 0,
+    reset: 0,
+    other: 0,
+    statuses: {} as Record<number, number>
+  }
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency })
   let stopping = false
   let ended = false

@@ -11,7 +11,23 @@
 import { readFile } from 'node:fs/promises'
 import { connect } from 'node:net'
 import { join } from 'node:path'
-import { buildApiImage, createReport, drainLine, ensureNodeImage, ensurePackages, freePort, lastLine, megabytes, must, podman, RUN_OPTIONS, run, seconds, startStream, waitUntil } from './test-image-podman.ts'
+import {
+  buildApiImage,
+  createReport,
+  drainLine,
+  ensureNodeImage,
+  ensurePackages,
+  freePort,
+  lastLine,
+  megabytes,
+  must,
+  podman,
+  RUN_OPTIONS,
+  run,
+  seconds,
+  startStream,
+  waitUntil
+} from './test-image-podman.ts'
 
 const IMAGE = process.env.PETSTORE_IMAGE ?? 'localhost/petstore-api:test'
 const tag = `${process.pid}-${Date.now().toString(36)}`
@@ -30,7 +46,11 @@ try {
 
   const base = await ensureNodeImage()
   const build = await buildApiImage(IMAGE, base)
-  if (!report.check('the image builds from the unchanged Dockerfile', build.code === 0, build.code === 0 ? `in ${build.took}` : (build.stderr + build.stdout).trim().split('\n').slice(-15).join('\n'))) throw new Error('no image')
+  if (!report.check(
+    'the image builds from the unchanged Dockerfile',
+    build.code === 0,
+    build.code === 0 ? `in ${build.took}` : (build.stderr + build.stdout).trim().split('\n').slice(-15).join('\n')
+  )) throw new Error('no image')
   report.check('the build keeps the HEALTHCHECK', !/HEALTHCHECK is not supported/.test(build.stderr + build.stdout))
   const size = Number((await must('podman', ['image', 'inspect', '--format', '{{.Size}}', IMAGE])).trim())
   console.log(`image size: ${megabytes(size)} (${IMAGE})`)
@@ -75,7 +95,11 @@ try {
   // 4. The image's HEALTHCHECK passes.
   const healthTest = (await must('podman', ['inspect', '--format', '{{json .Config.Healthcheck.Test}}', first])).trim()
   const health = await podman('healthcheck', 'run', first)
-  report.check('the HEALTHCHECK command passes (podman healthcheck run)', health.code === 0 && healthTest.includes('/readyz'), `exit ${health.code} ${(health.stdout + health.stderr).trim()}; ${healthTest}`)
+  report.check(
+    'the HEALTHCHECK command passes (podman healthcheck run)',
+    health.code === 0 && healthTest.includes('/readyz'),
+    `exit ${health.code} ${(health.stdout + health.stderr).trim()}; ${healthTest}`
+  )
 
   // 5. podman stop while requests flow: every request sent is answered or, once the server has
   // stopped accepting, refused before it is sent; none reset. One request is half sent when the
@@ -97,7 +121,11 @@ try {
   const drained = drainLine((await podman('logs', first)).stdout)
   const { counts } = stream
   report.check('podman stop: the server exits 0', stopped.code === 0 && exitCode === '0', `exit code ${exitCode}, stop took ${seconds(stopStarted)}, its log: "${drained}"`)
-  report.check('podman stop: a request half sent when the stop began is answered', /^HTTP\/1\.1 201 /.test(slowAnswer) && /\r\nconnection: close\r\n/i.test(slowAnswer), lastLine(slowAnswer.split('\r\n\r\n')[0]?.split('\r\n')[0] ?? '') || slowAnswer.slice(0, 80))
+  report.check(
+    'podman stop: a request half sent when the stop began is answered',
+    /^HTTP\/1\.1 201 /.test(slowAnswer) && /\r\nconnection: close\r\n/i.test(slowAnswer),
+    lastLine(slowAnswer.split('\r\n\r\n')[0]?.split('\r\n')[0] ?? '') || slowAnswer.slice(0, 80)
+  )
   report.check('podman stop: no request reset while stopping', counts.reset === 0 && counts.other === 0 && counts.answeredWhileStopping > 0,
     `${counts.answered} answered (${counts.answeredWhileStopping} after the stop began, statuses ${JSON.stringify(counts.statuses)}), ${counts.refused} refused at connect after the listener closed, ${counts.reset} reset, ${counts.other} other errors`)
 
@@ -106,7 +134,9 @@ try {
   containers.splice(containers.indexOf(first), 1)
   const second = await startContainer(port, 'b')
   const after = await get(`${base_url}/v1/pets?limit=100`, key.key)
-  const names = after.status === 200 ? (JSON.parse(after.body) as Array<{ id: number; name: string }>).map((p) => p.name) : []
+  const names = after.status === 200
+    ? (JSON.parse(after.body) as Array<{ id: number; name: string }>).map((p) => p.name)
+    : []
   report.check('restart: a new container on the same volume keeps the key and the pets', after.status === 200 && names.includes('Rex') && names.includes('Draining'), `${after.status}, pets ${JSON.stringify(names)}`)
   const stoppedAgain = await run('podman', ['stop', '-t', '30', second])
   const exitAgain = (await must('podman', ['inspect', '--format', '{{.State.ExitCode}}', second])).trim()
@@ -127,7 +157,9 @@ try {
 } finally {
   await cleanup()
 }
-console.log(`${report.failures.length === 0 ? 'PASS' : 'FAIL'}  test:image: ${report.failures.length === 0 ? 'every check passed' : `${report.failures.length} failed: ${report.failures.join('; ')}`} (${seconds(started)})`)
+console.log(`${report.failures.length === 0 ? 'PASS' : 'FAIL'}  test:image: `
+  + `${report.failures.length === 0 ? 'every check passed' : `${report.failures.length} failed: ${report.failures.join('; ')}`}`
+  + ` (${seconds(started)})`)
 process.exitCode = report.failures.length === 0 ? 0 : 1
 
 async function startContainer (port: number, suffix: string, extra: string[] = []): Promise<string> {

@@ -12,7 +12,13 @@ import { openTestStores } from './helpers/stores.ts'
 /** Builds the app with its steps rearranged; the app (when the build succeeds) is closed after the test. */
 async function buildWith (t: TestContext, arrange: (steps: readonly AppStep[]) => readonly Step[]): Promise<void> {
   const stores = await openTestStores(t)
-  const app = await buildApp({ config: loadConfig({ DATABASE_URL: 'sqlite::memory:' }), stores, limiter: createMemoryRateLimiter(), usageFlushMs: 0, arrangeSteps: arrange })
+  const app = await buildApp({
+    config: loadConfig({ DATABASE_URL: 'sqlite::memory:' }),
+    stores,
+    limiter: createMemoryRateLimiter(),
+    usageFlushMs: 0,
+    arrangeSteps: arrange
+  })
   t.after(() => app.close())
   await app.ready()
 }
@@ -58,7 +64,10 @@ test('every step that needs another fails the build when it is installed first; 
   await buildWith(t, (steps) => { declared.push(...steps); return steps })
   for (const step of declared) {
     await t.test(step.name, async (t) => {
-      const build = buildWith(t, (steps) => [steps.find((s) => s.name === step.name)!, ...steps.filter((s) => s.name !== step.name)])
+      const build = buildWith(t, (steps) => [
+        steps.find((s) => s.name === step.name)!,
+        ...steps.filter((s) => s.name !== step.name)
+      ])
       if (step.needs.length === 0) await build
       else await assert.rejects(build, notRegistered(step.needs[0]!, step.name))
     })

@@ -42,9 +42,31 @@ test('loadConfig lists every problem at once and never echoes a database URL', (
 })
 
 test('loadConfig: the connection limits and the grace period, their defaults and their variables', () => {
-  assert.deepEqual(loadConfig({}).server, { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, writeTimeoutMs: 30_000, keepAliveTimeoutMs: 72_000, maxConnections: 1000, maxConnectionsPerAddress: 100, shutdownGraceMs: 10_000 })
-  assert.deepEqual(loadConfig({ HEADERS_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '900', WRITE_TIMEOUT_MS: '2000', KEEP_ALIVE_TIMEOUT_MS: '5000', MAX_CONNECTIONS: '64', SHUTDOWN_GRACE_MS: '25000' }).server,
-    { headersTimeoutMs: 500, requestTimeoutMs: 900, writeTimeoutMs: 2000, keepAliveTimeoutMs: 5000, maxConnections: 64, maxConnectionsPerAddress: 6, shutdownGraceMs: 25_000 })
+  assert.deepEqual(loadConfig({}).server, {
+    headersTimeoutMs: 10_000,
+    requestTimeoutMs: 30_000,
+    writeTimeoutMs: 30_000,
+    keepAliveTimeoutMs: 72_000,
+    maxConnections: 1000,
+    maxConnectionsPerAddress: 100,
+    shutdownGraceMs: 10_000
+  })
+  assert.deepEqual(loadConfig({
+    HEADERS_TIMEOUT_MS: '500',
+    REQUEST_TIMEOUT_MS: '900',
+    WRITE_TIMEOUT_MS: '2000',
+    KEEP_ALIVE_TIMEOUT_MS: '5000',
+    MAX_CONNECTIONS: '64',
+    SHUTDOWN_GRACE_MS: '25000'
+  }).server, {
+    headersTimeoutMs: 500,
+    requestTimeoutMs: 900,
+    writeTimeoutMs: 2000,
+    keepAliveTimeoutMs: 5000,
+    maxConnections: 64,
+    maxConnectionsPerAddress: 6,
+    shutdownGraceMs: 25_000
+  })
   // The per-address cap: a tenth of MAX_CONNECTIONS unless set, at least 1, never above MAX_CONNECTIONS.
   assert.equal(loadConfig({ MAX_CONNECTIONS: '5' }).server.maxConnectionsPerAddress, 1)
   assert.equal(loadConfig({ MAX_CONNECTIONS: '64', MAX_CONNECTIONS_PER_ADDRESS: '64' }).server.maxConnectionsPerAddress, 64)
@@ -54,7 +76,13 @@ test('loadConfig: the connection limits and the grace period, their defaults and
   }
   // 0 would switch a limit off in Node: refused, like any non-number.
   for (const [variable, value] of [['HEADERS_TIMEOUT_MS', '0'], ['MAX_CONNECTIONS', '-1'], ['SHUTDOWN_GRACE_MS', '10s'], ['KEEP_ALIVE_TIMEOUT_MS', '1.5'], ['WRITE_TIMEOUT_MS', '0']]) {
-    assert.throws(() => loadConfig({ [variable!]: value }), (error: unknown) => error instanceof ConfigError && error.problems.length === 1 && error.problems[0]!.startsWith(`${variable} must be a whole number`), `${variable}=${value}`)
+    assert.throws(
+      () => loadConfig({ [variable!]: value }),
+      (error: unknown) => error instanceof ConfigError
+        && error.problems.length === 1
+        && error.problems[0]!.startsWith(`${variable} must be a whole number`),
+      `${variable}=${value}`
+    )
   }
   assert.throws(() => loadConfig({ HEADERS_TIMEOUT_MS: '40000' }), /HEADERS_TIMEOUT_MS \(40000\) must not exceed REQUEST_TIMEOUT_MS \(30000\)/)
 })

@@ -30,7 +30,11 @@ async function setup (t: TestContext, options: { promises?: boolean } = {}) {
   }
   const memory = createMemoryRateLimiter({ now: clock.now })
   const limiter = options.promises === true
-    ? { ...memory, consume: async (s: string, q: Quota) => await memory.consume(s, q), peek: async (s: string, q: Quota) => await memory.peek(s, q) }
+    ? {
+        ...memory,
+        consume: async (s: string, q: Quota) => await memory.consume(s, q),
+        peek: async (s: string, q: Quota) => await memory.peek(s, q)
+      }
     : memory
   const decisions: string[] = []
   const bans: unknown[][] = []
@@ -43,15 +47,41 @@ async function setup (t: TestContext, options: { promises?: boolean } = {}) {
     onBan: (...args) => bans.push(args),
     onBanNotRecorded: (...args) => notRecorded.push(args)
   })
-  const { key, record: keyRecord } = await createKeyAdmin(stores.keys, clock).create({ role: 'customer', plan: 'enterprise', perMinute: 1, perDay: 1000 })
-  const request = (k: string | null, more: Partial<AccessRequest> = {}): AccessRequest => ({ key: k, address: ADDRESS, role: 'customer', free: false, preflight: false, keyInQuery: null, ...more })
+  const { key, record: keyRecord } = await createKeyAdmin(stores.keys, clock).create({
+    role: 'customer',
+    plan: 'enterprise',
+    perMinute: 1,
+    perDay: 1000
+  })
+  const request = (k: string | null, more: Partial<AccessRequest> = {}): AccessRequest => ({
+    key: k,
+    address: ADDRESS,
+    role: 'customer',
+    free: false,
+    preflight: false,
+    keyInQuery: null,
+    ...more
+  })
   /** One allowed request, then 21 refused ones: the last starts a ban. */
   const banBy = async (k: string | null, perMinute: number) => {
     for (let i = 0; i < perMinute; i++) await access.decide(request(k))
     for (let i = 0; i < 20; i++) await access.decide(request(k))
     return await access.decide(request(k))
   }
-  return { clock, stores, access, key, id: keyRecord.id, request, banBy, decisions, bans, notRecorded, attempts: () => attempts, failWith: (e: Error | null) => { failure = e } }
+  return {
+    clock,
+    stores,
+    access,
+    key,
+    id: keyRecord.id,
+    request,
+    banBy,
+    decisions,
+    bans,
+    notRecorded,
+    attempts: () => attempts,
+    failWith: (e: Error | null) => { failure = e }
+  }
 }
 
 for (const promises of [false, true]) {
@@ -63,7 +93,10 @@ for (const promises of [false, true]) {
     assert.equal(banned.banNotRecorded, undefined)
     assert.deepEqual(decisions, ['allowed', ...Array(20).fill('limited'), 'banned'])
     const stored = await stores.keys.activeBan(id, clock.now())
-    assert.deepEqual(stored && [stored.keyId, stored.subject, stored.startedAt, stored.endsAt], [id, `key:${id}`, T, T + 15 * 60_000])
+    assert.deepEqual(
+      stored && [stored.keyId, stored.subject, stored.startedAt, stored.endsAt],
+      [id, `key:${id}`, T, T + 15 * 60_000]
+    )
     assert.deepEqual(bans, [[`key:${id}`, id, T + 15 * 60_000]])
     const after = await access.decide(request(key))
     assert.equal((after.refusal as { code?: string } | null)?.code, 'api_key_banned')

@@ -20,10 +20,23 @@ async function setup (t: TestContext) {
   t.after(() => stores.close())
   const { reads, failWith } = countKeyReads(stores.keys)
   const decisions: string[] = []
-  const access = createAccessService({ keys: stores.keys, limiter: createMemoryRateLimiter({ now: clock.now }), clock, onDecision: (d) => decisions.push(d) })
+  const access = createAccessService({
+    keys: stores.keys,
+    limiter: createMemoryRateLimiter({ now: clock.now }),
+    clock,
+    onDecision: (d) => decisions.push(d)
+  })
   const admin = createKeyAdmin(stores.keys, clock)
   const make = async (role: 'customer' | 'admin' = 'customer') => await admin.create({ role, plan: 'pro' })
-  const request = (key: string | null, more: Partial<AccessRequest> = {}): AccessRequest => ({ key, address: ADDRESS, role: 'customer', free: false, preflight: false, keyInQuery: null, ...more })
+  const request = (key: string | null, more: Partial<AccessRequest> = {}): AccessRequest => ({
+    key,
+    address: ADDRESS,
+    role: 'customer',
+    free: false,
+    preflight: false,
+    keyInQuery: null,
+    ...more
+  })
   return { access, admin, clock, make, request, decisions, reads, failWith }
 }
 
@@ -142,10 +155,21 @@ test('with a limiter that answers by promise (Redis), decisions and the address 
   const stores = createSqliteStores(':memory:')
   t.after(() => stores.close())
   const memory = createMemoryRateLimiter({ now: clock.now })
-  const limiter = { ...memory, consume: async (s: string, q: Quota) => await memory.consume(s, q), peek: async (s: string, q: Quota) => await memory.peek(s, q) }
+  const limiter = {
+    ...memory,
+    consume: async (s: string, q: Quota) => await memory.consume(s, q),
+    peek: async (s: string, q: Quota) => await memory.peek(s, q)
+  }
   const access = createAccessService({ keys: stores.keys, limiter, clock })
   const { key } = await createKeyAdmin(stores.keys, clock).create({ role: 'customer', plan: 'pro' })
-  const request = (k: string | null): AccessRequest => ({ key: k, address: ADDRESS, role: 'customer', free: false, preflight: false, keyInQuery: null })
+  const request = (k: string | null): AccessRequest => ({
+    key: k,
+    address: ADDRESS,
+    role: 'customer',
+    free: false,
+    preflight: false,
+    keyInQuery: null
+  })
   const first = await access.decide(request(key))
   assert.equal(first.decision.allowed, true)
   assert.equal(first.decision.minute.remaining, 299)

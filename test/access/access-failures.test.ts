@@ -23,7 +23,14 @@ async function setup (t: TestContext, peek?: (memory: RateLimiter) => RateLimite
   const limiter: RateLimiter = peek === undefined ? memory : { ...memory, peek: peek(memory) }
   const access = createAccessService({ keys: stores.keys, limiter, clock })
   const { key, record } = await createKeyAdmin(stores.keys, clock).create({ role: 'customer', plan: 'pro' })
-  const request = (k: string | null): AccessRequest => ({ key: k, address: ADDRESS, role: 'customer', free: false, preflight: false, keyInQuery: null })
+  const request = (k: string | null): AccessRequest => ({
+    key: k,
+    address: ADDRESS,
+    role: 'customer',
+    free: false,
+    preflight: false,
+    keyInQuery: null
+  })
   return { stores, access, key, id: record.id, request, memory }
 }
 
@@ -56,7 +63,10 @@ test('an address gate that rejects does not stop the key from being read either'
 })
 
 test('an address gate that answers by promise lets an allowed address read its key', async (t) => {
-  const { access, key, id, request } = await setup(t, (memory) => async (s: string, q: Quota): Promise<Decision> => await memory.peek(s, q))
+  const { access, key, id, request } = await setup(
+    t,
+    (memory) => async (s: string, q: Quota): Promise<Decision> => await memory.peek(s, q)
+  )
   const outcome = await access.decide(request(key))
   assert.equal(outcome.refusal, null)
   assert.equal(outcome.principal?.keyId, id)

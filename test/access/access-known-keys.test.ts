@@ -21,7 +21,14 @@ test('from an exhausted address, a key resolved before is read again once out of
   const admin = createKeyAdmin(stores.keys, clock)
   const known = await admin.create({ role: 'customer', plan: 'pro' })
   const stranger = await admin.create({ role: 'customer', plan: 'pro' })
-  const request = (key: string | null): AccessRequest => ({ key, address: '192.0.2.1', role: 'customer', free: false, preflight: false, keyInQuery: null })
+  const request = (key: string | null): AccessRequest => ({
+    key,
+    address: '192.0.2.1',
+    role: 'customer',
+    free: false,
+    preflight: false,
+    keyInQuery: null
+  })
   assert.equal((await access.decide(request(known.key))).refusal, null)
   for (let i = 0; i < 60; i++) await access.decide(request(null))
   clock.advance(2000) // the key's cache entry is out of date; the address is still exhausted

@@ -29,12 +29,18 @@ for (const recorded of [true, false]) {
     for (let i = 0; i < 23; i++) codes.push((await call({ method: 'GET', url: '/v1/pets', key })).statusCode)
     assert.deepEqual(codes, [200, ...Array(22).fill(429)])
     const warnings = log.lines().filter((l) => l.msg === 'ban started')
-    assert.deepEqual(warnings.map((l) => [l.level, l.subject, l.until]), [[40, `key:${id}`, new Date(T0 + 15 * 60_000).toISOString()]])
+    assert.deepEqual(
+      warnings.map((l) => [l.level, l.subject, l.until]),
+      [[40, `key:${id}`, new Date(T0 + 15 * 60_000).toISOString()]]
+    )
     const errors = log.lines().filter((l) => l.msg === 'ban in force but not recorded in the database: retried later')
     if (recorded) {
       assert.deepEqual(errors, [])
     } else {
-      assert.deepEqual(errors.map((l) => [l.level, l.subject, (l.err as { message?: string } | undefined)?.message]), [[50, `key:${id}`, 'the database is unavailable']])
+      assert.deepEqual(
+        errors.map((l) => [l.level, l.subject, (l.err as { message?: string } | undefined)?.message]),
+        [[50, `key:${id}`, 'the database is unavailable']]
+      )
     }
   })
 }

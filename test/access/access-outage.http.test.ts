@@ -22,7 +22,12 @@ test('PostgreSQL cut: 503s carry the rate-limit headers, charged to the key it k
 
   proxy.setUp(false)
   clock.advance(2001) // past the key cache: the key must be read again, and cannot be
-  const expectAnswer = async (options: Parameters<typeof call>[0], status: number, limit: string, remaining: string) => {
+  const expectAnswer = async (
+    options: Parameters<typeof call>[0],
+    status: number,
+    limit: string,
+    remaining: string
+  ) => {
     const res = await call(options)
     assert.equal(res.statusCode, status, `${options.method} ${options.url}: ${res.body}`)
     assert.equal(res.headers['x-ratelimit-limit'], limit)

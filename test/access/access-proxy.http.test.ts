@@ -58,6 +58,11 @@ test('TRUST_PROXY accepts false, true (1 hop), a hop count, addresses and CIDRs;
   assert.equal(of('2'), 2)
   assert.deepEqual(of('10.0.0.5, 10.1.0.0/16,::1,fd00::/8,loopback'), ['10.0.0.5', '10.1.0.0/16', '::1', 'fd00::/8', 'loopback'])
   for (const bad of ['yes', '*', '10.0.0.300', '10.0.0.0/33', 'fd00::/129', '99', 'all']) {
-    assert.throws(() => loadConfig({ TRUST_PROXY: bad }), (error: unknown) => error instanceof ConfigError && /^TRUST_PROXY must be|^TRUST_PROXY hop count/.test(error.problems[0] ?? ''), bad)
+    assert.throws(
+      () => loadConfig({ TRUST_PROXY: bad }),
+      (error: unknown) => error instanceof ConfigError
+        && /^TRUST_PROXY must be|^TRUST_PROXY hop count/.test(error.problems[0] ?? ''),
+      bad
+    )
   }
 })

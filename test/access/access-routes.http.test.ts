@@ -18,7 +18,10 @@ import { exampleOf, type Doc, type Operation } from '../openapi/requests.ts'
 type Document = Doc & { security?: unknown[] }
 type DocumentedOperation = Operation & { 'x-required-scopes'?: Scope[] }
 
-/** `key`: the key to call with instead of the caller's default one (an operation that uses it up, such as a self-rotation). */
+/**
+ * `key`: the key to call with instead of the caller's default one (an operation that uses it up,
+ * such as a self-rotation).
+ */
 interface Prepared { path: string; body?: unknown; key?: string }
 /** What the document cannot say about an operation; everything else is derived from it (see documentedTarget). */
 interface Fixture {
@@ -27,10 +30,21 @@ interface Fixture {
    * not roles); a row that states the implied role, or a lower one, fails.
    */
   role?: Role
-  /** A fresh target for one call that is expected to succeed, made as admin; `caller` is the key that will call. The body defaults to the documented example. */
+  /**
+   * A fresh target for one call that is expected to succeed, made as admin; `caller` is the key
+   * that will call. The body defaults to the documented example.
+   */
   prepare?: (h: Harness, caller: Role) => Promise<Prepared>
 }
-interface Harness extends TestApp { ids: { pet: (stock?: number) => Promise<number>; order: (role: Role) => Promise<number>; event: (role: Role) => Promise<string>; webhook: (role: Role) => Promise<string>; clearWebhooks: (role: Role) => Promise<void> } }
+interface Harness extends TestApp {
+  ids: {
+    pet: (stock?: number) => Promise<number>
+    order: (role: Role) => Promise<number>
+    event: (role: Role) => Promise<string>
+    webhook: (role: Role) => Promise<string>
+    clearWebhooks: (role: Role) => Promise<void>
+  }
+}
 
 /**
  * The operations whose target the document's examples cannot make: a caller's own records (an
@@ -73,7 +87,9 @@ function documentedRole (doc: Document, op: DocumentedOperation): Role | 'none' 
 }
 
 /** The lowest 2xx status the document lists for the operation. */
-const documentedSuccess = (op: Operation): number => Math.min(...Object.keys(op.responses).map(Number).filter((s) => s >= 200 && s < 300))
+const documentedSuccess = (op: Operation): number => Math.min(
+  ...Object.keys(op.responses).map(Number).filter((s) => s >= 200 && s < 300)
+)
 
 /** The operation's documented JSON request body, or undefined when it takes none. */
 function documentedBody (doc: Document, op: Operation): unknown {
@@ -94,10 +110,16 @@ async function documentedTarget (h: Harness, doc: Document, template: string): P
     for (const match of path.matchAll(/\{(\w+)\}/g)) {
       const name = match[1]!
       if (chosen.has(name)) continue
-      const collection = Object.keys(doc.paths).find((c) => doc.paths[c]!.post !== undefined && doc.paths[`${c}/{${name}}`] !== undefined)
+      const collection = Object.keys(doc.paths).find(
+        (c) => doc.paths[c]!.post !== undefined && doc.paths[`${c}/{${name}}`] !== undefined
+      )
       if (collection === undefined) throw new Error(`${template}: no POST in the document makes {${name}}; give the operation a row in FIXTURES`)
       const url = await fill(collection)
-      const res = await h.call({ method: 'POST', url: `/v1${url}`, payload: documentedBody(doc, doc.paths[collection]!.post!) as object })
+      const res = await h.call({
+        method: 'POST',
+        url: `/v1${url}`,
+        payload: documentedBody(doc, doc.paths[collection]!.post!) as object
+      })
       assert.equal(res.statusCode, 201, `setup POST ${url} for ${template}: ${res.body}`)
       chosen.set(name, String(res.json().id))
     }
@@ -129,7 +151,13 @@ const SPELLINGS: Array<{ name: string; target: (path: string, port: number) => s
 const callersOf = (spelling: { name: string }): Array<Role | null> => spelling.name === 'plain' ? [null, 'customer', 'staff', 'admin'] : [null, 'customer', 'staff']
 
 /** One HTTP/1.1 request written as is on a socket, so the request target reaches the server untouched. */
-async function raw (port: number, method: string, target: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; text: string }> {
+async function raw (
+  port: number,
+  method: string,
+  target: string,
+  headers: Record<string, string>,
+  body?: unknown
+): Promise<{ status: number; text: string }> {
   const payload = body === undefined ? '' : JSON.stringify(body)
   const lines = [`${method} ${target} HTTP/1.1`, `Host: 127.0.0.1:${port}`, 'Connection: close']
   for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`)
@@ -158,7 +186,10 @@ async function harness (t: Parameters<typeof buildTestApp>[0]): Promise<{ h: Har
   const ids: Harness['ids'] = {
     pet: async (stock = 1) => {
       const id = await create('/v1/pets', { name: 'Tom', categoryId: await create('/v1/categories', { name: 'Cats' }) })
-      if (stock !== 1) assert.equal((await base.call({ method: 'PUT', url: `/v1/store/inventory/${id}`, payload: { quantity: stock } })).statusCode, 200)
+      if (stock !== 1) {
+        const res = await base.call({ method: 'PUT', url: `/v1/store/inventory/${id}`, payload: { quantity: stock } })
+        assert.equal(res.statusCode, 200)
+      }
       return id
     },
     // A customer may see and cancel only its own orders, so the order is placed by the caller.
@@ -170,7 +201,12 @@ async function harness (t: Parameters<typeof buildTestApp>[0]): Promise<{ h: Har
       for (let i = 0; i < 100; i++) {
         let after: FeedPosition | null = null
         for (;;) {
-          const page = await base.stores.events.listEvents({ visibility: { role: 'admin' }, types: { exact: ['order.created'], prefixes: [] }, after, limit: 100 })
+          const page = await base.stores.events.listEvents({
+            visibility: { role: 'admin' },
+            types: { exact: ['order.created'], prefixes: [] },
+            after,
+            limit: 100
+          })
           const found = page.find((e) => (e.data as { id: number }).id === orderId)
           if (found !== undefined) return found.id
           if (page.length === 0) break
@@ -203,7 +239,9 @@ test('every operation in every spelling answers exactly 401 without a key, 403 b
   const document = h.app.swagger() as unknown as Document
   const operations: Array<{ operation: string; method: string; template: string; op: DocumentedOperation }> = []
   for (const [template, item] of Object.entries(document.paths)) {
-    for (const [method, op] of Object.entries(item)) operations.push({ operation: `${method.toUpperCase()} ${template}`, method: method.toUpperCase(), template, op })
+    for (const [method, op] of Object.entries(item)) {
+      operations.push({ operation: `${method.toUpperCase()} ${template}`, method: method.toUpperCase(), template, op })
+    }
   }
 
   // The table cannot drift from the document: a row names an operation of it, and a role it
@@ -232,7 +270,9 @@ test('every operation in every spelling answers exactly 401 without a key, 403 b
         for (const caller of callersOf(spelling)) {
           // Anonymous calls are charged to the address at the free quota: a new minute for each.
           h.clock.advance(60_000)
-          const prepared = fixture?.prepare !== undefined ? await fixture.prepare(h, caller ?? 'customer') : await documentedTarget(h, document, template)
+          const prepared = fixture?.prepare !== undefined
+            ? await fixture.prepare(h, caller ?? 'customer')
+            : await documentedTarget(h, document, template)
           const { path, key } = prepared
           // Role none (POST /keys/leaked) needs no key: served whoever calls.
           const expected = !spelling.canonical

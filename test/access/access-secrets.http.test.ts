@@ -26,7 +26,8 @@ test('wrong keys are charged to the client address on free operations too: GET /
   // A valid key this instance knows still asks for free.
   const own = await call({ method: 'GET', url: '/v1/rate_limit', key: keys.customer })
   assert.equal(own.statusCode, 200)
-  assert.equal((await call({ method: 'GET', url: '/v1/rate_limit', key: keys.customer })).json().windows.minute.remaining, own.json().windows.minute.remaining)
+  const again = await call({ method: 'GET', url: '/v1/rate_limit', key: keys.customer })
+  assert.equal(again.json().windows.minute.remaining, own.json().windows.minute.remaining)
 })
 
 test('a flood of wrong keys costs no database read after the first refusal of each, and malformed keys cost none', async (t) => {
@@ -153,7 +154,10 @@ test('secret-looking query parameters and key-shaped text are cut out of every l
   const text = chunks.join('')
   for (const key of Object.values(keys)) assert.ok(!text.includes(key), 'a key reached the log')
   assert.doesNotMatch(text, /hunter2/)
-  const urls = text.split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l) as { url?: string }).url).filter((u) => u !== undefined)
+  const urls = text.split('\n')
+    .filter((l) => l !== '')
+    .map((l) => (JSON.parse(l) as { url?: string }).url)
+    .filter((u) => u !== undefined)
   assert.deepEqual(urls, ['/v1/pets?api_key=[redacted]&limit=5', '/v1/no/[redacted]?password=[redacted]', '/healthz?token=[redacted]'])
 })
 

@@ -37,7 +37,10 @@ test('an exhausted address gets 429 on a path with an empty segment too', async 
 
 test('a 404 and a 405 under /v1 are charged to the caller; only OPTIONS without a route role is a free preflight', async (t) => {
   const { app, keys } = await buildTestApp(t, { plan: 'free' })
-  const remaining = async (method: 'GET' | 'PATCH' | 'OPTIONS', url: string) => (await app.inject({ method, url, headers: { 'x-api-key': keys.customer } })).headers['x-ratelimit-remaining']
+  const remaining = async (method: 'GET' | 'PATCH' | 'OPTIONS', url: string) => {
+    const res = await app.inject({ method, url, headers: { 'x-api-key': keys.customer } })
+    return res.headers['x-ratelimit-remaining']
+  }
   assert.equal(await remaining('GET', '/v1/no/such/path'), '59')
   assert.equal(await remaining('PATCH', '/v1/pets'), '58')
   assert.equal(await remaining('OPTIONS', '/v1/pets'), '60', 'a preflight describes the address, uncharged')
@@ -48,7 +51,12 @@ test('a route that declares a role is checked even outside /v1', async (t) => {
   const clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 30))
   const stores = createSqliteStores(':memory:')
   t.after(() => stores.close())
-  const app = await buildApp({ config: loadConfig({ DATABASE_URL: 'sqlite::memory:' }), stores, limiter: createMemoryRateLimiter({ now: clock.now }), clock })
+  const app = await buildApp({
+    config: loadConfig({ DATABASE_URL: 'sqlite::memory:' }),
+    stores,
+    limiter: createMemoryRateLimiter({ now: clock.now }),
+    clock
+  })
   t.after(() => app.close())
   app.get('/outside', { config: { role: 'admin' } }, async () => ({ secret: true }))
   await app.ready()

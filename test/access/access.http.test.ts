@@ -40,7 +40,13 @@ test('every kind of response under /v1 carries the rate-limit headers, exposed t
     403: await call({ method: 'POST', url: '/v1/pets', key: keys.customer, payload: {} }),
     404: await call({ method: 'GET', url: '/v1/no/such/path', key: keys.customer }),
     405: await call({ method: 'PATCH', url: '/v1/pets', key: keys.customer, payload: {} }),
-    413: await call({ method: 'POST', url: '/v1/categories', key: keys.staff, headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'x'.repeat(70_000) }) }),
+    413: await call({
+      method: 'POST',
+      url: '/v1/categories',
+      key: keys.staff,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ name: 'x'.repeat(70_000) })
+    }),
     415: await call({ method: 'POST', url: '/v1/categories', key: keys.staff, headers: { 'content-type': 'text/plain' }, payload: 'x' }),
     preflight: await call({ method: 'OPTIONS', url: '/v1/pets', key: null, headers: { origin: 'https://shop.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'x-api-key,content-type' } })
   }

@@ -14,10 +14,22 @@ async function setup (t: TestContext, options: { keyCacheMax?: number; refusedCa
   let reads = 0
   const find = stores.keys.findKeyByHash.bind(stores.keys)
   stores.keys.findKeyByHash = async (hash) => { reads++; return find(hash) }
-  const access = createAccessService({ keys: stores.keys, limiter: createMemoryRateLimiter({ now: clock.now }), clock, ...options })
+  const access = createAccessService({
+    keys: stores.keys,
+    limiter: createMemoryRateLimiter({ now: clock.now }),
+    clock,
+    ...options
+  })
   const admin = createKeyAdmin(stores.keys, clock)
   const make = async () => (await admin.create({ role: 'customer', plan: 'pro' })).key
-  const request = (key: string | null): AccessRequest => ({ key, address: '192.0.2.1', role: 'customer', free: false, preflight: false, keyInQuery: null })
+  const request = (key: string | null): AccessRequest => ({
+    key,
+    address: '192.0.2.1',
+    role: 'customer',
+    free: false,
+    preflight: false,
+    keyInQuery: null
+  })
   return { access, clock, make, request, stores, reads: () => reads }
 }
 
@@ -69,9 +81,16 @@ test('a key\'s day count continues from the usage the database recorded today, p
   const admin = createKeyAdmin(stores.keys, clock)
   const spent = await admin.create({ role: 'customer', plan: 'pro' })
   const fresh = await admin.create({ role: 'customer', plan: 'pro' })
-  await stores.keys.recordUsage({ counts: [{ keyId: spent.record.id, day: '2026-11-21', allowed: 9_990, limited: 0, banned: 0 }], lastUsed: [] })
+  await stores.keys.recordUsage({
+    counts: [{ keyId: spent.record.id, day: '2026-11-21', allowed: 9_990, limited: 0, banned: 0 }],
+    lastUsed: []
+  })
   // A new service with a new limiter: an instance after a restart, on the same database.
-  const restarted = createAccessService({ keys: stores.keys, limiter: createMemoryRateLimiter({ now: clock.now }), clock })
+  const restarted = createAccessService({
+    keys: stores.keys,
+    limiter: createMemoryRateLimiter({ now: clock.now }),
+    clock
+  })
   for (const key of [spent.key, fresh.key]) await restarted.decide(request(key))
   await new Promise((resolve) => setTimeout(resolve, 20))
   const dayLeft = async (key: string) => (await restarted.decide(request(key))).decision.day.remaining

@@ -38,10 +38,27 @@ async function setup (t: TestContext, observers: { throwing?: boolean } = {}) {
       if (observers.throwing === true) throw new Error('observer failed')
     }
   })
-  const ban = (subject: string, keyId: number | null = null): NewBan => ({ keyId, subject, startedAt: clock.now(), endsAt: clock.now() + 15 * 60_000, reason: 'kept calling while told to wait' })
+  const ban = (subject: string, keyId: number | null = null): NewBan => ({
+    keyId,
+    subject,
+    startedAt: clock.now(),
+    endsAt: clock.now() + 15 * 60_000,
+    reason: 'kept calling while told to wait'
+  })
   /** The subjects of the bans in force in the database. */
   const inForce = async () => (await stores.keys.activeBans(clock.now(), 100)).map((b) => b.subject).sort()
-  return { clock, stores, bans, ban, outage, attempts, recorded, notRecorded, inForce, fail: (v: boolean) => { failing = v } }
+  return {
+    clock,
+    stores,
+    bans,
+    ban,
+    outage,
+    attempts,
+    recorded,
+    notRecorded,
+    inForce,
+    fail: (v: boolean) => { failing = v }
+  }
 }
 
 test('a ban recorded at once resolves to undefined, is in the database and reaches onBan with subject, key id and end', async (t) => {
@@ -52,7 +69,13 @@ test('a ban recorded at once resolves to undefined, is in the database and reach
   assert.deepEqual(recorded, [[`key:${key.id}`, key.id, b.endsAt]])
   assert.deepEqual(notRecorded, [])
   const stored = await stores.keys.activeBan(key.id, clock.now())
-  assert.deepEqual(stored && { keyId: stored.keyId, subject: stored.subject, startedAt: stored.startedAt, endsAt: stored.endsAt, reason: stored.reason }, b)
+  assert.deepEqual(stored && {
+    keyId: stored.keyId,
+    subject: stored.subject,
+    startedAt: stored.startedAt,
+    endsAt: stored.endsAt,
+    reason: stored.reason
+  }, b)
 })
 
 test('a ban whose record fails resolves to the failure, is reported, and is retried on the first call BAN_RETRY_MS later, not before', async (t) => {
@@ -165,7 +188,13 @@ test('an observer that throws, on the first record or on a retry, is reported to
   t.after(() => stores.close())
   const failure = new Error('observer failed')
   const reported: unknown[] = []
-  const bans = createBanRecorder({ keys: stores.keys, clock, onBan: () => { throw failure }, onBanNotRecorded: () => { throw failure }, onObserverError: (error) => reported.push(error) })
+  const bans = createBanRecorder({
+    keys: stores.keys,
+    clock,
+    onBan: () => { throw failure },
+    onBanNotRecorded: () => { throw failure },
+    onObserverError: (error) => reported.push(error)
+  })
   const ban: NewBan = { keyId: null, subject: 'ip:192.0.2.1', startedAt: T, endsAt: T + 15 * 60_000, reason: 'r' }
   assert.equal(await bans.record(ban), undefined, 'recorded at once: resolves, does not reject')
   assert.deepEqual(reported, [failure])

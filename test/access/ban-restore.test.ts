@@ -61,7 +61,14 @@ for (const engine of ['sqlite', 'postgres'] as const) test(`restoreBans (${engin
   const now = clock.now()
   const admin = createKeyAdmin(stores.keys, clock)
   const key = await admin.create({ role: 'customer', plan: 'free' })
-  await stores.keys.recordBan({ keyId: key.record.id, subject: `key:${key.record.id}`, startedAt: now - 60_000, endsAt: now + 29 * 60_000, reason: 'r' }) // a 30 min (level 2) ban
+  // A 30 min (level 2) ban.
+  await stores.keys.recordBan({
+    keyId: key.record.id,
+    subject: `key:${key.record.id}`,
+    startedAt: now - 60_000,
+    endsAt: now + 29 * 60_000,
+    reason: 'r'
+  })
   await stores.keys.recordBan({ keyId: null, subject: 'ip:203.0.113.7', startedAt: now - 1000, endsAt: now + 899_000, reason: 'r' })
   await stores.keys.recordBan({ keyId: null, subject: 'ip:198.51.100.9', startedAt: now - 3_600_000, endsAt: now - 1, reason: 'r' })
   const limiter = createMemoryRateLimiter({ now: clock.now })

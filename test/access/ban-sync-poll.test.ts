@@ -1,8 +1,8 @@
 // The poll for lifted bans (src/access/ban-sync.ts) on its own: its timer, the ban-sync job on
-// the jobs runner (one at a time, never two ticks at once, errors reported, stopped for good), how far back it reads lift times, and
-// what it puts back into a limiter that lost its bans (Redis) or cannot take them. On a real
-// SQLite store and real limiters; the interval is Node's mock timer. Written against the
-// survivors of `npm run mutate -- access` (docs/testing.md).
+// the jobs runner (one at a time, never two ticks at once, errors reported, stopped for good),
+// how far back it reads lift times, and what it puts back into a limiter that lost its bans
+// (Redis) or cannot take them. On a real SQLite store and real limiters; the interval is Node's
+// mock timer. Written against the survivors of `npm run mutate -- access` (docs/testing.md).
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { test, type TestContext } from 'node:test'
@@ -49,7 +49,12 @@ test('a started poll reads the lifts every BAN_SYNC_INTERVAL_MS, one timer howev
   let reads = 0
   const read = stores.keys.bansLiftedSince.bind(stores.keys)
   stores.keys.bansLiftedSince = async (since, endingAfter) => { reads++; return await read(since, endingAfter) }
-  const sync = runJob(banSyncJob({ keys: stores.keys, limiter, clock: { now: () => T }, banSyncMs: BAN_SYNC_INTERVAL_MS }))
+  const sync = runJob(banSyncJob({
+    keys: stores.keys,
+    limiter,
+    clock: { now: () => T },
+    banSyncMs: BAN_SYNC_INTERVAL_MS
+  }))
   assert.equal(BAN_SYNC_INTERVAL_MS, 2000)
   await sync.stop() // stopping a poll never started is harmless
   await sync.start()
@@ -92,7 +97,12 @@ test('a tick still running when the timer fires again is not doubled; a failed t
     return await read(since, endingAfter)
   }
   const errors: unknown[] = []
-  const sync = runJob(banSyncJob({ keys: stores.keys, limiter, clock: { now: () => T }, banSyncMs: BAN_SYNC_INTERVAL_MS }), errors)
+  const sync = runJob(banSyncJob({
+    keys: stores.keys,
+    limiter,
+    clock: { now: () => T },
+    banSyncMs: BAN_SYNC_INTERVAL_MS
+  }), errors)
   t.after(() => sync.stop())
   let release!: () => void
   hold = new Promise((resolve) => { release = resolve })
@@ -137,7 +147,10 @@ test('a lift is read once: later polls do not read the limiter again for it', as
   await stores.keys.liftBans(key.id, clock.now())
   let peeks = 0
   const peek = limiter.peek.bind(limiter)
-  const counted = { ...limiter, peek: (subject: string, quota: typeof QUOTA) => { peeks++; return peek(subject, quota) } }
+  const counted = {
+    ...limiter,
+    peek: (subject: string, quota: typeof QUOTA) => { peeks++; return peek(subject, quota) }
+  }
   const sync = createBanSync(stores.keys, counted, { now: clock.now })
   assert.equal(await sync.tick(), 1)
   assert.equal(peeks, 1)
@@ -164,7 +177,8 @@ test('on a Redis that lost its bans the next poll puts back those in force; afte
     redis.disconnect()
   })
   const limiter = createRedisRateLimiter({ redis, prefix, now: clock.now })
-  const key = await bannedKey(clock.now() - 1000, clock.now() + 899_000) // in the database (and the memory limiter of setup)
+  // In the database (and the memory limiter of setup).
+  const key = await bannedKey(clock.now() - 1000, clock.now() + 899_000)
   const banEnd = async () => (await limiter.peek(key.subject, QUOTA)).ban?.until ?? null
   const sync = createBanSync(stores.keys, limiter, { now: clock.now })
 
@@ -206,7 +220,12 @@ test('a started poll whose tick fails leaves no unhandled rejection', async (t) 
   process.on('unhandledRejection', listener)
   t.after(() => process.off('unhandledRejection', listener))
   stores.keys.bansLiftedSince = async () => { throw new Error('database is out') }
-  const sync = runJob(banSyncJob({ keys: stores.keys, limiter, clock: { now: () => T }, banSyncMs: BAN_SYNC_INTERVAL_MS }))
+  const sync = runJob(banSyncJob({
+    keys: stores.keys,
+    limiter,
+    clock: { now: () => T },
+    banSyncMs: BAN_SYNC_INTERVAL_MS
+  }))
   await sync.start()
   t.after(() => sync.stop())
   t.mock.timers.tick(BAN_SYNC_INTERVAL_MS)
@@ -235,7 +254,10 @@ test('a store that returns bans not lifted, or ended, makes the poll drop nothin
   const ended = await bannedKey(clock.now() - 20 * 60_000, clock.now() - 5 * 60_000)
   assert.equal(await stores.keys.liftBans(lifted.id, clock.now()), 1)
   const liftedSince = stores.keys.bansLiftedSince.bind(stores.keys)
-  stores.keys.bansLiftedSince = async () => [...await stores.keys.activeBans(clock.now() - BAN_MAX_MS, 100), ...await liftedSince(0)]
+  stores.keys.bansLiftedSince = async () => [
+    ...await stores.keys.activeBans(clock.now() - BAN_MAX_MS, 100),
+    ...await liftedSince(0)
+  ]
   // The ended ban's subject holds a newer ban the store does not know of: a lift of the ended one would drop it.
   const newer = { startedAt: clock.now() - 20 * 60_000, until: clock.now() + 60_000 }
   limiter.restoreBan(ended.subject, newer)

@@ -55,8 +55,23 @@ for (const engine of ['sqlite', 'postgres'] as const) test(`(${engine}) a lift s
   const limiter = createMemoryRateLimiter({ now: clock.now })
   const quota = { perMinute: 1, perDay: 1 }
   const ban = async (name: string) => {
-    const key = await stores.keys.createKey({ name, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: `h-${name}`, prefix: 'psk_x', now: T0 })
-    const record = await stores.keys.recordBan({ keyId: key.id, subject: subjectOfKey(key.id), startedAt: T0, endsAt: T0 + 15 * 60_000, reason: 'test' })
+    const key = await stores.keys.createKey({
+      name,
+      role: 'customer',
+      plan: 'free',
+      perMinute: null,
+      perDay: null,
+      hash: `h-${name}`,
+      prefix: 'psk_x',
+      now: T0
+    })
+    const record = await stores.keys.recordBan({
+      keyId: key.id,
+      subject: subjectOfKey(key.id),
+      startedAt: T0,
+      endsAt: T0 + 15 * 60_000,
+      reason: 'test'
+    })
     await limiter.restoreBan?.(record.subject, { startedAt: record.startedAt, until: record.endsAt })
     return key.id
   }

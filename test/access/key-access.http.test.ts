@@ -93,7 +93,12 @@ test('one caller, one fate: revoking either key of a rotated pair revokes both, 
   const app = await buildTestApp(t)
   const pair = async () => {
     const k1 = await create(app, { role: 'admin', plan: 'pro' })
-    const k2 = (await app.call({ method: 'POST', url: `/v1/admin/keys/${k1.id}/rotate`, payload: { gracePeriodSeconds: 3600 } })).json() as { id: number; key: string }
+    const rotated = await app.call({
+      method: 'POST',
+      url: `/v1/admin/keys/${k1.id}/rotate`,
+      payload: { gracePeriodSeconds: 3600 }
+    })
+    const k2 = rotated.json() as { id: number; key: string }
     // Both in this instance's key cache before the change.
     for (const k of [k1, k2]) assert.equal((await app.call({ method: 'GET', url: '/v1/admin/keys?limit=1', key: k.key })).statusCode, 200)
     return { k1, k2 }

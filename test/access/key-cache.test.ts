@@ -36,7 +36,19 @@ test('a key not of the form psk_ and 43 base64url characters is refused without 
   const valid = 'psk_' + 'A'.repeat(21) + 'z9_-' + 'b'.repeat(18)
   assert.equal(valid.length, 47)
   assert.equal(cache.cached(valid, clock.now()), undefined, 'well-formed: must be read')
-  for (const key of ['psk_' + 'a'.repeat(42), 'psk_' + 'a'.repeat(44), 'PSK_' + 'a'.repeat(43), 'psk-' + 'a'.repeat(43), 'psk_' + 'a'.repeat(42) + '+', 'psk_' + 'a'.repeat(42) + '=', 'x' + valid, valid + 'x', valid + '\n', '']) {
+  const malformed = [
+    'psk_' + 'a'.repeat(42),
+    'psk_' + 'a'.repeat(44),
+    'PSK_' + 'a'.repeat(43),
+    'psk-' + 'a'.repeat(43),
+    'psk_' + 'a'.repeat(42) + '+',
+    'psk_' + 'a'.repeat(42) + '=',
+    'x' + valid,
+    valid + 'x',
+    valid + '\n',
+    ''
+  ]
+  for (const key of malformed) {
     const answer = cache.cached(key, clock.now())
     assert.ok(answer !== undefined && isRefused(answer), JSON.stringify(key))
     assert.deepEqual(answer, { expires: Infinity, expiredAt: null })

@@ -45,8 +45,20 @@ test('2,000 random well-formed keys with wrong checksums: each 401 unauthenticat
 
   // The spy counts: an unknown key with the right checksum, and an unknown legacy key, are read once each.
   const random = randomBase62(43)
-  assert.equal((await app.inject({ method: 'GET', url: '/v1/pets', remoteAddress: '198.51.100.200', headers: { 'x-api-key': `psk_${random}${keyChecksum(random)}` } })).statusCode, 401)
-  assert.equal((await app.inject({ method: 'GET', url: '/v1/pets', remoteAddress: '198.51.100.200', headers: { 'x-api-key': 'psk_' + randomBytes(32).toString('base64url') } })).statusCode, 401)
+  const unknownChecksummed = await app.inject({
+    method: 'GET',
+    url: '/v1/pets',
+    remoteAddress: '198.51.100.200',
+    headers: { 'x-api-key': `psk_${random}${keyChecksum(random)}` }
+  })
+  assert.equal(unknownChecksummed.statusCode, 401)
+  const unknownLegacy = await app.inject({
+    method: 'GET',
+    url: '/v1/pets',
+    remoteAddress: '198.51.100.200',
+    headers: { 'x-api-key': 'psk_' + randomBytes(32).toString('base64url') }
+  })
+  assert.equal(unknownLegacy.statusCode, 401)
   assert.equal(reads(), 2)
 })
 
@@ -66,7 +78,16 @@ test('a legacy key (psk_ and 43 base64url characters, no checksum) keeps working
   const { call, stores, clock } = await buildTestApp(t)
   // A key as the service made them before checksums: its hash and a 12-character prefix stored.
   const legacy = 'psk_' + randomBytes(32).toString('base64url')
-  const record = await stores.keys.createKey({ name: 'old partner', role: 'customer', plan: 'pro', perMinute: null, perDay: null, hash: hashKey(legacy), prefix: legacy.slice(0, 12), now: clock.now() })
+  const record = await stores.keys.createKey({
+    name: 'old partner',
+    role: 'customer',
+    plan: 'pro',
+    perMinute: null,
+    perDay: null,
+    hash: hashKey(legacy),
+    prefix: legacy.slice(0, 12),
+    now: clock.now()
+  })
   const served = await call({ method: 'GET', url: '/v1/pets', key: legacy })
   assert.equal(served.statusCode, 200)
   assert.equal(served.headers['x-ratelimit-limit'], '300', 'charged to the key\'s pro quota')

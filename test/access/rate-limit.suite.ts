@@ -39,13 +39,21 @@ async function rotate (api: TransportApp, id: number, gracePeriodSeconds: number
 async function status (caller: Caller) {
   const res = await caller.send('getRateLimit')
   assert.equal(res.status, 200, JSON.stringify(res.body))
-  return res.body as { plan: string; role: string; windows: Record<'minute' | 'day', { limit: number; remaining: number; reset: number }>; ban: { until: string; reason: string } | null }
+  return res.body as {
+    plan: string
+    role: string
+    windows: Record<'minute' | 'day', { limit: number; remaining: number; reset: number }>
+    ban: { until: string; reason: string } | null
+  }
 }
 
 const codeOf = (res: Answer): string => (res.body as { code: string }).code
 
 export function rateLimitSuite (transport: TransportName): void {
-  const open = (t: Parameters<typeof buildTransportApp>[0], options?: Parameters<typeof buildTransportApp>[2]) => buildTransportApp(t, transport, options)
+  const open = (
+    t: Parameters<typeof buildTransportApp>[0],
+    options?: Parameters<typeof buildTransportApp>[2]
+  ) => buildTransportApp(t, transport, options)
   const name = (title: string): string => transport === 'rest' ? title : `over MCP: ${title}`
 
   test(name('free plan: the 61st request in a minute is 429 rate_limited with Retry-After and both windows'), async (t) => {
@@ -62,7 +70,11 @@ export function rateLimitSuite (transport: TransportName): void {
         assert.equal(res.headers['x-ratelimit-remaining'], String(calls - i))
         assert.equal(res.headers['x-ratelimit-reset'], String(MINUTE_END / 1000))
       }
-      assert.deepEqual((await status(me)).windows.minute, { limit: 60, remaining: calls - i, reset: MINUTE_END / 1000 }, `request ${i}`)
+      assert.deepEqual(
+        (await status(me)).windows.minute,
+        { limit: 60, remaining: calls - i, reset: MINUTE_END / 1000 },
+        `request ${i}`
+      )
     }
     const refused = await me.send('listPets')
     assert.equal(refused.status, 429)
@@ -100,7 +112,10 @@ export function rateLimitSuite (transport: TransportName): void {
     assert.equal(refused.status, 429)
     assert.equal(codeOf(refused), 'rate_limited')
     assert.equal(refused.retryAfter, (DAY_END - (T0 + 60_000)) / 1000)
-    assert.deepEqual(refused.windows, { minute: { remaining: 2, reset: 30 }, day: { remaining: 0, reset: (DAY_END - (T0 + 60_000)) / 1000 } })
+    assert.deepEqual(refused.windows, {
+      minute: { remaining: 2, reset: 30 },
+      day: { remaining: 0, reset: (DAY_END - (T0 + 60_000)) / 1000 }
+    })
     assert.equal(refused.exhaustedWindow, 'day')
     assert.deepEqual((await status(me)).windows.day, { limit: 8, remaining: 0, reset: DAY_END / 1000 })
     api.clock.advance(60_000)
@@ -121,7 +136,10 @@ export function rateLimitSuite (transport: TransportName): void {
     const spent = 1 + api.opening
     assert.deepEqual(a.body, {
       plan: 'pro', role: 'customer',
-      windows: { minute: { limit: 300, remaining: 300 - spent, reset: MINUTE_END / 1000 }, day: { limit: 10000, remaining: 10000 - spent, reset: DAY_END / 1000 } },
+      windows: {
+        minute: { limit: 300, remaining: 300 - spent, reset: MINUTE_END / 1000 },
+        day: { limit: 10000, remaining: 10000 - spent, reset: DAY_END / 1000 }
+      },
       ban: null
     })
     assert.deepEqual(b.body, a.body)
@@ -270,6 +288,8 @@ export function rateLimitSuite (transport: TransportName): void {
     // Lifting it through the old key lifts it for all three (the minute is still spent).
     assert.equal((await api.call({ method: 'DELETE', url: `/v1/admin/keys/${old.id}/ban` })).statusCode, 204)
     for (const caller of [...callers, latest]) assert.equal(codeOf(await caller.send('listPets')), 'rate_limited')
-    for (const id of [old.id, successor.id, third.id]) assert.equal((await api.call({ method: 'GET', url: `/v1/admin/keys/${id}` })).json().ban, null)
+    for (const id of [old.id, successor.id, third.id]) {
+      assert.equal((await api.call({ method: 'GET', url: `/v1/admin/keys/${id}` })).json().ban, null)
+    }
   })
 }

@@ -12,8 +12,21 @@ import { manualClock } from '../../src/shared/clock.ts'
 
 const T = Date.UTC(2026, 10, 21, 12, 0, 30)
 
-const facts = (more: Partial<RefusalFacts> = {}): RefusalFacts => ({ key: 'psk_x', role: 'customer', preflight: false, keyInQuery: null, ...more })
-const staff: Principal = { keyId: 2, role: 'staff', plan: 'pro', quota: { perMinute: 300, perDay: 10_000 }, caller: { keyId: 1, role: 'staff', plan: 'pro', subject: 'key:1' }, scopes: null }
+const facts = (more: Partial<RefusalFacts> = {}): RefusalFacts => ({
+  key: 'psk_x',
+  role: 'customer',
+  preflight: false,
+  keyInQuery: null,
+  ...more
+})
+const staff: Principal = {
+  keyId: 2,
+  role: 'staff',
+  plan: 'pro',
+  quota: { perMinute: 300, perDay: 10_000 },
+  caller: { keyId: 1, role: 'staff', plan: 'pro', subject: 'key:1' },
+  scopes: null
+}
 
 function fields (error: Error | null) {
   assert.ok(error === null || error instanceof AppError)

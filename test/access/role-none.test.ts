@@ -29,7 +29,9 @@ test('role none documents no 401 and no 403, and POST /keys/leaked has security:
   const codes = errorCodesOf({ method: 'POST', schema: { body: {} }, config: { role: 'none', scope: null } })
   for (const code of ['unauthenticated', 'api_key_expired', 'forbidden', 'insufficient_scope']) assert.ok(!codes.includes(code as never), code)
   for (const code of ['validation_failed', 'rate_limited', 'address_banned', 'api_key_banned', 'service_unavailable']) assert.ok(codes.includes(code as never), code)
-  const doc = JSON.parse(await openApiDocument()) as { paths: Record<string, Record<string, { security?: unknown[]; responses: Record<string, unknown> }>> }
+  const doc = JSON.parse(await openApiDocument()) as {
+    paths: Record<string, Record<string, { security?: unknown[]; responses: Record<string, unknown> }>>
+  }
   const leaked = doc.paths['/keys/leaked']!.post!
   assert.deepEqual(leaked.security, [])
   assert.deepEqual(Object.keys(leaked.responses).filter((s) => s.startsWith('4')), ['400', '408', '413', '415', '429', '431'])

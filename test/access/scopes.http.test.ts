@@ -24,13 +24,20 @@ const SCOPE_OF: Record<string, string[]> = {
   listApiKeys: ['keys:admin'], createApiKey: ['keys:admin'], getApiKey: ['keys:admin'], updateApiKey: ['keys:admin'],
   revokeApiKey: ['keys:admin'], liftApiKeyBan: ['keys:admin'], rotateApiKey: ['keys:admin'], getApiKeyUsage: ['keys:admin'],
   getApiKeyRateLimit: ['keys:admin'], listApiKeyBans: ['keys:admin'], listDeprecations: ['keys:admin'], listAuditEntries: ['keys:admin'], getAuditHead: ['keys:admin'],
-  getRateLimit: [], getMyApiKey: [], getMyApiKeyUsage: [], listMyApiKeyBans: [], rotateMyApiKey: [], reportLeakedKeys: [],
+  getRateLimit: [], getMyApiKey: [], getMyApiKeyUsage: [], listMyApiKeyBans: [],
+  rotateMyApiKey: [], reportLeakedKeys: [],
   listEvents: FEED, getEvent: FEED,
-  createWebhook: WEBHOOKS, listWebhooks: WEBHOOKS, getWebhook: WEBHOOKS, updateWebhook: WEBHOOKS, deleteWebhook: WEBHOOKS,
+  createWebhook: WEBHOOKS, listWebhooks: WEBHOOKS, getWebhook: WEBHOOKS, updateWebhook: WEBHOOKS,
+  deleteWebhook: WEBHOOKS,
   rotateWebhookSecret: WEBHOOKS, testWebhook: WEBHOOKS, listWebhookDeliveries: WEBHOOKS, replayWebhook: WEBHOOKS
 }
 
-interface Operation { operationId: string; description?: string; 'x-required-scopes'?: string[]; responses: Record<string, { description: string }> }
+interface Operation {
+  operationId: string
+  description?: string
+  'x-required-scopes'?: string[]
+  responses: Record<string, { description: string }>
+}
 
 test('the document names the scope of every operation, as listed here, and its 403 lists insufficient_scope', async (t) => {
   const h = await buildTestApp(t)
@@ -45,8 +52,17 @@ test('the document names the scope of every operation, as listed here, and its 4
   }
 })
 
-async function keyWith (h: TestApp, role: string, scopes: string[] | undefined): Promise<{ id: number; key: string; body: Record<string, unknown> }> {
-  const res = await h.call({ method: 'POST', url: '/v1/admin/keys', role: 'admin', payload: { role, plan: 'pro', ...(scopes !== undefined && { scopes }) } })
+async function keyWith (
+  h: TestApp,
+  role: string,
+  scopes: string[] | undefined
+): Promise<{ id: number; key: string; body: Record<string, unknown> }> {
+  const res = await h.call({
+    method: 'POST',
+    url: '/v1/admin/keys',
+    role: 'admin',
+    payload: { role, plan: 'pro', ...(scopes !== undefined && { scopes }) }
+  })
   assert.equal(res.statusCode, 201, res.body)
   const body = res.json()
   return { id: body.id, key: body.key, body }

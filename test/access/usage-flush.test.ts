@@ -1,8 +1,8 @@
 // The usage recorder (src/access/usage.ts) against a real SQLite store: how a finished request
 // counts, what each kind of pending use makes a flush write, what a failed flush gives back
-// (every count, the latest use), the flush timer (the usage-flush job on the jobs runner), and lastUsedAt with uses out of order. The
-// store's recordUsage is wrapped only to count, hold or fail its calls. Written against the
-// survivors of `npm run mutate -- access` (docs/testing.md).
+// (every count, the latest use), the flush timer (the usage-flush job on the jobs runner), and
+// lastUsedAt with uses out of order. The store's recordUsage is wrapped only to count, hold or
+// fail its calls. Written against the survivors of `npm run mutate -- access` (docs/testing.md).
 import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
 import { createUsageRecorder, usageOutcome, USAGE_FLUSH_INTERVAL_MS } from '../../src/access/usage.ts'
@@ -19,7 +19,10 @@ async function setup (t: TestContext) {
   const stores = createSqliteStores(':memory:')
   t.after(() => stores.close())
   const admin = createKeyAdmin(stores.keys, manualClock(T - 60_000))
-  const [a, b] = [(await admin.create({ role: 'customer', plan: 'free' })).record.id, (await admin.create({ role: 'customer', plan: 'free' })).record.id]
+  const [a, b] = [
+    (await admin.create({ role: 'customer', plan: 'free' })).record.id,
+    (await admin.create({ role: 'customer', plan: 'free' })).record.id
+  ]
   const record = stores.keys.recordUsage.bind(stores.keys)
   let writes = 0
   let failure: Error | null = null
@@ -30,7 +33,8 @@ async function setup (t: TestContext) {
     if (failure !== null) throw failure
     await record(batch)
   }
-  const counts = async (id: number) => (await stores.keys.usage(id, DAY)).map((r) => [r.day, r.allowed, r.limited, r.banned])
+  const counts = async (id: number) => (await stores.keys.usage(id, DAY))
+    .map((r) => [r.day, r.allowed, r.limited, r.banned])
   const lastUsed = async (id: number) => (await stores.keys.getKey(id))?.lastUsedAt ?? null
   let release: () => void = () => {}
   return {
@@ -70,7 +74,10 @@ test('a flush writes a use alone, or deprecated calls alone; with nothing pendin
   recorder.recordDeprecated('getPetOld', b, T + 1)
   await recorder.flush()
   assert.equal(writes(), 2)
-  assert.deepEqual(await stores.keys.deprecatedCalls(DAY), [{ operation: 'getPetOld', keyId: b, day: DAY, calls: 1, lastCallAt: T + 1 }])
+  assert.deepEqual(
+    await stores.keys.deprecatedCalls(DAY),
+    [{ operation: 'getPetOld', keyId: b, day: DAY, calls: 1, lastCallAt: T + 1 }]
+  )
   assert.equal(await lastUsed(b), null, 'a deprecated call is counted apart from the use')
 })
 
@@ -134,7 +141,10 @@ test('a deprecated call reported late keeps the row\'s latest call', async (t) =
   recorder.recordDeprecated('getPetOld', a, T + 50)
   recorder.recordDeprecated('getPetOld', a, T + 40)
   await recorder.flush()
-  assert.deepEqual(await stores.keys.deprecatedCalls(DAY), [{ operation: 'getPetOld', keyId: a, day: DAY, calls: 2, lastCallAt: T + 50 }])
+  assert.deepEqual(
+    await stores.keys.deprecatedCalls(DAY),
+    [{ operation: 'getPetOld', keyId: a, day: DAY, calls: 2, lastCallAt: T + 50 }]
+  )
 })
 
 test('the flush timer runs every USAGE_FLUSH_INTERVAL_MS by default, once however often started, reports failures, and stops for good', async (t) => {

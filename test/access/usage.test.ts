@@ -33,7 +33,11 @@ function fakeStore () {
     hold (p: Promise<void> | null) { gate = p },
     callCount: () => calls,
     /** Resolves once recordUsage has been called `n` times in all. */
-    calledTimes (n: number) { return calls >= n ? Promise.resolve() : new Promise<void>((resolve) => { called = () => { if (calls >= n) resolve() } }) }
+    calledTimes (n: number) {
+      return calls >= n
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => { called = () => { if (calls >= n) resolve() } })
+    }
   }
 }
 
@@ -75,7 +79,10 @@ test('a failed flush keeps its counts for the next one, added to what came meanw
   recorder.record(1, 'allowed', T + 1)
   failNext(false)
   await recorder.flush()
-  assert.deepEqual(batches, [{ counts: [{ keyId: 1, day: '2026-11-21', allowed: 2, limited: 0, banned: 0 }], lastUsed: [{ keyId: 1, at: T + 1 }] }])
+  assert.deepEqual(batches, [{
+    counts: [{ keyId: 1, day: '2026-11-21', allowed: 2, limited: 0, banned: 0 }],
+    lastUsed: [{ keyId: 1, at: T + 1 }]
+  }])
   assert.equal(recorder.lastUsedAt(1), null, 'written: the database has it now')
 })
 

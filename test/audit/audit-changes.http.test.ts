@@ -43,7 +43,11 @@ async function entriesSince (h: TestApp, since: number): Promise<Entry[]> {
 }
 
 /** Runs `act` and returns the one entry it appended (fails on none or several). */
-async function oneEntry (h: TestApp, act: () => Promise<{ statusCode: number; body: string }>, status: number): Promise<Entry> {
+async function oneEntry (
+  h: TestApp,
+  act: () => Promise<{ statusCode: number; body: string }>,
+  status: number
+): Promise<Entry> {
   const before = await headCount(h)
   const res = await act()
   assert.equal(res.statusCode, status, res.body)
@@ -67,7 +71,10 @@ test('each webhook action (create, replay, rotate_secret, PATCH, delete) leaves 
   const hook = JSON.parse(created.body) as { id: string; secret: string }
   secrets.push(hook.secret)
   const target = { type: 'webhook', id: hook.id }
-  assert.deepEqual({ actor: create.actor, action: create.action, target: create.target, requestId: create.requestId }, { actor, action: 'webhook.create', target, requestId: created.headers['request-id'] })
+  assert.deepEqual(
+    { actor: create.actor, action: create.action, target: create.target, requestId: create.requestId },
+    { actor, action: 'webhook.create', target, requestId: created.headers['request-id'] }
+  )
   assert.deepEqual(create.changes, {
     id: { before: null, after: hook.id },
     ownerKeyId: { before: null, after: staff.id },
@@ -82,7 +89,12 @@ test('each webhook action (create, replay, rotate_secret, PATCH, delete) leaves 
   h.clock.advance(1000)
   let queued = 0
   const replay = await oneEntry(h, async () => {
-    const res = await h.call({ method: 'POST', url: `/v1/webhooks/${hook.id}/replay`, key: staff.key, payload: { since: new Date(T0 - 60_000).toISOString() } })
+    const res = await h.call({
+      method: 'POST',
+      url: `/v1/webhooks/${hook.id}/replay`,
+      key: staff.key,
+      payload: { since: new Date(T0 - 60_000).toISOString() }
+    })
     queued = res.json().queued
     return res
   }, 202)
@@ -90,7 +102,10 @@ test('each webhook action (create, replay, rotate_secret, PATCH, delete) leaves 
   assert.deepEqual({ actor: replay.actor, action: replay.action, target: replay.target }, { actor, action: 'webhook.replay', target })
   // The range's end defaults to the replay's instant, included (the service's until is exclusive).
   const until = new Date(Date.parse(replay.at) + 1).toISOString()
-  assert.deepEqual(replay.changes, { replay: { after: { since: new Date(T0 - 60_000).toISOString(), until } }, queued: { after: 1 } })
+  assert.deepEqual(replay.changes, {
+    replay: { after: { since: new Date(T0 - 60_000).toISOString(), until } },
+    queued: { after: 1 }
+  })
 
   const rotate = await oneEntry(h, async () => {
     const res = await h.call({ method: 'POST', url: `/v1/webhooks/${hook.id}/rotate_secret`, key: staff.key })
@@ -98,10 +113,17 @@ test('each webhook action (create, replay, rotate_secret, PATCH, delete) leaves 
     return res
   }, 200)
   assert.deepEqual({ actor: rotate.actor, action: rotate.action, target: rotate.target }, { actor, action: 'webhook.rotate_secret', target })
-  assert.deepEqual(rotate.changes, { previousSecretUntil: { before: null, after: new Date(Date.parse(rotate.at) + 24 * 3600_000).toISOString() } })
+  assert.deepEqual(rotate.changes, {
+    previousSecretUntil: { before: null, after: new Date(Date.parse(rotate.at) + 24 * 3600_000).toISOString() }
+  })
 
   // Disabling by PATCH is this PATCH's entry, not a second webhook.disable.
-  const update = await oneEntry(h, () => h.call({ method: 'PATCH', url: `/v1/webhooks/${hook.id}`, key: staff.key, payload: { description: 'birds', status: 'disabled', url } }), 200)
+  const update = await oneEntry(h, () => h.call({
+    method: 'PATCH',
+    url: `/v1/webhooks/${hook.id}`,
+    key: staff.key,
+    payload: { description: 'birds', status: 'disabled', url }
+  }), 200)
   assert.deepEqual({ actor: update.actor, action: update.action, target: update.target }, { actor, action: 'webhook.update', target })
   assert.deepEqual(update.changes, { description: { before: null, after: 'birds' }, status: { before: 'enabled', after: 'disabled' } }, 'only the fields changed, before and after')
 
@@ -128,11 +150,21 @@ test('updates record each changed field before and after, nothing else: a pet re
   const category = (await h.call({ method: 'POST', url: '/v1/categories', role: 'staff', payload: { name: 'Fish' } })).json()
   const pet = (await h.call({ method: 'POST', url: '/v1/pets', role: 'staff', payload: { name: 'Goldie', categoryId: category.id } })).json()
 
-  const renamed = await oneEntry(h, () => h.call({ method: 'PATCH', url: `/v1/pets/${pet.id}`, role: 'staff', payload: { name: 'Nemo', status: pet.status } }), 200)
+  const renamed = await oneEntry(h, () => h.call({
+    method: 'PATCH',
+    url: `/v1/pets/${pet.id}`,
+    role: 'staff',
+    payload: { name: 'Nemo', status: pet.status }
+  }), 200)
   assert.equal(renamed.action, 'pet.update')
   assert.deepEqual(renamed.changes, { name: { before: 'Goldie', after: 'Nemo' } })
 
-  const described = await oneEntry(h, () => h.call({ method: 'PUT', url: `/v1/categories/${category.id}`, role: 'staff', payload: { name: 'Fish', description: 'Wet' } }), 200)
+  const described = await oneEntry(h, () => h.call({
+    method: 'PUT',
+    url: `/v1/categories/${category.id}`,
+    role: 'staff',
+    payload: { name: 'Fish', description: 'Wet' }
+  }), 200)
   assert.equal(described.action, 'category.update')
   assert.deepEqual(described.changes, { description: { before: null, after: 'Wet' } })
 
@@ -167,9 +199,27 @@ test('a refused If-Match change leaves no entry, with before-values or without',
   const pet = (await h.call({ method: 'POST', url: '/v1/pets', role: 'staff', payload: { name: 'Goldie', categoryId: category.id } })).json()
   const count = await headCount(h)
   const stale = { 'if-match': '"99"' }
-  assert.equal((await h.call({ method: 'PATCH', url: `/v1/pets/${pet.id}`, role: 'staff', headers: stale, payload: { name: 'Lost' } })).statusCode, 412)
-  assert.equal((await h.call({ method: 'PUT', url: `/v1/categories/${category.id}`, role: 'staff', headers: stale, payload: { name: 'Lost' } })).statusCode, 412)
-  assert.equal((await h.call({ method: 'PUT', url: `/v1/store/inventory/${pet.id}`, role: 'staff', headers: stale, payload: { quantity: 9 } })).statusCode, 412)
+  assert.equal((await h.call({
+    method: 'PATCH',
+    url: `/v1/pets/${pet.id}`,
+    role: 'staff',
+    headers: stale,
+    payload: { name: 'Lost' }
+  })).statusCode, 412)
+  assert.equal((await h.call({
+    method: 'PUT',
+    url: `/v1/categories/${category.id}`,
+    role: 'staff',
+    headers: stale,
+    payload: { name: 'Lost' }
+  })).statusCode, 412)
+  assert.equal((await h.call({
+    method: 'PUT',
+    url: `/v1/store/inventory/${pet.id}`,
+    role: 'staff',
+    headers: stale,
+    payload: { quantity: 9 }
+  })).statusCode, 412)
   assert.equal(await headCount(h), count)
 })
 
@@ -199,7 +249,8 @@ test('petstore audit verify exits 0 after webhook entries and before-and-after u
   assert.equal((await h.call({ method: 'DELETE', url: `/v1/webhooks/${hook.id}`, role: 'staff' })).statusCode, 204)
   const count = await headCount(h)
   const result = await new Promise<{ code: number; out: string }>((resolve) => {
-    execFile(process.execPath, [CLI, 'audit', 'verify'], { env: { ...process.env, ...db.env }, timeout: 60_000 }, (error, stdout, stderr) => {
+    const options = { env: { ...process.env, ...db.env }, timeout: 60_000 }
+    execFile(process.execPath, [CLI, 'audit', 'verify'], options, (error, stdout, stderr) => {
       resolve({ code: error === null ? 0 : Number((error as { code?: number }).code ?? 1), out: stdout + stderr })
     })
   })

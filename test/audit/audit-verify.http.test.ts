@@ -30,7 +30,11 @@ async function openDatabase (t: TestContext): Promise<Database> {
     const { schema, url } = await schemaDatabaseUrl(t)
     const stores = await createPostgresStores(TEST_DATABASE_URL, { poolMax: 4, schema })
     t.after(() => stores.close())
-    return { env: { DATABASE_URL: url() }, stores, sql: (statement) => withPostgres(url(), async (c) => { await c.query(statement) }) }
+    return {
+      env: { DATABASE_URL: url() },
+      stores,
+      sql: (statement) => withPostgres(url(), async (c) => { await c.query(statement) })
+    }
   }
   const path = join(tempDir(t, 'petstore-audit-'), 'petstore.db')
   const stores = createSqliteStores(path)
@@ -48,7 +52,8 @@ async function openDatabase (t: TestContext): Promise<Database> {
 /** `petstore audit verify` as its own process: its exit code and what it printed. */
 function verify (env: Record<string, string>): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, 'audit', 'verify'], { env: { ...process.env, ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
+    const options = { env: { ...process.env, ...env }, timeout: 60_000 }
+    execFile(process.execPath, [CLI, 'audit', 'verify'], options, (error, stdout, stderr) => {
       resolve({ code: error === null ? 0 : Number((error as { code?: number }).code ?? 1), out: stdout + stderr })
     })
   })
@@ -58,7 +63,9 @@ test('petstore audit verify exits 0 on an intact chain, and 1 naming the entry c
   const db = await openDatabase(t)
   const h = await buildTestApp(t, { stores: db.stores })
   // The three keys of the test app, then three categories: six entries.
-  for (const name of ['A', 'B', 'C']) assert.equal((await h.call({ method: 'POST', url: '/v1/categories', role: 'staff', payload: { name } })).statusCode, 201)
+  for (const name of ['A', 'B', 'C']) {
+    assert.equal((await h.call({ method: 'POST', url: '/v1/categories', role: 'staff', payload: { name } })).statusCode, 201)
+  }
   assert.deepEqual((await h.call({ method: 'GET', url: '/v1/admin/audit/head' })).json().count, 6)
   const intact = await verify(db.env)
   assert.equal(intact.code, 0, intact.out)

@@ -24,7 +24,10 @@ const RUN = new URL('../../bench/run.ts', import.meta.url).pathname
 // miss: this test checks that it ran and was reported, not the machine's steadiness.
 const TINY = ['--rounds', '1', '--slice', '1', '--mixed-slice', '1', '--warmup', '1', '--reference', '1', '--tolerance', '1000', '--pets', '50', '--redis', 'off', '--postgres', 'off', '--micro', '0']
 
-async function bench (t: { after (fn: () => Promise<void>): void }, args: string[]): Promise<{ stdout: string; doc: Document; markdown: string }> {
+async function bench (
+  t: { after (fn: () => Promise<void>): void },
+  args: string[]
+): Promise<{ stdout: string; doc: Document; markdown: string }> {
   const out = tempDir(t, 'petstore-bench-smoke-')
   const { stdout } = await promisify(execFile)(process.execPath, [RUN, ...TINY, '--out', out, ...args], { timeout: 140_000 })
   const doc = JSON.parse(await readFile(path.join(out, 'latest.json'), 'utf8')) as Document
@@ -65,25 +68,42 @@ test('npm run bench, one second per slice: the reference, a random-pet read, ord
   ])
   for (const row of doc.rows.filter((r) => r.status === 'ok')) assertMeasured(row, row.title)
   const mixed = doc.rows.find((r) => r.scenario === 'mixed')!
-  assert.ok(mixed.mixed !== undefined && mixed.mixed.ordersPerSec > 0 && mixed.mixed.readsPerSec > 0, JSON.stringify(mixed.mixed))
+  assert.ok(
+    mixed.mixed !== undefined && mixed.mixed.ordersPerSec > 0 && mixed.mixed.readsPerSec > 0,
+    JSON.stringify(mixed.mixed)
+  )
   assert.deepEqual(doc.rows.map((r) => r.target), [null, '>= 0.5x (moonshot 0.6x), p99 <= 2.5x bare\'s', '>= 0.2x', 'reads p99 < 10 ms, every round, reads p99 <= 4x bare\'s', '>= 0.2x, every event delivered', null, null])
   // Each measured row's p99 beside the bare server's p99 of the same rounds.
   for (const row of doc.rows.filter((r) => r.status === 'ok' && r.scenario !== 'bare')) {
-    assert.ok(typeof row.bareP99Ms === 'number' && row.bareP99Ms > 0 && row.p99Ratio === row.p99Ms! / row.bareP99Ms, `${row.title}: ${row.bareP99Ms} ${row.p99Ratio}`)
+    assert.ok(
+      typeof row.bareP99Ms === 'number' && row.bareP99Ms > 0 && row.p99Ratio === row.p99Ms! / row.bareP99Ms,
+      `${row.title}: ${row.bareP99Ms} ${row.p99Ratio}`
+    )
   }
   // Every order placed while the endpoint existed reached the receiver as an order.created.
   const hooked = doc.rows.find((r) => r.scenario === 'webhooks')!
   assert.ok(hooked.webhook !== undefined && hooked.webhook.orders > 0, JSON.stringify(hooked.webhook))
-  assert.ok(hooked.webhook.delivered >= hooked.webhook.orders && hooked.webhook.drainSeconds !== null, JSON.stringify(hooked.webhook))
+  assert.ok(
+    hooked.webhook.delivered >= hooked.webhook.orders && hooked.webhook.drainSeconds !== null,
+    JSON.stringify(hooked.webhook)
+  )
   assert.match(stdout, /SQLite, POST \/v1\/store\/orders, one webhook on order\.\*: [\d,]+ orders\/s, .*order\.created all delivered/)
   // The server's CPU time per request, and the mixed run's rounds with the event loop and GC.
-  for (const row of doc.rows.filter((r) => r.status === 'ok')) assert.ok(typeof row.cpuUsPerReq === 'number' && row.cpuUsPerReq > 0, `${row.title}: no CPU time`)
-  assert.ok(mixed.roundStats?.length === 1 && typeof mixed.roundStats[0]!.loopMaxMs === 'number', JSON.stringify(mixed.roundStats))
+  for (const row of doc.rows.filter((r) => r.status === 'ok')) {
+    assert.ok(typeof row.cpuUsPerReq === 'number' && row.cpuUsPerReq > 0, `${row.title}: no CPU time`)
+  }
+  assert.ok(
+    mixed.roundStats?.length === 1 && typeof mixed.roundStats[0]!.loopMaxMs === 'number',
+    JSON.stringify(mixed.roundStats)
+  )
   // Each row's progress line names its target.
   assert.match(stdout, /SQLite, GET \/v1\/pets\/\{id\}: .* \([\d.]+x bare's [\d.]+ ms\), .*; target >= 0\.5x \(moonshot 0\.6x\), p99 <= 2\.5x bare's: (met|MISSED)/)
   // The reference check: plain wrk (no script) ran at both ends and was compared.
   if (wrk.skip === false) {
-    assert.ok(doc.reference !== null && doc.reference.plain.length === 2 && doc.reference.plainReqPerSec > 0, JSON.stringify(doc.reference))
+    assert.ok(
+      doc.reference !== null && doc.reference.plain.length === 2 && doc.reference.plainReqPerSec > 0,
+      JSON.stringify(doc.reference)
+    )
     assert.match(doc.reference.plain[0]!.command, /wrk -t1 -c50 -d1s --latency$/)
     assert.match(stdout, /Reference check: the bench's bare node:http figure, [\d,]+ req\/s, against plain wrk/)
   }

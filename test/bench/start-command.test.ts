@@ -13,11 +13,18 @@ import { tempDir } from '../helpers/temp.ts'
 
 const SERVER = new URL('../../src/server.ts', import.meta.url).pathname
 
-/** Imports the server's whole module graph in a process started as `petstore` starts, and lists the internal modules it loaded. */
+/**
+ * Imports the server's whole module graph in a process started as `petstore` starts, and lists
+ * the internal modules it loaded.
+ */
 async function loadedModules (env: Record<string, string>): Promise<{ amaro: boolean; undici: boolean }> {
   const { flags } = startCommand()
   const script = `await import(${JSON.stringify(SERVER)}); const m = process.moduleLoadList; console.log(JSON.stringify({ amaro: m.some((x) => x.includes('deps/amaro')), undici: m.some((x) => x.includes('deps/undici')) }))`
-  const { stdout } = await promisify(execFile)(process.execPath, [...flags, '--input-type=module', '-e', script], { env: { ...process.env, ...env }, timeout: 60_000 })
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [...flags, '--input-type=module', '-e', script],
+    { env: { ...process.env, ...env }, timeout: 60_000 }
+  )
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as { amaro: boolean; undici: boolean }
 }
 
@@ -47,7 +54,11 @@ test('the API server child is started with its settings in its process environme
   // server (its first file operation), so its size shows in the thread count.
   const dir = tempDir(t, 'petstore-bench-env-')
   const threads = async (pool: number): Promise<number> => {
-    const server = await startServer(`pool ${pool}`, null, { petstore: { env: { DATABASE_URL: `sqlite:${dir}/pool-${pool}.db`, LOG_LEVEL: 'warn', UV_THREADPOOL_SIZE: String(pool) } } })
+    const server = await startServer(`pool ${pool}`, null, {
+      petstore: {
+        env: { DATABASE_URL: `sqlite:${dir}/pool-${pool}.db`, LOG_LEVEL: 'warn', UV_THREADPOOL_SIZE: String(pool) }
+      }
+    })
     try {
       return (await server.rss()).parts.threads
     } finally {

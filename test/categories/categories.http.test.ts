@@ -38,7 +38,12 @@ test('DELETE /v1/categories/{id} answers 409 category_in_use while it has pets',
 test('category bounds: description at most 500 characters, unknown fields refused', async (t) => {
   const { call } = await buildTestApp(t)
   assert.equal((await call({ method: 'POST', url: '/v1/categories', payload: { name: 'A', description: 'd'.repeat(500) } })).statusCode, 201)
-  for (const payload of [{ name: 'A', description: 'd'.repeat(501) }, { name: 'A', extra: 1 }, { description: 'no name' }, { name: 'A', description: 7 }]) {
+  for (const payload of [
+    { name: 'A', description: 'd'.repeat(501) },
+    { name: 'A', extra: 1 },
+    { description: 'no name' },
+    { name: 'A', description: 7 }
+  ]) {
     const res = await call({ method: 'POST', url: '/v1/categories', payload })
     assert.equal(res.statusCode, 400, JSON.stringify(payload))
     assert.equal(res.json().code, 'validation_failed')

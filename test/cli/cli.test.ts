@@ -17,7 +17,10 @@ import { tempDir } from '../helpers/temp.ts'
 const run = promisify(execFile)
 const CLI = new URL('../../src/cli/main.ts', import.meta.url).pathname
 
-/** What the database file holds for key `id`, and whether it is banned now: read as the server reads it, not through the command's output. */
+/**
+ * What the database file holds for key `id`, and whether it is banned now: read as the server
+ * reads it, not through the command's output.
+ */
 async function keyRow (path: string, id: number): Promise<{ record: KeyRecord | null; banned: boolean }> {
   const stores = createSqliteStores(path)
   try {
@@ -82,7 +85,9 @@ test('keys create refuses custom quotas off enterprise and requires them on it',
 })
 
 test('bad configuration stops the process with one clear line and a non-zero exit, before the database is opened', async (t) => {
-  const result = await run(process.execPath, [CLI, 'serve'], { env: { ...process.env, PORT: 'eighty', DATABASE_URL: 'mysql://root:hunter2@x/y' } }).catch((e: { code: number; stdout: string; stderr: string }) => e)
+  const result = await run(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, PORT: 'eighty', DATABASE_URL: 'mysql://root:hunter2@x/y' }
+  }).catch((e: { code: number; stdout: string; stderr: string }) => e)
   assert.equal((result as { code: number }).code, 2)
   const stderr = (result as { stderr: string }).stderr.split('\n').filter((l) => l !== '' && !l.includes('npm warn'))
   assert.equal(stderr.length, 1, stderr.join('\n'))
@@ -91,7 +96,9 @@ test('bad configuration stops the process with one clear line and a non-zero exi
   // The effect: with a valid database path and a bad port, no database file is made (a serve that
   // opened or migrated it before checking the rest would leave one).
   const dir = tempDir(t, 'petstore-cli-')
-  const bad = await run(process.execPath, [CLI, 'serve'], { env: { ...process.env, PORT: '70000', DATABASE_URL: `sqlite:${join(dir, 'p.db')}` } }).catch((e: { code: number }) => e)
+  const bad = await run(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, PORT: '70000', DATABASE_URL: `sqlite:${join(dir, 'p.db')}` }
+  }).catch((e: { code: number }) => e)
   assert.equal((bad as { code: number }).code, 2)
   assert.deepEqual(await readdir(dir), [])
 })
@@ -102,7 +109,10 @@ test('serve --sample-data loads the catalogue and prints three keys once; SIGTER
   const env = { DATABASE_URL: `sqlite:${join(dir, 'p.db')}`, LOG_LEVEL: 'silent' }
   const first = await startServerProcess(cleanup, env, ['--sample-data'])
   // The keys go to stderr, never to stdout, the log stream (issue 19 item 7).
-  const { value: errText } = await pollUntil(async () => /^\s+admin\s+psk_\S+$/m.test(first.errors()) ? first.errors() : undefined, { timeoutMs: 20_000, intervalMs: 50, message: 'no keys on stderr' })
+  const { value: errText } = await pollUntil(
+    async () => /^\s+admin\s+psk_\S+$/m.test(first.errors()) ? first.errors() : undefined,
+    { timeoutMs: 20_000, intervalMs: 50, message: 'no keys on stderr' }
+  )
   assert.doesNotMatch(first.output(), /psk_/)
   const keys = [...errText.matchAll(/^\s+(customer|staff|admin)\s+(psk_\S+)$/gm)].map((m) => [m[1], m[2]])
   assert.deepEqual(keys.map((k) => k[0]), ['customer', 'staff', 'admin'])
@@ -115,7 +125,10 @@ test('serve --sample-data loads the catalogue and prints three keys once; SIGTER
   const stored = async () => {
     const stores = createSqliteStores(join(dir, 'p.db'))
     try {
-      return { keys: await stores.keys.listKeys({ afterId: null, limit: 100 }), pets: (await stores.pets.listPets({}, { afterId: null, limit: 1000 })).length }
+      return {
+        keys: await stores.keys.listKeys({ afterId: null, limit: 100 }),
+        pets: (await stores.pets.listPets({}, { afterId: null, limit: 1000 })).length
+      }
     } finally {
       await stores.close()
     }

@@ -23,7 +23,16 @@ import { memoryIo } from '../helpers/io.ts'
 import { withPostgres } from '../helpers/services.ts'
 import { TEST_DATABASE_URL } from '../helpers/stores.ts'
 import { tempDir } from '../helpers/temp.ts'
-import { awaitMinuteRoom, call, cleanupStack, pollUntil, requireServices, schemaDatabaseUrl, startServerProcess, type ServerProcess } from '../scale/helpers.ts'
+import {
+  awaitMinuteRoom,
+  call,
+  cleanupStack,
+  pollUntil,
+  requireServices,
+  schemaDatabaseUrl,
+  startServerProcess,
+  type ServerProcess
+} from '../scale/helpers.ts'
 
 /** docs/product.md 2.4: a change made from the command line reaches every running instance within 5 s. */
 const CLI_REACH_MS = 5000
@@ -76,13 +85,19 @@ async function postgresEngine (t: TestContext): Promise<Engine> {
     stores,
     async fresh () {
       const other = await schemaDatabaseUrl(t)
-      const query = <T>(sql: string): Promise<T[]> => withPostgres(TEST_DATABASE_URL, async (c) => (await c.query(sql, [other.schema])).rows as T[])
+      const query = <T>(sql: string): Promise<T[]> => withPostgres(
+        TEST_DATABASE_URL,
+        async (c) => (await c.query(sql, [other.schema])).rows as T[]
+      )
       return {
         env: { DATABASE_URL: other.url() },
         version: async () => {
           const exists = await query<{ n: string }>("SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'schema_migrations'")
           if (exists[0]?.n === '0') return 0
-          const [row] = await withPostgres(TEST_DATABASE_URL, async (c) => (await c.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${other.schema}.schema_migrations`)).rows)
+          const [row] = await withPostgres(TEST_DATABASE_URL, async (c) => {
+            const sql = `SELECT max(version) AS v FROM ${other.schema}.schema_migrations`
+            return (await c.query<{ v: number | null }>(sql)).rows
+          })
           return row?.v ?? 0
         },
         tables: async () => (await query<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_name <> 'schema_migrations' ORDER BY table_name")).map((r) => r.table_name)
@@ -92,7 +107,11 @@ async function postgresEngine (t: TestContext): Promise<Engine> {
 }
 
 /** `petstore ARGS` in-process; asserts the exit code and returns what it printed. */
-async function petstore (env: Record<string, string>, args: string[], exitCode = 0): Promise<{ lines: string[]; errors: string[] }> {
+async function petstore (
+  env: Record<string, string>,
+  args: string[],
+  exitCode = 0
+): Promise<{ lines: string[]; errors: string[] }> {
   const io = memoryIo(env)
   const code = await main(args, io)
   assert.equal(code, exitCode, `petstore ${args.join(' ')} exited ${code}: ${io.errors.join(' | ')}`)
@@ -100,7 +119,10 @@ async function petstore (env: Record<string, string>, args: string[], exitCode =
 }
 
 /** `keys create … --json`: the printed object (id, key, …). */
-async function createKey (env: Record<string, string>, ...args: string[]): Promise<{ id: number; key: string; expiresAt: string | null }> {
+async function createKey (
+  env: Record<string, string>,
+  ...args: string[]
+): Promise<{ id: number; key: string; expiresAt: string | null }> {
   const { lines } = await petstore(env, ['keys', 'create', ...args, '--json'])
   assert.equal(lines.length, 1)
   return JSON.parse(lines[0]!) as { id: number; key: string; expiresAt: string | null }
@@ -115,8 +137,18 @@ async function read (server: ServerProcess, key: string): Promise<{ status: numb
 }
 
 /** Polls the server with the key until `done` holds, within `ms` of `since`; returns when it did. */
-async function readUntil (server: ServerProcess, key: string, done: (a: { status: number; code: string | null }) => boolean, since: number, ms: number, what: string): Promise<number> {
-  await pollUntil(async () => done(await read(server, key)) ? true : undefined, { timeoutMs: Math.max(0, since + ms - Date.now()), intervalMs: 50, message: what })
+async function readUntil (
+  server: ServerProcess,
+  key: string,
+  done: (a: { status: number; code: string | null }) => boolean,
+  since: number,
+  ms: number,
+  what: string
+): Promise<number> {
+  await pollUntil(
+    async () => done(await read(server, key)) ? true : undefined,
+    { timeoutMs: Math.max(0, since + ms - Date.now()), intervalMs: 50, message: what }
+  )
   return Date.now() - since
 }
 
@@ -134,8 +166,15 @@ async function commandEffects (t: TestContext, engine: Engine, servers: ServerPr
   await t.test(`${engine.name}: keys create stores the key (hash only) with its settings, and every running server serves it`, async () => {
     const made = await createKey(env, '--role', 'customer', '--plan', 'enterprise', '--per-minute', '7', '--per-day', '70', '--name', 'till')
     const row = await record(engine, made.id)
-    assert.deepEqual({ role: row.role, plan: row.plan, perMinute: row.perMinute, perDay: row.perDay, name: row.name, revokedAt: row.revokedAt, expiresAt: row.expiresAt },
-      { role: 'customer', plan: 'enterprise', perMinute: 7, perDay: 70, name: 'till', revokedAt: null, expiresAt: null })
+    assert.deepEqual({
+      role: row.role,
+      plan: row.plan,
+      perMinute: row.perMinute,
+      perDay: row.perDay,
+      name: row.name,
+      revokedAt: row.revokedAt,
+      expiresAt: row.expiresAt
+    }, { role: 'customer', plan: 'enterprise', perMinute: 7, perDay: 70, name: 'till', revokedAt: null, expiresAt: null })
     assert.equal(row.prefix, made.key.slice(0, 16))
     for (const s of servers) {
       const answer = await call(s.url, '/v1/pets?limit=1', { key: made.key })
@@ -199,7 +238,9 @@ async function commandEffects (t: TestContext, engine: Engine, servers: ServerPr
     assert.ok(expiresAt > Date.now() + 2000, 'the grace period has started, not ended')
     // 1 request made before; 5 more, alternating, use up the shared 6; then both are refused.
     const statuses: number[] = []
-    for (const key of [successor.key, old.key, successor.key, old.key, successor.key]) statuses.push((await read(server, key)).status)
+    for (const key of [successor.key, old.key, successor.key, old.key, successor.key]) {
+      statuses.push((await read(server, key)).status)
+    }
     assert.deepEqual(statuses, [200, 200, 200, 200, 200])
     assert.deepEqual(await read(server, successor.key), { status: 429, code: 'rate_limited' })
     assert.deepEqual(await read(server, old.key), { status: 429, code: 'rate_limited' })
@@ -245,7 +286,11 @@ async function commandEffects (t: TestContext, engine: Engine, servers: ServerPr
     assert.equal((await read(server, banned.key)).status, 200)
     // A real ban, the way a server makes one: 20 requests more after the first 429, inside its
     // Retry-After. Its quota (1 a minute) is then the engine's: set it through the API.
-    const patched = await call(server.url, `/v1/admin/keys/${banned.id}`, { method: 'PATCH', key: admin.key, body: { perMinute: 1, perDay: 1000 } })
+    const patched = await call(server.url, `/v1/admin/keys/${banned.id}`, {
+      method: 'PATCH',
+      key: admin.key,
+      body: { perMinute: 1, perDay: 1000 }
+    })
     assert.equal(patched.status, 200, JSON.stringify(patched.body))
     const seen: string[] = []
     for (let i = 0; i < 40 && !seen.includes('api_key_banned'); i++) {
@@ -255,7 +300,11 @@ async function commandEffects (t: TestContext, engine: Engine, servers: ServerPr
     assert.ok(seen.includes('api_key_banned'), `no ban after ${seen.join(', ')}`)
     assert.ok((await engine.stores.keys.activeBan(banned.id, Date.now())) !== null, 'the ban is in the database')
     // Lift the quota too, so that "served" means 200 and not 429 rate_limited.
-    assert.equal((await call(server.url, `/v1/admin/keys/${banned.id}`, { method: 'PATCH', key: admin.key, body: { perMinute: 100000, perDay: 1000000 } })).status, 200)
+    assert.equal((await call(server.url, `/v1/admin/keys/${banned.id}`, {
+      method: 'PATCH',
+      key: admin.key,
+      body: { perMinute: 100000, perDay: 1000000 }
+    })).status, 200)
     assert.deepEqual(await read(server, banned.key), { status: 429, code: 'api_key_banned' })
 
     const { lines } = await petstore(env, ['keys', 'unban', String(banned.id)])
@@ -274,7 +323,8 @@ async function commandEffects (t: TestContext, engine: Engine, servers: ServerPr
     const today = new Date().toISOString().slice(0, 10)
     // The servers write their counts every 2 seconds.
     const { value } = await pollUntil(async () => {
-      const report = JSON.parse((await petstore(env, ['keys', 'usage', String(made.id), '--json'])).lines[0]!) as { days: Array<{ date: string; allowed: number }> }
+      const { lines } = await petstore(env, ['keys', 'usage', String(made.id), '--json'])
+      const report = JSON.parse(lines[0]!) as { days: Array<{ date: string; allowed: number }> }
       return report.days.some((d) => d.allowed >= 3) ? report : undefined
     }, { timeoutMs: 6000, intervalMs: 200, message: 'the usage was not written' })
     assert.deepEqual(value.days, [{ date: today, allowed: 3, limited: 0, banned: 0, mcp: 0 }])

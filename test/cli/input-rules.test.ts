@@ -69,7 +69,16 @@ test('keys list prints a name stored before the rule with its control characters
   const evil = 'shop\u001b]0;pwned\u0007\u001b[2J\u009b31m\u007f\u202eevil\nnext'
   const stores = createSqliteStores(path)
   try {
-    await stores.keys.createKey({ name: evil, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h'.repeat(64), prefix: 'psk_AAAAAAAA', now: Date.now() })
+    await stores.keys.createKey({
+      name: evil,
+      role: 'customer',
+      plan: 'free',
+      perMinute: null,
+      perDay: null,
+      hash: 'h'.repeat(64),
+      prefix: 'psk_AAAAAAAA',
+      now: Date.now()
+    })
   } finally {
     await stores.close()
   }

@@ -13,7 +13,10 @@ async function database (t: TestContext): Promise<{ env: Record<string, string>;
   return { env: { DATABASE_URL: `sqlite:${path}` }, path }
 }
 
-async function run (env: Record<string, string>, ...args: string[]): Promise<{ code: number; lines: string[]; errors: string[] }> {
+async function run (
+  env: Record<string, string>,
+  ...args: string[]
+): Promise<{ code: number; lines: string[]; errors: string[] }> {
   const io = memoryIo(env)
   const code = await main(['keys', ...args], io)
   return { code, lines: io.lines, errors: io.errors }
@@ -49,7 +52,8 @@ test('keys create --expires-in 12h sets expiresAt twelve hours ahead; --expires-
   const both = await run(env, 'create', '--role', 'staff', '--plan', 'pro', '--expires-in', '1h', '--expires-at', '2099-01-01T00:00:00Z')
   assert.equal(both.code, 2)
   assert.deepEqual(both.errors, ['give --expires-in or --expires-at, not both'])
-  // The rows, not only the printed objects: the expiry the server enforces is the one stored, and a refused create stores nothing.
+  // The rows, not only the printed objects: the expiry the server enforces is the one stored, and
+  // a refused create stores nothing.
   const stores = createSqliteStores(path)
   t.after(() => stores.close())
   assert.equal((await stores.keys.getKey(JSON.parse(inTwelve.lines[0]!).id))!.expiresAt, expiresAt)
@@ -98,7 +102,10 @@ test('keys rotate ID --grace 1h --json prints the new key once with replaces; th
   // rotation (its predecessor stops now); the refused ones made and changed nothing.
   const successor = (await stores.keys.getKey(created.id + 1))!
   const rotatedAgain = (await stores.keys.getKey(created.id))!
-  assert.deepEqual([successor.replaces, successor.replacedBy, rotatedAgain.replacedBy], [created.id, null, created.id + 1])
+  assert.deepEqual(
+    [successor.replaces, successor.replacedBy, rotatedAgain.replacedBy],
+    [created.id, null, created.id + 1]
+  )
   assert.ok(rotatedAgain.expiresAt! <= Date.now(), 'grace 0s: the replaced key stops at once')
   assert.deepEqual(await stores.keys.getKey(old.id), oldRecord, 'the refused rotation of the old key left it as it was')
   assert.equal(await stores.keys.getKey(created.id + 2), null, 'no key was made by a refused rotation')
@@ -111,7 +118,10 @@ test('keys usage ID prints the flushed counts per UTC day (--json: the API\'s ob
   const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10)
   const stores = createSqliteStores(path)
   await stores.keys.recordUsage({
-    counts: [{ keyId: made.id, day: yesterday, allowed: 12, limited: 3, banned: 1 }, { keyId: made.id, day: today, allowed: 5, limited: 0, banned: 0 }],
+    counts: [
+      { keyId: made.id, day: yesterday, allowed: 12, limited: 3, banned: 1 },
+      { keyId: made.id, day: today, allowed: 5, limited: 0, banned: 0 }
+    ],
     lastUsed: [{ keyId: made.id, at: Date.now() }]
   })
   await stores.close()
@@ -119,7 +129,10 @@ test('keys usage ID prints the flushed counts per UTC day (--json: the API\'s ob
   assert.equal(json.code, 0)
   assert.deepEqual(JSON.parse(json.lines[0]!), {
     keyId: made.id,
-    days: [{ date: yesterday, allowed: 12, limited: 3, banned: 1, mcp: 0 }, { date: today, allowed: 5, limited: 0, banned: 0, mcp: 0 }]
+    days: [
+      { date: yesterday, allowed: 12, limited: 3, banned: 1, mcp: 0 },
+      { date: today, allowed: 5, limited: 0, banned: 0, mcp: 0 }
+    ]
   })
   const table = await run(env, 'usage', String(made.id), '--days', '1')
   assert.equal(table.code, 0)

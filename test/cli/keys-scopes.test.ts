@@ -10,7 +10,10 @@ import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
 import { memoryIo } from '../helpers/io.ts'
 import { tempDir } from '../helpers/temp.ts'
 
-async function run (env: Record<string, string>, ...args: string[]): Promise<{ code: number; lines: string[]; errors: string[] }> {
+async function run (
+  env: Record<string, string>,
+  ...args: string[]
+): Promise<{ code: number; lines: string[]; errors: string[] }> {
   const io = memoryIo(env)
   const code = await main(['keys', ...args], io)
   return { code, lines: io.lines, errors: io.errors }

@@ -39,7 +39,10 @@ async function serveAtTerminal (t: TestContext, env: Record<string, string> = {}
     if (child.exitCode === null && child.pid !== undefined) process.kill(-child.pid, 'SIGTERM')
     await closed
   })
-  const { value: url } = await pollUntil(async () => /Petstore API on (\S+)\/v1/.exec(screen(raw))?.[1], { timeoutMs: 45_000, intervalMs: 50, message: 'the server did not start at the terminal' })
+  const { value: url } = await pollUntil(
+    async () => /Petstore API on (\S+)\/v1/.exec(screen(raw))?.[1],
+    { timeoutMs: 45_000, intervalMs: 50, message: 'the server did not start at the terminal' }
+  )
   const customerKey = /customer\s+(psk_\S+)/.exec(readFileSync(keysFile, 'utf8'))?.[1]
   assert.ok(customerKey !== undefined)
   return { url, customerKey, screen: () => screen(raw) }
@@ -67,9 +70,18 @@ test('at a terminal with LOG_FORMAT=json, serve prints JSON lines', { skip: NO_S
   // Catches: LOG_FORMAT ignored when standard output is a terminal.
   const server = await serveAtTerminal(t, { LOG_FORMAT: 'json' })
   assert.equal((await fetch(`${server.url}/v1/pets?limit=1`, { headers: { 'x-api-key': server.customerKey } })).status, 200)
-  const { value: line } = await pollUntil(async () => linesOf(server.screen(), /"url":"\/v1\/pets\?limit=1"/)[0], { timeoutMs: 5000, intervalMs: 20, message: 'no JSON request line' })
+  const { value: line } = await pollUntil(
+    async () => linesOf(server.screen(), /"url":"\/v1\/pets\?limit=1"/)[0],
+    { timeoutMs: 5000, intervalMs: 20, message: 'no JSON request line' }
+  )
   const parsed = JSON.parse(line) as Record<string, unknown>
-  assert.deepEqual({ level: parsed.level, method: parsed.method, statusCode: parsed.statusCode, msg: parsed.msg, keyId: typeof parsed.keyId }, { level: 30, method: 'GET', statusCode: 200, msg: 'request completed', keyId: 'number' })
+  assert.deepEqual({
+    level: parsed.level,
+    method: parsed.method,
+    statusCode: parsed.statusCode,
+    msg: parsed.msg,
+    keyId: typeof parsed.keyId
+  }, { level: 30, method: 'GET', statusCode: 200, msg: 'request completed', keyId: 'number' })
 })
 
 test('in a pipe, serve prints JSON lines (LOG_FORMAT unset)', { timeout: 90_000 }, async (t) => {
@@ -78,7 +90,10 @@ test('in a pipe, serve prints JSON lines (LOG_FORMAT unset)', { timeout: 90_000 
   const server = await startServerProcess(cleanupStack(t), { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, LOG_FORMAT: '' })
   assert.equal((await fetch(`${server.url}/v1/pets?limit=2`)).status, 401)
   const line = await server.logLine((l) => l.url === '/v1/pets?limit=2')
-  assert.deepEqual({ level: line.level, method: line.method, statusCode: line.statusCode, code: line.code }, { level: 30, method: 'GET', statusCode: 401, code: 'unauthenticated' })
+  assert.deepEqual(
+    { level: line.level, method: line.method, statusCode: line.statusCode, code: line.code },
+    { level: 30, method: 'GET', statusCode: 401, code: 'unauthenticated' }
+  )
   const printed = server.output().split('\n').filter((l) => l !== '' && !l.startsWith('Petstore API on'))
   assert.deepEqual(printed.filter((l) => !l.startsWith('{')), [], 'every other line is JSON')
 })
@@ -86,5 +101,9 @@ test('in a pipe, serve prints JSON lines (LOG_FORMAT unset)', { timeout: 90_000 
 test('LOG_FORMAT accepts json, pretty and auto (the default); anything else is a configuration error', () => {
   assert.deepEqual(['json', 'pretty', 'auto', ' pretty '].map((f) => loadConfig({ LOG_FORMAT: f }).logFormat), ['json', 'pretty', 'auto', 'pretty'])
   assert.equal(loadConfig({}).logFormat, 'auto')
-  assert.throws(() => loadConfig({ LOG_FORMAT: 'yaml' }), (error: unknown) => error instanceof ConfigError && error.message.includes('LOG_FORMAT must be one of json, pretty, auto, got "yaml"'))
+  assert.throws(
+    () => loadConfig({ LOG_FORMAT: 'yaml' }),
+    (error: unknown) => error instanceof ConfigError
+      && error.message.includes('LOG_FORMAT must be one of json, pretty, auto, got "yaml"')
+  )
 })

@@ -17,7 +17,11 @@ import { fileURLToPath } from 'node:url'
 import { tempDir } from '../helpers/temp.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-interface Manifest { scripts: Record<string, string>; dependencies: Record<string, string>; engines?: { node?: string } }
+interface Manifest {
+  scripts: Record<string, string>
+  dependencies: Record<string, string>
+  engines?: { node?: string }
+}
 const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Manifest
 
 // npm's own range logic (npm-install-checks calls semver.satisfies with includePrerelease).
@@ -38,12 +42,17 @@ function judgedPackages (lockFile: string): Array<{ name: string; node: string }
   const lock = JSON.parse(readFileSync(lockFile, 'utf8')) as { packages: Record<string, LockEntry> }
   return Object.entries(lock.packages)
     .filter(([, entry]) => entry.optional !== true && entry.link !== true && entry.engines?.node !== undefined)
-    .map(([path, entry]) => ({ name: `${entry.name ?? (path.split('node_modules/').at(-1) || '(root)')}@${entry.version ?? ''}`, node: entry.engines!.node! }))
+    .map(([path, entry]) => ({
+      name: `${entry.name ?? (path.split('node_modules/').at(-1) || '(root)')}@${entry.version ?? ''}`,
+      node: entry.engines!.node!
+    }))
 }
 
 /** The packages whose engines do not admit every Node of `range`: npm warns of each on some of them. */
 const refusing = (lockFile: string, range: string): string[] =>
-  judgedPackages(lockFile).filter((pkg) => !semver.subset(range, pkg.node, RANGE_OPTIONS)).map((pkg) => `${pkg.name} (node ${pkg.node})`)
+  judgedPackages(lockFile)
+    .filter((pkg) => !semver.subset(range, pkg.node, RANGE_OPTIONS))
+    .map((pkg) => `${pkg.name} (node ${pkg.node})`)
 
 test('every package npm ci installs accepts every Node the project\'s engines admit for running npm', () => {
   // Catches: a bump that brings a package needing a newer Node into the project's npm ci (as
@@ -57,7 +66,9 @@ test('every package npm ci installs accepts every Node the project\'s engines ad
 
 test('each tool under tools/ accepts the pinned Node that installs and runs it, and so does every package it installs', () => {
   // Catches: a tool bumped to a version the pinned Node does not meet, or its engines left behind.
-  const tools = readdirSync(join(ROOT, 'tools'), { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name)
+  const tools = readdirSync(join(ROOT, 'tools'), { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
   assert.deepEqual(tools.sort(), ['inspector', 'mutate', 'scalar'])
   for (const tool of tools) {
     const range = (JSON.parse(readFileSync(join(ROOT, 'tools', tool, 'package.json'), 'utf8')) as Manifest).engines?.node

@@ -65,7 +65,10 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
   const app = await buildApp({ config: loadConfig({ DATABASE_URL: 'sqlite::memory:' }), stores, limiter, clock: systemClock })
   t.after(async () => { await app.close(); await limiter.close() })
   const base = await app.listen({ host: '127.0.0.1', port: 0 })
-  const api = (path: string, key: string, init: RequestInit = {}) => fetch(base + path, { ...init, headers: { 'x-api-key': key, ...(init.headers as Record<string, string> | undefined) } })
+  const api = (path: string, key: string, init: RequestInit = {}) => fetch(base + path, {
+    ...init,
+    headers: { 'x-api-key': key, ...(init.headers as Record<string, string> | undefined) }
+  })
 
   // Traffic: the sample customer (free, 60/min) makes 63 requests: 60 allowed, 3 limited; the
   // sample staff key calls the deprecated GET /v1/pets/{petId} twice.
@@ -91,7 +94,9 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
   page.on('dialog', (dialog) => { errors.push(`dialog: ${dialog.message()}`); void dialog.dismiss() })
   page.on('request', (request) => { urls.push(request.url()) })
   const external: string[] = []
-  page.on('request', (request) => { if (!request.url().startsWith(base) && !request.url().startsWith('data:')) external.push(request.url()) })
+  page.on('request', (request) => {
+    if (!request.url().startsWith(base) && !request.url().startsWith('data:')) external.push(request.url())
+  })
 
   const response = await page.goto(`${base}/console`)
   assert.ok(response !== null)
@@ -150,7 +155,11 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
 
   await t.test('the table pages through Link, keeping the search', async () => {
     for (let i = 1; i <= 23; i++) {
-      const res = await api('/v1/admin/keys', operator.key, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ role: 'customer', plan: 'free', name: `Bulk ${i}` }) })
+      const res = await api('/v1/admin/keys', operator.key, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ role: 'customer', plan: 'free', name: `Bulk ${i}` })
+      })
       assert.equal(res.status, 201)
     }
     await page.fill('#filter-q', 'Bulk')
@@ -228,7 +237,9 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
     const today = utcDay(Date.now())
     const bar = page.locator(`#usage-chart g[data-date="${today}"]`)
     await bar.waitFor({ state: 'attached' })
-    const usage = await (await api(`/v1/admin/keys/${customer.id}/usage?days=30`, operator.key)).json() as { days: { date: string; allowed: number; limited: number; banned: number; mcp: number }[] }
+    const usage = await (await api(`/v1/admin/keys/${customer.id}/usage?days=30`, operator.key)).json() as {
+      days: { date: string; allowed: number; limited: number; banned: number; mcp: number }[]
+    }
     const day = usage.days.find((d) => d.date === today)!
     // 60 allowed and 3 limited, unless the minute turned during the 63 requests.
     assert.equal(day.allowed + day.limited, 63)
@@ -247,7 +258,12 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
     // Wait for the redrawn chart itself: the 30-day chart's bars are still there until it replaces them.
     // (A function, not a string: the console's CSP refuses eval. The test is compiled without DOM types.)
     type Dom = { document: { querySelectorAll: (selector: string) => { length: number } } }
-    const bars = async (n: number) => { await page.waitForFunction((count) => (globalThis as unknown as Dom).document.querySelectorAll('#usage-chart svg g').length === count, n) }
+    const bars = async (n: number) => {
+      await page.waitForFunction(
+        (count) => (globalThis as unknown as Dom).document.querySelectorAll('#usage-chart svg g').length === count,
+        n
+      )
+    }
     await page.locator('#usage-range input[value="7"]').check()
     await bars(7)
     assert.equal(await page.locator('#usage-chart svg g').count(), 7)
@@ -320,7 +336,11 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
     await other.goto(`${base}/console#/keys/${expiring.id}`)
     await signIn(other, operator.key)
     await other.locator('#key-title', { hasText: 'Expiring partner' }).waitFor()
-    assert.equal((await api(`/v1/admin/keys/${expiring.id}`, operator.key, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ plan: 'business' }) })).status, 200)
+    assert.equal((await api(`/v1/admin/keys/${expiring.id}`, operator.key, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ plan: 'business' })
+    })).status, 200)
     await other.selectOption('#plan-plan', 'free')
     await other.getByRole('button', { name: 'Save plan and quotas' }).click()
     await other.getByText('Someone else changed this key').waitFor()

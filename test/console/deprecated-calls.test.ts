@@ -27,7 +27,10 @@ test('a refused flush keeps the deprecated calls, and the next one adds them onc
   assert.deepEqual(await stores.keys.deprecatedCalls(utcDay(T0)), [])
   usage.recordDeprecated('getPet', record.id, T0 + 1_000)
   await usage.flush()
-  assert.deepEqual(await stores.keys.deprecatedCalls(utcDay(T0)), [{ operation: 'getPet', keyId: record.id, day: utcDay(T0), calls: 3, lastCallAt: T0 + 2_000 }])
+  assert.deepEqual(
+    await stores.keys.deprecatedCalls(utcDay(T0)),
+    [{ operation: 'getPet', keyId: record.id, day: utcDay(T0), calls: 3, lastCallAt: T0 + 2_000 }]
+  )
   await usage.flush()
   assert.equal((await stores.keys.deprecatedCalls(utcDay(T0)))[0]!.calls, 3, 'an empty flush adds nothing')
 })

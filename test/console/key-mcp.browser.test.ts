@@ -22,7 +22,12 @@ void test('the key page shows the key\'s scopes and its calls through MCP, the n
   chromiumGate.check()
   const api = await listenTestApp(t)
   const root = api.baseUrl.slice(0, -'/v1'.length)
-  const { record, key } = await createKeyAdmin(api.stores.keys, api.clock).create({ role: 'customer', plan: 'pro', name: 'Agent partner', scopes: ['catalog:read', 'orders:read'] })
+  const { record, key } = await createKeyAdmin(api.stores.keys, api.clock).create({
+    role: 'customer',
+    plan: 'pro',
+    name: 'Agent partner',
+    scopes: ['catalog:read', 'orders:read']
+  })
   const unrestricted = await api.makeKey('customer', 'pro')
 
   // Two REST calls and an agent's session: initialize, the list, four tool calls.
@@ -31,7 +36,10 @@ void test('the key page shows the key\'s scopes and its calls through MCP, the n
   await agent.connect(new StreamableHTTPClientTransport(new URL(`${root}/mcp`), { requestInit: { headers: { 'x-api-key': key } } }))
   t.after(() => agent.close())
   await agent.listTools()
-  for (let i = 0; i < 4; i++) assert.notEqual((await agent.callTool({ name: 'listPets', arguments: { limit: 1 } }) as { isError?: boolean }).isError, true)
+  for (let i = 0; i < 4; i++) {
+    const result = await agent.callTool({ name: 'listPets', arguments: { limit: 1 } }) as { isError?: boolean }
+    assert.notEqual(result.isError, true)
+  }
 
   const usage = (await api.call({ method: 'GET', url: `/v1/admin/keys/${record.id}/usage?days=30` })).json() as { days: Array<{ date: string; mcp: number }> }
   const mcp = usage.days.reduce((sum, d) => sum + d.mcp, 0)

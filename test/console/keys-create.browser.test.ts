@@ -52,11 +52,23 @@ void test('the console creates a key with scopes, shows a refused scope\'s messa
   const petId = (pet.json() as { id: number }).id
   assert.equal((await api.call({ method: 'PUT', url: `/v1/store/inventory/${petId}`, role: 'staff', payload: { quantity: 5 } })).statusCode, 200)
 
-  // A key made before checksums (its row holds a 12-character prefix), as test/keys/legacy-keys-list.test.ts makes it, and a checksummed one.
+  // A key made before checksums (its row holds a 12-character prefix), as
+  // test/keys/legacy-keys-list.test.ts makes it, and a checksummed one.
   const legacyKey = 'psk_' + randomBytes(32).toString('base64url')
-  const legacy = await api.stores.keys.createKey({ name: 'Old partner', role: 'customer', plan: 'pro', perMinute: null, perDay: null, hash: hashKey(legacyKey), prefix: legacyKey.slice(0, 12), now: api.clock.now() })
+  const legacy = await api.stores.keys.createKey({
+    name: 'Old partner',
+    role: 'customer',
+    plan: 'pro',
+    perMinute: null,
+    perDay: null,
+    hash: hashKey(legacyKey),
+    prefix: legacyKey.slice(0, 12),
+    now: api.clock.now()
+  })
   const checksummed = await api.makeKey('customer', 'pro')
-  const views = await Promise.all([legacy.id, checksummed.id].map(async (id) => (await api.call({ method: 'GET', url: `/v1/admin/keys/${id}` })).json() as KeyView))
+  const views = await Promise.all([legacy.id, checksummed.id].map(
+    async (id) => (await api.call({ method: 'GET', url: `/v1/admin/keys/${id}` })).json() as KeyView
+  ))
   assert.deepEqual(views.map((v) => v.format), ['legacy', 'checksummed'])
 
   // Two revoked keys: one by an admin's DELETE (requested), one reported leaked.

@@ -57,7 +57,12 @@ export async function operationSection (page: Page, operation: OperationRef, tim
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 const exactly = (text: string): RegExp => new RegExp(`^\\s*${escapeRegExp(text)}\\s*$`, 'i')
 
-export async function checkDocsPage (page: Page, baseUrl: string, expectations: DocsPageExpectations, options: DocsPageCheckOptions = {}): Promise<void> {
+export async function checkDocsPage (
+  page: Page,
+  baseUrl: string,
+  expectations: DocsPageExpectations,
+  options: DocsPageCheckOptions = {}
+): Promise<void> {
   const timeout = options.timeoutMs ?? 15_000
   const origin = new URL(baseUrl).origin
   const shot = async (name: string): Promise<void> => {

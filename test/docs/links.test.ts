@@ -92,7 +92,9 @@ test('every relative link of README.md, SECURITY.md and docs/*.md reaches a file
         broken.push(`${page}: ${target} (an anchor into a file that is not Markdown)`)
         continue
       }
-      if (!anchors(await readFile(file, 'utf8')).has(decodeURIComponent(anchor))) broken.push(`${page}: ${target} (no heading #${anchor} in ${relative(ROOT, file)})`)
+      if (!anchors(await readFile(file, 'utf8')).has(decodeURIComponent(anchor))) {
+        broken.push(`${page}: ${target} (no heading #${anchor} in ${relative(ROOT, file)})`)
+      }
     }
   }
   assert.ok(checked > 20, `only ${checked} links found: the link pattern is broken`)
@@ -119,7 +121,10 @@ const PATH_BASES = ['', 'src', 'clients/typescript']
 
 test('every path docs/architecture.md and the pages moved out of the README name exists', async () => {
   // Generated folders (clients/typescript/dist/ …) are named in .gitignore: they count as present.
-  const generated = (await readFile(join(ROOT, '.gitignore'), 'utf8')).split('\n').map((l) => l.trim()).filter((l) => l.endsWith('/') && l.includes('/'))
+  const generated = (await readFile(join(ROOT, '.gitignore'), 'utf8'))
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.endsWith('/') && l.includes('/'))
   const missing: string[] = []
   let checked = 0
   for (const page of ['docs/architecture.md', 'README.md', 'SECURITY.md', 'docs/api.md', 'docs/configuration.md', 'docs/console.md', 'docs/operating.md', 'docs/reliability.md']) {

@@ -37,7 +37,12 @@ test('one run prunes in batches of PRUNE_BATCH, at most PRUNE_BATCHES_PER_RUN of
   const asked: number[] = []
   let stock = PRUNE_BATCH * (PRUNE_BATCHES_PER_RUN + 3)
   const events = {
-    async pruneEvents (_before: number, max: number) { asked.push(max); const n = Math.min(max, stock); stock -= n; return n }
+    async pruneEvents (_before: number, max: number) {
+      asked.push(max)
+      const n = Math.min(max, stock)
+      stock -= n
+      return n
+    }
   } as unknown as EventStore
   const clock = { now: () => 100 * DAY_MS }
   assert.equal(await pruneEvents({ events, clock, eventRetentionDays: 30 }), PRUNE_BATCH * PRUNE_BATCHES_PER_RUN)

@@ -22,7 +22,11 @@ async function walk (h: TestApp, options: FeedOptions): Promise<Event[]> {
   const seen: Event[] = []
   let url = `/v1/events?limit=3${options.query ?? ''}`
   for (;;) {
-    const res = await h.call({ method: 'GET', url, ...(options.key !== undefined ? { key: options.key } : { role: options.role ?? 'admin' }) })
+    const res = await h.call({
+      method: 'GET',
+      url,
+      ...(options.key !== undefined ? { key: options.key } : { role: options.role ?? 'admin' })
+    })
     assert.equal(res.statusCode, 200, res.body)
     const page = res.json() as Event[]
     seen.push(...page)
@@ -56,7 +60,12 @@ test('catalogue changes write their events, with the data a GET answered; refuse
   const max = (await call({ method: 'PATCH', url: `/v1/pets/${rex.id}`, payload: { name: 'Max' } })).json()
   const fido = (await call({ method: 'PUT', url: `/v1/pets/${rex.id}`, payload: { name: 'Fido', categoryId: dogs.id } })).json()
   // Refused or replayed: no event.
-  assert.equal((await call({ method: 'POST', url: '/v1/pets', headers: { 'idempotency-key': 'rex-1' }, payload: { name: 'Rex', categoryId: dogs.id } })).statusCode, 201, 'a replay')
+  assert.equal((await call({
+    method: 'POST',
+    url: '/v1/pets',
+    headers: { 'idempotency-key': 'rex-1' },
+    payload: { name: 'Rex', categoryId: dogs.id }
+  })).statusCode, 201, 'a replay')
   assert.equal((await call({ method: 'PUT', url: `/v1/categories/${dogs.id}`, headers: { 'if-match': '"1"' }, payload: { name: 'Stale' } })).statusCode, 412)
   assert.equal((await call({ method: 'DELETE', url: `/v1/categories/${dogs.id}` })).statusCode, 409, 'category in use')
   assert.equal((await call({ method: 'POST', url: '/v1/pets', payload: { name: 'Ghost', categoryId: 999 } })).json().code, 'category_not_found')

@@ -11,7 +11,11 @@ async function walk (h: TestApp, reader: Reader, type: string): Promise<FeedEven
   const seen: FeedEvent[] = []
   let url = `/v1/events?limit=100&type=${encodeURIComponent(type)}`
   for (;;) {
-    const res = await h.call({ method: 'GET', url, ...(reader.key !== undefined ? { key: reader.key } : { role: reader.role ?? 'admin' }) })
+    const res = await h.call({
+      method: 'GET',
+      url,
+      ...(reader.key !== undefined ? { key: reader.key } : { role: reader.role ?? 'admin' })
+    })
     assert.equal(res.statusCode, 200, res.body)
     const page = res.json() as FeedEvent[]
     seen.push(...page)

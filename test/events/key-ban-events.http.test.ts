@@ -79,7 +79,14 @@ test('a ban whose record failed writes its one key.banned when the record is ret
   assert.equal(banned?.data.keyId, id)
   // The same ban recorded again (a retry after a commit whose answer was lost): one record, one event.
   const [ban] = await h.stores.keys.banHistory(id, 10)
-  await h.stores.keys.recordBan({ keyId: id, subject: ban!.subject, startedAt: ban!.startedAt, endsAt: ban!.endsAt, reason: ban!.reason, strike: 1 })
+  await h.stores.keys.recordBan({
+    keyId: id,
+    subject: ban!.subject,
+    startedAt: ban!.startedAt,
+    endsAt: ban!.endsAt,
+    reason: ban!.reason,
+    strike: 1
+  })
   assert.equal((await h.stores.keys.banHistory(id, 10)).length, 1)
   await barrier(h)
   assert.equal((await eventsOf(h, 'key.banned', 1)).length, 1)
@@ -103,6 +110,10 @@ test('key.banned is delivered to a webhook endpoint subscribed to key.*, signed'
   const deliveries = await received(receiver, 1, 10_000)
   const payloads = deliveries.map((d) => verified(d, hook.secret))
   assert.deepEqual(payloads.map((p) => p.type), ['key.banned'])
-  assert.deepEqual(payloads[0]!.data, { keyId: id, until: new Date(clock.now() + 15 * 60_000).toISOString(), strike: 1 })
+  assert.deepEqual(payloads[0]!.data, {
+    keyId: id,
+    until: new Date(clock.now() + 15 * 60_000).toISOString(),
+    strike: 1
+  })
   assert.equal(deliveries[0]!.headers['webhook-id'], (await eventsOf(h, 'key.banned', 1))[0]!.id)
 })

@@ -39,7 +39,12 @@ test('two PostgreSQL instances flushing one chain at once write each threshold a
   }
   await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 4 < 2 ? a : b).keys.recordUsage(batch(i))))
 
-  const events = (await a.events.listEvents({ visibility: { role: 'admin' }, after: null, limit: 100, types: { exact: ['quota.threshold', 'deprecation.used'], prefixes: [] } }))
+  const events = (await a.events.listEvents({
+    visibility: { role: 'admin' },
+    after: null,
+    limit: 100,
+    types: { exact: ['quota.threshold', 'deprecation.used'], prefixes: [] }
+  }))
   const quota = events.filter((e) => e.type === 'quota.threshold').map((e) => e.data as { keyId: number; percent: number; used: number })
   assert.deepEqual(quota.map((d) => [d.keyId, d.percent]), [[first.id, 80], [first.id, 95], [first.id, 100]], 'each threshold once, for the chain\'s first key')
   // Each written by the flush that passed it: the count it saw is at the threshold, at most one flush past it.

@@ -19,14 +19,19 @@ async function spend (h: TestApp, key: string, n: number): Promise<void> {
   }
 }
 
-/** Flushes this instance's usage (reading usage through the API writes it first) and returns the key's allowed count today. */
+/**
+ * Flushes this instance's usage (reading usage through the API writes it first) and returns the
+ * key's allowed count today.
+ */
 async function flush (h: TestApp, keyId: number): Promise<number> {
   const res = await h.call({ method: 'GET', url: `/v1/admin/keys/${keyId}/usage?days=1` })
   assert.equal(res.statusCode, 200, res.body)
   return (res.json().days as Array<{ allowed: number }>).at(-1)?.allowed ?? 0
 }
 
-const thresholds = (events: Awaited<ReturnType<typeof eventsOf>>) => events.map((e) => [e.data.keyId, e.data.percent, e.data.used, e.data.limit, e.data.window])
+const thresholds = (events: Awaited<ReturnType<typeof eventsOf>>) => events.map(
+  (e) => [e.data.keyId, e.data.percent, e.data.used, e.data.limit, e.data.window]
+)
 
 test('a free key passing 80, 95 and 100% of its day quota writes three quota.threshold events, across flushes and a restart; its holder sees them, another customer none', async (t) => {
   const stores = await openTestStores(t)
@@ -73,7 +78,9 @@ test('deprecation.used is written once per key, operation and UTC day, with the 
   const other = await h.makeKey('customer')
   const category = (await h.call({ method: 'POST', url: '/v1/categories', payload: { name: 'Dogs' } })).json()
   const pet = (await h.call({ method: 'POST', url: '/v1/pets', headers: { 'idempotency-key': 'rex' }, payload: { name: 'Rex', categoryId: category.id } })).json()
-  const getPet = async (k: string) => { assert.equal((await h.call({ method: 'GET', url: `/v1/pets/${pet.id}`, key: k })).statusCode, 200) }
+  const getPet = async (k: string) => {
+    assert.equal((await h.call({ method: 'GET', url: `/v1/pets/${pet.id}`, key: k })).statusCode, 200)
+  }
 
   for (let i = 0; i < 3; i++) await getPet(key)
   await flush(h, id)

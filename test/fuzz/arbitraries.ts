@@ -46,7 +46,11 @@ export const WHITESPACE = [' ', '\t', '\n', '\r', '\r\n', '\v', '\f', '\u0085', 
   '\u2007', '\u2008', '\u2009', '\u200a', '\u200b', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff', '\u0000']
 
 /** Control characters: C0 (U+0000 to U+001F), DEL (U+007F) and C1 (U+0080 to U+009F). */
-export const CONTROLS = [...Array.from({ length: 0x20 }, (_, i) => i), 0x7f, ...Array.from({ length: 0x20 }, (_, i) => 0x80 + i)].map((c) => String.fromCharCode(c))
+export const CONTROLS = [
+  ...Array.from({ length: 0x20 }, (_, i) => i),
+  0x7f,
+  ...Array.from({ length: 0x20 }, (_, i) => 0x80 + i)
+].map((c) => String.fromCharCode(c))
 
 /** Lone surrogates: high or low, alone, reversed, or a high one cut from its pair. */
 export const LONE_SURROGATES = ['\uD800', '\uDBFF', '\uDC00', '\uDFFF', '\uDC00\uD800', '\uD83D', 'x\uDE00']
@@ -54,13 +58,24 @@ export const LONE_SURROGATES = ['\uD800', '\uDBFF', '\uDC00', '\uDFFF', '\uDC00\
 /** A number the decimal rule refuses: one of BAD_NUMBERS, or good digits padded with white space. */
 export const badNumber: fc.Arbitrary<string> = fc.oneof(
   { weight: 2, arbitrary: fc.constantFrom(...BAD_NUMBERS) },
-  { weight: 2, arbitrary: fc.tuple(fc.constantFrom(...WHITESPACE), fc.constantFrom('1', '7', '20', '90', '100'), fc.nat(2)).map(([w, n, where]) => where === 0 ? w + n : where === 1 ? n + w : w + n + w) },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('+', '-', '0', '00'), fc.integer({ min: 1, max: 100 })).map(([sign, n]) => `${sign}${n}`) })
+  {
+    weight: 2,
+    arbitrary: fc.tuple(fc.constantFrom(...WHITESPACE), fc.constantFrom('1', '7', '20', '90', '100'), fc.nat(2))
+      .map(([w, n, where]) => where === 0 ? w + n : where === 1 ? n + w : w + n + w)
+  },
+  {
+    weight: 1,
+    arbitrary: fc.tuple(fc.constantFrom('+', '-', '0', '00'), fc.integer({ min: 1, max: 100 }))
+      .map(([sign, n]) => `${sign}${n}`)
+  })
 
 /** `c` in some printable text: at the start, inside or at the end. */
 const somewhereIn = (c: fc.Arbitrary<string>): fc.Arbitrary<string> =>
-  fc.tuple(c, fc.string({ maxLength: 8 }).map((t) => [...t].filter((ch) => ch > '\u009f' || (ch >= ' ' && ch < '\u007f')).join('') || 'x'), fc.nat(2))
-    .map(([c, text, where]) => where === 0 ? c + text : where === 1 ? text.slice(0, 1) + c + text.slice(1) : text + c)
+  fc.tuple(
+    c,
+    fc.string({ maxLength: 8 }).map((t) => [...t].filter((ch) => ch > '\u009f' || (ch >= ' ' && ch < '\u007f')).join('') || 'x'),
+    fc.nat(2)
+  ).map(([c, text, where]) => where === 0 ? c + text : where === 1 ? text.slice(0, 1) + c + text.slice(1) : text + c)
 
 /** Text with a control character somewhere. */
 export const controlText: fc.Arbitrary<string> = somewhereIn(fc.constantFrom(...CONTROLS))
@@ -92,7 +107,8 @@ export function valueOf (doc: Doc, raw: Schema, depth = 0, strict = false): fc.A
   if (choices !== undefined) return fc.oneof(...choices.map((s) => valueOf(doc, s, depth + 1, strict)))
   const allOf = schema.allOf as Schema[] | undefined
   if (allOf !== undefined) {
-    return fc.tuple(...allOf.map((s) => valueOf(doc, s, depth + 1, strict))).map((parts) => Object.assign({}, ...parts.filter((p) => typeof p === 'object')))
+    return fc.tuple(...allOf.map((s) => valueOf(doc, s, depth + 1, strict)))
+      .map((parts) => Object.assign({}, ...parts.filter((p) => typeof p === 'object')))
   }
   const nullable = schema.nullable === true
   let base: fc.Arbitrary<unknown>
@@ -102,9 +118,15 @@ export function valueOf (doc: Doc, raw: Schema, depth = 0, strict = false): fc.A
   else if (schema.type === 'boolean') base = fc.boolean()
   else if (schema.type === 'string') base = stringOf(schema, strict)
   else if (schema.type === 'array') {
-    base = depth > 3 ? fc.constant([]) : fc.array(valueOf(doc, (schema.items ?? {}) as Schema, depth + 1, strict), { maxLength: Math.min(Number(schema.maxItems ?? 3), 3) })
-  } else if (schema.type === 'object' || schema.properties !== undefined) base = depth > 3 ? fc.constant({}) : objectOf(doc, schema, depth, strict)
-  else base = fc.jsonValue({ maxDepth: 2 })
+    base = depth > 3
+      ? fc.constant([])
+      : fc.array(
+          valueOf(doc, (schema.items ?? {}) as Schema, depth + 1, strict),
+          { maxLength: Math.min(Number(schema.maxItems ?? 3), 3) }
+        )
+  } else if (schema.type === 'object' || schema.properties !== undefined) {
+    base = depth > 3 ? fc.constant({}) : objectOf(doc, schema, depth, strict)
+  } else base = fc.jsonValue({ maxDepth: 2 })
   return nullable && !strict ? fc.option(base, { nil: null, freq: 5 }) : base
 }
 
@@ -112,7 +134,8 @@ function integerOf (schema: Schema): fc.Arbitrary<number> {
   const min = typeof schema.minimum === 'number' ? schema.minimum : -1000
   const max = typeof schema.maximum === 'number' ? Math.min(schema.maximum, Number.MAX_SAFE_INTEGER) : 1000
   // Small values hit real records (ids 1 to 6 exist); the bounds are where the bugs are.
-  return fc.oneof({ weight: 3, arbitrary: fc.integer({ min: Math.max(min, 1), max: Math.max(Math.min(max, 6), Math.max(min, 1)) }) },
+  return fc.oneof(
+    { weight: 3, arbitrary: fc.integer({ min: Math.max(min, 1), max: Math.max(Math.min(max, 6), Math.max(min, 1)) }) },
     { weight: 1, arbitrary: fc.constantFrom(min, max) },
     { weight: 1, arbitrary: fc.integer({ min: Math.max(min, -(2 ** 31)), max: Math.min(max, 2 ** 31) }) })
 }
@@ -123,8 +146,12 @@ function stringOf (schema: Schema, strict = false): fc.Arbitrary<string> {
   if (schema.format === 'date-time') {
     return fc.date({ min: new Date('2020-01-01T00:00:00Z'), max: new Date('2035-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString())
   }
-  if (schema.format === 'date') return fc.date({ min: new Date('2020-01-01T00:00:00Z'), max: new Date('2035-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10))
-  const plain = fc.string({ minLength: Math.max(minLength, 1), maxLength: Math.max(maxLength, 1) }).filter((s) => /\S/.test(s))
+  if (schema.format === 'date') {
+    return fc.date({ min: new Date('2020-01-01T00:00:00Z'), max: new Date('2035-01-01T00:00:00Z'), noInvalidDate: true })
+      .map((d) => d.toISOString().slice(0, 10))
+  }
+  const plain = fc.string({ minLength: Math.max(minLength, 1), maxLength: Math.max(maxLength, 1) })
+    .filter((s) => /\S/.test(s))
   if (strict) {
     // A fitting value of a pattern is generated from it: filtering random text by a pattern such
     // as `^evt_[0-9a-f]{32}$` never ends.
@@ -134,11 +161,16 @@ function stringOf (schema: Schema, strict = false): fc.Arbitrary<string> {
     // random text fits those, so filtering ends quickly.
     let matching: fc.Arbitrary<string>
     try { matching = fc.stringMatching(pattern) } catch { return plain.filter((s) => pattern.test(s)) }
-    return matching.filter((s) => s.length >= minLength && s.length <= Number(schema.maxLength ?? Infinity) && pattern.test(s))
+    return matching.filter(
+      (s) => s.length >= minLength && s.length <= Number(schema.maxLength ?? Infinity) && pattern.test(s)
+    )
   }
   return fc.oneof(
     { weight: 4, arbitrary: plain },
-    { weight: 1, arbitrary: fc.string({ unit: 'grapheme', minLength: Math.max(minLength, 1), maxLength: Math.max(maxLength, 1) }) },
+    {
+      weight: 1,
+      arbitrary: fc.string({ unit: 'grapheme', minLength: Math.max(minLength, 1), maxLength: Math.max(maxLength, 1) })
+    },
     { weight: 1, arbitrary: fc.constantFrom(...NASTY_STRINGS) })
 }
 
@@ -147,7 +179,9 @@ function objectOf (doc: Doc, schema: Schema, depth: number, strict = false): fc.
   const required = new Set((schema.required ?? []) as string[])
   const record: Record<string, fc.Arbitrary<unknown>> = {}
   for (const [name, property] of Object.entries(properties)) record[name] = valueOf(doc, property, depth + 1, strict)
-  const value = fc.record(record, { requiredKeys: Object.keys(properties).filter((k) => required.has(k)) }) as fc.Arbitrary<Record<string, unknown>>
+  const value = fc.record(record, {
+    requiredKeys: Object.keys(properties).filter((k) => required.has(k))
+  }) as fc.Arbitrary<Record<string, unknown>>
   const minProperties = Number(schema.minProperties ?? 0)
   return strict && minProperties > 0 ? value.filter((v) => Object.keys(v).length >= minProperties) : value
 }
@@ -155,20 +189,29 @@ function objectOf (doc: Doc, schema: Schema, depth: number, strict = false): fc.
 /** A body as text: usually a fitting value, else a mutation of one, or something else entirely. */
 export function bodyOf (doc: Doc, schema: Schema): fc.Arbitrary<string> {
   const fitting = valueOf(doc, schema)
-  const mutated = fc.tuple(fitting, fc.nat(4), fc.constantFrom(...EXTRA_NAMES), fc.jsonValue({ maxDepth: 1 })).map(([value, how, name, other]) => {
+  const mutated = fc.tuple(
+    fitting,
+    fc.nat(4),
+    fc.constantFrom(...EXTRA_NAMES),
+    fc.jsonValue({ maxDepth: 1 })
+  ).map(([value, how, name, other]) => {
     if (value === null || typeof value !== 'object' || Array.isArray(value)) return other
     const copy: Record<string, unknown> = { ...(value as Record<string, unknown>) }
     const keys = Object.keys(copy)
     const victim = keys[how % Math.max(keys.length, 1)]
     if (how === 0 && victim !== undefined) delete copy[victim] // a missing field
     else if (how === 1) Object.defineProperty(copy, name, { value: other, enumerable: true }) // an extra field
-    else if (how === 2 && victim !== undefined) copy[victim] = typeof copy[victim] === 'number' ? String(copy[victim]) : 7 // a wrong type
-    else if (how === 3 && victim !== undefined) copy[victim] = 2 ** 53 + 2 // an unsafe integer
+    else if (how === 2 && victim !== undefined) {
+      copy[victim] = typeof copy[victim] === 'number' ? String(copy[victim]) : 7 // a wrong type
+    } else if (how === 3 && victim !== undefined) copy[victim] = 2 ** 53 + 2 // an unsafe integer
     else return [copy] // an array where an object belongs
     return copy
   })
   const deep = fc.nat({ max: 5000 }).map((n) => '['.repeat(n + 100) + ']'.repeat(n + 100))
-  const huge = fc.constantFrom('{"name":"' + 'x'.repeat(70_000) + '"}', JSON.stringify({ name: 'Rex', tags: Array.from({ length: 3000 }, (_, i) => i) }))
+  const huge = fc.constantFrom(
+    '{"name":"' + 'x'.repeat(70_000) + '"}',
+    JSON.stringify({ name: 'Rex', tags: Array.from({ length: 3000 }, (_, i) => i) })
+  )
   const broken = fc.constantFrom('', '{', '{"name":', 'null', '[]', '"text"', '{"name":"Rex",}', '\uFEFF{"name":"Rex"}', '{"name":"Rex"}{"name":"Rex"}')
   return fc.oneof(
     { weight: 6, arbitrary: fitting.map((v) => JSON.stringify(v) ?? 'null') },
@@ -237,8 +280,16 @@ export function requestOf (doc: Doc, path: string, method: string, operation: Op
     segments: fc.record(segments),
     query: queryOf(doc, operation),
     body,
-    contentType: fc.oneof({ weight: 8, arbitrary: fc.constant('application/json') }, { weight: 2, arbitrary: fc.constantFrom(...CONTENT_TYPES) }),
-    ifMatch: rarely(fc.oneof(fc.constantFrom('"1"', '*', 'W/"x"', '"' + 'x'.repeat(200) + '"', ''), badNumber, badNumber.map((n) => `"${n}"`), controlText), 4),
+    contentType: fc.oneof(
+      { weight: 8, arbitrary: fc.constant('application/json') },
+      { weight: 2, arbitrary: fc.constantFrom(...CONTENT_TYPES) }
+    ),
+    ifMatch: rarely(fc.oneof(
+      fc.constantFrom('"1"', '*', 'W/"x"', '"' + 'x'.repeat(200) + '"', ''),
+      badNumber,
+      badNumber.map((n) => `"${n}"`),
+      controlText
+    ), 4),
     idempotencyKey: rarely(fc.oneof(fc.uuid(), fc.constantFrom('k1', 'k2', '', 'x'.repeat(300), '😀'), badNumber, controlText), 3),
     caller: fc.constantFrom('admin', 'admin', 'admin', 'admin', 'customer', 'customer', 'customer', 'none')
   }).map(({ segments: values, query, body: payload, contentType, ifMatch, idempotencyKey, caller }) => {
@@ -249,7 +300,14 @@ export function requestOf (doc: Doc, path: string, method: string, operation: Op
     }
     if (ifMatch !== null) headers['if-match'] = ifMatch
     if (idempotencyKey !== null) headers['idempotency-key'] = idempotencyKey
-    return { operationId: operation.operationId, method: method.toUpperCase(), url, headers, caller: caller as FuzzRequest['caller'], ...(payload !== null && { payload }) }
+    return {
+      operationId: operation.operationId,
+      method: method.toUpperCase(),
+      url,
+      headers,
+      caller: caller as FuzzRequest['caller'],
+      ...(payload !== null && { payload })
+    }
   })
 }
 
@@ -277,7 +335,9 @@ function controlTextFor (pattern: string): fc.Arbitrary<string> {
 function patternOf (doc: Doc, schema: Schema | undefined): string | null {
   if (schema === undefined) return null
   const resolved = resolve(doc, schema)
-  return resolved.type === 'string' && typeof resolved.pattern === 'string' && !new RegExp(resolved.pattern, 'u').test('\u0000') ? resolved.pattern : null
+  return resolved.type === 'string' && typeof resolved.pattern === 'string' && !new RegExp(resolved.pattern, 'u').test('\u0000')
+    ? resolved.pattern
+    : null
 }
 
 /** The properties of a body schema and of each of its oneOf branches. */
@@ -285,7 +345,9 @@ function bodyProperties (doc: Doc, schema: Schema): Map<string, Schema> {
   const resolved = resolve(doc, schema)
   const properties = new Map<string, Schema>()
   for (const branch of [resolved, ...((resolved.oneOf ?? []) as Schema[]).map((b) => resolve(doc, b))]) {
-    for (const [name, property] of Object.entries((branch.properties ?? {}) as Record<string, Schema>)) properties.set(name, resolve(doc, property))
+    for (const [name, property] of Object.entries((branch.properties ?? {}) as Record<string, Schema>)) {
+      properties.set(name, resolve(doc, property))
+    }
   }
   return properties
 }
@@ -312,7 +374,12 @@ function bodyTargets (doc: Doc, schema: Schema): Target[] {
  * body field whose pattern refuses it (5.11). Each must be 400 validation_failed naming it.
  * Null when the operation has no such parameter or field.
  */
-export function ruleBreakerOf (doc: Doc, path: string, method: string, operation: Operation): fc.Arbitrary<FuzzRequest> | null {
+export function ruleBreakerOf (
+  doc: Doc,
+  path: string,
+  method: string,
+  operation: Operation
+): fc.Arbitrary<FuzzRequest> | null {
   const params = operation.parameters ?? []
   const targets: Target[] = []
   for (const p of params) {
@@ -330,7 +397,9 @@ export function ruleBreakerOf (doc: Doc, path: string, method: string, operation
   const segments: Record<string, fc.Arbitrary<string>> = {}
   for (const p of pathParams) segments[p.name] = valueOf(doc, p.schema, 0, true).map(encode)
   const required: Record<string, fc.Arbitrary<unknown>> = {}
-  for (const p of params.filter((p) => p.in === 'query' && p.required === true)) required[p.name] = valueOf(doc, p.schema, 0, true)
+  for (const p of params.filter((p) => p.in === 'query' && p.required === true)) {
+    required[p.name] = valueOf(doc, p.schema, 0, true)
+  }
   const body = bodySchema === undefined ? fc.constant(undefined) : valueOf(doc, bodySchema, 0, true)
   return fc.constantFrom(...targets).chain((target) => fc.record({
     target: fc.constant(target),
@@ -348,16 +417,29 @@ export function ruleBreakerOf (doc: Doc, path: string, method: string, operation
     if (target.in === 'header') headers[target.name] = bad
     let payload: string | undefined
     if (value !== undefined) {
-      const object = (value !== null && typeof value === 'object' && !Array.isArray(value) ? { ...(value as Record<string, unknown>) } : {})
+      const object = (value !== null && typeof value === 'object' && !Array.isArray(value)
+        ? { ...(value as Record<string, unknown>) }
+        : {})
       if (target.in === 'body' && target.twice !== true) object[target.name] = bad
       if (target.twice === true) delete object[target.name]
       payload = JSON.stringify(object)
       // The field twice, after the others: `{…,"quantity":1,"quantity":1}`.
-      if (target.twice === true) payload = `${payload.slice(0, -1)}${payload === '{}' ? '' : ','}${JSON.stringify(target.name)}:1,${JSON.stringify(target.name)}:1}`
+      if (target.twice === true) {
+        const field = JSON.stringify(target.name)
+        payload = `${payload.slice(0, -1)}${payload === '{}' ? '' : ','}${field}:1,${field}:1}`
+      }
       headers['content-type'] = 'application/json'
     }
     const where = target.in === 'body' ? `/${target.name}` : target.name
-    return { operationId: operation.operationId, method: method.toUpperCase(), url, headers, caller: 'admin' as const, expect: { status: 400 as const, path: where }, ...(payload !== undefined && { payload }) }
+    return {
+      operationId: operation.operationId,
+      method: method.toUpperCase(),
+      url,
+      headers,
+      caller: 'admin' as const,
+      expect: { status: 400 as const, path: where },
+      ...(payload !== undefined && { payload })
+    }
   })
 }
 

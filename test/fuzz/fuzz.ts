@@ -26,7 +26,10 @@ export interface FuzzReport {
   requests: number
   byStatus: Record<string, number>
   serverErrors: number
-  /** Requests that broke a documented rule on purpose (a non-decimal integer, a control character), each answered 400. */
+  /**
+   * Requests that broke a documented rule on purpose (a non-decimal integer, a control
+   * character), each answered 400.
+   */
   ruleBreakers: number
 }
 
@@ -43,7 +46,13 @@ async function seed (test: TestApp): Promise<void> {
     await test.call({ method: 'POST', url: '/v1/categories', headers: json, payload: JSON.stringify({ name }), role: 'staff' })
   }
   for (let i = 1; i <= 6; i++) {
-    await test.call({ method: 'POST', url: '/v1/pets', headers: json, payload: JSON.stringify({ name: `Pet ${i}`, categoryId: 1 + (i % 3) }), role: 'staff' })
+    await test.call({
+      method: 'POST',
+      url: '/v1/pets',
+      headers: json,
+      payload: JSON.stringify({ name: `Pet ${i}`, categoryId: 1 + (i % 3) }),
+      role: 'staff'
+    })
     await test.call({ method: 'PUT', url: `/v1/store/inventory/${i}`, headers: json, payload: JSON.stringify({ quantity: 50 }), role: 'staff' })
   }
   for (let i = 1; i <= 3; i++) {
@@ -56,7 +65,9 @@ async function seed (test: TestApp): Promise<void> {
 const REQUEST_DEADLINE_MS = 10_000
 
 export async function runFuzz (t: TestContext, options: FuzzOptions): Promise<FuzzReport> {
-  const test = options.engine === 'postgres' ? await buildTestApp(t, { stores: await openPostgresTestStores(t) }) : await buildTestApp(t)
+  const test = options.engine === 'postgres'
+    ? await buildTestApp(t, { stores: await openPostgresTestStores(t) })
+    : await buildTestApp(t)
   await seed(test)
   // The fuzzer's own keys come last, so that the generated key ids (mostly 1 to 6) do not
   // revoke it or take away its role halfway through.
@@ -65,7 +76,13 @@ export async function runFuzz (t: TestContext, options: FuzzOptions): Promise<Fu
   const doc = structuredClone(test.app.swagger()) as unknown as Doc
   const operations = operationsOf(doc)
   const breakers = ruleBreakersOf(doc)
-  const report: FuzzReport = { operations: operations.length, requests: 0, byStatus: {}, serverErrors: 0, ruleBreakers: 0 }
+  const report: FuzzReport = {
+    operations: operations.length,
+    requests: 0,
+    byStatus: {},
+    serverErrors: 0,
+    ruleBreakers: 0
+  }
   const documentedPaths = Object.keys(doc.paths).map((path) => ({ path, pattern: new RegExp('^/v1' + path.replace(/\{[^}]+\}/g, '[^/]+') + '$') }))
 
   // About one request in five breaks a documented rule on purpose (ruleBreakersOf).
@@ -79,7 +96,10 @@ export async function runFuzz (t: TestContext, options: FuzzOptions): Promise<Fu
     // A request that never ends is worse than a 5xx: each has a deadline, and the one that passes it is named.
     let timer: NodeJS.Timeout | undefined
     const deadline = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => { reject(new Error(`${request.method} ${request.url.slice(0, 200)} ${JSON.stringify(request.headers).slice(0, 300)} ${String(request.payload).slice(0, 300)}: no answer within ${REQUEST_DEADLINE_MS} ms`)) }, REQUEST_DEADLINE_MS)
+      timer = setTimeout(() => {
+        const what = `${request.method} ${request.url.slice(0, 200)} ${JSON.stringify(request.headers).slice(0, 300)}`
+        reject(new Error(`${what} ${String(request.payload).slice(0, 300)}: no answer within ${REQUEST_DEADLINE_MS} ms`))
+      }, REQUEST_DEADLINE_MS)
     })
     const response = await Promise.race([test.call({
       method: request.method as 'GET',
@@ -112,7 +132,10 @@ export async function runFuzz (t: TestContext, options: FuzzOptions): Promise<Fu
       if (body.code !== 'operation_sunset') {
         assert.equal(response.statusCode, request.expect.status, `${where}: ${request.expect.path} breaks a rule: ${response.body.slice(0, 300)}`)
         assert.equal(body.code, 'validation_failed', where)
-        assert.ok(body.details?.some((d) => d.path === request.expect!.path), `${where}: the details do not name ${request.expect.path}: ${response.body.slice(0, 300)}`)
+        assert.ok(
+          body.details?.some((d) => d.path === request.expect!.path),
+          `${where}: the details do not name ${request.expect.path}: ${response.body.slice(0, 300)}`
+        )
       }
     }
     checkHeadersDocumented(doc, documentedPaths, request, response, where)
@@ -121,10 +144,18 @@ export async function runFuzz (t: TestContext, options: FuzzOptions): Promise<Fu
   return report
 }
 
-export function checkHeadersDocumented (doc: Doc, paths: { path: string; pattern: RegExp }[], request: FuzzRequest, response: LightMyRequestResponse, where: string): void {
+export function checkHeadersDocumented (
+  doc: Doc,
+  paths: { path: string; pattern: RegExp }[],
+  request: FuzzRequest,
+  response: LightMyRequestResponse,
+  where: string
+): void {
   const path = request.url.split('?', 1)[0] ?? ''
   const match = paths.find((p) => p.pattern.test(path))
-  const operation = match === undefined ? undefined : (doc.paths[match.path]?.[request.method.toLowerCase()] as { responses?: Responses } | undefined)
+  const operation = match === undefined
+    ? undefined
+    : (doc.paths[match.path]?.[request.method.toLowerCase()] as { responses?: Responses } | undefined)
   if (operation?.responses === undefined) return // 404/405 of unknown paths: the gate checks their body
   const declared = operation.responses[String(response.statusCode)]?.headers ?? {}
   const names = new Set(Object.keys(declared).map((name) => name.toLowerCase()))

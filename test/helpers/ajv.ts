@@ -3,4 +3,6 @@
 // here once (src/http/validation.ts does the same for the server, which never imports from test/).
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats'
 
-export const addFormats = ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin
+export const addFormats = (
+  (addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule
+) as FormatsPlugin

@@ -28,7 +28,11 @@ export interface TestApp {
   /** app.inject, plus the document check of the response. */
   call (options: InjectOptions & { key?: string | null; role?: Role }): Promise<LightMyRequestResponse>
   /** Makes another key (another customer, another plan). */
-  makeKey (role: Role, plan?: Plan, quotas?: { perMinute: number; perDay: number }): Promise<{ id: number; key: string }>
+  makeKey (
+    role: Role,
+    plan?: Plan,
+    quotas?: { perMinute: number; perDay: number }
+  ): Promise<{ id: number; key: string }>
 }
 
 export interface TestAppOptions {
@@ -56,7 +60,11 @@ export async function buildTestApp (t: TestContext, options: TestAppOptions = {}
   const admin = createKeyAdmin(stores.keys, clock)
   const makeKey: TestApp['makeKey'] = async (role, plan = 'enterprise', quotas) => {
     const q = plan === 'enterprise' ? (quotas ?? { perMinute: 1_000_000, perDay: 1_000_000 }) : undefined
-    const { record, key } = await admin.create({ role, plan, ...(q !== undefined && { perMinute: q.perMinute, perDay: q.perDay }) })
+    const { record, key } = await admin.create({
+      role,
+      plan,
+      ...(q !== undefined && { perMinute: q.perMinute, perDay: q.perDay })
+    })
     return { id: record.id, key }
   }
   const keys = {} as Record<Role, string>
@@ -74,8 +82,14 @@ export async function buildTestApp (t: TestContext, options: TestAppOptions = {}
   return { app, stores, limiter, clock, config, keys, call, makeKey }
 }
 
-/** The test app listening on 127.0.0.1 and a free port, for a test that needs real HTTP (fetch, a client); closed with the app after the test. */
-export async function listenTestApp (t: TestContext, options: TestAppOptions = {}): Promise<TestApp & { baseUrl: string }> {
+/**
+ * The test app listening on 127.0.0.1 and a free port, for a test that needs real HTTP (fetch, a
+ * client); closed with the app after the test.
+ */
+export async function listenTestApp (
+  t: TestContext,
+  options: TestAppOptions = {}
+): Promise<TestApp & { baseUrl: string }> {
   const testApp = await buildTestApp(t, options)
   const address = await testApp.app.listen({ host: '127.0.0.1', port: 0 })
   return { ...testApp, baseUrl: `${address}/v1` }

@@ -11,7 +11,10 @@ type Doc = {
   paths: Record<string, Record<string, { responses: Record<string, Response> }>>
   components: { schemas: Record<string, unknown>; headers: Record<string, HeaderObject> }
 }
-type Response = { headers?: Record<string, HeaderObject | { $ref: string }>; content?: Record<string, { schema: unknown }> }
+type Response = {
+  headers?: Record<string, HeaderObject | { $ref: string }>
+  content?: Record<string, { schema: unknown }>
+}
 type HeaderObject = { required?: boolean }
 
 interface Checker {
@@ -79,7 +82,11 @@ export function checkResponse (app: FastifyInstance, request: InjectOptions, res
   }
   const status = String(response.statusCode)
   const declared = documented.responses[status]
-  assert.ok(declared !== undefined, `${where}: status ${status} is not documented for ${method.toUpperCase()} ${operation!.path} (documented: ${Object.keys(documented.responses).join(', ')})`)
+  assert.ok(
+    declared !== undefined,
+    `${where}: status ${status} is not documented for ${method.toUpperCase()} ${operation!.path} `
+    + `(documented: ${Object.keys(documented.responses).join(', ')})`
+  )
 
   for (const [name, value] of Object.entries(declared.headers ?? {})) {
     const header = '$ref' in value ? checker.doc.components.headers[(value as { $ref: string }).$ref.split('/').pop()!] : value

@@ -29,7 +29,10 @@ export async function connectTestRedis (): Promise<Redis> {
   return redis
 }
 
-/** A Redis limiter on its own client; close() deletes its keys and disconnects. Gate the test on testRedisReason() first. */
+/**
+ * A Redis limiter on its own client; close() deletes its keys and disconnects. Gate the test on
+ * testRedisReason() first.
+ */
 export async function openRedisTestLimiter (now: () => number, prefix = `test:${randomUUID()}:`): Promise<RateLimiter> {
   const redis = await connectTestRedis()
   const limiter = createRedisRateLimiter({ redis, prefix, now })

@@ -33,7 +33,10 @@ export function cleanupStack (t: TestContext): (fn: () => Promise<unknown> | unk
 
 export interface ServerProcess {
   url: string
-  /** The private listener of /metrics (METRICS_PORT; any free port here), from the `listening` log line: LOG_LEVEL info or finer. */
+  /**
+   * The private listener of /metrics (METRICS_PORT; any free port here), from the `listening` log
+   * line: LOG_LEVEL info or finer.
+   */
   metricsUrl (): Promise<string>
   child: ChildProcessWithoutNullStreams
   /** Everything the process printed on stdout so far (pino's JSON lines and the banner). */
@@ -54,16 +57,22 @@ export interface ServerProcess {
 /**
  * Starts `petstore serve --port 0` on the Node running the tests (process.execPath: signals reach
  * the server itself, not a wrapper), with this environment on top of the test's. Resolves once it
- * prints its address; rejects when it exits first or does not start within 60 s (a loaded machine; tracing imports its SDK first). `args` go after
- * `serve --port 0` (`--sample-data`, `--keys-file PATH`).
+ * prints its address; rejects when it exits first or does not start within 60 s (a loaded
+ * machine; tracing imports its SDK first). `args` go after `serve --port 0` (`--sample-data`,
+ * `--keys-file PATH`).
  */
-export async function startServerProcess (cleanup: ReturnType<typeof cleanupStack>, env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
+export async function startServerProcess (
+  cleanup: ReturnType<typeof cleanupStack>,
+  env: Record<string, string>,
+  args: string[] = []
+): Promise<ServerProcess> {
   const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', ...args], { env: { ...process.env, LOG_LEVEL: 'info', ...env } })
   let out = ''
   let err = ''
   child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })
   child.stderr.on('data', (chunk: Buffer) => { err += chunk.toString() })
-  // 'close', not 'exit': by then stdout and stderr are read to the end, so output() and errors() after stop() are complete.
+  // 'close', not 'exit': by then stdout and stderr are read to the end, so output() and errors()
+  // after stop() are complete.
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
   let stopping: Promise<number | null> | null = null
   const stop = (): Promise<number | null> => {
@@ -112,7 +121,10 @@ export async function startServerProcess (cleanup: ReturnType<typeof cleanupStac
  * intervalMs, for at most timeoutMs; then rejects with the message (and the last error, if the
  * last call threw).
  */
-export async function pollUntil<T> (fn: () => Promise<T | undefined>, options: { timeoutMs: number; intervalMs?: number; message: string }): Promise<{ value: T; ms: number }> {
+export async function pollUntil<T> (
+  fn: () => Promise<T | undefined>,
+  options: { timeoutMs: number; intervalMs?: number; message: string }
+): Promise<{ value: T; ms: number }> {
   const started = Date.now()
   for (;;) {
     let lastError: unknown = null
@@ -135,16 +147,28 @@ export async function pollUntil<T> (fn: () => Promise<T | undefined>, options: {
 export interface TestServer {
   server: RunningServer
   port: number
-  /** A customer key and a staff key on the server's database, which holds the sample catalogue (pet 1 is available, stock 1). */
+  /**
+   * A customer key and a staff key on the server's database, which holds the sample catalogue
+   * (pet 1 is available, stock 1).
+   */
   keys: { customer: string; staff: string }
 }
 
-/** startServer on an in-memory database and port 0, with these variables (limits) on top; closed after the test. Warnings go to `logLines` when given. */
-export async function startTestServer (t: TestContext, env: Record<string, string>, logLines?: Array<Record<string, unknown>>): Promise<TestServer> {
+/**
+ * startServer on an in-memory database and port 0, with these variables (limits) on top; closed
+ * after the test. Warnings go to `logLines` when given.
+ */
+export async function startTestServer (
+  t: TestContext,
+  env: Record<string, string>,
+  logLines?: Array<Record<string, unknown>>
+): Promise<TestServer> {
   const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', PORT: '0', LOG_LEVEL: logLines === undefined ? 'silent' : 'warn', ...env })
   const keys = { customer: '', staff: '' }
   const server = await startServer(config, {
-    logger: createLogger(config, logLines === undefined ? undefined : { write: (line: string) => { logLines.push(JSON.parse(line) as Record<string, unknown>) } }),
+    logger: createLogger(config, logLines === undefined
+      ? undefined
+      : { write: (line: string) => { logLines.push(JSON.parse(line) as Record<string, unknown>) } }),
     beforeListen: async (infra) => {
       await loadSampleData(infra.stores)
       const admin = createKeyAdmin(infra.stores.keys, systemClock)

@@ -39,7 +39,11 @@ export function serviceGate (reason: string | null, ci: string | undefined = pro
  * The same rule inside a running test: true when the service answers; otherwise skips the test
  * and returns false (the caller returns at once) or, under CI, throws the reason.
  */
-export function requireService (t: TestContext, reason: string | null, ci: string | undefined = process.env.CI): boolean {
+export function requireService (
+  t: TestContext,
+  reason: string | null,
+  ci: string | undefined = process.env.CI
+): boolean {
   if (reason === null) return true
   if (!underCi(ci)) {
     t.skip(reason)

@@ -66,12 +66,18 @@ export async function createTestSchema (t: TestContext): Promise<string> {
 }
 
 /** The PostgreSQL engine on a fresh schema (see createTestSchema), closed then dropped after the test. */
-export async function openPostgresTestStores (t: TestContext, options: PostgresStoresOptions = {}): Promise<PostgresStores> {
+export async function openPostgresTestStores (
+  t: TestContext,
+  options: PostgresStoresOptions = {}
+): Promise<PostgresStores> {
   return (await openPostgresTestSchema(t, options)).stores
 }
 
 /** openPostgresTestStores, with the schema's name (to read its tables behind the stores). */
-export async function openPostgresTestSchema (t: TestContext, options: PostgresStoresOptions = {}): Promise<{ stores: PostgresStores; schema: string }> {
+export async function openPostgresTestSchema (
+  t: TestContext,
+  options: PostgresStoresOptions = {}
+): Promise<{ stores: PostgresStores; schema: string }> {
   if (!requireService(t, await testPostgresReason())) throw skippedTestEnd('PostgreSQL')
   const { schema, drop } = await newSchema()
   let stores: PostgresStores | null = null

@@ -11,7 +11,10 @@ export function tempDir (t: Pick<TestContext, 'after'>, prefix = 'petstore-'): s
   return dir
 }
 
-/** A fresh directory under the system's temporary directory that outlives the test: what a person opens afterwards (the browser tests' screenshots). */
+/**
+ * A fresh directory under the system's temporary directory that outlives the test: what a person
+ * opens afterwards (the browser tests' screenshots).
+ */
 export function keptDir (prefix = 'petstore-'): string {
   return mkdtempSync(join(tmpdir(), prefix))
 }

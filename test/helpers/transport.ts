@@ -25,14 +25,23 @@ export interface Answer {
   /** A 429 or 503: each window of the RateLimit header (remaining, seconds to reset), and the first one spent. */
   windows?: Record<string, Window>
   exhaustedWindow?: string
-  /** REST only: the response's own headers (light-my-request's type). A tool result has none; what a test needs of them is above. */
+  /**
+   * REST only: the response's own headers (light-my-request's type). A tool result has none; what
+   * a test needs of them is above.
+   */
   headers?: OutgoingHttpHeaders
 }
 
 export interface Caller {
-  /** Opens the caller's session: nothing over REST; over MCP the SDK's initialize, a charged request (throws if refused). */
+  /**
+   * Opens the caller's session: nothing over REST; over MCP the SDK's initialize, a charged
+   * request (throws if refused).
+   */
   open (): Promise<void>
-  /** One operation by operationId, with the tool's arguments. Over MCP a session not yet open is opened first; a refused opening is the answer. */
+  /**
+   * One operation by operationId, with the tool's arguments. Over MCP a session not yet open is
+   * opened first; a refused opening is the answer.
+   */
   send (op: string, args?: Record<string, unknown>): Promise<Answer>
 }
 
@@ -66,12 +75,17 @@ interface Operation { method: string; path: string }
 
 /** operationId to method and path, read from the app's own document (servers: /v1). */
 function operationsOf (api: TestApp): Map<string, Operation> {
-  const document = api.app.swagger() as unknown as { servers: Array<{ url: string }>; paths: Record<string, Record<string, { operationId?: string }>> }
+  const document = api.app.swagger() as unknown as {
+    servers: Array<{ url: string }>
+    paths: Record<string, Record<string, { operationId?: string }>>
+  }
   const base = document.servers[0]?.url ?? ''
   const operations = new Map<string, Operation>()
   for (const [path, item] of Object.entries(document.paths)) {
     for (const [method, operation] of Object.entries(item)) {
-      if (operation.operationId !== undefined) operations.set(operation.operationId, { method: method.toUpperCase(), path: base + path })
+      if (operation.operationId !== undefined) {
+        operations.set(operation.operationId, { method: method.toUpperCase(), path: base + path })
+      }
     }
   }
   return operations
@@ -85,7 +99,10 @@ function restCaller (api: TestApp, operations: Map<string, Operation>, key: stri
       if (operation === undefined) throw new Error(`no operation ${op} in the document`)
       const { body, idempotencyKey, ifMatch, ...rest } = args
       const used = new Set<string>()
-      const path = operation.path.replace(/\{(\w+)\}/g, (_m, name: string) => { used.add(name); return encodeURIComponent(String(rest[name])) })
+      const path = operation.path.replace(/\{(\w+)\}/g, (_m, name: string) => {
+        used.add(name)
+        return encodeURIComponent(String(rest[name]))
+      })
       const query = new URLSearchParams()
       for (const [name, value] of Object.entries(rest)) {
         if (used.has(name) || value === undefined) continue
@@ -95,8 +112,19 @@ function restCaller (api: TestApp, operations: Map<string, Operation>, key: stri
       if (typeof idempotencyKey === 'string') headers['idempotency-key'] = idempotencyKey
       if (typeof ifMatch === 'string') headers['if-match'] = ifMatch
       const url = query.size === 0 ? path : `${path}?${query.toString()}`
-      const res = await api.call({ method: operation.method as 'GET', url, key, headers, ...(body !== undefined && { payload: body as Record<string, unknown> }) })
-      return { status: res.statusCode, body: res.body === '' ? null : res.json(), ...limitsOf(res.statusCode, res.headers), headers: res.headers }
+      const res = await api.call({
+        method: operation.method as 'GET',
+        url,
+        key,
+        headers,
+        ...(body !== undefined && { payload: body as Record<string, unknown> })
+      })
+      return {
+        status: res.statusCode,
+        body: res.body === '' ? null : res.json(),
+        ...limitsOf(res.statusCode, res.headers),
+        headers: res.headers
+      }
     }
   }
 }
@@ -119,9 +147,14 @@ function mcpCaller (t: TestContext, endpoint: URL, key: string): Caller {
   let refused: Answer | undefined
   const observe: typeof fetch = async (input, init) => {
     const response = await fetch(input, init)
-    if (!response.ok && response.status !== 405) { // 405: the SDK's optional GET stream, which this server does not offer
+    // 405: the SDK's optional GET stream, which this server does not offer.
+    if (!response.ok && response.status !== 405) {
       const text = await response.clone().text()
-      refused = { status: response.status, body: text === '' ? null : JSON.parse(text), ...limitsOf(response.status, Object.fromEntries(response.headers)) }
+      refused = {
+        status: response.status,
+        body: text === '' ? null : JSON.parse(text),
+        ...limitsOf(response.status, Object.fromEntries(response.headers))
+      }
     }
     return response
   }
@@ -129,14 +162,19 @@ function mcpCaller (t: TestContext, endpoint: URL, key: string): Caller {
   /** Null when the session is open, else the refusal of the opening. */
   async function connect (): Promise<Answer | null> {
     const candidate = new Client({ name: 'petstore-rate-limit-suite', version: '1.0.0' })
-    const transport = new StreamableHTTPClientTransport(endpoint, { fetch: observe, requestInit: { headers: { authorization: `Bearer ${key}` } } })
+    const transport = new StreamableHTTPClientTransport(endpoint, {
+      fetch: observe,
+      requestInit: { headers: { authorization: `Bearer ${key}` } }
+    })
     refused = undefined
     try {
       await candidate.connect(transport)
     } catch (error) {
       // Opening a session is charged like any request; its refusal comes as a JSON-RPC error
       // whose data is the refusal a tool result would carry. (The SDK has closed the client.)
-      if (error instanceof McpError && typeof error.data === 'object' && error.data !== null) return refusalAnswer(error.data as Record<string, unknown>)
+      if (error instanceof McpError && typeof error.data === 'object' && error.data !== null) {
+        return refusalAnswer(error.data as Record<string, unknown>)
+      }
       if (refused !== undefined) return refused
       throw error
     }
@@ -163,7 +201,8 @@ function mcpCaller (t: TestContext, endpoint: URL, key: string): Caller {
         if (refused !== undefined) return refused
         throw error
       }
-      const content = result.structuredContent ?? JSON.parse((result.content as Array<{ text: string }>)[0]!.text) as Record<string, unknown>
+      const content = result.structuredContent
+        ?? JSON.parse((result.content as Array<{ text: string }>)[0]!.text) as Record<string, unknown>
       if (result.isError === true) return refusalAnswer(content)
       return { status: Number(content.status), body: content.data }
     }
@@ -176,15 +215,29 @@ function mcpCaller (t: TestContext, endpoint: URL, key: string): Caller {
  * call past 20 a minute, its own feature (test/mcp/mcp.http.test.ts), while a quota suite repeats
  * one call on purpose.
  */
-export async function buildTransportApp (t: TestContext, transport: TransportName, options: TestAppOptions = {}): Promise<TransportApp> {
+export async function buildTransportApp (
+  t: TestContext,
+  transport: TransportName,
+  options: TestAppOptions = {}
+): Promise<TransportApp> {
   if (transport === 'rest') {
     const api = await buildTestApp(t, options)
     const operations = operationsOf(api)
     const callers = new Map<string, Caller>()
-    return { ...api, transport, opening: 0, caller: (key) => callers.get(key) ?? callers.set(key, restCaller(api, operations, key)).get(key)! }
+    return {
+      ...api,
+      transport,
+      opening: 0,
+      caller: (key) => callers.get(key) ?? callers.set(key, restCaller(api, operations, key)).get(key)!
+    }
   }
   const api = await listenTestApp(t, { ...options, env: { MCP_REPEAT_LIMIT: '10000', ...options.env } })
   const endpoint = new URL(`${api.baseUrl.slice(0, -'/v1'.length)}/mcp`)
   const callers = new Map<string, Caller>()
-  return { ...api, transport, opening: 1, caller: (key) => callers.get(key) ?? callers.set(key, mcpCaller(t, endpoint, key)).get(key)! }
+  return {
+    ...api,
+    transport,
+    opening: 1,
+    caller: (key) => callers.get(key) ?? callers.set(key, mcpCaller(t, endpoint, key)).get(key)!
+  }
 }

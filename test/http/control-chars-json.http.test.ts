@@ -26,7 +26,12 @@ async function shop (t: Parameters<typeof buildTestApp>[0]): Promise<TestApp> {
 const send = (h: TestApp, method: 'POST' | 'PUT' | 'PATCH', url: string, text: string, role: 'customer' | 'staff' | 'admin' = 'staff') =>
   h.call({ method, url, role, headers: { 'content-type': 'application/json' }, payload: text })
 
-function assertRefused (res: { statusCode: number; json: () => Record<string, unknown> }, path: string, message: string, what: string): void {
+function assertRefused (
+  res: { statusCode: number; json: () => Record<string, unknown> },
+  path: string,
+  message: string,
+  what: string
+): void {
   assert.equal(res.statusCode, 400, what)
   const { requestId: _, ...body } = res.json()
   assert.deepEqual(body, { code: 'validation_failed', message: `invalid body: ${path} ${message}`, status: 400, details: [{ path, message }] }, what)
@@ -44,7 +49,9 @@ test('a lone surrogate anywhere in a body (value or field name, high or low, any
     // As a field name: the name is refused as the path says (unknown fields come after).
     ['/v1/pets', '{"name":"Fido","categoryId":1,"\\ud800":1}', 'POST', '/\ufffd']
   ]
-  for (const [url, text, method, path] of cases) assertRefused(await send(h, method, url, text), path, LONE, `${method} ${url} ${text}`)
+  for (const [url, text, method, path] of cases) {
+    assertRefused(await send(h, method, url, text), path, LONE, `${method} ${url} ${text}`)
+  }
   const admin = await send(h, 'POST', '/v1/admin/keys', '{"name":"Partner\\ud83d","role":"customer","plan":"free"}', 'admin')
   assertRefused(admin, '/name', LONE, 'key name')
   // Nothing stored: the pet and category are as they were, no key was made.

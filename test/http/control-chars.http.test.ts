@@ -13,7 +13,11 @@ import { test } from 'node:test'
 import { buildTestApp, type TestApp } from '../helpers/app.ts'
 
 /** Every C0 control, DEL and every C1 control. */
-const CONTROLS = [...Array.from({ length: 0x20 }, (_, i) => i), 0x7f, ...Array.from({ length: 0x20 }, (_, i) => 0x80 + i)].map((c) => String.fromCharCode(c))
+const CONTROLS = [
+  ...Array.from({ length: 0x20 }, (_, i) => i),
+  0x7f,
+  ...Array.from({ length: 0x20 }, (_, i) => 0x80 + i)
+].map((c) => String.fromCharCode(c))
 const isControl = (ch: string) => ch < ' ' || (ch >= '\u007f' && ch <= '\u009f')
 const ALLOWED_IN_DESCRIPTIONS = new Set(['\t', '\n', '\r'])
 const hex = (c: string) => `U+${c.charCodeAt(0).toString(16).padStart(4, '0').toUpperCase()}`
@@ -137,7 +141,13 @@ test('an If-Match with a control character other than tab is 400; the Idempotenc
 test('the document: every string a request can carry (parameter or body field) refuses U+0000, DEL and U+009B by its pattern, or is a format or an enumeration', async (t) => {
   const h = await buildTestApp(t)
   type S = Record<string, unknown>
-  const doc = h.app.swagger() as unknown as { paths: Record<string, Record<string, { parameters?: { in: string; name: string; schema: S }[]; requestBody?: { content: Record<string, { schema: S }> } }>>; components: { schemas: Record<string, S> } }
+  const doc = h.app.swagger() as unknown as {
+    paths: Record<string, Record<string, {
+      parameters?: { in: string; name: string; schema: S }[]
+      requestBody?: { content: Record<string, { schema: S }> }
+    }>>
+    components: { schemas: Record<string, S> }
+  }
   const resolve = (s: S): S => typeof s.$ref === 'string' ? resolve(doc.components.schemas[s.$ref.split('/').pop()!]!) : s
   const loose: string[] = []
   let strings = 0

@@ -27,7 +27,9 @@ async function matrix (t: TestContext, env: Record<string, string>): Promise<Rec
   for (const [name, request] of Object.entries(cases)) {
     const res = await call(request)
     const headers: Record<string, unknown> = { status: res.statusCode }
-    for (const h of CORS) if (res.headers[h] !== undefined && (h !== 'content-length' || res.statusCode === 204)) headers[h] = res.headers[h]
+    for (const h of CORS) {
+      if (res.headers[h] !== undefined && (h !== 'content-length' || res.statusCode === 204)) headers[h] = res.headers[h]
+    }
     out[name] = headers
   }
   return out

@@ -28,7 +28,12 @@ test('a known path with another method is 405 method_not_allowed with an Allow h
 
 test('a body over 64 KiB is 413 payload_too_large', async (t) => {
   const { call } = await buildTestApp(t)
-  const res = await call({ method: 'POST', url: '/v1/categories', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'A', description: 'x'.repeat(70_000) }) })
+  const res = await call({
+    method: 'POST',
+    url: '/v1/categories',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({ name: 'A', description: 'x'.repeat(70_000) })
+  })
   assert.equal(res.statusCode, 413)
   assert.equal(res.json().code, 'payload_too_large')
 })
@@ -100,7 +105,12 @@ test('a 63 KB body of unknown fields is 400 validation_failed with at most 20 de
 
 test('a 56 KB field name is cut to 120 characters in the message and the details', async (t) => {
   const { call } = await buildTestApp(t)
-  const res = await call({ method: 'POST', url: '/v1/categories', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'Dogs', ['🐶'.repeat(14_000)]: 1 }) })
+  const res = await call({
+    method: 'POST',
+    url: '/v1/categories',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({ name: 'Dogs', ['🐶'.repeat(14_000)]: 1 })
+  })
   assert.equal(res.statusCode, 400)
   const answer = res.json()
   assert.equal(answer.details.length, 1)

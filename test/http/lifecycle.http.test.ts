@@ -58,7 +58,9 @@ test('PETSTORE_GET_PET_SUNSET moves the sunset, in the headers, the 410 and the 
 
 test('calls to the deprecated operation are counted per key', async (t) => {
   const calls: [string, number | null][] = []
-  const { call, makeKey } = await buildTestApp(t, { deps: { events: { onDeprecatedCall: (op, keyId) => { calls.push([op, keyId]) } } } })
+  const { call, makeKey } = await buildTestApp(t, {
+    deps: { events: { onDeprecatedCall: (op, keyId) => { calls.push([op, keyId]) } } }
+  })
   const a = await makeKey('customer')
   await call({ method: 'GET', url: '/v1/pets/1', key: a.key })
   await call({ method: 'GET', url: '/v1/pets/1', key: a.key })

@@ -50,7 +50,14 @@ test('each request writes one JSON line, "request completed", with the request i
     assert.equal(typeof time, 'number')
     assert.equal(typeof pid, 'number')
     assert.equal(typeof hostname, 'string')
-    assert.deepEqual(rest, { reqId: res.headers['request-id'], ...(keyId !== undefined && { keyId }), method, url, statusCode, msg: 'request completed' })
+    assert.deepEqual(rest, {
+      reqId: res.headers['request-id'],
+      ...(keyId !== undefined && { keyId }),
+      method,
+      url,
+      statusCode,
+      msg: 'request completed'
+    })
   }
   // An error's code and message are on its line.
   assert.equal(of(c)[0]!.code, 'forbidden')
@@ -130,7 +137,9 @@ test('a ban is logged as a warning with the key id and its end, and the key neve
   // One allowed, then 20 refusals and the 21st, which starts the ban; send half as Bearer.
   const codes: number[] = []
   for (let i = 0; i < 22; i++) {
-    const res = await call(i % 2 === 0 ? { method: 'GET', url: '/v1/pets', key } : { method: 'GET', url: '/v1/pets', key: null, headers: { authorization: `Bearer ${key}` } })
+    const res = await call(i % 2 === 0
+      ? { method: 'GET', url: '/v1/pets', key }
+      : { method: 'GET', url: '/v1/pets', key: null, headers: { authorization: `Bearer ${key}` } })
     codes.push(res.statusCode)
   }
   assert.deepEqual(codes, [200, ...Array(21).fill(429)])
@@ -149,13 +158,19 @@ test('a ban is logged as a warning with the key id and its end, and the key neve
 
 test('a preflight, a refusal, a served read and a sunset 410 each end once: one line each, and no "reply already sent" warning', async (t) => {
   const log = capturedLogger()
-  const { app, call, clock } = await buildTestApp(t, { deps: { logger: log.logger }, env: { PETSTORE_GET_PET_SUNSET: '2026-12-01T00:00:00Z' } })
+  const { app, call, clock } = await buildTestApp(t, {
+    deps: { logger: log.logger },
+    env: { PETSTORE_GET_PET_SUNSET: '2026-12-01T00:00:00Z' }
+  })
   const preflight = await app.inject({ method: 'OPTIONS', url: '/v1/pets', headers: { origin: 'https://shop.example', 'access-control-request-method': 'GET' } })
   const refused = await call({ method: 'GET', url: '/v1/pets', key: null })
   const served = await call({ method: 'GET', url: '/v1/pets' })
   clock.set(Date.parse('2026-12-02T00:00:00Z'))
   const retired = await call({ method: 'GET', url: '/v1/pets/1' })
-  assert.deepEqual([preflight.statusCode, refused.statusCode, served.statusCode, retired.statusCode], [204, 401, 200, 410])
+  assert.deepEqual(
+    [preflight.statusCode, refused.statusCode, served.statusCode, retired.statusCode],
+    [204, 401, 200, 410]
+  )
   const lines = log.lines()
   for (const res of [preflight, refused, served, retired]) {
     const mine = lines.filter((l) => l.reqId === res.headers['request-id'])

@@ -117,7 +117,11 @@ test('id filters (petId, categoryId, each repeated id) and path ids follow the s
 
 test('the document states the rule on every integer parameter, and bounds each one', async (t) => {
   const h = await buildTestApp(t)
-  const doc = h.app.swagger() as unknown as { paths: Record<string, Record<string, { parameters?: { in: string; name: string; description?: string; schema: Record<string, unknown> }[] }>> }
+  const doc = h.app.swagger() as unknown as {
+    paths: Record<string, Record<string, {
+      parameters?: { in: string; name: string; description?: string; schema: Record<string, unknown> }[]
+    }>>
+  }
   let seen = 0
   for (const [path, methods] of Object.entries(doc.paths)) {
     for (const [method, operation] of Object.entries(methods)) {

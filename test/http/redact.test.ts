@@ -126,7 +126,14 @@ test('the cache of query names stays bounded, and keeps names of at most 64 char
 test('a request as a log line shows it: its fields, the URL redacted', () => {
   const view = requestLogView({ method: 'GET', url: '/v1/pets?token=t&id=psk_k', host: 'shop.example', ip: '10.0.0.1', headers: { 'accept-version': '1' }, socket: { remotePort: 4242 } })
   assert.deepEqual(view, { method: 'GET', url: `/v1/pets?token=${R}&id=${R}`, version: '1', host: 'shop.example', remoteAddress: '10.0.0.1', remotePort: 4242 })
-  assert.deepEqual(requestLogView({ method: 'PUT', url: '/v1/pets', socket: null }), { method: 'PUT', url: '/v1/pets', version: undefined, host: undefined, remoteAddress: undefined, remotePort: undefined })
+  assert.deepEqual(requestLogView({ method: 'PUT', url: '/v1/pets', socket: null }), {
+    method: 'PUT',
+    url: '/v1/pets',
+    version: undefined,
+    host: undefined,
+    remoteAddress: undefined,
+    remotePort: undefined
+  })
 })
 
 test('an error as a log line shows it: every text redacted, its code and cause kept, nothing added', () => {

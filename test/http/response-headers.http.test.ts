@@ -6,7 +6,13 @@ import { buildTestApp } from '../helpers/app.ts'
 
 test('every /v1 answer carries X-Content-Type-Options: nosniff, success, error, unknown path and malformed URL alike', async (t) => {
   const { call } = await buildTestApp(t)
-  for (const [url, key, status] of [['/v1/pets', undefined, 200], ['/v1/pets/99', undefined, 404], ['/v1/pets', null, 401], ['/v1/nothing', undefined, 404], ['/v1/categories/%zz', undefined, 400]] as const) {
+  for (const [url, key, status] of [
+    ['/v1/pets', undefined, 200],
+    ['/v1/pets/99', undefined, 404],
+    ['/v1/pets', null, 401],
+    ['/v1/nothing', undefined, 404],
+    ['/v1/categories/%zz', undefined, 400]
+  ] as const) {
     const res = await call({ method: 'GET', url, ...(key !== undefined && { key }) })
     assert.equal(res.statusCode, status, url)
     assert.equal(res.headers['x-content-type-options'], 'nosniff', url)
@@ -18,7 +24,12 @@ test('answers under /v1/admin carry Cache-Control: no-store (errors and the crea
   const created = await call({ method: 'POST', url: '/v1/admin/keys', payload: { role: 'customer', plan: 'pro' } })
   assert.equal(created.statusCode, 201)
   assert.equal(created.headers['cache-control'], 'no-store')
-  for (const [url, key, status] of [['/v1/admin/keys', undefined, 200], ['/v1/admin/keys/1', undefined, 200], ['/v1/admin/keys/999', undefined, 404], ['/v1/admin/keys', null, 401]] as const) {
+  for (const [url, key, status] of [
+    ['/v1/admin/keys', undefined, 200],
+    ['/v1/admin/keys/1', undefined, 200],
+    ['/v1/admin/keys/999', undefined, 404],
+    ['/v1/admin/keys', null, 401]
+  ] as const) {
     const res = await call({ method: 'GET', url, ...(key !== undefined && { key }) })
     assert.equal(res.statusCode, status, url)
     assert.equal(res.headers['cache-control'], 'no-store', url)

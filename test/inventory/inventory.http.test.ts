@@ -11,7 +11,12 @@ async function shop (t: TestContext, status?: string): Promise<Shop> {
   const h = await buildTestApp(t)
   const category = await h.call({ method: 'POST', url: '/v1/categories', role: 'staff', payload: { name: 'Cats' } })
   const categoryId = category.json().id as number
-  const pet = await h.call({ method: 'POST', url: '/v1/pets', role: 'staff', payload: { name: 'Milo', categoryId, ...(status !== undefined && { status }) } })
+  const pet = await h.call({
+    method: 'POST',
+    url: '/v1/pets',
+    role: 'staff',
+    payload: { name: 'Milo', categoryId, ...(status !== undefined && { status }) }
+  })
   assert.equal(pet.statusCode, 201)
   return { ...h, categoryId, petId: pet.json().id }
 }
@@ -129,7 +134,14 @@ test('PUT /v1/store/inventory/{petId} to 0 answers 200 and leaves a pending pet 
 
 test('PUT /v1/store/inventory/{petId} answers 400 validation_failed for a quantity out of bounds, not an integer, or an unknown field', async (t) => {
   const h = await shop(t)
-  for (const payload of [{ quantity: -1 }, { quantity: 1_000_001 }, { quantity: '5' }, { quantity: 2.5 }, {}, { quantity: 1, status: 'sold' }]) {
+  for (const payload of [
+    { quantity: -1 },
+    { quantity: 1_000_001 },
+    { quantity: '5' },
+    { quantity: 2.5 },
+    {},
+    { quantity: 1, status: 'sold' }
+  ]) {
     const res = await put(h, h.petId, payload)
     assert.equal(res.statusCode, 400, JSON.stringify(payload))
     assert.equal(res.json().code, 'validation_failed')

@@ -20,7 +20,9 @@ const MINUTE = 60_000
 const HOLD = 30 * MINUTE
 
 /** The value of one sample of the Prometheus text, or NaN when absent. */
-const sampleOf = (text: string, series: string): number => Number(text.split('\n').find((line) => line.startsWith(`${series} `))?.slice(series.length + 1))
+const sampleOf = (text: string, series: string): number => Number(
+  text.split('\n').find((line) => line.startsWith(`${series} `))?.slice(series.length + 1)
+)
 
 test('a started server sweeps an order that lapsed while it was down and flushes usage on its timer, through the jobs', async (t) => {
   // Fault caught: a job left out of the list, not started by the server, or started after the
@@ -29,9 +31,17 @@ test('a started server sweeps an order that lapsed while it was down and flushes
   const path = join(dir, 'petstore.db')
   // An order placed 31 minutes ago (its hold is 30) by an instance that then stopped.
   const before = createSqliteStores(path)
-  const h = await buildTestApp(t, { stores: before, deps: { clock: manualClock(Date.now() - HOLD - MINUTE), usageFlushMs: 0 } })
+  const h = await buildTestApp(t, {
+    stores: before,
+    deps: { clock: manualClock(Date.now() - HOLD - MINUTE), usageFlushMs: 0 }
+  })
   const category = await h.call({ method: 'POST', url: '/v1/categories', role: 'staff', payload: { name: 'Fish' } })
-  const petId = (await h.call({ method: 'POST', url: '/v1/pets', role: 'staff', payload: { name: 'Goldie', categoryId: category.json().id } })).json().id as number
+  const petId = (await h.call({
+    method: 'POST',
+    url: '/v1/pets',
+    role: 'staff',
+    payload: { name: 'Goldie', categoryId: category.json().id }
+  })).json().id as number
   await h.call({ method: 'PUT', url: `/v1/store/inventory/${petId}`, role: 'staff', payload: { quantity: 1 } })
   assert.equal((await h.call({ method: 'POST', url: '/v1/store/orders', role: 'customer', payload: { petId, quantity: 1 } })).statusCode, 201)
   await h.app.close()
@@ -49,7 +59,9 @@ test('a started server sweeps an order that lapsed while it was down and flushes
   for (let i = 0; i < 3; i++) assert.equal((await fetch(`${server.url}/v1/pets`, { headers: { 'x-api-key': key } })).status, 200)
   const day = utcDay(Date.now())
   const deadline = Date.now() + 5000
-  while ((await server.infra.stores.keys.usage(record.id, day)).length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
+  while ((await server.infra.stores.keys.usage(record.id, day)).length === 0 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
   assert.deepEqual((await server.infra.stores.keys.usage(record.id, day)).map((r) => r.allowed), [3])
 
   const metrics = await (await fetch(`${server.metricsUrl}/metrics`)).text()
@@ -62,7 +74,12 @@ test('a started server sweeps an order that lapsed while it was down and flushes
 test('a failed usage flush at close is a warning in the app\'s pino log, with the job\'s name, and counted', async (t) => {
   // Fault caught: a job's failure swallowed silently, or logged without the job's name, or not counted.
   const lines: Array<Record<string, unknown>> = []
-  const destination = new Writable({ write (chunk: Buffer, _encoding, done) { lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>); done() } })
+  const destination = new Writable({
+    write (chunk: Buffer, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>)
+      done()
+    }
+  })
   const metrics = createMetrics()
   const app = await buildTestApp(t, { deps: { logger: pino({ level: 'warn' }, destination), metrics, usageFlushMs: 0 } })
   const { key } = await app.makeKey('customer', 'free')

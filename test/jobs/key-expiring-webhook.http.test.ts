@@ -14,7 +14,11 @@ test('a receiver subscribed to key.* gets key.expiring, with the key\'s view, on
   const app = await webhookApp(t)
   const receiver = await startReceiver(t)
   const endpoint = await subscribe(app, receiver, ['key.*'])
-  const created = await app.call({ method: 'POST', url: '/v1/admin/keys', payload: { role: 'customer', plan: 'pro', name: 'Leaving shop', expiresAt: new Date(Date.now() + 6 * DAY).toISOString() } })
+  const created = await app.call({
+    method: 'POST',
+    url: '/v1/admin/keys',
+    payload: { role: 'customer', plan: 'pro', name: 'Leaving shop', expiresAt: new Date(Date.now() + 6 * DAY).toISOString() }
+  })
   assert.equal(created.statusCode, 201, created.body)
   const id = created.json().id as number
   assert.equal(await sendKeyExpiringNotices({ events: app.stores.events, clock: systemClock }), 1)

@@ -47,8 +47,17 @@ const ENGINES: Array<{ name: string; skip: string | false; open (t: TestContext)
         a,
         b,
         async expiring () {
-          const events = await a.events.listEvents({ visibility: { role: 'admin' }, types: { exact: ['key.expiring'], prefixes: [] }, after: null, limit: 1000 })
-          return events.map((e) => ({ keyId: (e.data as KeyState).record.id, createdAt: e.createdAt, state: e.data as KeyState }))
+          const events = await a.events.listEvents({
+            visibility: { role: 'admin' },
+            types: { exact: ['key.expiring'], prefixes: [] },
+            after: null,
+            limit: 1000
+          })
+          return events.map((e) => ({
+            keyId: (e.data as KeyState).record.id,
+            createdAt: e.createdAt,
+            state: e.data as KeyState
+          }))
         }
       }
     }
@@ -68,7 +77,10 @@ const ENGINES: Array<{ name: string; skip: string | false; open (t: TestContext)
         async expiring () {
           const rows = await withPostgres(TEST_DATABASE_URL, async (c) =>
             (await c.query<{ created_at: string; data: string }>(`SELECT created_at, data FROM ${schema}.events WHERE type = 'key.expiring' ORDER BY seq`)).rows)
-          return rows.map((r) => { const state = JSON.parse(r.data) as KeyState; return { keyId: state.record.id, createdAt: Number(r.created_at), state } })
+          return rows.map((r) => {
+            const state = JSON.parse(r.data) as KeyState
+            return { keyId: state.record.id, createdAt: Number(r.created_at), state }
+          })
         }
       }
     }
@@ -99,7 +111,11 @@ for (const engine of ENGINES) {
     clock.set(expiresAt - 7 * DAY + MINUTE)
     assert.equal(await run(), 1)
     const [first] = await expiring()
-    assert.deepEqual(first, { keyId: key.id, createdAt: clock.now(), state: { record: await stores.keys.getKey(key.id), ban: null, lastUsedAt: null } })
+    assert.deepEqual(first, {
+      keyId: key.id,
+      createdAt: clock.now(),
+      state: { record: await stores.keys.getKey(key.id), ban: null, lastUsedAt: null }
+    })
     assert.equal(first!.state.record.expiresAt, expiresAt)
 
     clock.advance(MINUTE)
@@ -114,7 +130,10 @@ for (const engine of ENGINES) {
     assert.equal(await run(), 0)
     clock.set(expiresAt + MINUTE)
     assert.equal(await run(), 0)
-    assert.deepEqual((await expiring()).map((e) => [e.keyId, e.createdAt]), [[key.id, expiresAt - 7 * DAY + MINUTE], [key.id, expiresAt - DAY + MINUTE]])
+    assert.deepEqual(
+      (await expiring()).map((e) => [e.keyId, e.createdAt]),
+      [[key.id, expiresAt - 7 * DAY + MINUTE], [key.id, expiresAt - DAY + MINUTE]]
+    )
   })
 
   test(`${engine.name}: a key made with less than a day left gets the 1-day notice only; one made with 3 days left gets the 7-day one at once and the 1-day one later`, { skip: engine.skip }, async (t) => {
@@ -132,7 +151,10 @@ for (const engine of ENGINES) {
     clock.set(T + 2 * DAY + MINUTE)
     assert.equal(await run(), 1)
     const perKey = (await expiring()).map((e) => e.keyId)
-    assert.deepEqual([perKey.filter((id) => id === short.id).length, perKey.filter((id) => id === mid.id).length], [1, 2])
+    assert.deepEqual(
+      [perKey.filter((id) => id === short.id).length, perKey.filter((id) => id === mid.id).length],
+      [1, 2]
+    )
   })
 
   test(`${engine.name}: two instances running the job at the same time send each notice exactly once`, { skip: engine.skip }, async (t) => {
@@ -143,9 +165,15 @@ for (const engine of ENGINES) {
     const admin = createKeyAdmin(a.keys, clock)
     const ids: number[] = []
     // More than a batch in the 7-day window, and some in the 1-day window.
-    for (let i = 0; i < KEY_NOTICE_BATCH + 10; i++) ids.push((await admin.create({ role: 'customer', plan: 'free', expiresAt: iso(T + 5 * DAY + i * MINUTE) })).record.id)
-    for (let i = 0; i < 10; i++) ids.push((await admin.create({ role: 'customer', plan: 'free', expiresAt: iso(T + 6 * HOUR + i * MINUTE) })).record.id)
-    const runs = await Promise.all([a, b, a, b].map((stores) => sendKeyExpiringNotices({ events: stores.events, clock })))
+    for (let i = 0; i < KEY_NOTICE_BATCH + 10; i++) {
+      ids.push((await admin.create({ role: 'customer', plan: 'free', expiresAt: iso(T + 5 * DAY + i * MINUTE) })).record.id)
+    }
+    for (let i = 0; i < 10; i++) {
+      ids.push((await admin.create({ role: 'customer', plan: 'free', expiresAt: iso(T + 6 * HOUR + i * MINUTE) })).record.id)
+    }
+    const runs = await Promise.all(
+      [a, b, a, b].map((stores) => sendKeyExpiringNotices({ events: stores.events, clock }))
+    )
     assert.equal(runs.reduce((sum, n) => sum + n, 0), ids.length, `runs sent ${runs.join(', ')}`)
     const events = await expiring()
     assert.deepEqual(events.map((e) => e.keyId).sort((x, y) => x - y), ids, 'one event per key')
@@ -165,12 +193,23 @@ test('the job runs on the runner every minute, and the app declares it (job_runs
   const clock = manualClock(T)
   const { record } = await createKeyAdmin(stores.keys, clock).create({ role: 'customer', plan: 'free', expiresAt: iso(T + 6 * DAY) })
   const ticks: Array<{ fn: () => void; ms: number }> = []
-  const timers = { setInterval: (fn: () => void, ms: number): JobTimer => { ticks.push({ fn, ms }); return { unref () {} } }, clearInterval () {} }
-  const runner = createJobRunner([keyExpiringJob({ events: stores.events, clock })], { log: { warn ({ err }) { throw err } }, timers })
+  const timers = {
+    setInterval: (fn: () => void, ms: number): JobTimer => { ticks.push({ fn, ms }); return { unref () {} } },
+    clearInterval () {}
+  }
+  const runner = createJobRunner(
+    [keyExpiringJob({ events: stores.events, clock })],
+    { log: { warn ({ err }) { throw err } }, timers }
+  )
   await runner.start()
   assert.deepEqual(ticks.map((tick) => tick.ms), [KEY_EXPIRING_EVERY_MS])
   assert.equal(KEY_EXPIRING_EVERY_MS, MINUTE)
-  const list = () => stores.events.listEvents({ visibility: { role: 'admin' }, types: { exact: ['key.expiring'], prefixes: [] }, after: null, limit: 10 })
+  const list = () => stores.events.listEvents({
+    visibility: { role: 'admin' },
+    types: { exact: ['key.expiring'], prefixes: [] },
+    after: null,
+    limit: 10
+  })
   assert.deepEqual(await list(), [], 'not at start')
   ticks[0]!.fn()
   await runner.stop()

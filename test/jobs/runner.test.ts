@@ -80,7 +80,8 @@ function countedJob (everyMs: number, extra: Partial<Job> = {}) {
 const silent = { warn: () => {} }
 
 test('a job runs every everyMs from start() until stop(), never before, with one timer however often started', async () => {
-  // Fault caught: a wrong interval, a first run at start for a job that did not ask, a second timer, a timer left armed.
+  // Fault caught: a wrong interval, a first run at start for a job that did not ask, a second
+  // timer, a timer left armed.
   const clock = fakeTimers()
   const counted = countedJob(1000)
   const runner = createJobRunner([counted.job], { log: silent, timers: clock.timers })
@@ -125,11 +126,17 @@ test('a run still going when the next is due is skipped, never run beside it; th
 })
 
 test('stop() waits for the run in flight, then runs the atStop jobs once; a second stop() is the same stop', async () => {
-  // Fault caught: stores closed under a running job, a usage flush at close racing the last timer flush or run twice, a job that runs after close.
+  // Fault caught: stores closed under a running job, a usage flush at close racing the last timer
+  // flush or run twice, a job that runs after close.
   const clock = fakeTimers()
   const order: string[] = []
   const counted = countedJob(1000)
-  const finalJob: Job = { name: 'final', everyMs: 0, atStop: true, run: async () => { order.push(`final after ${counted.runs()} run(s), none running: ${counted.mostAtOnce() === 1}`) } }
+  const finalJob: Job = {
+    name: 'final',
+    everyMs: 0,
+    atStop: true,
+    run: async () => { order.push(`final after ${counted.runs()} run(s), none running: ${counted.mostAtOnce() === 1}`) }
+  }
   const runner = createJobRunner([counted.job, finalJob], { log: silent, timers: clock.timers })
   await runner.start()
   assert.equal(clock.armed.length, 1, 'a job of everyMs 0 has no timer')
@@ -175,12 +182,17 @@ test('an atStart job has run when start() resolves; a runner never started runs 
 })
 
 test('a failed run is logged with the job\'s name and counted in job_failures_total, and the next run goes on', async () => {
-  // Fault caught: a failure that stops the job's timer, goes unlogged, is not counted, or escapes as an unhandled rejection.
+  // Fault caught: a failure that stops the job's timer, goes unlogged, is not counted, or escapes
+  // as an unhandled rejection.
   const clock = fakeTimers()
   const metrics = createMetrics()
   const lines: Array<{ fields: { err: unknown; job: string }; message: string }> = []
   const counted = countedJob(1000, { name: 'sweep', failure: 'the sweep failed; the next one retries' })
-  const runner = createJobRunner([counted.job], { log: { warn: (fields, message) => { lines.push({ fields, message }) } }, events: metrics, timers: clock.timers })
+  const runner = createJobRunner([counted.job], {
+    log: { warn: (fields, message) => { lines.push({ fields, message }) } },
+    events: metrics,
+    timers: clock.timers
+  })
   const sample = async (name: string) => Number(new RegExp(`^${name}\\{job="sweep"\\} (\\d+)$`, 'm').exec((await metrics.scrape()).body)?.[1])
   assert.equal(await sample('job_runs_total'), 0, 'present from the start')
   assert.equal(await sample('job_failures_total'), 0)

@@ -27,7 +27,11 @@ for (const engine of ENGINES) {
     const key = (await admin.create({ role: 'customer', plan: 'free' })).record
     const noticed = [T - 3 * DAY, T - 2 * DAY, T - DAY, T].map(utcDay)
     for (const day of noticed) {
-      await stores.keys.recordUsage({ counts: [{ keyId: key.id, day, allowed: 900, limited: 0, banned: 0 }], lastUsed: [], now: Date.parse(`${day}T12:00:00Z`) })
+      await stores.keys.recordUsage({
+        counts: [{ keyId: key.id, day, allowed: 900, limited: 0, banned: 0 }],
+        lastUsed: [],
+        now: Date.parse(`${day}T12:00:00Z`)
+      })
     }
     assert.deepEqual(await days(), noticed, 'one notice a day, before the prune')
 

@@ -41,7 +41,8 @@ test('GET /v1/keys/me answers 200 with the key the request carries, as the admin
   assert.equal(first.statusCode, 200)
   assert.equal(first.headers['cache-control'], 'no-store')
   assert.deepEqual(first.json(), {
-    id: mine.id, name: 'partner shop', role: 'customer', plan: 'pro', limits: { perMinute: 300, perDay: 10000 }, prefix: mine.key.slice(0, 16), format: 'checksummed',
+    id: mine.id, name: 'partner shop', role: 'customer', plan: 'pro', limits: { perMinute: 300, perDay: 10000 },
+    prefix: mine.key.slice(0, 16), format: 'checksummed',
     createdAt: iso(T0), revokedAt: null, expiresAt: '2027-01-01T00:00:00.000Z', replaces: null, replacedBy: null,
     lastUsedAt: null, scopes: ['catalog:read'], ban: null
   })
@@ -79,9 +80,18 @@ test('GET /v1/keys/me/usage answers 200 with exactly the admin usage view of the
   const own = await h.call({ method: 'GET', url: '/v1/keys/me/usage?days=7', key: mine.key })
   assert.equal(own.statusCode, 200)
   assert.deepEqual(own.json(), admin.json())
-  assert.deepEqual(own.json(), { keyId: mine.id, days: [{ date: '2026-11-21', allowed: 4, limited: 0, banned: 0, mcp: 0 }, { date: '2026-11-22', allowed: 1, limited: 0, banned: 0, mcp: 0 }] })
+  assert.deepEqual(own.json(), {
+    keyId: mine.id,
+    days: [
+      { date: '2026-11-21', allowed: 4, limited: 0, banned: 0, mcp: 0 },
+      { date: '2026-11-22', allowed: 1, limited: 0, banned: 0, mcp: 0 }
+    ]
+  })
   // days=1: today only, the read of the usage just made counted; days outside 1..90: 400.
-  assert.deepEqual((await h.call({ method: 'GET', url: '/v1/keys/me/usage?days=1', key: mine.key })).json().days, [{ date: '2026-11-22', allowed: 2, limited: 0, banned: 0, mcp: 0 }])
+  assert.deepEqual(
+    (await h.call({ method: 'GET', url: '/v1/keys/me/usage?days=1', key: mine.key })).json().days,
+    [{ date: '2026-11-22', allowed: 2, limited: 0, banned: 0, mcp: 0 }]
+  )
   const bad = await h.call({ method: 'GET', url: '/v1/keys/me/usage?days=91', key: mine.key })
   assert.equal(bad.statusCode, 400)
   assert.equal(bad.json().code, 'validation_failed')
@@ -98,7 +108,8 @@ test('POST /v1/keys/me/rotate answers 201 with a working successor (same setting
   assert.match(successor.key, /^psk_/)
   assert.notEqual(successor.key, old.key)
   assert.deepEqual(successor, {
-    id: successor.id, name: 'till', role: 'staff', plan: 'enterprise', limits: { perMinute: 50, perDay: 5000 }, prefix: successor.key.slice(0, 16), format: 'checksummed',
+    id: successor.id, name: 'till', role: 'staff', plan: 'enterprise', limits: { perMinute: 50, perDay: 5000 },
+    prefix: successor.key.slice(0, 16), format: 'checksummed',
     createdAt: iso(T0 + 1000), revokedAt: null, expiresAt: null, replaces: old.id, replacedBy: null, lastUsedAt: null,
     scopes: ['catalog:read', 'catalog:write'], ban: null, key: successor.key
   })
@@ -109,7 +120,10 @@ test('POST /v1/keys/me/rotate answers 201 with a working successor (same setting
   assert.equal((await h.call({ method: 'POST', url: '/v1/categories', key: successor.key, payload: { name: 'Dogs' } })).statusCode, 201)
   const mineOld = await h.call({ method: 'GET', url: '/v1/keys/me', key: old.key })
   assert.equal(mineOld.statusCode, 200)
-  assert.deepEqual({ replacedBy: mineOld.json().replacedBy, expiresAt: mineOld.json().expiresAt }, { replacedBy: successor.id, expiresAt: iso(T0 + 1000 + 60_000) })
+  assert.deepEqual(
+    { replacedBy: mineOld.json().replacedBy, expiresAt: mineOld.json().expiresAt },
+    { replacedBy: successor.id, expiresAt: iso(T0 + 1000 + 60_000) }
+  )
   // A key already rotated is not rotated again: its successor is.
   const again = await h.call({ method: 'POST', url: '/v1/keys/me/rotate', key: old.key })
   assert.equal(again.statusCode, 409)
@@ -173,7 +187,10 @@ test('a banned key reads GET /v1/keys/me and /me/bans with 200, uncharged, while
   assert.equal(me.headers['x-ratelimit-remaining'], '60')
   const bans = await h.call({ method: 'GET', url: '/v1/keys/me/bans', key })
   assert.equal(bans.statusCode, 200)
-  assert.deepEqual(bans.json(), { keyId: id, bans: [{ keyId: id, startedAt: iso(T0), until, liftedAt: null, reason: me.json().ban.reason }] })
+  assert.deepEqual(bans.json(), {
+    keyId: id,
+    bans: [{ keyId: id, startedAt: iso(T0), until, liftedAt: null, reason: me.json().ban.reason }]
+  })
   assert.deepEqual(bans.json(), (await h.call({ method: 'GET', url: `/v1/admin/keys/${id}/bans` })).json())
   // HEAD answers as GET does.
   assert.equal((await h.app.inject({ method: 'HEAD', url: '/v1/keys/me', headers: { 'x-api-key': key } })).statusCode, 200)

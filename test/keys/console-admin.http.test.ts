@@ -13,7 +13,10 @@ import { buildTestApp, T0, type TestApp } from '../helpers/app.ts'
 const DAY = 86_400_000
 const iso = (ms: number): string => new Date(ms).toISOString()
 
-async function create (app: TestApp, payload: Record<string, unknown>): Promise<{ id: number; key: string; prefix: string }> {
+async function create (
+  app: TestApp,
+  payload: Record<string, unknown>
+): Promise<{ id: number; key: string; prefix: string }> {
   const res = await app.call({ method: 'POST', url: '/v1/admin/keys', payload })
   assert.equal(res.statusCode, 201, res.body)
   return res.json()
@@ -29,11 +32,17 @@ test('rate_limit shows the key\'s used and remaining requests, and reading it ch
   const app = await buildTestApp(t)
   const { id, key } = await create(app, { role: 'customer', plan: 'free', name: 'windows' })
   for (let i = 0; i < 3; i++) assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key })).statusCode, 200)
-  const reset = { minute: Math.ceil((Math.floor(T0 / 60_000) + 1) * 60_000 / 1000), day: Math.ceil((Math.floor(T0 / DAY) + 1) * DAY / 1000) }
+  const reset = {
+    minute: Math.ceil((Math.floor(T0 / 60_000) + 1) * 60_000 / 1000),
+    day: Math.ceil((Math.floor(T0 / DAY) + 1) * DAY / 1000)
+  }
   const expected = {
     keyId: id,
     subject: `key:${id}`,
-    windows: { minute: { limit: 60, used: 3, remaining: 57, reset: reset.minute }, day: { limit: 1000, used: 3, remaining: 997, reset: reset.day } },
+    windows: {
+      minute: { limit: 60, used: 3, remaining: 57, reset: reset.minute },
+      day: { limit: 1000, used: 3, remaining: 997, reset: reset.day }
+    },
     ban: null
   }
   for (let i = 0; i < 3; i++) {
@@ -84,10 +93,20 @@ test('the key list filters by status, role and plan, searches name and prefix, a
   const revoked = await create(app, { role: 'customer', plan: 'free', name: 'Gone' })
   assert.equal((await app.call({ method: 'DELETE', url: `/v1/admin/keys/${revoked.id}` })).statusCode, 204)
   const old = await create(app, { role: 'customer', plan: 'business', name: 'Rotating partner' })
-  const successor = (await app.call({ method: 'POST', url: `/v1/admin/keys/${old.id}/rotate`, payload: { gracePeriodSeconds: 3600 } })).json() as { id: number }
+  const successor = (await app.call({
+    method: 'POST',
+    url: `/v1/admin/keys/${old.id}/rotate`,
+    payload: { gracePeriodSeconds: 3600 }
+  })).json() as { id: number }
   const banned = await create(app, { role: 'customer', plan: 'free', name: 'Noisy' })
   // A ban recorded through the key's chain: the successor of a banned key is banned too.
-  await app.stores.keys.recordBan({ keyId: banned.id, subject: `key:${banned.id}`, startedAt: T0, endsAt: T0 + 15 * 60_000 + 120_000, reason: 'test' })
+  await app.stores.keys.recordBan({
+    keyId: banned.id,
+    subject: `key:${banned.id}`,
+    startedAt: T0,
+    endsAt: T0 + 15 * 60_000 + 120_000,
+    reason: 'test'
+  })
   const lifted = await create(app, { role: 'customer', plan: 'free', name: 'Pardoned' })
   await app.stores.keys.recordBan({ keyId: lifted.id, subject: `key:${lifted.id}`, startedAt: T0, endsAt: T0 + DAY, reason: 'test' })
   assert.equal((await app.call({ method: 'DELETE', url: `/v1/admin/keys/${lifted.id}/ban` })).statusCode, 204)
@@ -142,13 +161,25 @@ test('bans lists the chain\'s bans, latest first, with their lifts', async (t) =
   app.clock.advance(60_000)
   assert.equal((await app.call({ method: 'DELETE', url: `/v1/admin/keys/${id}/ban` })).statusCode, 204)
   const successor = (await app.call({ method: 'POST', url: `/v1/admin/keys/${id}/rotate`, payload: {} })).json().id as number
-  await app.stores.keys.recordBan({ keyId: successor, subject: `key:${id}`, startedAt: T0 + 3_600_000, endsAt: T0 + 3_600_000 + 30 * 60_000, reason: 'second' })
+  await app.stores.keys.recordBan({
+    keyId: successor,
+    subject: `key:${id}`,
+    startedAt: T0 + 3_600_000,
+    endsAt: T0 + 3_600_000 + 30 * 60_000,
+    reason: 'second'
+  })
   const res = await app.call({ method: 'GET', url: `/v1/admin/keys/${id}/bans` })
   assert.equal(res.statusCode, 200, res.body)
   assert.deepEqual(res.json(), {
     keyId: id,
     bans: [
-      { keyId: successor, startedAt: iso(T0 + 3_600_000), until: iso(T0 + 3_600_000 + 30 * 60_000), liftedAt: null, reason: 'second' },
+      {
+        keyId: successor,
+        startedAt: iso(T0 + 3_600_000),
+        until: iso(T0 + 3_600_000 + 30 * 60_000),
+        liftedAt: null,
+        reason: 'second'
+      },
       { keyId: id, startedAt: iso(T0), until: iso(T0 + 15 * 60_000), liftedAt: iso(T0 + 60_000), reason: 'first' }
     ]
   })
@@ -161,7 +192,10 @@ test('bans lists the chain\'s bans, latest first, with their lifts', async (t) =
 function countDeprecatedWrites (keys: KeyStore): { batches: number } {
   const counter = { batches: 0 }
   const record = keys.recordUsage.bind(keys)
-  keys.recordUsage = async (batch) => { if ((batch.deprecated ?? []).length > 0) counter.batches++; return record(batch) }
+  keys.recordUsage = async (batch) => {
+    if ((batch.deprecated ?? []).length > 0) counter.batches++
+    return record(batch)
+  }
   return counter
 }
 
@@ -200,8 +234,14 @@ test('calls of a deprecated operation are stored per key and UTC day in the usag
       sunsetAt: app.config.getPetSunset.toISOString(),
       successor: { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' },
       keys: [
-        { keyId: b.id, name: 'Newer client', prefix: b.prefix, calls: 1, lastCallAt: iso(T0 + 5_000), days: [{ date: utcDay(T0), calls: 1 }] },
-        { keyId: a.id, name: 'Old client', prefix: a.prefix, calls: 5, lastCallAt: iso(T0), days: [{ date: utcDay(yesterday), calls: 2 }, { date: utcDay(T0), calls: 3 }] }
+        {
+          keyId: b.id, name: 'Newer client', prefix: b.prefix, calls: 1, lastCallAt: iso(T0 + 5_000),
+          days: [{ date: utcDay(T0), calls: 1 }]
+        },
+        {
+          keyId: a.id, name: 'Old client', prefix: a.prefix, calls: 5, lastCallAt: iso(T0),
+          days: [{ date: utcDay(yesterday), calls: 2 }, { date: utcDay(T0), calls: 3 }]
+        }
       ]
     }]
   })
@@ -211,10 +251,16 @@ test('calls of a deprecated operation are stored per key and UTC day in the usag
   const again = (await app.call({ method: 'GET', url: '/v1/admin/deprecations' })).json()
   assert.equal(again.operations[0].keys.find((k: { keyId: number }) => k.keyId === a.id).calls, 6)
   const rows = await stores.keys.deprecatedCalls(utcDay(T0))
-  assert.deepEqual(rows.filter((r) => r.keyId === a.id), [{ operation: 'getPet', keyId: a.id, day: utcDay(T0), calls: 4, lastCallAt: T0 + 5_000 }])
+  assert.deepEqual(
+    rows.filter((r) => r.keyId === a.id),
+    [{ operation: 'getPet', keyId: a.id, day: utcDay(T0), calls: 4, lastCallAt: T0 + 5_000 }]
+  )
 
   // Beyond 30 days, a day drops out of the view.
   app.clock.set(yesterday + 30 * DAY)
   const later = (await app.call({ method: 'GET', url: '/v1/admin/deprecations' })).json()
-  assert.deepEqual(later.operations[0].keys.find((k: { keyId: number }) => k.keyId === a.id).days, [{ date: utcDay(T0), calls: 4 }])
+  assert.deepEqual(
+    later.operations[0].keys.find((k: { keyId: number }) => k.keyId === a.id).days,
+    [{ date: utcDay(T0), calls: 4 }]
+  )
 })

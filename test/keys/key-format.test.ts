@@ -66,7 +66,17 @@ test('a checksummed shape with a wrong checksum, and malformed keys, have no for
   assert.equal(keyFormatOf(legacy), 'legacy')
   assert.equal(keyFormatOf('psk_' + '-'.repeat(43)), 'legacy')
   assert.equal(keyFormatOfPrefix(legacy.slice(0, 12)), 'legacy')
-  for (const bad of ['', 'psk_', key.slice(0, 52), key + 'x', key.replace('psk_', 'PSK_'), key.slice(0, 50) + '-' + key.slice(51), `psk_${'-'.repeat(49)}`, legacy.slice(0, 46), ' ' + legacy]) {
+  for (const bad of [
+    '',
+    'psk_',
+    key.slice(0, 52),
+    key + 'x',
+    key.replace('psk_', 'PSK_'),
+    key.slice(0, 50) + '-' + key.slice(51),
+    `psk_${'-'.repeat(49)}`,
+    legacy.slice(0, 46),
+    ' ' + legacy
+  ]) {
     assert.equal(keyFormatOf(bad), null, JSON.stringify(bad))
   }
 })

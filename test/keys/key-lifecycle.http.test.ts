@@ -19,7 +19,10 @@ const iso = (ms: number): string => new Date(ms).toISOString()
 const DAY = 86_400_000
 
 /** The key view fields a fresh key has. */
-const FRESH = { format: 'checksummed', revokedAt: null, expiresAt: null, replaces: null, replacedBy: null, lastUsedAt: null, scopes: null, ban: null }
+const FRESH = {
+  format: 'checksummed', revokedAt: null, expiresAt: null, replaces: null, replacedBy: null,
+  lastUsedAt: null, scopes: null, ban: null
+}
 
 async function create (app: TestApp, payload: Record<string, unknown>) {
   const res = await app.call({ method: 'POST', url: '/v1/admin/keys', payload })
@@ -52,7 +55,13 @@ test('POST /v1/admin/keys answers 400 validation_failed for an expiresAt now, in
     const res = await app.call({ method: 'POST', url: '/v1/admin/keys', payload: { role: 'customer', plan: 'free', expiresAt } })
     assert.equal(res.statusCode, 400, expiresAt)
     const body = res.json()
-    assert.deepEqual(body, { code: 'validation_failed', message, status: 400, requestId: body.requestId, details: [{ path: '/expiresAt', message: body.details[0].message }] })
+    assert.deepEqual(body, {
+      code: 'validation_failed',
+      message,
+      status: 400,
+      requestId: body.requestId,
+      details: [{ path: '/expiresAt', message: body.details[0].message }]
+    })
   }
 })
 
@@ -175,11 +184,17 @@ test('GET /v1/admin/keys/{keyId}/usage counts allowed, limited and banned reques
     ]
   })
   // days=1 is today only; days=3 reaches back to the first day.
-  assert.deepEqual((await app.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=1` })).json().days, [{ date: '2026-11-23', allowed: 7, limited: 0, banned: 0, mcp: 0 }])
+  assert.deepEqual(
+    (await app.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=1` })).json().days,
+    [{ date: '2026-11-23', allowed: 7, limited: 0, banned: 0, mcp: 0 }]
+  )
   assert.equal((await app.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=2` })).json().days.length, 1)
   assert.equal((await app.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=3` })).json().days.length, 2)
   // The store holds the same figures (the read flushed this instance's counts first).
-  assert.deepEqual((await app.stores.keys.usage(id, '2026-11-01')).map((r) => [r.day, r.allowed, r.limited, r.banned]), [['2026-11-21', 61, 20, 5], ['2026-11-23', 7, 0, 0]])
+  assert.deepEqual(
+    (await app.stores.keys.usage(id, '2026-11-01')).map((r) => [r.day, r.allowed, r.limited, r.banned]),
+    [['2026-11-21', 61, 20, 5], ['2026-11-23', 7, 0, 0]]
+  )
 })
 
 test('GET /v1/admin/keys/{keyId}/usage answers 400 for days outside 1..90 and 404 for an unknown key; a key never used has no days', async (t) => {
@@ -236,15 +251,22 @@ test('a burst of 300 requests from 3 keys, 429s included, writes nothing to the 
   // The free key sends 80: 60 allowed and 20 refused (the 21st refusal would start a ban, which
   // is recorded in the database once: docs/product.md section 4). The others send 110 each.
   const senders = [...Array(80).fill(0), ...Array(110).fill(1), ...Array(110).fill(2)] as number[]
-  const statuses = await Promise.all(senders.map((k) => app.call({ method: 'GET', url: '/v1/pets', key: keys[k]!.key }).then((r) => r.statusCode)))
+  const statuses = await Promise.all(senders.map((k) =>
+    app.call({ method: 'GET', url: '/v1/pets', key: keys[k]!.key }).then((r) => r.statusCode)))
   assert.equal(statuses.filter((s) => s === 429).length, 20)
   assert.deepEqual(writes, none)
   // One read of the usage flushes everything this instance counted, in one store call.
   const first = await app.call({ method: 'GET', url: `/v1/admin/keys/${keys[0]!.id}/usage` })
   assert.deepEqual(first.json().days, [{ date: '2026-11-21', allowed: 60, limited: 20, banned: 0, mcp: 0 }])
   assert.deepEqual(writes, { ...none, recordUsage: 1 })
-  assert.deepEqual(await app.stores.keys.usage(keys[1]!.id, '2026-11-21'), [{ keyId: keys[1]!.id, day: '2026-11-21', allowed: 110, limited: 0, banned: 0, mcp: 0 }])
-  assert.deepEqual(await app.stores.keys.usage(keys[2]!.id, '2026-11-21'), [{ keyId: keys[2]!.id, day: '2026-11-21', allowed: 110, limited: 0, banned: 0, mcp: 0 }])
+  assert.deepEqual(
+    await app.stores.keys.usage(keys[1]!.id, '2026-11-21'),
+    [{ keyId: keys[1]!.id, day: '2026-11-21', allowed: 110, limited: 0, banned: 0, mcp: 0 }]
+  )
+  assert.deepEqual(
+    await app.stores.keys.usage(keys[2]!.id, '2026-11-21'),
+    [{ keyId: keys[2]!.id, day: '2026-11-21', allowed: 110, limited: 0, banned: 0, mcp: 0 }]
+  )
 })
 
 test('usage reaches the database within one flush interval (2 s), by the timer, with no request asking for it', async (t) => {
@@ -295,8 +317,14 @@ test('two instances on one database count one key\'s usage independently and the
   b.clock.advance(30_000)
   for (let i = 0; i < 5; i++) assert.equal((await b.call({ method: 'GET', url: '/v1/pets', key })).statusCode, 200)
   // Each instance writes its own counts when it reads usage (or on its timer, or at close).
-  assert.deepEqual((await a.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage` })).json().days, [{ date: '2026-11-21', allowed: 7, limited: 0, banned: 0, mcp: 0 }])
-  assert.deepEqual((await b.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage` })).json().days, [{ date: '2026-11-21', allowed: 12, limited: 0, banned: 0, mcp: 0 }])
+  assert.deepEqual(
+    (await a.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage` })).json().days,
+    [{ date: '2026-11-21', allowed: 7, limited: 0, banned: 0, mcp: 0 }]
+  )
+  assert.deepEqual(
+    (await b.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage` })).json().days,
+    [{ date: '2026-11-21', allowed: 12, limited: 0, banned: 0, mcp: 0 }]
+  )
   assert.equal((await a.stores.keys.getKey(id))!.lastUsedAt, T0 + 30_000, 'the later use, whichever instance wrote first')
 })
 
@@ -306,8 +334,14 @@ test('a rotated pair reports its usage under each key separately', async (t) => 
   const successor = (await app.call({ method: 'POST', url: `/v1/admin/keys/${old.id}/rotate`, payload: { gracePeriodSeconds: 600 } })).json()
   for (let i = 0; i < 3; i++) assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key: old.key })).statusCode, 200)
   for (let i = 0; i < 5; i++) assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key: successor.key })).statusCode, 200)
-  assert.deepEqual((await app.call({ method: 'GET', url: `/v1/admin/keys/${old.id}/usage` })).json().days, [{ date: '2026-11-21', allowed: 3, limited: 0, banned: 0, mcp: 0 }])
-  assert.deepEqual((await app.call({ method: 'GET', url: `/v1/admin/keys/${successor.id}/usage` })).json().days, [{ date: '2026-11-21', allowed: 5, limited: 0, banned: 0, mcp: 0 }])
+  assert.deepEqual(
+    (await app.call({ method: 'GET', url: `/v1/admin/keys/${old.id}/usage` })).json().days,
+    [{ date: '2026-11-21', allowed: 3, limited: 0, banned: 0, mcp: 0 }]
+  )
+  assert.deepEqual(
+    (await app.call({ method: 'GET', url: `/v1/admin/keys/${successor.id}/usage` })).json().days,
+    [{ date: '2026-11-21', allowed: 5, limited: 0, banned: 0, mcp: 0 }]
+  )
 })
 
 // ---- metrics ------------------------------------------------------------------------------

@@ -77,8 +77,14 @@ test('deprecations: each operation counts only its own calls; no sunset or succe
     sunsetAt: new Date(T0 + 100 * DAY).toISOString(),
     successor: { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' },
     keys: [
-      { keyId: a.id, name: 'A', prefix: a.prefix, calls: 1, lastCallAt: new Date(T0 - 1000).toISOString(), days: [{ date: today, calls: 1 }] },
-      { keyId: b.id, name: 'B', prefix: b.prefix, calls: 2, lastCallAt: new Date(T0 - 1000).toISOString(), days: [{ date: today, calls: 2 }] }
+      {
+        keyId: a.id, name: 'A', prefix: a.prefix, calls: 1, lastCallAt: new Date(T0 - 1000).toISOString(),
+        days: [{ date: today, calls: 1 }]
+      },
+      {
+        keyId: b.id, name: 'B', prefix: b.prefix, calls: 2, lastCallAt: new Date(T0 - 1000).toISOString(),
+        days: [{ date: today, calls: 2 }]
+      }
     ]
   }, {
     operationId: 'oldThing',
@@ -88,7 +94,10 @@ test('deprecations: each operation counts only its own calls; no sunset or succe
     sunsetAt: null,
     successor: null,
     keys: [
-      { keyId: a.id, name: 'A', prefix: a.prefix, calls: 7, lastCallAt: new Date(T0 - 5000).toISOString(), days: [{ date: yesterday, calls: 4 }, { date: today, calls: 3 }] }
+      {
+        keyId: a.id, name: 'A', prefix: a.prefix, calls: 7, lastCallAt: new Date(T0 - 5000).toISOString(),
+        days: [{ date: yesterday, calls: 4 }, { date: today, calls: 3 }]
+      }
     ]
   }])
 })

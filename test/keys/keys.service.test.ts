@@ -23,7 +23,10 @@ async function setup (t: TestContext, hooks: KeyAdminHooks = {}) {
 
 /** The AppError code and the first detail's path of a rejection. */
 async function refusal (promise: Promise<unknown>): Promise<[string, string | undefined]> {
-  const error = await promise.then(() => null, (e: unknown) => e) as { code?: string; details?: { path: string }[] } | null
+  const error = await promise.then(() => null, (e: unknown) => e) as {
+    code?: string
+    details?: { path: string }[]
+  } | null
   assert.ok(error !== null, 'expected a refusal')
   return [error.code ?? String(error), error.details?.[0]?.path]
 }
@@ -61,7 +64,10 @@ test('create: stores name (null when absent), role, plan, quotas, the hash and p
   assert.deepEqual([made.ban, made.lastUsedAt], [null, null])
   const stored = await stores.keys.findKeyByHash(hashKey(made.key))
   assert.deepEqual(stored, made.record)
-  assert.deepEqual([stored!.name, stored!.role, stored!.plan, stored!.perMinute, stored!.perDay, stored!.prefix, stored!.createdAt, stored!.expiresAt], ['ci', 'staff', 'enterprise', 5, 50, made.key.slice(0, 16), T0, null])
+  assert.deepEqual([
+    stored!.name, stored!.role, stored!.plan, stored!.perMinute, stored!.perDay,
+    stored!.prefix, stored!.createdAt, stored!.expiresAt
+  ], ['ci', 'staff', 'enterprise', 5, 50, made.key.slice(0, 16), T0, null])
   const plain = await admin.create({ role: 'customer', plan: 'free' })
   assert.deepEqual([plain.record.name, plain.record.perMinute, plain.record.perDay], [null, null, null])
 })
@@ -92,13 +98,21 @@ test('rotate: the grace period is a whole number of seconds from 0 to the maximu
     const key = await admin.create({ role: 'customer', plan: 'free' })
     assert.deepEqual(await refusal(admin.rotate(key.record.id, { gracePeriodSeconds: bad })), ['validation_failed', '/gracePeriodSeconds'], String(bad))
   }
-  const cases: [number | undefined, number][] = [[0, 0], [GRACE_PERIOD_MAX_S, GRACE_PERIOD_MAX_S], [undefined, GRACE_PERIOD_DEFAULT_S]]
+  const cases: [number | undefined, number][] = [
+    [0, 0],
+    [GRACE_PERIOD_MAX_S, GRACE_PERIOD_MAX_S],
+    [undefined, GRACE_PERIOD_DEFAULT_S]
+  ]
   for (const [grace, seconds] of cases) {
     const key = await admin.create({ role: 'customer', plan: 'free' })
     const rotated = await admin.rotate(key.record.id, grace === undefined ? {} : { gracePeriodSeconds: grace })
     assert.equal(rotated.old.expiresAt, T0 + seconds * 1000)
     assert.equal((await stores.keys.getKey(key.record.id))!.expiresAt, T0 + seconds * 1000)
-    assert.deepEqual([rotated.record.replaces, rotated.key.startsWith('psk_'), (await stores.keys.findKeyByHash(hashKey(rotated.key)))?.id === rotated.record.id], [key.record.id, true, true])
+    assert.deepEqual([
+      rotated.record.replaces,
+      rotated.key.startsWith('psk_'),
+      (await stores.keys.findKeyByHash(hashKey(rotated.key)))?.id === rotated.record.id
+    ], [key.record.id, true, true])
     assert.deepEqual(changed.at(-1), rotated.old, 'every instance forgets the old key')
   }
   for (const id of [0, -1, 1.5]) assert.deepEqual(await refusal(admin.rotate(id, {})), ['not_found', undefined])
@@ -116,13 +130,25 @@ test('rotationRefusal: a revoked, an expired (at its instant) or a replaced key 
 
 test('usage: days from 1 to the maximum (default 30), today included; the instance\'s pending usage is flushed first; a missing key is not_found', async (t) => {
   let flushed = 0
-  const { admin, stores, clock } = await setup(t, { usage: { flush: async () => { flushed++ }, lastUsedAt: () => null } })
+  const { admin, stores, clock } = await setup(t, {
+    usage: { flush: async () => { flushed++ }, lastUsedAt: () => null }
+  })
   const key = await admin.create({ role: 'customer', plan: 'free' })
   const id = key.record.id
   for (const bad of [0, USAGE_DAYS_MAX + 1, 2.5]) assert.deepEqual(await refusal(admin.usage(id, { days: bad })), ['validation_failed', '/days'])
-  await stores.keys.recordUsage({ counts: [{ keyId: id, day: '2026-10-23', allowed: 1, limited: 0, banned: 0 }, { keyId: id, day: '2026-10-22', allowed: 2, limited: 0, banned: 0 }, { keyId: id, day: '2026-11-21', allowed: 3, limited: 1, banned: 2 }], lastUsed: [] })
+  await stores.keys.recordUsage({
+    counts: [
+      { keyId: id, day: '2026-10-23', allowed: 1, limited: 0, banned: 0 },
+      { keyId: id, day: '2026-10-22', allowed: 2, limited: 0, banned: 0 },
+      { keyId: id, day: '2026-11-21', allowed: 3, limited: 1, banned: 2 }
+    ],
+    lastUsed: []
+  })
   assert.deepEqual((await admin.usage(id, {})).days.map((d) => d.date), ['2026-10-23', '2026-11-21'], '30 days back from 2026-11-21 is 2026-10-23')
-  assert.deepEqual(await admin.usage(id, { days: 1 }), { keyId: id, days: [{ date: '2026-11-21', allowed: 3, limited: 1, banned: 2, mcp: 0 }] })
+  assert.deepEqual(await admin.usage(id, { days: 1 }), {
+    keyId: id,
+    days: [{ date: '2026-11-21', allowed: 3, limited: 1, banned: 2, mcp: 0 }]
+  })
   assert.equal((await admin.usage(id, { days: USAGE_DAYS_MAX })).days.length, 3)
   assert.equal(flushed, 3)
   clock.advance(0)
@@ -167,7 +193,12 @@ test('rateLimit: the minute and day windows the limiter reports (used = limit - 
   const admin = createKeyAdmin(stores.keys, clock, {
     peek: (subject, quota) => {
       peeks.push([subject, quota])
-      return { allowed: true, minute: { limit: 60, remaining: 45, resetAt: T0 + 30_001 }, day: { limit: 1000, remaining: 990, resetAt: T0 + 43_200_000 }, ban: { until: T0 + 600_000, reason: 'too many 429s' } } as never
+      return {
+        allowed: true,
+        minute: { limit: 60, remaining: 45, resetAt: T0 + 30_001 },
+        day: { limit: 1000, remaining: 990, resetAt: T0 + 43_200_000 },
+        ban: { until: T0 + 600_000, reason: 'too many 429s' }
+      } as never
     }
   })
   const key = await admin.create({ role: 'customer', plan: 'free' })
@@ -230,11 +261,17 @@ test('update: leaving enterprise drops the custom quotas; staying keeps those no
   const { admin } = await setup(t, { onKeyChanged: (r) => changed.push(r) })
   const id = (await admin.create({ role: 'customer', plan: 'enterprise', perMinute: 5, perDay: 50, name: 'n' })).record.id
   const kept = await admin.update(id, { perDay: 80 }, null)
-  assert.deepEqual([kept.record.plan, kept.record.perMinute, kept.record.perDay, kept.record.name, kept.record.role], ['enterprise', 5, 80, 'n', 'customer'])
+  assert.deepEqual(
+    [kept.record.plan, kept.record.perMinute, kept.record.perDay, kept.record.name, kept.record.role],
+    ['enterprise', 5, 80, 'n', 'customer']
+  )
   const kept2 = await admin.update(id, { perMinute: 6 }, null)
   assert.deepEqual([kept2.record.perMinute, kept2.record.perDay], [6, 80])
   const left = await admin.update(id, { plan: 'pro', name: 'm', role: 'staff' }, null)
-  assert.deepEqual([left.record.plan, left.record.perMinute, left.record.perDay, left.record.name, left.record.role], ['pro', null, null, 'm', 'staff'])
+  assert.deepEqual(
+    [left.record.plan, left.record.perMinute, left.record.perDay, left.record.name, left.record.role],
+    ['pro', null, null, 'm', 'staff']
+  )
   assert.deepEqual(await refusal(admin.update(id, { plan: 'pro', perMinute: 5 }, null)), ['validation_failed', '/perMinute'])
   assert.deepEqual(await refusal(admin.update(id, { plan: 'enterprise' }, null)), ['validation_failed', '/perMinute'], 'arriving at enterprise needs both quotas')
   const back = await admin.update(id, { plan: 'enterprise', perMinute: 2, perDay: 20 }, null)
@@ -245,29 +282,58 @@ test('update: leaving enterprise drops the custom quotas; staying keeps those no
 
 test('toApiKey: the public view, instants as ISO text, null ones null, the ban\'s end and reason', async (t) => {
   const { admin } = await setup(t)
-  const made = await admin.create({ role: 'customer', plan: 'enterprise', perMinute: 3, perDay: 30, name: 'v', expiresAt: new Date(T0 + 5000).toISOString(), scopes: ['orders:write', 'catalog:read'] })
+  const made = await admin.create({
+    role: 'customer',
+    plan: 'enterprise',
+    perMinute: 3,
+    perDay: 30,
+    name: 'v',
+    expiresAt: new Date(T0 + 5000).toISOString(),
+    scopes: ['orders:write', 'catalog:read']
+  })
   const record = { ...made.record, revokedAt: T0 + 1000 }
   assert.deepEqual(toApiKey({ record, ban: { endsAt: T0 + 9000, reason: 'r' } as never, lastUsedAt: T0 + 2000 }), {
-    id: record.id, name: 'v', role: 'customer', plan: 'enterprise', limits: { perMinute: 3, perDay: 30 }, prefix: record.prefix, format: 'checksummed',
-    createdAt: new Date(T0).toISOString(), revokedAt: new Date(T0 + 1000).toISOString(), expiresAt: new Date(T0 + 5000).toISOString(),
-    replaces: null, replacedBy: null, lastUsedAt: new Date(T0 + 2000).toISOString(), scopes: ['catalog:read', 'orders:write'], ban: { until: new Date(T0 + 9000).toISOString(), reason: 'r' }
+    id: record.id, name: 'v', role: 'customer', plan: 'enterprise', limits: { perMinute: 3, perDay: 30 },
+    prefix: record.prefix, format: 'checksummed',
+    createdAt: new Date(T0).toISOString(), revokedAt: new Date(T0 + 1000).toISOString(),
+    expiresAt: new Date(T0 + 5000).toISOString(), replaces: null, replacedBy: null,
+    lastUsedAt: new Date(T0 + 2000).toISOString(), scopes: ['catalog:read', 'orders:write'],
+    ban: { until: new Date(T0 + 9000).toISOString(), reason: 'r' }
   })
   const plain = toApiKey({ record: { ...made.record, expiresAt: null, scopes: null }, ban: null, lastUsedAt: null })
-  assert.deepEqual([plain.revokedAt, plain.expiresAt, plain.lastUsedAt, plain.ban, plain.scopes], [null, null, null, null, null])
+  assert.deepEqual(
+    [plain.revokedAt, plain.expiresAt, plain.lastUsedAt, plain.ban, plain.scopes],
+    [null, null, null, null, null]
+  )
   assert.equal(toApiKey({ record: { ...made.record, prefix: 'psk_AAAAAAAA' }, ban: null, lastUsedAt: null }).format, 'legacy', 'a 12-character prefix: a key made before checksums')
 })
 
 test('validation refusals say what is wrong: the message and each detail name the field and the rule, so an operator at the CLI can fix the call', async (t) => {
   const { admin } = await setup(t)
   const refused = async (promise: Promise<unknown>) => {
-    const error = await promise.then(() => null, (e: unknown) => e) as { message: string; details: { path: string; message: string }[] }
+    const error = await promise.then(() => null, (e: unknown) => e) as {
+      message: string
+      details: { path: string; message: string }[]
+    }
     return [error.message, error.details]
   }
   assert.deepEqual(await refused(admin.create({ role: 'customer', plan: 'free', expiresAt: 'tomorrow' })), ['expiresAt must be an ISO 8601 date-time', [{ path: '/expiresAt', message: 'must be a date-time' }]])
-  assert.deepEqual(await refused(admin.create({ role: 'customer', plan: 'free', expiresAt: new Date(T0 - 1000).toISOString() })), ['expiresAt must be in the future (it is 2026-11-21T11:59:59.000Z, now is 2026-11-21T12:00:00.000Z)', [{ path: '/expiresAt', message: 'must be in the future' }]])
+  assert.deepEqual(
+    await refused(admin.create({ role: 'customer', plan: 'free', expiresAt: new Date(T0 - 1000).toISOString() })),
+    [
+      'expiresAt must be in the future (it is 2026-11-21T11:59:59.000Z, now is 2026-11-21T12:00:00.000Z)',
+      [{ path: '/expiresAt', message: 'must be in the future' }]
+    ]
+  )
   const key = await admin.create({ role: 'customer', plan: 'free' })
-  assert.deepEqual(await refused(admin.rotate(key.record.id, { gracePeriodSeconds: -1 })), [`gracePeriodSeconds must be a whole number from 0 to ${GRACE_PERIOD_MAX_S}`, [{ path: '/gracePeriodSeconds', message: `must be from 0 to ${GRACE_PERIOD_MAX_S}` }]])
+  assert.deepEqual(await refused(admin.rotate(key.record.id, { gracePeriodSeconds: -1 })), [
+    `gracePeriodSeconds must be a whole number from 0 to ${GRACE_PERIOD_MAX_S}`,
+    [{ path: '/gracePeriodSeconds', message: `must be from 0 to ${GRACE_PERIOD_MAX_S}` }]
+  ])
   assert.deepEqual(await refused(admin.create({ role: 'customer', plan: 'enterprise', perMinute: 5 })), ['an enterprise key needs both perMinute and perDay', [{ path: '/perMinute', message: 'required for the enterprise plan' }]])
   assert.deepEqual(await refused(admin.create({ role: 'customer', plan: 'pro', perDay: 5 })), ['the pro plan has fixed quotas; perMinute and perDay are for enterprise keys only', [{ path: '/perMinute', message: 'only for the enterprise plan' }]])
-  assert.deepEqual(await refused(admin.create({ role: 'customer', plan: 'enterprise', perMinute: 6, perDay: 5 })), ['perMinute cannot exceed perDay', [{ path: '/perMinute', message: 'exceeds perDay' }]])
+  assert.deepEqual(
+    await refused(admin.create({ role: 'customer', plan: 'enterprise', perMinute: 6, perDay: 5 })),
+    ['perMinute cannot exceed perDay', [{ path: '/perMinute', message: 'exceeds perDay' }]]
+  )
 })

@@ -37,14 +37,23 @@ test('the key list\'s status filter (the store\'s SQL) puts each key where keySt
   const stores = await openTestStores(t)
   const keys = stores.keys
   let n = 0
-  const make = (expiresAt: number | null = null) => keys.createKey({ name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: `h${n}`, prefix: `psk_status${n++}`, now: NOW - 10_000, expiresAt })
+  const make = (expiresAt: number | null = null) => keys.createKey({
+    name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null,
+    hash: `h${n}`, prefix: `psk_status${n++}`, now: NOW - 10_000, expiresAt
+  })
   const revoked = await make(NOW - 1)
   await keys.revokeKey(revoked.id, NOW - 5000, null)
   const rotated = await make()
   await keys.rotateKey(rotated.id, { hash: 'h-rot', prefix: 'psk_rotated0', now: NOW - 5000, graceEndsAt: NOW + 1000 })
   await make(NOW) // expired at this instant
   const bannedKey = await make(NOW + 1)
-  await keys.recordBan({ keyId: bannedKey.id, subject: `key:${bannedKey.quotaKeyId}`, startedAt: NOW - 1000, endsAt: NOW + 1, reason: 'test' })
+  await keys.recordBan({
+    keyId: bannedKey.id,
+    subject: `key:${bannedKey.quotaKeyId}`,
+    startedAt: NOW - 1000,
+    endsAt: NOW + 1,
+    reason: 'test'
+  })
   const banOver = await make()
   await keys.recordBan({ keyId: banOver.id, subject: `key:${banOver.quotaKeyId}`, startedAt: NOW - 1000, endsAt: NOW, reason: 'test' })
   await make(NOW + EXPIRING_WITHIN_MS)
@@ -59,5 +68,8 @@ test('the key list\'s status filter (the store\'s SQL) puts each key where keySt
     const filtered = await keys.listKeys({ afterId: null, limit: 100 }, { status, now: NOW })
     assert.deepEqual(filtered.map((r) => r.id), expected.get(status), status)
   }
-  assert.deepEqual(Object.fromEntries([...expected].map(([s, ids]) => [s, ids.length])), { active: 4, expiring: 1, expired: 1, revoked: 1, rotated: 1, banned: 1 })
+  assert.deepEqual(
+    Object.fromEntries([...expected].map(([s, ids]) => [s, ids.length])),
+    { active: 4, expiring: 1, expired: 1, revoked: 1, rotated: 1, banned: 1 }
+  )
 })

@@ -34,7 +34,9 @@ test('a leaked key reported without a key: it and its rotation pair answer 401, 
   const rotated = await call({ method: 'POST', url: `/v1/admin/keys/${old.id}/rotate`, payload: { gracePeriodSeconds: 3600 } })
   const successor = rotated.json() as { id: number; key: string }
   const bystander = await h.makeKey('customer', 'pro')
-  for (const key of [old.key, successor.key, bystander.key]) assert.equal((await call({ method: 'GET', url: '/v1/pets', key })).statusCode, 200)
+  for (const key of [old.key, successor.key, bystander.key]) {
+    assert.equal((await call({ method: 'GET', url: '/v1/pets', key })).statusCode, 200)
+  }
 
   const res = await report(h, [old.key, 'garbage'])
   assert.equal(res.statusCode, 202, res.body)
@@ -52,7 +54,10 @@ test('a leaked key reported without a key: it and its rotation pair answer 401, 
   // On PostgreSQL the feed shows an event once every older transaction of the cluster has ended
   // (docs/product.md, the feed): another test's running transaction can hold it back a moment.
   const revokedEvents = async (count: number) => (await pollUntil(async () => {
-    const list = (await call({ method: 'GET', url: '/v1/events?type=key.revoked&limit=100' })).json() as Array<{ type: string; data: { id: number; reason?: string; revokedAt: string | null } }>
+    const list = (await call({ method: 'GET', url: '/v1/events?type=key.revoked&limit=100' })).json() as Array<{
+      type: string
+      data: { id: number; reason?: string; revokedAt: string | null }
+    }>
     return list.length >= count ? list : undefined
   }, { timeoutMs: 10_000, intervalMs: 20, message: `${count} key.revoked events in the feed` })).value
   const events = await revokedEvents(2)
@@ -61,8 +66,15 @@ test('a leaked key reported without a key: it and its rotation pair answer 401, 
   for (const event of events) assert.notEqual(event.data.revokedAt, null)
 
   // The audit log (storage's event append) names the reporter by its address, not a key, for both keys.
-  const audit = (await call({ method: 'GET', url: '/v1/admin/audit?action=key.revoke&limit=100' })).json() as Array<{ actor: { type: string }; target: { id: string }; address: string | null }>
-  assert.deepEqual(audit.map((e) => [e.actor.type, e.target.id, e.address]).sort(), [['address', String(old.id), '203.0.113.9'], ['address', String(successor.id), '203.0.113.9']])
+  const audit = (await call({ method: 'GET', url: '/v1/admin/audit?action=key.revoke&limit=100' })).json() as Array<{
+    actor: { type: string }
+    target: { id: string }
+    address: string | null
+  }>
+  assert.deepEqual(
+    audit.map((e) => [e.actor.type, e.target.id, e.address]).sort(),
+    [['address', String(old.id), '203.0.113.9'], ['address', String(successor.id), '203.0.113.9']]
+  )
 
   // An admin's revocation says requested.
   assert.equal((await call({ method: 'DELETE', url: `/v1/admin/keys/${bystander.id}` })).statusCode, 204)
@@ -74,7 +86,15 @@ test('the answer is byte for byte the same for a valid key, an unknown one, a wr
   const h = await buildTestApp(t)
   const valid = await h.makeKey('customer', 'pro')
   const legacyShaped = 'psk_' + randomBytes(32).toString('base64url')
-  const sets: unknown[][] = [[valid.key], [unknownKey()], [wrongChecksum()], ['not a key at all'], [legacyShaped], [valid.key], [valid.key, valid.key, unknownKey(), 'x']]
+  const sets: unknown[][] = [
+    [valid.key],
+    [unknownKey()],
+    [wrongChecksum()],
+    ['not a key at all'],
+    [legacyShaped],
+    [valid.key],
+    [valid.key, valid.key, unknownKey(), 'x']
+  ]
   const answers = []
   // Each from an address of its own: the rate-limit headers are then the same too.
   for (const [i, keys] of sets.entries()) answers.push(await report(h, keys, `203.0.113.${i + 1}`))
@@ -97,7 +117,13 @@ test('the report needs no key and is charged to the client address, a wrong key 
     assert.equal(res.headers['x-ratelimit-remaining'], String(ANONYMOUS_QUOTA.perMinute - 1 - i))
   }
   // A wrong key with it changes nothing: it is still a request without a valid key, never a 401.
-  const withWrongKey = await h.app.inject({ method: 'POST', url: '/v1/keys/leaked', remoteAddress: '203.0.113.9', headers: { 'x-api-key': wrongChecksum() }, payload: { keys: ['x'] } })
+  const withWrongKey = await h.app.inject({
+    method: 'POST',
+    url: '/v1/keys/leaked',
+    remoteAddress: '203.0.113.9',
+    headers: { 'x-api-key': wrongChecksum() },
+    payload: { keys: ['x'] }
+  })
   assert.equal(withWrongKey.statusCode, 202)
   assert.equal(withWrongKey.headers['x-ratelimit-remaining'], String(ANONYMOUS_QUOTA.perMinute - 4))
   // The address's quota binds it like any anonymous request.

@@ -13,7 +13,10 @@ import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
 import { memoryIo } from '../helpers/io.ts'
 import { tempDir } from '../helpers/temp.ts'
 
-async function run (env: Record<string, string>, ...args: string[]): Promise<{ code: number; lines: string[]; errors: string[] }> {
+async function run (
+  env: Record<string, string>,
+  ...args: string[]
+): Promise<{ code: number; lines: string[]; errors: string[] }> {
   const io = memoryIo(env)
   const code = await main(['keys', ...args], io)
   return { code, lines: io.lines, errors: io.errors }
@@ -25,7 +28,10 @@ test('keys list marks the legacy key, and only it, in the table and in --json; t
   assert.equal((await run(env, 'create', '--role', 'staff', '--plan', 'pro')).code, 0)
   const stores = createSqliteStores(path)
   const legacy = 'psk_' + randomBytes(32).toString('base64url')
-  await stores.keys.createKey({ name: 'old partner', role: 'customer', plan: 'pro', perMinute: null, perDay: null, hash: hashKey(legacy), prefix: legacy.slice(0, 12), now: Date.now() })
+  await stores.keys.createKey({
+    name: 'old partner', role: 'customer', plan: 'pro', perMinute: null, perDay: null,
+    hash: hashKey(legacy), prefix: legacy.slice(0, 12), now: Date.now()
+  })
   await stores.close()
   assert.equal((await run(env, 'create', '--role', 'customer', '--plan', 'free', '--name', 'new partner')).code, 0)
 

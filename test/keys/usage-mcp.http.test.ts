@@ -26,7 +26,10 @@ test('the usage view counts the calls an agent made through MCP: initialize, the
     assert.notEqual(result.isError, true)
   }
   // A tool the key may not call is refused by the endpoint itself: no operation is called.
-  assert.equal((await agent.callTool({ name: 'createPet', arguments: { body: { name: 'Agent', categoryId: 1 } } }) as { isError?: boolean }).isError, true)
+  assert.equal((await agent.callTool({
+    name: 'createPet',
+    arguments: { body: { name: 'Agent', categoryId: 1 } }
+  }) as { isError?: boolean }).isError, true)
   assert.equal((await fetch(`${api.baseUrl}/pets?limit=1`, { headers: { 'x-api-key': other.key } })).status, 200)
 
   const usage = await api.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=1` })

@@ -17,7 +17,11 @@ before(() => { inspector = join(installTool('inspector'), 'mcp-inspector') }, { 
 
 async function inspect (url: string, key: string, ...args: string[]): Promise<unknown> {
   // Its bin starts with `#!/usr/bin/env node`: the pinned Node goes first on PATH.
-  const { stdout } = await run(inspector, ['--cli', url, '--transport', 'http', '--header', `X-API-Key: ${key}`, ...args], { timeout: 60_000, env: { ...process.env, PATH: pinnedNodePath() } })
+  const { stdout } = await run(
+    inspector,
+    ['--cli', url, '--transport', 'http', '--header', `X-API-Key: ${key}`, ...args],
+    { timeout: 60_000, env: { ...process.env, PATH: pinnedNodePath() } }
+  )
   return JSON.parse(stdout.slice(stdout.indexOf('{')))
 }
 
@@ -28,7 +32,9 @@ test('the MCP Inspector CLI lists the tools a key may call and calls one', { tim
   const names = listed.tools.map((tool) => tool.name)
   assert.ok(names.includes('listPets') && names.includes('placeOrder'), 'the customer operations are there')
   assert.ok(!names.includes('createPet'), 'a staff operation is not')
-  const called = await inspect(url, api.keys.customer, '--method', 'tools/call', '--tool-name', 'listPets', '--tool-arg', 'limit=1') as { structuredContent: { status: number; data: unknown[] } }
+  const called = await inspect(
+    url, api.keys.customer, '--method', 'tools/call', '--tool-name', 'listPets', '--tool-arg', 'limit=1'
+  ) as { structuredContent: { status: number; data: unknown[] } }
   assert.equal(called.structuredContent.status, 200)
   assert.ok(Array.isArray(called.structuredContent.data))
 })

@@ -18,7 +18,11 @@ async function connect (t: TestContext, root: string, key: string): Promise<Clie
 test('tools/list of a catalog:read key has only the catalogue reads; placeOrder called anyway is 403 insufficient_scope', async (t) => {
   const api = await listenTestApp(t)
   const root = api.baseUrl.slice(0, -'/v1'.length)
-  const post = (url: string, key: string, body: unknown) => fetch(`${api.baseUrl}${url}`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const post = (url: string, key: string, body: unknown) => fetch(`${api.baseUrl}${url}`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify(body)
+  })
   assert.equal((await post('/categories', api.keys.staff, { name: 'Dogs' })).status, 201)
   const pet = await (await post('/pets', api.keys.staff, { name: 'Rex', categoryId: 1 })).json() as { id: number }
   const made = await post('/admin/keys', api.keys.admin, { role: 'customer', plan: 'pro', scopes: ['catalog:read'] })
@@ -29,11 +33,17 @@ test('tools/list of a catalog:read key has only the catalogue reads; placeOrder 
   const names = (await agent.listTools()).tools.map((tool) => tool.name).sort()
   assert.deepEqual(names, ['getCategory', 'getMyApiKey', 'getMyApiKeyUsage', 'getPet', 'getRateLimit', 'listCategories', 'listMyApiKeyBans', 'listPets', 'reportLeakedKeys', 'rotateMyApiKey'])
 
-  const listed = await agent.callTool({ name: 'listPets', arguments: {} }) as { isError?: boolean; structuredContent?: { data: { id: number }[] } }
+  const listed = await agent.callTool({ name: 'listPets', arguments: {} }) as {
+    isError?: boolean
+    structuredContent?: { data: { id: number }[] }
+  }
   assert.equal(listed.isError, undefined)
   assert.deepEqual(listed.structuredContent!.data.map((p) => p.id), [pet.id])
 
-  const refused = await agent.callTool({ name: 'placeOrder', arguments: { body: { petId: pet.id, quantity: 1 } } }) as { isError?: boolean; structuredContent?: { status: number; error: { code: string } } }
+  const refused = await agent.callTool({ name: 'placeOrder', arguments: { body: { petId: pet.id, quantity: 1 } } }) as {
+    isError?: boolean
+    structuredContent?: { status: number; error: { code: string } }
+  }
   assert.equal(refused.isError, true)
   assert.equal(refused.structuredContent!.status, 403)
   assert.equal(refused.structuredContent!.error.code, 'insufficient_scope')

@@ -9,7 +9,9 @@ import { listenTestApp } from '../helpers/app.ts'
 
 async function connect (t: TestContext, root: string, key: string | null): Promise<Client> {
   const client = new Client({ name: 'petstore-test', version: '1.0.0' })
-  const transport = new StreamableHTTPClientTransport(new URL(`${root}/mcp`), { requestInit: { headers: key === null ? {} : { 'x-api-key': key } } })
+  const transport = new StreamableHTTPClientTransport(new URL(`${root}/mcp`), {
+    requestInit: { headers: key === null ? {} : { 'x-api-key': key } }
+  })
   await client.connect(transport)
   t.after(() => client.close())
   return client
@@ -25,7 +27,15 @@ async function remainingMinute (baseUrl: string, key: string): Promise<number> {
 test('tools are the operations of the document, one each, filtered by role', async (t) => {
   const api = await listenTestApp(t)
   const root = api.baseUrl.slice(0, -'/v1'.length)
-  const document = (await (await fetch(`${root}/openapi.json`)).json()) as { paths: Record<string, Record<string, { operationId: string; summary: string; deprecated?: boolean; parameters?: Array<{ name: string; in: string }>; requestBody?: unknown }>> }
+  const document = (await (await fetch(`${root}/openapi.json`)).json()) as {
+    paths: Record<string, Record<string, {
+      operationId: string
+      summary: string
+      deprecated?: boolean
+      parameters?: Array<{ name: string; in: string }>
+      requestBody?: unknown
+    }>>
+  }
   const operations = Object.values(document.paths).flatMap((item) => Object.values(item))
   const admin = await connect(t, root, api.keys.admin)
   const { tools } = await admin.listTools()
@@ -33,7 +43,10 @@ test('tools are the operations of the document, one each, filtered by role', asy
   for (const operation of operations) {
     const tool = tools.find((x) => x.name === operation.operationId)!
     const inputs = Object.keys(tool.inputSchema.properties ?? {}).filter((name) => name !== 'idempotencyKey' && name !== 'ifMatch').sort()
-    const expected = [...(operation.parameters ?? []).filter((p) => p.in === 'path' || p.in === 'query').map((p) => p.name), ...(operation.requestBody !== undefined ? ['body'] : [])].sort()
+    const expected = [
+      ...(operation.parameters ?? []).filter((p) => p.in === 'path' || p.in === 'query').map((p) => p.name),
+      ...(operation.requestBody !== undefined ? ['body'] : [])
+    ].sort()
     assert.deepEqual(inputs, expected, `${operation.operationId}: the tool's inputs are the operation's parameters and body`)
     assert.ok(tool.description!.includes(operation.summary), `${operation.operationId}: described by its summary`)
     assert.equal(tool.description!.startsWith('DEPRECATED'), operation.deprecated === true, `${operation.operationId}: deprecated as the operation is`)
@@ -71,14 +84,26 @@ test('a create repeated in a session places one order; an explicit idempotency k
   const api = await listenTestApp(t)
   const root = api.baseUrl.slice(0, -'/v1'.length)
   const staff = { 'x-api-key': api.keys.staff, 'content-type': 'application/json' }
-  const category = await (await fetch(`${api.baseUrl}/categories`, { method: 'POST', headers: staff, body: JSON.stringify({ name: 'Dogs' }) })).json() as { id: number }
-  const pet = await (await fetch(`${api.baseUrl}/pets`, { method: 'POST', headers: staff, body: JSON.stringify({ name: 'Rex', categoryId: category.id }) })).json() as { id: number }
+  const category = await (await fetch(`${api.baseUrl}/categories`, {
+    method: 'POST',
+    headers: staff,
+    body: JSON.stringify({ name: 'Dogs' })
+  })).json() as { id: number }
+  const pet = await (await fetch(`${api.baseUrl}/pets`, {
+    method: 'POST',
+    headers: staff,
+    body: JSON.stringify({ name: 'Rex', categoryId: category.id })
+  })).json() as { id: number }
   await fetch(`${api.baseUrl}/store/inventory/${pet.id}`, { method: 'PUT', headers: staff, body: JSON.stringify({ quantity: 10 }) })
   const client = await connect(t, root, api.keys.customer)
   const first = await client.callTool({ name: 'placeOrder', arguments: { body: { petId: pet.id, quantity: 1 } } }) as ToolResult
   const second = await client.callTool({ name: 'placeOrder', arguments: { body: { quantity: 1, petId: pet.id } } }) as ToolResult
   assert.equal(first.isError, undefined, JSON.stringify(first))
-  assert.deepEqual((second.structuredContent!.data as { id: number }).id, (first.structuredContent!.data as { id: number }).id, 'the repeat replays the first order')
+  assert.deepEqual(
+    (second.structuredContent!.data as { id: number }).id,
+    (first.structuredContent!.data as { id: number }).id,
+    'the repeat replays the first order'
+  )
   const orders = await (await fetch(`${api.baseUrl}/store/orders`, { headers: { 'x-api-key': api.keys.customer } })).json() as unknown[]
   assert.equal(orders.length, 1, 'one order, not two')
 
@@ -118,7 +143,11 @@ test('the same call repeated past MCP_REPEAT_LIMIT in a minute is refused with t
 test('without a valid key the endpoint answers 401 like REST', async (t) => {
   const api = await listenTestApp(t)
   const root = api.baseUrl.slice(0, -'/v1'.length)
-  const answer = await fetch(`${root}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) })
+  const answer = await fetch(`${root}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' })
+  })
   assert.equal(answer.status, 401)
   assert.equal(((await answer.json()) as { code: string }).code, 'unauthenticated')
 })

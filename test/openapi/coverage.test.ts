@@ -16,26 +16,53 @@ import { buildTestApp, T0, type TestApp } from '../helpers/app.ts'
 import { openTestStores } from '../helpers/stores.ts'
 import { exampleRequest, loadDoc, operations, type ExampleRequest } from './requests.ts'
 
-async function sampleApp (t: TestContext, options: { env?: Record<string, string>; stores?: (stores: Stores) => Stores } = {}): Promise<TestApp> {
+async function sampleApp (
+  t: TestContext,
+  options: { env?: Record<string, string>; stores?: (stores: Stores) => Stores } = {}
+): Promise<TestApp> {
   const stores = await openTestStores(t)
   assert.equal(await loadSampleData(stores), true)
   await loadSampleKeysAndOrders(stores, manualClock(T0))
   // The app gets the (possibly failing) stores; the helper makes its keys on the real ones.
-  return buildTestApp(t, { stores, ...(options.stores !== undefined && { deps: { stores: options.stores(stores) } }), ...(options.env !== undefined && { env: options.env }) })
+  return buildTestApp(t, {
+    stores,
+    ...(options.stores !== undefined && { deps: { stores: options.stores(stores) } }),
+    ...(options.env !== undefined && { env: options.env })
+  })
 }
 
 const withQuery = (url: string, extra: string) => url + (url.includes('?') ? '&' : '?') + extra
 
 /** Each failure, as a change to the operation's example request, with the status it must get. */
-const FAILURES: { name: string; status: number; applies: (r: ExampleRequest) => boolean; change: (r: ExampleRequest) => ExampleRequest & { key?: null | string } }[] = [
+const FAILURES: {
+  name: string
+  status: number
+  applies: (r: ExampleRequest) => boolean
+  change: (r: ExampleRequest) => ExampleRequest & { key?: null | string }
+}[] = [
   { name: 'an unknown query parameter', status: 400, applies: () => true, change: (r) => ({ ...r, url: withQuery(r.url, 'colour=brown') }) },
   { name: 'malformed percent-encoding in the query', status: 400, applies: () => true, change: (r) => ({ ...r, url: withQuery(r.url, 'limit=%zz') }) },
   { name: 'a body where none is taken, or malformed JSON where one is', status: 400, applies: () => true, change: (r) => ({ ...r, headers: { ...r.headers, 'content-type': 'application/json' }, payload: '{"unclosed":' }) },
   { name: 'no API key', status: 401, applies: () => true, change: (r) => ({ ...r, key: null }) },
   { name: 'an unknown API key', status: 401, applies: () => true, change: (r) => ({ ...r, key: 'psk_unknown' }) },
-  { name: 'a body larger than 64 KiB', status: 413, applies: (r) => r.payload !== undefined, change: (r) => ({ ...r, payload: JSON.stringify({ name: 'x'.repeat(70_000) }) }) },
-  { name: 'a body that is not JSON', status: 415, applies: (r) => r.payload !== undefined, change: (r) => ({ ...r, headers: { ...r.headers, 'content-type': 'text/plain' }, payload: 'hello' }) },
-  { name: 'a stale If-Match', status: 412, applies: (r) => r.headers['if-match'] !== undefined, change: (r) => ({ ...r, headers: { ...r.headers, 'if-match': '"999"' } }) },
+  {
+    name: 'a body larger than 64 KiB',
+    status: 413,
+    applies: (r) => r.payload !== undefined,
+    change: (r) => ({ ...r, payload: JSON.stringify({ name: 'x'.repeat(70_000) }) })
+  },
+  {
+    name: 'a body that is not JSON',
+    status: 415,
+    applies: (r) => r.payload !== undefined,
+    change: (r) => ({ ...r, headers: { ...r.headers, 'content-type': 'text/plain' }, payload: 'hello' })
+  },
+  {
+    name: 'a stale If-Match',
+    status: 412,
+    applies: (r) => r.headers['if-match'] !== undefined,
+    change: (r) => ({ ...r, headers: { ...r.headers, 'if-match': '"999"' } })
+  },
   { name: 'an id that names no record', status: 404, applies: (r) => /\/v1\/[a-z/_]+\/\d+/.test(r.url), change: (r) => ({ ...r, url: r.url.replace(/(\/v1\/[a-z/_]+\/)\d+/, '$1999999') }) }
 ]
 
@@ -54,7 +81,9 @@ test('every operation answers every request-level failure with a status its resp
       const { key, ...request } = failure.change(base)
       // call() runs the gate: an undocumented status, body or header fails right here.
       const res = await h.call({ ...request, ...(key !== undefined ? { key } : { role: 'admin' }) })
-      if (res.statusCode !== failure.status) missed.push(`${op.operationId} with ${failure.name}: expected ${failure.status}, got ${res.statusCode} ${res.body.slice(0, 120)}`)
+      if (res.statusCode !== failure.status) {
+        missed.push(`${op.operationId} with ${failure.name}: expected ${failure.status}, got ${res.statusCode} ${res.body.slice(0, 120)}`)
+      }
     }
     // A role below the operation's: the customer key gets 403 exactly where a role above customer is required.
     const asCustomer = await h.call({ ...base, role: 'customer' })
@@ -100,7 +129,10 @@ async function accessMethods (t: TestContext): Promise<Set<string>> {
         get (target, property, receiver) {
           const value = Reflect.get(target, property, receiver) as unknown
           if (typeof value !== 'function') return value
-          return (...args: unknown[]) => { used.add(`keys.${String(property)}`); return (value as (...a: unknown[]) => unknown).apply(target, args) }
+          return (...args: unknown[]) => {
+            used.add(`keys.${String(property)}`)
+            return (value as (...a: unknown[]) => unknown).apply(target, args)
+          }
         }
       })
     })
@@ -117,7 +149,8 @@ for (const [status, make] of [[500, () => new Error('disk I/O error')], [503, ()
     const h = await sampleApp(t, { stores: (stores) => failingStores(stores, make, keep) })
     for (const { path, method, op } of operations(doc)) {
       if (op.operationId === 'getRateLimit') continue // reads no store
-      // Reads only what authentication reads (findKeyByHash), kept working here; test/keys/leaked-keys.http.test.ts fails it.
+      // Reads only what authentication reads (findKeyByHash), kept working here;
+      // test/keys/leaked-keys.http.test.ts fails it.
       if (op.operationId === 'reportLeakedKeys') continue
       const res = await h.call(exampleRequest(doc, path, method, op))
       assert.equal(res.statusCode, status, `${op.operationId}: ${res.body.slice(0, 200)}`)

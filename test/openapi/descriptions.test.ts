@@ -7,11 +7,16 @@ import { openApiDocument } from '../../src/cli/openapi.ts'
 
 const DIR = new URL('../../src/openapi/descriptions/', import.meta.url)
 
-type Doc = { info: { description: string }; paths: Record<string, Record<string, { operationId: string; description?: string }>> }
+type Doc = {
+  info: { description: string }
+  paths: Record<string, Record<string, { operationId: string; description?: string }>>
+}
 
 test('every file of src/openapi/descriptions/ is the API introduction or the description of an operation of the document', async () => {
   const doc = JSON.parse(await openApiDocument()) as Doc
-  const operations = new Map(Object.values(doc.paths).flatMap((ops) => Object.values(ops)).map((op) => [op.operationId, op]))
+  const operations = new Map(Object.values(doc.paths)
+    .flatMap((ops) => Object.values(ops))
+    .map((op) => [op.operationId, op]))
   const files = (await readdir(DIR)).sort()
   assert.ok(files.includes('api.md'))
   for (const file of files) {

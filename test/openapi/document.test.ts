@@ -9,8 +9,21 @@ import { checkResponse, gateStats } from '../helpers/contract.ts'
 import { buildTestApp } from '../helpers/app.ts'
 import { memoryIo } from '../helpers/io.ts'
 
-type Operation = { operationId?: string; tags?: string[]; responses: Record<string, { description: string }>; deprecated?: boolean; description?: string; [k: string]: unknown }
-type Doc = { openapi: string; info: { version: string }; paths: Record<string, Record<string, Operation>>; tags: { name: string }[]; 'x-tagGroups': { name: string; tags: string[] }[] }
+type Operation = {
+  operationId?: string
+  tags?: string[]
+  responses: Record<string, { description: string }>
+  deprecated?: boolean
+  description?: string
+  [k: string]: unknown
+}
+type Doc = {
+  openapi: string
+  info: { version: string }
+  paths: Record<string, Record<string, Operation>>
+  tags: { name: string }[]
+  'x-tagGroups': { name: string; tags: string[] }[]
+}
 
 test('docs/openapi.json is the document the code generates (run `npm run openapi` after changing a route)', async () => {
   const committed = await readFile(new URL('../../docs/openapi.json', import.meta.url), 'utf8')
@@ -52,7 +65,10 @@ test('GET /pets/{petId} is deprecated in the document, with its sunset date in t
   assert.match(op.description!, /2027-05-21/)
   assert.deepEqual(op['x-badges'], [{ name: 'Sunset 2027-05-21', label: 'Sunset 2027-05-21', color: '#b58105', position: 'after' }])
   assert.ok(op.responses['410'] !== undefined, '410 operation_sunset is documented')
-  assert.equal(Object.values(doc.paths).flatMap((ops) => Object.values(ops)).filter((o) => o.deprecated === true).length, 1)
+  assert.equal(
+    Object.values(doc.paths).flatMap((ops) => Object.values(ops)).filter((o) => o.deprecated === true).length,
+    1
+  )
 })
 
 test('the served /openapi.json and /openapi.yaml are the same document', async (t) => {
@@ -84,7 +100,11 @@ test('the response gate fails a response the document does not allow', async (t)
 })
 
 test('the document names its contact, lists its tags in the order of their groups, and declares both key schemes as alternatives', async () => {
-  const doc = JSON.parse(await openApiDocument()) as Doc & { info: { contact: unknown }; security: unknown; components: { securitySchemes: Record<string, unknown> } }
+  const doc = JSON.parse(await openApiDocument()) as Doc & {
+    info: { contact: unknown }
+    security: unknown
+    components: { securitySchemes: Record<string, unknown> }
+  }
   assert.deepEqual(doc.info.contact, CONTACT)
   assert.ok(CONTACT.name !== '' && CONTACT.url.startsWith('https://') && CONTACT.email.includes('@'))
   assert.deepEqual(doc.tags.map((t) => t.name), TAG_GROUPS.flatMap((g) => g.tags))
@@ -94,7 +114,9 @@ test('the document names its contact, lists its tags in the order of their group
 })
 
 test('the enterprise rule is a oneOf on plan with a discriminator mapping generators understand', async () => {
-  const doc = JSON.parse(await openApiDocument()) as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>> }
+  const doc = JSON.parse(await openApiDocument()) as {
+    paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>>
+  }
   assert.deepEqual(doc.paths['/admin/keys']!.post!.requestBody!.content['application/json']!.schema, {
     type: 'object',
     oneOf: [{ $ref: '#/components/schemas/NewPlanApiKey' }, { $ref: '#/components/schemas/NewEnterpriseApiKey' }],
@@ -107,7 +129,11 @@ test('the enterprise rule is a oneOf on plan with a discriminator mapping genera
 })
 
 test('every id parameter is an int64 from 1 to 2^53-1', async () => {
-  const doc = JSON.parse(await openApiDocument()) as { paths: Record<string, Record<string, { parameters?: { name: string; in: string; schema: Record<string, unknown> }[] }>> }
+  const doc = JSON.parse(await openApiDocument()) as {
+    paths: Record<string, Record<string, {
+      parameters?: { name: string; in: string; schema: Record<string, unknown> }[]
+    }>>
+  }
   let seen = 0
   for (const operations of Object.values(doc.paths)) {
     for (const op of Object.values(operations)) {
@@ -117,7 +143,11 @@ test('every id parameter is an int64 from 1 to 2^53-1', async () => {
         if (!/(^id$|Id$)/.test(p.name) || p.name === 'eventId' || p.name === 'webhookId' || p.name === 'targetId') continue
         seen++
         const schema = (p.schema.type === 'array' ? p.schema.items : p.schema) as Record<string, unknown>
-        assert.deepEqual({ type: schema.type, format: schema.format, minimum: schema.minimum, maximum: schema.maximum }, { type: 'integer', format: 'int64', minimum: 1, maximum: 9007199254740991 }, p.name)
+        assert.deepEqual(
+          { type: schema.type, format: schema.format, minimum: schema.minimum, maximum: schema.maximum },
+          { type: 'integer', format: 'int64', minimum: 1, maximum: 9007199254740991 },
+          p.name
+        )
       }
     }
   }

@@ -96,7 +96,9 @@ test('the examples work against the sample data: every operation, in document or
     const request = { ...example, url: example.url.replace(/evt_[0-9a-f]{32}/, oldestEvent) }
     const res = await h.call({ ...request, key: admin.key })
     const target = request.url
-    if (res.statusCode < 200 || res.statusCode > 299) failures.push(`${method.toUpperCase()} ${target} (${op.operationId}) -> ${res.statusCode} ${res.body.slice(0, 200)}`)
+    if (res.statusCode < 200 || res.statusCode > 299) {
+      failures.push(`${method.toUpperCase()} ${target} (${op.operationId}) -> ${res.statusCode} ${res.body.slice(0, 200)}`)
+    }
   }
   assert.deepEqual(failures, [], 'operations whose examples fail on the sample data (fix the example or src/sample-data.ts)')
 })

@@ -5,7 +5,13 @@ import { openApiDocument } from '../../src/cli/openapi.ts'
 
 export type Schema = Record<string, unknown>
 export type Media = { schema?: Schema; example?: unknown; examples?: Record<string, { value: unknown }> }
-export type Parameter = { name: string; in: 'path' | 'query' | 'header'; schema: Schema; example?: unknown; examples?: Record<string, { value: unknown }> }
+export type Parameter = {
+  name: string
+  in: 'path' | 'query' | 'header'
+  schema: Schema
+  example?: unknown
+  examples?: Record<string, { value: unknown }>
+}
 export type Operation = {
   operationId: string
   parameters?: Parameter[]
@@ -27,7 +33,10 @@ export function operations (doc: Doc): { path: string; method: string; op: Opera
 }
 
 /** The first example of a parameter or media type, or of the schema it refers to. */
-export function exampleOf (doc: Doc, holder: { schema?: Schema; example?: unknown; examples?: Record<string, { value: unknown }> }): { found: boolean; value: unknown } {
+export function exampleOf (
+  doc: Doc,
+  holder: { schema?: Schema; example?: unknown; examples?: Record<string, { value: unknown }> }
+): { found: boolean; value: unknown } {
   if (holder.example !== undefined) return { found: true, value: holder.example }
   const first = holder.examples === undefined ? undefined : Object.values(holder.examples)[0]
   if (first !== undefined) return { found: true, value: first.value }
@@ -53,8 +62,9 @@ export function exampleRequest (doc: Doc, path: string, method: string, op: Oper
   for (const parameter of op.parameters ?? []) {
     const { value } = exampleOf(doc, parameter)
     if (parameter.in === 'path') url = url.replace(`{${parameter.name}}`, encodeURIComponent(String(value)))
-    else if (parameter.in === 'query') for (const v of Array.isArray(value) ? value : [value]) query.append(parameter.name, String(v))
-    else headers[parameter.name] = String(value)
+    else if (parameter.in === 'query') {
+      for (const v of Array.isArray(value) ? value : [value]) query.append(parameter.name, String(v))
+    } else headers[parameter.name] = String(value)
   }
   const media = op.requestBody?.content['application/json']
   const body = media === undefined ? undefined : exampleOf(doc, media).value

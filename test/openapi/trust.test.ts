@@ -47,11 +47,18 @@ test('requestBody.required is what the server does: without a body a required on
   for (const payload of [undefined, '{}']) {
     // Each on fresh sample data: a key is rotated once.
     const { app, admin } = await sampleApp(t)
-    const { payload: _example, headers: { 'content-type': _type, ...headers }, ...request } = exampleRequest(doc, rotate.path, rotate.method, rotate.op)
-    const res = await app.call({ ...request, key: admin, headers: payload === undefined ? headers : { ...headers, 'content-type': 'application/json' }, ...(payload !== undefined && { payload }) })
+    const { payload: _example, headers: { 'content-type': _type, ...headers }, ...request } =
+      exampleRequest(doc, rotate.path, rotate.method, rotate.op)
+    const res = await app.call({
+      ...request,
+      key: admin,
+      headers: payload === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+      ...(payload !== undefined && { payload })
+    })
     assert.equal(res.statusCode, 201, `rotateApiKey with body ${String(payload)}: ${res.body}`)
     const successor = res.json<{ id: number; replaces: number }>()
-    const old = (await app.call({ method: 'GET', url: `/v1/admin/keys/${successor.replaces}`, key: admin })).json<{ replacedBy: number; expiresAt: string }>()
+    const old = (await app.call({ method: 'GET', url: `/v1/admin/keys/${successor.replaces}`, key: admin }))
+      .json<{ replacedBy: number; expiresAt: string }>()
     assert.deepEqual(old, { ...old, replacedBy: successor.id, expiresAt: new Date(T0 + 86_400_000).toISOString() }, 'rotated with the default grace period of a day')
   }
 })
@@ -67,7 +74,10 @@ test('Error.requestId is required in the document, as every error the server sen
 test('perMinute ≤ perDay is in the key schemas, and createApiKey\'s 400 example is the server\'s refusal of perMinute > perDay', async (t) => {
   // Catches: a rule the server enforces that the document did not state.
   const doc = await loadDoc()
-  const schemas = doc.components.schemas as Record<string, { description?: string; properties?: Record<string, { description?: string }> }>
+  const schemas = doc.components.schemas as Record<string, {
+    description?: string
+    properties?: Record<string, { description?: string }>
+  }>
   assert.match(schemas.NewEnterpriseApiKey!.properties!.perMinute!.description!, /at most perDay/)
   assert.match(schemas.NewEnterpriseApiKey!.properties!.perDay!.description!, /at least perMinute/)
   assert.match(schemas.NewEnterpriseApiKey!.description!, /perMinute may not exceed perDay/)
@@ -99,7 +109,9 @@ test('every operation\'s 400 requires only the headers a 400 for malformed HTTP 
     if (headers === undefined) continue
     for (const [name, header] of Object.entries(headers)) {
       const resolved = header.$ref === undefined ? header : doc.components.headers[header.$ref.split('/').pop()!]
-      if (resolved?.required === true && malformed.headers[name.toLowerCase()] === undefined) missing.push(`${method.toUpperCase()} ${path} 400: ${name}`)
+      if (resolved?.required === true && malformed.headers[name.toLowerCase()] === undefined) {
+        missing.push(`${method.toUpperCase()} ${path} 400: ${name}`)
+      }
     }
   }
   assert.deepEqual(missing, [], 'headers documented as required on a 400 that a malformed-HTTP 400 does not send')

@@ -13,7 +13,13 @@ const HELP = 'Time from receiving a request to the end of its response, by opera
 /** The same observations in prom-client's Histogram and in ours, each in a registry of its own. */
 function both (observations: [{ operation: string; method: string }, number][]) {
   const theirs = new Registry()
-  const reference = new Histogram({ name: 'http_request_duration_seconds', help: HELP, labelNames: ['operation', 'method'] as const, buckets: BUCKETS, registers: [theirs] })
+  const reference = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: HELP,
+    labelNames: ['operation', 'method'] as const,
+    buckets: BUCKETS,
+    registers: [theirs]
+  })
   const ours = new Registry()
   const histogram = new DurationHistogram({ name: 'http_request_duration_seconds', help: HELP, buckets: BUCKETS, registers: [ours] })
   const cells = new Map<string, ReturnType<DurationHistogram['cell']>>()
@@ -51,8 +57,10 @@ test('the exposition is byte for byte prom-client\'s: every bucket edge, a value
 test('get() gives prom-client\'s values, labels merged; a series with no observation is absent, as prom-client never made it', async () => {
   const { reference, histogram } = both([[getPet, 0.002], [getPet, 0.7], [placeOrder, 0.02]])
   histogram.cell(Object.freeze({ operation: 'listPets', method: 'GET' }))
-  assert.deepEqual((await histogram.get()).values.map(({ labels, value, metricName }) => ({ labels, value, metricName })),
-    (await reference.get()).values.map(({ labels, value, metricName }) => ({ labels, value, metricName })))
+  assert.deepEqual(
+    (await histogram.get()).values.map(({ labels, value, metricName }) => ({ labels, value, metricName })),
+    (await reference.get()).values.map(({ labels, value, metricName }) => ({ labels, value, metricName }))
+  )
 })
 
 test('reset() empties every series, which then counts again from zero (registry.resetMetrics)', async () => {

@@ -59,7 +59,8 @@ test('GET /metrics counts requests by operation, method and status, rate-limit d
   assert.deepEqual(codes, [...Array(20).fill('rate_limited'), 'api_key_banned'])
 
   const { text, samples } = await scrape(app)
-  const requests = (operation: string, method: string, status: number) => valueOf(samples, 'http_requests_total', { operation, method, status: String(status) })
+  const requests = (operation: string, method: string, status: number) =>
+    valueOf(samples, 'http_requests_total', { operation, method, status: String(status) })
   assert.equal(requests('listPets', 'GET', 200), 1)
   assert.equal(requests('unknown', 'GET', 404), 1, 'an unmatched path is counted as unknown, not by its URL')
   assert.equal(requests('getPet', 'GET', 404), 1, 'a 404 of a known operation keeps its operationId')
@@ -116,14 +117,21 @@ test('ratelimit_backend_degraded is 1 while the limiter has fallen back to memor
     limiter: (now) => {
       // A stand-in for Redis that refuses connections while `down`.
       const shared = createMemoryRateLimiter({ now })
-      const guard = <T>(answer: () => Promise<T>): Promise<T> => control.down ? Promise.reject(Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:6379'), { code: 'ECONNREFUSED' })) : answer()
+      const guard = <T>(answer: () => Promise<T>): Promise<T> => control.down
+        ? Promise.reject(Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:6379'), { code: 'ECONNREFUSED' }))
+        : answer()
       const primary: RateLimiter = {
         consume: (s, q) => guard(async () => shared.consume(s, q)),
         peek: (s, q) => guard(async () => shared.peek(s, q)),
         unban: (s) => guard(() => shared.unban(s)),
         close: () => shared.close()
       }
-      return createFallbackRateLimiter({ primary, fallback: createMemoryRateLimiter({ now }), now, onStateChange: metrics.onLimiterState })
+      return createFallbackRateLimiter({
+        primary,
+        fallback: createMemoryRateLimiter({ now }),
+        now,
+        onStateChange: metrics.onLimiterState
+      })
     }
   })
 

@@ -12,7 +12,11 @@ test('GET /metrics/, /healthz/ and /readyz/ answer 404 not_found without an Allo
     assert.equal((await app.inject({ method: 'GET', url: path })).statusCode, 200, path)
     const res = await app.inject({ method: 'GET', url: `${path}/` })
     const body = res.json() as { code: string; message: string; status: number }
-    assert.deepEqual({ status: res.statusCode, code: body.code, bodyStatus: body.status, allow: res.headers.allow }, { status: 404, code: 'not_found', bodyStatus: 404, allow: undefined }, `${path}/`)
+    assert.deepEqual(
+      { status: res.statusCode, code: body.code, bodyStatus: body.status, allow: res.headers.allow },
+      { status: 404, code: 'not_found', bodyStatus: 404, allow: undefined },
+      `${path}/`
+    )
     assert.equal(body.message, `no operation at GET ${path}/; see /openapi.json`)
   }
 })

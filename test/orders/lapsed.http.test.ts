@@ -28,10 +28,15 @@ const deletePet = (h: TestApp, petId: number) => h.call({ method: 'DELETE', url:
  * The events about `petId` once the one of `lastType` shows in the feed (on PostgreSQL the feed
  * shows a transaction only once every older one has ended, and other tests share the server).
  */
-async function petEventsUntil (h: TestApp, petId: number, lastType: string): Promise<Array<Pick<StoredEvent, 'type' | 'createdAt'> & { id: number }>> {
+async function petEventsUntil (
+  h: TestApp,
+  petId: number,
+  lastType: string
+): Promise<Array<Pick<StoredEvent, 'type' | 'createdAt'> & { id: number }>> {
   for (let tries = 0; tries < 200; tries++) {
     const events = (await h.stores.events.listEvents({ visibility: { role: 'admin' }, after: null, limit: 1000 }))
-      .filter((e) => (e.data as { petId?: number; id?: number }).petId === petId || (e.type.startsWith('pet.') && (e.data as { id: number }).id === petId))
+      .filter((e) => (e.data as { petId?: number; id?: number }).petId === petId
+        || (e.type.startsWith('pet.') && (e.data as { id: number }).id === petId))
       .map((e) => ({ type: e.type, createdAt: e.createdAt, id: (e.data as { id: number }).id }))
     if (events.some((e) => e.type === lastType)) return events
     await new Promise((resolve) => setTimeout(resolve, 50))

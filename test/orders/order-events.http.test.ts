@@ -22,14 +22,21 @@ async function eventsOf (h: TestApp): Promise<StoredEvent[]> {
   let marker = markers.get(h)
   if (marker === undefined) {
     const category = await h.call({ method: 'POST', url: '/v1/categories', role: 'staff', payload: { name: 'Markers' } })
-    marker = (await h.call({ method: 'POST', url: '/v1/pets', role: 'staff', payload: { name: 'Marker', categoryId: category.json().id } })).json().id as number
+    marker = (await h.call({
+      method: 'POST',
+      url: '/v1/pets',
+      role: 'staff',
+      payload: { name: 'Marker', categoryId: category.json().id }
+    })).json().id as number
     markers.set(h, marker)
   }
   const mark = await h.stores.inventory.setStock(marker, 1, null, h.clock.now())
   const isMarker = (e: StoredEvent) => (e.data as { petId?: number }).petId === marker
   for (let tries = 0; tries < 200; tries++) {
     const events = await h.stores.events.listEvents({ visibility: { role: 'admin' }, after: null, limit: 1000 })
-    if (events.some((e) => isMarker(e) && (e.data as { version: number }).version === mark.version)) return events.filter((e) => !isMarker(e))
+    if (events.some((e) => isMarker(e) && (e.data as { version: number }).version === mark.version)) {
+      return events.filter((e) => !isMarker(e))
+    }
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
   throw new Error('the marker never reached the feed')
@@ -37,7 +44,9 @@ async function eventsOf (h: TestApp): Promise<StoredEvent[]> {
 
 /** The events written since `seen` of them were: what one change wrote. */
 async function newEvents (h: TestApp, seen: StoredEvent[]): Promise<Array<Pick<StoredEvent, 'type' | 'audience' | 'subjectKeyId' | 'data' | 'createdAt'>>> {
-  return (await eventsOf(h)).slice(seen.length).map(({ type, audience, subjectKeyId, data, createdAt }) => ({ type, audience, subjectKeyId, data, createdAt }))
+  return (await eventsOf(h))
+    .slice(seen.length)
+    .map(({ type, audience, subjectKeyId, data, createdAt }) => ({ type, audience, subjectKeyId, data, createdAt }))
 }
 
 async function addPet (h: TestApp, stock: number): Promise<number> {
@@ -49,7 +58,13 @@ async function addPet (h: TestApp, stock: number): Promise<number> {
 }
 
 const place = (h: TestApp, key: string, petId: number, quantity: number, idempotencyKey?: string) =>
-  h.call({ method: 'POST', url: '/v1/store/orders', key, payload: { petId, quantity }, ...(idempotencyKey !== undefined && { headers: { 'idempotency-key': idempotencyKey } }) })
+  h.call({
+    method: 'POST',
+    url: '/v1/store/orders',
+    key,
+    payload: { petId, quantity },
+    ...(idempotencyKey !== undefined && { headers: { 'idempotency-key': idempotencyKey } })
+  })
 
 /** The order as the store records it, read back through the store (owner included). */
 async function recordOf (h: TestApp, id: number): Promise<OrderRecord> {
@@ -69,7 +84,9 @@ test('order.created is written with the placed order (its record, its owner, the
   const placed = await place(h, customer.key, petId, 2, 'k-1')
   assert.equal(placed.statusCode, 201)
   const record = await recordOf(h, placed.json().id)
-  assert.deepEqual(await newEvents(h, seen), [{ type: 'order.created', audience: 'order', subjectKeyId: customer.id, data: record, createdAt: T0 }])
+  assert.deepEqual(await newEvents(h, seen), [
+    { type: 'order.created', audience: 'order', subjectKeyId: customer.id, data: record, createdAt: T0 }
+  ])
   seen = await eventsOf(h)
 
   assert.equal((await place(h, customer.key, petId, 2, 'k-1')).statusCode, 201, 'the replay answers the first result')
@@ -91,15 +108,29 @@ test('order.updated (a new ship date), order.completed and order.cancelled (the 
   h.clock.advance(MINUTE)
   const dated = await h.call({ method: 'PATCH', url: `/v1/store/orders/${first}`, role: 'staff', payload: { shipDate: '2026-12-02T10:00:00Z' } })
   assert.equal(dated.statusCode, 200)
-  assert.deepEqual(await newEvents(h, seen), [{ type: 'order.updated', audience: 'order', subjectKeyId: customer.id, data: await recordOf(h, first), createdAt: T0 + MINUTE }])
+  assert.deepEqual(await newEvents(h, seen), [{
+    type: 'order.updated',
+    audience: 'order',
+    subjectKeyId: customer.id,
+    data: await recordOf(h, first),
+    createdAt: T0 + MINUTE
+  }])
   seen = await eventsOf(h)
 
-  assert.equal((await h.call({ method: 'PATCH', url: `/v1/store/orders/${first}`, role: 'staff', headers: { 'if-match': '"1"' }, payload: { complete: true } })).statusCode, 412)
+  assert.equal((await h.call({
+    method: 'PATCH',
+    url: `/v1/store/orders/${first}`,
+    role: 'staff',
+    headers: { 'if-match': '"1"' },
+    payload: { complete: true }
+  })).statusCode, 412)
   assert.deepEqual(await newEvents(h, seen), [], 'a stale If-Match writes nothing')
   assert.equal((await h.call({ method: 'PATCH', url: `/v1/store/orders/${first}`, role: 'staff', payload: { complete: true } })).statusCode, 200)
   const completed = await recordOf(h, first)
   assert.equal(completed.complete, true)
-  assert.deepEqual(await newEvents(h, seen), [{ type: 'order.completed', audience: 'order', subjectKeyId: customer.id, data: completed, createdAt: T0 + MINUTE }])
+  assert.deepEqual(await newEvents(h, seen), [
+    { type: 'order.completed', audience: 'order', subjectKeyId: customer.id, data: completed, createdAt: T0 + MINUTE }
+  ])
   seen = await eventsOf(h)
 
   assert.equal((await h.call({ method: 'DELETE', url: `/v1/store/orders/${first}`, key: customer.key })).json().code, 'order_already_complete')
@@ -107,7 +138,9 @@ test('order.updated (a new ship date), order.completed and order.cancelled (the 
   assert.deepEqual(await newEvents(h, seen), [], 'refused cancels write nothing')
   const before = await recordOf(h, second)
   assert.equal((await h.call({ method: 'DELETE', url: `/v1/store/orders/${second}`, key: customer.key })).statusCode, 204)
-  assert.deepEqual(await newEvents(h, seen), [{ type: 'order.cancelled', audience: 'order', subjectKeyId: customer.id, data: before, createdAt: T0 + MINUTE }])
+  assert.deepEqual(await newEvents(h, seen), [
+    { type: 'order.cancelled', audience: 'order', subjectKeyId: customer.id, data: before, createdAt: T0 + MINUTE }
+  ])
 })
 
 test('order.expired is written for every lapsed order a sweep deletes: the periodic sweep, and the lazy sweeps of a placement and of a cancel', async (t) => {
@@ -123,7 +156,8 @@ test('order.expired is written for every lapsed order a sweep deletes: the perio
   const lapse = T0 + 31 * MINUTE
   h.clock.set(lapse)
 
-  const expired = (record: OrderRecord) => ({ type: 'order.expired', audience: 'order', subjectKeyId: customer.id, data: record, createdAt: lapse })
+  const expired = (record: OrderRecord) =>
+    ({ type: 'order.expired', audience: 'order', subjectKeyId: customer.id, data: record, createdAt: lapse })
   // Lazy: a placement for pet a sweeps its two lapsed orders first (staff: no cool-down in the way).
   assert.equal((await place(h, h.keys.staff, a, 1)).statusCode, 201)
   const afterPlace = await newEvents(h, seen)
@@ -155,19 +189,30 @@ test('inventory.low is written when the stock falls from above INVENTORY_LOW_THR
   seen = await eventsOf(h)
   assert.equal((await place(h, h.keys.staff, petId, 1)).statusCode, 201)
   assert.deepEqual((await newEvents(h, seen)).map((e) => e.type), ['order.created', 'inventory.low'], '4 to 3 crosses')
-  assert.deepEqual((await newEvents(h, seen))[1], { type: 'inventory.low', audience: 'inventory', subjectKeyId: null, data: await item(), createdAt: T0 })
+  assert.deepEqual(
+    (await newEvents(h, seen))[1],
+    { type: 'inventory.low', audience: 'inventory', subjectKeyId: null, data: await item(), createdAt: T0 }
+  )
   seen = await eventsOf(h)
   assert.equal((await place(h, h.keys.staff, petId, 1)).statusCode, 201)
   assert.deepEqual((await newEvents(h, seen)).map((e) => e.type), ['order.created'], '3 to 2: already low')
   seen = await eventsOf(h)
 
   assert.equal((await h.call({ method: 'PUT', url: `/v1/store/inventory/${petId}`, role: 'staff', payload: { quantity: 10 } })).statusCode, 200)
-  assert.deepEqual(await newEvents(h, seen), [{ type: 'inventory.updated', audience: 'inventory', subjectKeyId: null, data: await item(), createdAt: T0 }])
+  assert.deepEqual(await newEvents(h, seen), [
+    { type: 'inventory.updated', audience: 'inventory', subjectKeyId: null, data: await item(), createdAt: T0 }
+  ])
   seen = await eventsOf(h)
   assert.equal((await h.call({ method: 'PUT', url: `/v1/store/inventory/${petId}`, role: 'staff', payload: { quantity: 1 } })).statusCode, 200)
   const low = await item()
   assert.deepEqual((await newEvents(h, seen)).map((e) => [e.type, e.data]), [['inventory.updated', low], ['inventory.low', low]])
   seen = await eventsOf(h)
-  assert.equal((await h.call({ method: 'PUT', url: `/v1/store/inventory/${petId}`, role: 'staff', headers: { 'if-match': '"1"' }, payload: { quantity: 0 } })).statusCode, 412)
+  assert.equal((await h.call({
+    method: 'PUT',
+    url: `/v1/store/inventory/${petId}`,
+    role: 'staff',
+    headers: { 'if-match': '"1"' },
+    payload: { quantity: 0 }
+  })).statusCode, 412)
   assert.deepEqual(await newEvents(h, seen), [], 'a refused stock set writes nothing')
 })

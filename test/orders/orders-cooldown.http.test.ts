@@ -92,7 +92,11 @@ test('staff and admin are exempt; staff cancelling a customer\'s order starts no
     const order = await place(h, h.keys[role])
     assert.equal((await cancel(h, h.keys[role], order.json().id as number)).statusCode, 204)
     assert.equal((await place(h, h.keys[role])).statusCode, 201, `${role} re-orders at once`)
-    assert.equal((await h.call({ method: 'DELETE', url: `/v1/store/orders/${(await h.call({ method: 'GET', url: `/v1/store/orders?petId=${h.petId}`, role })).json()[0].id}`, role })).statusCode, 204)
+    assert.equal((await h.call({
+      method: 'DELETE',
+      url: `/v1/store/orders/${(await h.call({ method: 'GET', url: `/v1/store/orders?petId=${h.petId}`, role })).json()[0].id}`,
+      role
+    })).statusCode, 204)
   }
   const order = await place(h, h.hoarder)
   assert.equal((await h.call({ method: 'DELETE', url: `/v1/store/orders/${order.json().id}`, role: 'staff' })).statusCode, 204)
@@ -106,7 +110,17 @@ test('staff and admin are exempt; staff cancelling a customer\'s order starts no
   const held = (await h.call({ method: 'GET', url: `/v1/store/orders?petId=${h.petId}`, key: h.hoarder })).json()[0].id as number
   assert.equal((await cancel(h, h.hoarder, held)).statusCode, 204)
   const category = await h.call({ method: 'POST', url: '/v1/categories', role: 'staff', payload: { name: 'Birds' } })
-  const otherPet = (await h.call({ method: 'POST', url: '/v1/pets', role: 'staff', payload: { name: 'Tweety', categoryId: category.json().id } })).json().id as number
-  assert.equal((await h.call({ method: 'POST', url: '/v1/store/orders', key: h.hoarder, payload: { petId: otherPet, quantity: 1 } })).statusCode, 201, 'another pet is not cooling down')
+  const otherPet = (await h.call({
+    method: 'POST',
+    url: '/v1/pets',
+    role: 'staff',
+    payload: { name: 'Tweety', categoryId: category.json().id }
+  })).json().id as number
+  assert.equal((await h.call({
+    method: 'POST',
+    url: '/v1/store/orders',
+    key: h.hoarder,
+    payload: { petId: otherPet, quantity: 1 }
+  })).statusCode, 201, 'another pet is not cooling down')
   assert.equal((await place(h, h.hoarder)).json().code, 'order_cooldown')
 })

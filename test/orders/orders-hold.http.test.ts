@@ -130,7 +130,11 @@ test('an open order carries expiresAt (30 minutes by default, ORDER_HOLD_MINUTES
 
   const fresh = await buildTestApp(t)
   const petId = await addPet(fresh, 5)
-  assert.equal((await place(fresh, fresh.keys.customer, petId, 1)).json().expiresAt, new Date(T0 + HOLD).toISOString(), 'the default hold is 30 minutes')
+  assert.equal(
+    (await place(fresh, fresh.keys.customer, petId, 1)).json().expiresAt,
+    new Date(T0 + HOLD).toISOString(),
+    'the default hold is 30 minutes'
+  )
 })
 
 test('an expired order is gone at once for reads and changes, and its stock returns before the next order of the pet', async (t) => {
@@ -214,7 +218,9 @@ test('two instances sweeping the same expired orders at once return each order\'
   t.after(() => a.close())
   const h = await buildTestApp(t, { stores: a })
   const pets = [await addPet(h, 50), await addPet(h, 50), await addPet(h, 50)]
-  for (const petId of pets) for (let i = 0; i < 10; i++) assert.equal((await place(h, h.keys.customer, petId, 2)).statusCode, 201)
+  for (const petId of pets) {
+    for (let i = 0; i < 10; i++) assert.equal((await place(h, h.keys.customer, petId, 2)).statusCode, 201)
+  }
   const b = await open()
   t.after(() => b.close())
 

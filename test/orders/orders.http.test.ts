@@ -35,7 +35,13 @@ async function inventoryOf (h: TestApp, petId: number): Promise<{ petId: number;
 }
 
 async function place (h: TestApp, payload: object, options: { key?: string; headers?: Record<string, string> } = {}) {
-  return await h.call({ method: 'POST', url: '/v1/store/orders', key: options.key ?? h.keys.customer, payload, ...(options.headers !== undefined && { headers: options.headers }) })
+  return await h.call({
+    method: 'POST',
+    url: '/v1/store/orders',
+    key: options.key ?? h.keys.customer,
+    payload,
+    ...(options.headers !== undefined && { headers: options.headers })
+  })
 }
 
 async function placed (h: TestApp, payload: object, key?: string): Promise<number> {
@@ -50,7 +56,9 @@ test('POST /v1/store/orders answers 201 with the order, Location and ETag, and t
   const h = await shop(t, 5)
   const res = await place(h, { petId: h.petId, quantity: 2 })
   assert.equal(res.statusCode, 201)
-  assert.deepEqual(res.json(), { id: 1, petId: h.petId, quantity: 2, complete: false, expiresAt: new Date(T0 + 30 * 60_000).toISOString() })
+  assert.deepEqual(res.json(), {
+    id: 1, petId: h.petId, quantity: 2, complete: false, expiresAt: new Date(T0 + 30 * 60_000).toISOString()
+  })
   assert.equal(res.headers.location, '/v1/store/orders/1')
   assert.equal(res.headers.etag, '"1"')
   assert.deepEqual(await inventoryOf(h, h.petId), { petId: h.petId, quantity: 3, status: 'available' })
@@ -60,7 +68,10 @@ test('POST /v1/store/orders answers 201 with shipDate as a UTC instant when one 
   const h = await shop(t)
   const res = await place(h, { petId: h.petId, quantity: 1, shipDate: '2026-12-01T10:00:00+01:00' })
   assert.equal(res.statusCode, 201)
-  assert.deepEqual(res.json(), { id: 1, petId: h.petId, quantity: 1, shipDate: '2026-12-01T09:00:00.000Z', complete: false, expiresAt: new Date(T0 + 30 * 60_000).toISOString() })
+  assert.deepEqual(res.json(), {
+    id: 1, petId: h.petId, quantity: 1, shipDate: '2026-12-01T09:00:00.000Z', complete: false,
+    expiresAt: new Date(T0 + 30 * 60_000).toISOString()
+  })
 })
 
 test('POST /v1/store/orders answers 201 and makes the pet pending when the order takes the stock to 0', async (t) => {
@@ -171,7 +182,8 @@ test('POST /v1/store/orders answers 409 idempotency_key_reused for the same Idem
 test('POST /v1/store/orders with one Idempotency-Key sent 10 times at once creates exactly one order', async (t) => {
   const h = await shop(t, 20)
   const headers = { 'idempotency-key': 'burst-1' }
-  const responses = await Promise.all(Array.from({ length: 10 }, () => place(h, { petId: h.petId, quantity: 1 }, { headers })))
+  const responses = await Promise.all(Array.from({ length: 10 }, () =>
+    place(h, { petId: h.petId, quantity: 1 }, { headers })))
   for (const res of responses) {
     assert.equal(res.statusCode, 201)
     assert.deepEqual(res.json(), responses[0]!.json())
@@ -216,7 +228,9 @@ test('GET /v1/store/orders/{orderId} answers 200 with the order and its ETag for
   for (const role of ['customer', 'staff', 'admin'] as const) {
     const res = await h.call({ method: 'GET', url: `/v1/store/orders/${id}`, role })
     assert.equal(res.statusCode, 200)
-    assert.deepEqual(res.json(), { id, petId: h.petId, quantity: 1, complete: false, expiresAt: new Date(T0 + 30 * 60_000).toISOString() })
+    assert.deepEqual(res.json(), {
+      id, petId: h.petId, quantity: 1, complete: false, expiresAt: new Date(T0 + 30 * 60_000).toISOString()
+    })
     assert.equal(res.headers.etag, '"1"')
   }
 })
@@ -264,7 +278,9 @@ test('GET /v1/store/orders answers 200 filtered by petId and complete', async (t
   const o2 = await placed(h, { petId: otherPet, quantity: 1 })
   const o3 = await placed(h, { petId: h.petId, quantity: 1 })
   assert.equal((await h.call({ method: 'PATCH', url: `/v1/store/orders/${o3}`, role: 'staff', payload: { complete: true } })).statusCode, 200)
-  const ids = async (query: string) => (await h.call({ method: 'GET', url: `/v1/store/orders?${query}`, role: 'customer' })).json().map((o: { id: number }) => o.id)
+  const ids = async (query: string) => (await h.call({ method: 'GET', url: `/v1/store/orders?${query}`, role: 'customer' }))
+    .json()
+    .map((o: { id: number }) => o.id)
   assert.deepEqual(await ids(`petId=${h.petId}`), [o1, o3])
   assert.deepEqual(await ids(`petId=${otherPet}`), [o2])
   assert.deepEqual(await ids('complete=true'), [o3])
@@ -308,7 +324,9 @@ test('PATCH /v1/store/orders/{orderId} with complete answers 200, ships now and 
 
   const first = await h.call({ method: 'PATCH', url: `/v1/store/orders/${o1}`, role: 'staff', payload: { complete: true } })
   assert.equal(first.statusCode, 200)
-  assert.deepEqual(first.json(), { id: o1, petId: h.petId, quantity: 1, shipDate: new Date(T0).toISOString(), complete: true, expiresAt: null })
+  assert.deepEqual(first.json(), {
+    id: o1, petId: h.petId, quantity: 1, shipDate: new Date(T0).toISOString(), complete: true, expiresAt: null
+  })
   assert.equal(first.headers.etag, '"2"')
   assert.equal((await inventoryOf(h, h.petId)).status, 'pending') // o2 is still open
 
@@ -331,7 +349,10 @@ test('PATCH /v1/store/orders/{orderId} with shipDate alone answers 200 and chang
   const id = await placed(h, { petId: h.petId, quantity: 1, shipDate: '2026-12-01T00:00:00Z' })
   const res = await h.call({ method: 'PATCH', url: `/v1/store/orders/${id}`, role: 'staff', payload: { shipDate: '2026-12-03T00:00:00Z' } })
   assert.equal(res.statusCode, 200)
-  assert.deepEqual(res.json(), { id, petId: h.petId, quantity: 1, shipDate: '2026-12-03T00:00:00.000Z', complete: false, expiresAt: new Date(T0 + 30 * 60_000).toISOString() })
+  assert.deepEqual(res.json(), {
+    id, petId: h.petId, quantity: 1, shipDate: '2026-12-03T00:00:00.000Z', complete: false,
+    expiresAt: new Date(T0 + 30 * 60_000).toISOString()
+  })
   assert.equal(res.headers.etag, '"2"')
   assert.equal((await inventoryOf(h, h.petId)).status, 'pending')
 })

@@ -58,7 +58,10 @@ test('POST /v1/pets answers 400 validation_failed for bad bodies, naming the fie
     const body = res.json()
     assert.equal(body.code, 'validation_failed')
     assert.equal(body.status, 400)
-    assert.ok(body.details.some((d: { path: string }) => d.path === path), `${JSON.stringify(payload)}: ${JSON.stringify(body.details)}`)
+    assert.ok(
+      body.details.some((d: { path: string }) => d.path === path),
+      `${JSON.stringify(payload)}: ${JSON.stringify(body.details)}`
+    )
   }
 })
 
@@ -193,7 +196,9 @@ test('GET /v1/pets filters by status, categoryId and a case-insensitive name sub
   for (const [name, c, status] of [['Rex', categoryId, 'available'], ['REXINE', cats, 'sold'], ['Émile', cats, 'available'], ['Max', categoryId, 'pending']] as const) {
     await call({ method: 'POST', url: '/v1/pets', payload: { name, categoryId: c, status } })
   }
-  const names = async (query: string) => (await call({ method: 'GET', url: `/v1/pets?${query}` })).json().map((p: { name: string }) => p.name)
+  const names = async (query: string) => (await call({ method: 'GET', url: `/v1/pets?${query}` }))
+    .json()
+    .map((p: { name: string }) => p.name)
   assert.deepEqual(await names('name=rex'), ['Rex', 'REXINE'])
   assert.deepEqual(await names('name=%C3%89MI'), ['Émile'])
   assert.deepEqual(await names('name=%25'), [])
@@ -210,7 +215,9 @@ test('GET /v1/pets filters by status, categoryId and a case-insensitive name sub
 
 test('pagination walks 130 pets exactly once through Link rel="next", with filters kept', async (t) => {
   const { call, categoryId, stores } = await withCategory(t)
-  for (let i = 1; i <= 130; i++) await stores.pets.createPet({ name: `Pet ${i}`, categoryId, status: i % 2 === 0 ? 'available' : 'sold' }, null, Date.now())
+  for (let i = 1; i <= 130; i++) {
+    await stores.pets.createPet({ name: `Pet ${i}`, categoryId, status: i % 2 === 0 ? 'available' : 'sold' }, null, Date.now())
+  }
   const seen: number[] = []
   let url: string | null = '/v1/pets?limit=7&status=available'
   let pages = 0

@@ -22,7 +22,9 @@ test('GET /v1/admin/keys?q= ignores case beyond ASCII on both engines', async (t
     ids.set(name, res.json().id)
   }
   const search = async (q: string): Promise<string[]> =>
-    ((await h.call({ method: 'GET', url: `/v1/admin/keys?limit=100&q=${encodeURIComponent(q)}`, role: 'admin' })).json() as { name: string }[]).map((k) => k.name).sort()
+    ((await h.call({ method: 'GET', url: `/v1/admin/keys?limit=100&q=${encodeURIComponent(q)}`, role: 'admin' })).json() as { name: string }[])
+      .map((k) => k.name)
+      .sort()
   assert.deepEqual(await search('élan'), ['Élan Vital', 'ÉLAN'].sort())
   assert.deepEqual(await search('ÉLAN'), ['Élan Vital', 'ÉLAN'].sort())
   assert.deepEqual(await search('straße'), ['Straße'])
@@ -35,7 +37,9 @@ test('GET /v1/admin/keys?q= ignores case beyond ASCII on both engines', async (t
 test('GET /v1/pets?name= ignores case beyond ASCII on both engines', async (t) => {
   const h = await buildTestApp(t)
   assert.equal((await h.call({ method: 'POST', url: '/v1/categories', role: 'staff', payload: { name: 'All' } })).statusCode, 201)
-  for (const name of NAMES) assert.equal((await h.call({ method: 'POST', url: '/v1/pets', role: 'staff', payload: { name, categoryId: 1 } })).statusCode, 201)
+  for (const name of NAMES) {
+    assert.equal((await h.call({ method: 'POST', url: '/v1/pets', role: 'staff', payload: { name, categoryId: 1 } })).statusCode, 201)
+  }
   const search = async (q: string): Promise<string[]> =>
     ((await h.call({ method: 'GET', url: `/v1/pets?limit=100&name=${encodeURIComponent(q)}` })).json() as { name: string }[]).map((p) => p.name).sort()
   assert.deepEqual(await search('élan'), ['Élan Vital', 'ÉLAN'].sort())

@@ -31,7 +31,10 @@ test('with Redis, a banned key stays banned until its end: after FLUSHDB, with R
 
   // One instance as infra.ts builds it: Redis through the fall-back limiter, the ban poll.
   let clockNow = () => T0
-  const instance = async (): Promise<TestApp & { tick (): Promise<number>; inRedis (subject: string): Promise<boolean> }> => {
+  const instance = async (): Promise<TestApp & {
+    tick (): Promise<number>
+    inRedis (subject: string): Promise<boolean>
+  }> => {
     const client = new Redis(port, '127.0.0.1', { ...redisClientOptions() })
     client.on('error', () => {})
     cleanup(() => client.disconnect())
@@ -39,7 +42,12 @@ test('with Redis, a banned key stays banned until its end: after FLUSHDB, with R
     const redisLimiter = createRedisRateLimiter({ redis: client, prefix, now: () => clockNow() })
     const app = await buildTestApp(t, {
       stores,
-      limiter: (now) => createFallbackRateLimiter({ primary: redisLimiter, fallback: createMemoryRateLimiter({ now }), now, probe: () => client.ping() })
+      limiter: (now) => createFallbackRateLimiter({
+        primary: redisLimiter,
+        fallback: createMemoryRateLimiter({ now }),
+        now,
+        probe: () => client.ping()
+      })
     })
     clockNow = app.clock.now
     await restoreBans(stores.keys, app.limiter, app.clock.now())

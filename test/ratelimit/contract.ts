@@ -134,7 +134,10 @@ export function runRateLimiterContract (name: string, makeLimiter: MakeLimiter):
         await consumeN(limiter, 'k', quota, 2)
         clock.t = MINUTE_END - 1
         const before = await limiter.consume('k', quota)
-        assert.deepEqual([before.code, before.retryAfterSeconds, before.minute], ['rate_limited', 1, { limit: 2, remaining: 0, resetAt: MINUTE_END }])
+        assert.deepEqual(
+          [before.code, before.retryAfterSeconds, before.minute],
+          ['rate_limited', 1, { limit: 2, remaining: 0, resetAt: MINUTE_END }]
+        )
         clock.t = MINUTE_END
         assert.deepEqual(await limiter.consume('k', quota), {
           allowed: true,
@@ -153,7 +156,10 @@ export function runRateLimiterContract (name: string, makeLimiter: MakeLimiter):
         clock.t = Date.UTC(2026, 10, 21, 23, 59, 0)
         await consumeN(limiter, 'k', quota, 3)
         const refused = await limiter.consume('k', quota)
-        assert.deepEqual([refused.code, refused.retryAfterSeconds, refused.day], ['rate_limited', 60, { limit: 3, remaining: 0, resetAt: DAY_END }])
+        assert.deepEqual(
+          [refused.code, refused.retryAfterSeconds, refused.day],
+          ['rate_limited', 60, { limit: 3, remaining: 0, resetAt: DAY_END }]
+        )
         clock.t = DAY_END - 1
         assert.equal((await limiter.consume('k', quota)).retryAfterSeconds, 1)
         clock.t = DAY_END
@@ -175,7 +181,10 @@ export function runRateLimiterContract (name: string, makeLimiter: MakeLimiter):
         assert.equal((await limiter.consume('minute-only', { perMinute: 1, perDay: 100 })).retryAfterSeconds, 30) // 29.4 s
         await consumeN(limiter, 'both', { perMinute: 2, perDay: 2 }, 2)
         const both = await limiter.consume('both', { perMinute: 2, perDay: 2 })
-        assert.deepEqual([both.minute.remaining, both.day.remaining, both.retryAfterSeconds], [0, 0, 43_170]) // 43 169.4 s to midnight
+        assert.deepEqual(
+          [both.minute.remaining, both.day.remaining, both.retryAfterSeconds],
+          [0, 0, 43_170] // 43 169.4 s to midnight
+        )
       })
 
       void test('different subjects are counted and banned independently, braces in subjects included', async (ctx) => {
@@ -341,7 +350,12 @@ export function runRateLimiterContract (name: string, makeLimiter: MakeLimiter):
         for (const _ of minutes) {
           const d = await provokeBan(limiter, 'k', quota)
           assert.ok(d.ban)
-          seen.push([d.ban.level, (d.ban.until - d.ban.startedAt) / MINUTE, d.retryAfterSeconds / 60, d.ban.startedAt === clock.t ? 1 : 0])
+          seen.push([
+            d.ban.level,
+            (d.ban.until - d.ban.startedAt) / MINUTE,
+            d.retryAfterSeconds / 60,
+            d.ban.startedAt === clock.t ? 1 : 0
+          ])
           clock.t = d.ban.until
         }
         assert.deepEqual(seen, minutes.map((m, i) => [i + 1, m, m, 1]))

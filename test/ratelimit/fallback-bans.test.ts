@@ -21,7 +21,10 @@ interface Switch {
 }
 
 /** A primary over its own memory limiter that rejects every call while `down`. */
-function switchedPrimary (now: () => number, options: { restoreBan?: boolean; needsBans?: boolean } = {}): { primary: RateLimiter; inner: ReturnType<typeof createMemoryRateLimiter>; control: Switch } {
+function switchedPrimary (
+  now: () => number,
+  options: { restoreBan?: boolean; needsBans?: boolean } = {}
+): { primary: RateLimiter; inner: ReturnType<typeof createMemoryRateLimiter>; control: Switch } {
   const inner = createMemoryRateLimiter({ now })
   const control: Switch = { down: false, lost: false, calls: [] }
   const guard = async <T>(name: string, call: () => T | Promise<T>): Promise<T> => {
@@ -201,7 +204,12 @@ void test('fallback: an unban that reaches the primary while degraded marks the 
   const clock = (): number => START
   const { primary, control } = switchedPrimary(clock)
   const changes: FallbackStatus[] = []
-  const limiter = createFallbackRateLimiter({ primary, fallback: createMemoryRateLimiter({ now: clock }), now: clock, onStateChange: (s) => changes.push(s) })
+  const limiter = createFallbackRateLimiter({
+    primary,
+    fallback: createMemoryRateLimiter({ now: clock }),
+    now: clock,
+    onStateChange: (s) => changes.push(s)
+  })
   control.down = true
   await limiter.consume('key:1', TIGHT)
   control.down = false

@@ -2,7 +2,16 @@
 // src/ratelimit/limiter.ts). Each test names the fault it catches.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { BAN_MAX_LEVEL, BAN_REASON, DAY_MS, MINUTE_MS, banLevelOf, checkQuota, nextBanLevel, quotaRetryAfterSeconds } from '../../src/ratelimit/limiter.ts'
+import {
+  BAN_MAX_LEVEL,
+  BAN_REASON,
+  DAY_MS,
+  MINUTE_MS,
+  banLevelOf,
+  checkQuota,
+  nextBanLevel,
+  quotaRetryAfterSeconds
+} from '../../src/ratelimit/limiter.ts'
 
 test('a restored ban longer than the longest level is read back as the top level, not one past it (and the reading ends)', () => {
   // Faults caught: the level cap dropped (the loop never ends: a day-long level stays under two

@@ -33,7 +33,10 @@ void test('bindingWindow picks the window with fewer requests left, and the late
 })
 
 void test('ban durations double from 15 minutes and stop at 24 hours', () => {
-  assert.deepEqual([1, 2, 3, 4, 5, 6, 7, 8, 9].map((l) => banDurationMs(l) / 60_000), [15, 30, 60, 120, 240, 480, 960, 1440, 1440])
+  assert.deepEqual(
+    [1, 2, 3, 4, 5, 6, 7, 8, 9].map((l) => banDurationMs(l) / 60_000),
+    [15, 30, 60, 120, 240, 480, 960, 1440, 1440]
+  )
   assert.equal(nextBanLevel(0, 0, 1_000), 1)
   assert.equal(nextBanLevel(1, 3, 1 + 86_400_000 - 1), 4)
   assert.equal(nextBanLevel(1, 3, 1 + 86_400_000), 1)
@@ -42,7 +45,11 @@ void test('ban durations double from 15 minutes and stop at 24 hours', () => {
 
 void test('rateLimitHeaders: a ban\'s Retry-After runs until the ban ends, and t is rounded up', () => {
   const now = 1_000_000_000_500
-  const d = buildDecision({ outcome: 'banned', minuteCount: 60, dayCount: 300, banStartedAt: now - 60_000, banUntil: now + 840_000, banLevel: 1 }, { perMinute: 60, perDay: 1000 }, now)
+  const d = buildDecision(
+    { outcome: 'banned', minuteCount: 60, dayCount: 300, banStartedAt: now - 60_000, banUntil: now + 840_000, banLevel: 1 },
+    { perMinute: 60, perDay: 1000 },
+    now
+  )
   assert.deepEqual(rateLimitHeaders(d, { perMinute: 60, perDay: 1000 }, now), {
     'X-RateLimit-Limit': '60',
     'X-RateLimit-Remaining': '0',
@@ -55,7 +62,11 @@ void test('rateLimitHeaders: a ban\'s Retry-After runs until the ban ends, and t
 
 void test('buildDecision: the request that would start a ban is refused with that ban\'s Retry-After but no ban yet', () => {
   const now = 1_000_000_000_500
-  assert.deepEqual(buildDecision({ outcome: 'would_ban', minuteCount: 5, dayCount: 5, banStartedAt: now, banUntil: now + 1_800_000, banLevel: 2 }, { perMinute: 5, perDay: 10 }, now), {
+  assert.deepEqual(buildDecision(
+    { outcome: 'would_ban', minuteCount: 5, dayCount: 5, banStartedAt: now, banUntil: now + 1_800_000, banLevel: 2 },
+    { perMinute: 5, perDay: 10 },
+    now
+  ), {
     allowed: false,
     code: 'api_key_banned',
     minute: { limit: 5, remaining: 0, resetAt: 1_000_000_020_000 },
@@ -77,7 +88,11 @@ void test('rateLimitHeaders: counts are written as String(n) writes them, withou
   const now = 1_000_000_000_500
   const quota = { perMinute: 1_000_000_000, perDay: 2 ** 40 }
   for (const [minute, day] of [[0, 0], [7, 12], [999_999_998, 2 ** 40 - 1], [2 ** 31, Infinity]] as const) {
-    const headers = rateLimitHeaders(decision([quota.perMinute, minute, 60_000], [quota.perDay, day, 86_400_000]), quota, now)
+    const headers = rateLimitHeaders(
+      decision([quota.perMinute, minute, 60_000], [quota.perDay, day, 86_400_000]),
+      quota,
+      now
+    )
     assert.equal(headers['X-RateLimit-Remaining'], String(minute))
     assert.equal(headers.RateLimit, `"minute";r=${String(minute)};t=20, "day";r=${String(day)};t=80000`)
   }
@@ -91,7 +106,12 @@ void test('rateLimitHeaders: counts are written as String(n) writes them, withou
     const before = oldSpace()
     for (let i = 0; i < 10_000; i++) {
       const remaining = 900_000_000 - chunk * 10_000 - i
-      setRateLimitHeaders(target, decision([quota.perMinute, remaining, 60_000], [quota.perDay, remaining + 5, 86_400_000]), quota, now)
+      setRateLimitHeaders(
+        target,
+        decision([quota.perMinute, remaining, 60_000], [quota.perDay, remaining + 5, 86_400_000]),
+        quota,
+        now
+      )
     }
     perCall.push((oldSpace() - before) / 10_000)
   }

@@ -98,7 +98,8 @@ void test('memory: a subject whose windows are stale but whose wait period is st
   t.after(() => limiter.close())
   const quota = { perMinute: 100, perDay: 1 }
   await limiter.consume('key:1', quota) // the day's one request
-  for (let i = 0; i < 20; i++) assert.equal((await limiter.consume('key:1', quota)).retryAfterSeconds, 1) // strikes 1-20, period until 00:00:00.500
+  // Strikes 1-20, period until 00:00:00.500.
+  for (let i = 0; i < 20; i++) assert.equal((await limiter.consume('key:1', quota)).retryAfterSeconds, 1)
   now = Date.UTC(2026, 10, 22, 0, 0, 0, 200) // a new day and minute: both windows are stale
   for (let i = 0; i < 20; i++) await limiter.consume(`ip:${i}`, quota) // the sweep passes by key:1 several times
   assert.equal(limiter.size(), 21)
@@ -141,7 +142,10 @@ void test('memory: restoreBan puts a ban in force with the level its length impl
   // A 1 h ban (level 3) that started 10 minutes ago.
   await limiter.restoreBan!('key:1', { startedAt: now - 10 * MINUTE, until: now + 50 * MINUTE })
   const d = limiter.consume('key:1', quota)
-  assert.deepEqual([d.code, d.ban?.startedAt, d.ban?.until, d.ban?.level, d.retryAfterSeconds], ['api_key_banned', now - 10 * MINUTE, now + 50 * MINUTE, 3, 3000])
+  assert.deepEqual(
+    [d.code, d.ban?.startedAt, d.ban?.until, d.ban?.level, d.retryAfterSeconds],
+    ['api_key_banned', now - 10 * MINUTE, now + 50 * MINUTE, 3, 3000]
+  )
   assert.equal(d.day.remaining, 1000) // the banned request was charged to nothing
 
   // A ban that ends sooner than the one held is ignored; one that ends later replaces it.
@@ -150,7 +154,10 @@ void test('memory: restoreBan puts a ban in force with the level its length impl
   await limiter.restoreBan!('key:1', { startedAt: now - 40 * MINUTE, until: now + 50 * MINUTE }) // same end: kept as held
   assert.deepEqual([limiter.peek('key:1', quota).ban?.startedAt, limiter.peek('key:1', quota).ban?.level], [now - 10 * MINUTE, 3])
   await limiter.restoreBan!('key:1', { startedAt: now, until: now + 2 * HOUR })
-  assert.deepEqual(limiter.peek('key:1', quota).ban, { until: now + 2 * HOUR, reason: d.ban!.reason, startedAt: now, level: 4 })
+  assert.deepEqual(
+    limiter.peek('key:1', quota).ban,
+    { until: now + 2 * HOUR, reason: d.ban!.reason, startedAt: now, level: 4 }
+  )
 
   // A ban that ended 24 h ago or more changes no answer: it is not stored at all.
   await limiter.restoreBan!('key:2', { startedAt: now - DAY - HOUR, until: now - DAY })

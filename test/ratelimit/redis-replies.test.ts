@@ -112,11 +112,21 @@ void test('redis: a call whose step fails in Redis (WRONGTYPE) fails alone; the 
   const limiter = createRedisRateLimiter({ redis, prefix, now: () => START })
   await redis.set(`${prefix}{key:bad}:s`, 'not a hash') // the state hash of key:bad, damaged
   const sent = spy(redis)
-  const [one, bad, two] = await Promise.allSettled([limiter.consume('key:1', QUOTA), limiter.consume('key:bad', QUOTA), limiter.consume('key:2', QUOTA)])
+  const [one, bad, two] = await Promise.allSettled([
+    limiter.consume('key:1', QUOTA),
+    limiter.consume('key:bad', QUOTA),
+    limiter.consume('key:2', QUOTA)
+  ])
   assert.equal(sent.length, 1, 'the three calls went in one command')
-  assert.ok(bad.status === 'rejected' && bad.reason instanceof Error && /WRONGTYPE/.test(bad.reason.message), String(bad.status === 'rejected' ? bad.reason : bad.value))
+  assert.ok(
+    bad.status === 'rejected' && bad.reason instanceof Error && /WRONGTYPE/.test(bad.reason.message),
+    String(bad.status === 'rejected' ? bad.reason : bad.value)
+  )
   assert.deepEqual([one, two].map((r) => r.status === 'fulfilled' ? r.value.minute.remaining : r.reason), [4, 4])
-  assert.deepEqual([(await limiter.peek('key:1', QUOTA)).minute.remaining, (await limiter.peek('key:2', QUOTA)).minute.remaining], [4, 4])
+  assert.deepEqual(
+    [(await limiter.peek('key:1', QUOTA)).minute.remaining, (await limiter.peek('key:2', QUOTA)).minute.remaining],
+    [4, 4]
+  )
 })
 
 // The script reads each key once per batch and keeps what it wrote (src/ratelimit/redis.ts):
@@ -130,7 +140,13 @@ void test('redis: one batch holding a subject\'s calls through its limit, wait p
   const quota = { perMinute: 2, perDay: 100 }
   const calls: Array<(l: RateLimiter) => unknown> = []
   for (let i = 0; i < 25; i++) calls.push((l) => l.consume('key:1', quota), (l) => l.peek('key:2', quota))
-  calls.push((l) => l.unban('key:1'), (l) => l.peek('key:1', quota), (l) => l.consume('key:1', quota), (l) => l.consume('key:2', quota), (l) => l.consume('key:2', quota))
+  calls.push(
+    (l) => l.unban('key:1'),
+    (l) => l.peek('key:1', quota),
+    (l) => l.consume('key:1', quota),
+    (l) => l.consume('key:2', quota),
+    (l) => l.consume('key:2', quota)
+  )
   const limiter = createRedisRateLimiter({ redis, prefix, now: () => START })
   const sent = spy(redis)
   const viaRedis = await Promise.all(calls.map((c) => c(limiter)))
@@ -141,7 +157,10 @@ void test('redis: one batch holding a subject\'s calls through its limit, wait p
   assert.deepEqual(viaRedis, inProcess)
   // The sequence is the one meant: two allowed, refusals into a ban, the lift, then refused again.
   const ones = viaRedis.slice(0, 50).filter((_, i) => i % 2 === 0) as Decision[]
-  assert.deepEqual([ones.filter((d) => d.allowed).length, ones.filter((d) => d.banStarted).length, ones.at(-1)?.code], [2, 1, 'api_key_banned'])
+  assert.deepEqual(
+    [ones.filter((d) => d.allowed).length, ones.filter((d) => d.banStarted).length, ones.at(-1)?.code],
+    [2, 1, 'api_key_banned']
+  )
   assert.deepEqual(viaRedis.slice(51).map((d) => (d as Decision).code), ['rate_limited', 'rate_limited', null, null])
 })
 
@@ -167,7 +186,10 @@ void test('redis: restoreBan enforces a ban with its level on every instance; an
   const limiter = createRedisRateLimiter({ redis, prefix, now: () => now })
   await limiter.restoreBan!('key:1', { startedAt: now - 10 * MINUTE, until: now + 50 * MINUTE }) // a 1 h ban: level 3
   const d = await limiter.consume('key:1', QUOTA)
-  assert.deepEqual([d.code, d.ban?.startedAt, d.ban?.until, d.ban?.level, d.retryAfterSeconds], ['api_key_banned', now - 10 * MINUTE, now + 50 * MINUTE, 3, 3000])
+  assert.deepEqual(
+    [d.code, d.ban?.startedAt, d.ban?.until, d.ban?.level, d.retryAfterSeconds],
+    ['api_key_banned', now - 10 * MINUTE, now + 50 * MINUTE, 3, 3000]
+  )
   const sent = spy(redis)
   await limiter.restoreBan!('key:2', { startedAt: now - DAY_MS - HOUR, until: now - DAY_MS })
   assert.deepEqual(sent, [], 'a ban that ended 24 h ago changes no answer')

@@ -55,7 +55,10 @@ void describe('redis back end', { skip }, () => {
 
   /** Records the name of every command the client sends. */
   /** A limiter on a fresh prefix whose script is already loaded (one EVAL done), and the commands sent after. */
-  async function loadedLimiter (t: TestContext): Promise<{ limiter: ReturnType<typeof createRedisRateLimiter>; sent: string[] }> {
+  async function loadedLimiter (t: TestContext): Promise<{
+    limiter: ReturnType<typeof createRedisRateLimiter>
+    sent: string[]
+  }> {
     const prefix = uniquePrefix()
     t.after(() => deleteRedisKeys(shared, prefix))
     const c = await client()
@@ -163,10 +166,14 @@ void describe('redis back end', { skip }, () => {
   void test('exactly 64 calls in one turn are one command: the full batch leaves nothing for the end of the turn', async (t) => {
     // Fault caught: the turn's end sending an empty script call after a full batch went out.
     const { limiter, sent } = await loadedLimiter(t)
-    const decisions = await Promise.all(Array.from({ length: 64 }, () => limiter.consume('key:1', { perMinute: 100, perDay: 1000 })))
+    const decisions = await Promise.all(Array.from({ length: 64 }, () =>
+      limiter.consume('key:1', { perMinute: 100, perDay: 1000 })))
     await new Promise((resolve) => setImmediate(resolve))
     assert.deepEqual(sent, ['evalsha'])
-    assert.deepEqual(decisions.map((d) => d.allowed && d.minute.remaining), Array.from({ length: 64 }, (_, i) => 99 - i))
+    assert.deepEqual(
+      decisions.map((d) => d.allowed && d.minute.remaining),
+      Array.from({ length: 64 }, (_, i) => 99 - i)
+    )
   })
 
   void test('after the server loses its script cache (NOSCRIPT), the call is resent with EVAL and answers', async (t) => {

@@ -36,7 +36,12 @@ async function setup (t: TestContext) {
   const app: TestApp = await buildTestApp(t, {
     stores,
     deps: { usageFlushMs: 20 },
-    limiter: (now) => createFallbackRateLimiter({ primary, fallback: createMemoryRateLimiter({ now }), now, probe: () => client.ping() })
+    limiter: (now) => createFallbackRateLimiter({
+      primary,
+      fallback: createMemoryRateLimiter({ now }),
+      now,
+      probe: () => client.ping()
+    })
   })
   clockNow = app.clock.now
   await restoreBans(stores.keys, app.limiter, app.clock.now())
@@ -47,7 +52,12 @@ async function setup (t: TestContext) {
   }
   /** Waits until the database holds `count` allowed requests of the key today (the usage flush). */
   const recorded = async (id: number, count: number) => {
-    await pollUntil(async () => (await stores.keys.usage(id, utcDay(app.clock.now()))).reduce((n, r) => n + r.allowed, 0) >= count ? true : undefined, { timeoutMs: 5000, intervalMs: 20, message: 'usage not flushed' })
+    await pollUntil(
+      async () => (await stores.keys.usage(id, utcDay(app.clock.now()))).reduce((n, r) => n + r.allowed, 0) >= count
+        ? true
+        : undefined,
+      { timeoutMs: 5000, intervalMs: 20, message: 'usage not flushed' }
+    )
   }
   const restartRedis = async () => {
     await redis.server.stop()

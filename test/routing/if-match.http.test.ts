@@ -16,14 +16,24 @@ type IfMatchOperation = typeof IF_MATCH_OPERATIONS[number]
 type HeaderOf<O extends keyof operations> = NonNullable<operations[O]['parameters']['header']>
 
 // Compile-time: each of them takes `if-match` as a string, and nothing else takes a number.
-type WithIfMatch = { [O in keyof operations]: [HeaderOf<O>] extends [never] ? never : HeaderOf<O> extends { 'if-match'?: string } ? ('if-match' extends keyof HeaderOf<O> ? O : never) : never }[keyof operations]
+type WithIfMatch = {
+  [O in keyof operations]: [HeaderOf<O>] extends [never]
+    ? never
+    : HeaderOf<O> extends { 'if-match'?: string } ? ('if-match' extends keyof HeaderOf<O> ? O : never) : never
+}[keyof operations]
 const everyOneDeclaresIt: [Exclude<IfMatchOperation, WithIfMatch>] extends [never] ? true : false = true
 // @ts-expect-error an ETag is a string
 const wrongType: HeaderOf<'replacePet'> = { 'if-match': 3 }
 void [everyOneDeclaresIt, wrongType]
 
 test('every operation that documents 412 declares the If-Match header, and only those', async () => {
-  const doc = JSON.parse(await openApiDocument()) as { paths: Record<string, Record<string, { operationId: string; parameters?: { in: string; name: string }[]; responses: Record<string, unknown> }>> }
+  const doc = JSON.parse(await openApiDocument()) as {
+    paths: Record<string, Record<string, {
+      operationId: string
+      parameters?: { in: string; name: string }[]
+      responses: Record<string, unknown>
+    }>>
+  }
   const withHeader: string[] = []
   const with412: string[] = []
   for (const operations of Object.values(doc.paths)) {

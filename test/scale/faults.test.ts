@@ -9,7 +9,19 @@ import { openInfra } from '../../src/infra.ts'
 import { systemClock } from '../../src/shared/clock.ts'
 import { TEST_DATABASE_URL } from '../helpers/stores.ts'
 import { tempDir } from '../helpers/temp.ts'
-import { call, cleanupStack, cli, createKey, isolatedRedis, pollUntil, requireServices, schemaDatabaseUrl, startServerProcess, tcpProxy, TEST_REDIS_URL } from './helpers.ts'
+import {
+  call,
+  cleanupStack,
+  cli,
+  createKey,
+  isolatedRedis,
+  pollUntil,
+  requireServices,
+  schemaDatabaseUrl,
+  startServerProcess,
+  tcpProxy,
+  TEST_REDIS_URL
+} from './helpers.ts'
 
 /** The `day` remaining count of the IETF RateLimit header (`"minute";r=..;t=.., "day";r=..;t=..`). */
 function dayRemaining (headers: Headers): number {
@@ -28,7 +40,10 @@ async function recordedToday (env: Record<string, string>, keyId: number): Promi
 
 /** Resolves once the database holds `count` of the key's requests of today (the usage flush runs every 2 s). */
 async function awaitRecorded (env: Record<string, string>, keyId: number, count: number): Promise<void> {
-  await pollUntil(async () => await recordedToday(env, keyId) === count ? true : undefined, { timeoutMs: 15_000, intervalMs: 200, message: `the database did not record ${count} requests of the key` })
+  await pollUntil(
+    async () => await recordedToday(env, keyId) === count ? true : undefined,
+    { timeoutMs: 15_000, intervalMs: 200, message: `the database did not record ${count} requests of the key` }
+  )
 }
 
 /** The ratelimit_backend_degraded gauge of GET /metrics (on the private listener). */
@@ -55,9 +70,14 @@ test('Redis unreachable: the instance keeps serving on its own counters, says so
   const redisCount = async () => Number(await redis.client.get(dayKey()))
 
   // Shared counters: three calls are three in Redis.
-  for (let i = 1; i <= 3; i++) assert.equal(dayRemaining((await call(server.url, '/v1/pets', { key: customer.key })).headers), perDay - i)
+  for (let i = 1; i <= 3; i++) {
+    assert.equal(dayRemaining((await call(server.url, '/v1/pets', { key: customer.key })).headers), perDay - i)
+  }
   assert.equal(await redis.client.get(dayKey()), '3')
-  assert.deepEqual((await call(server.url, '/readyz')).body, { status: 'ok', checks: { database: { status: 'ok' }, redis: { status: 'ok' } } })
+  assert.deepEqual(
+    (await call(server.url, '/readyz')).body,
+    { status: 'ok', checks: { database: { status: 'ok' }, redis: { status: 'ok' } } }
+  )
   // The day count survives the switches below through the database (docs/product.md 4.14): wait
   // for the usage flush to hold the three, so that what is put back is known.
   await awaitRecorded(env, customer.id, 3)
@@ -87,7 +107,10 @@ test('Redis unreachable: the instance keeps serving on its own counters, says so
   }
   const fresh = [perDay - 1, perDay - 4, perDay - 5]
   const seeded = [perDay - 4, perDay - 5, perDay - 6]
-  assert.ok([fresh, seeded].some((expected) => remaining.every((r, i) => r === expected[i])), `day remaining while degraded: ${remaining.join(', ')}; expected ${fresh.join(', ')} or ${seeded.join(', ')}`)
+  assert.ok(
+    [fresh, seeded].some((expected) => remaining.every((r, i) => r === expected[i])),
+    `day remaining while degraded: ${remaining.join(', ')}; expected ${fresh.join(', ')} or ${seeded.join(', ')}`
+  )
   assert.equal(await redis.client.get(dayKey()), '3')
   const warning = await server.logLine((l) => l.level === 40 && /redis/i.test(String(l.msg)))
   assert.match(String(warning.reason), /^rate limit store unavailable: /)
@@ -110,7 +133,10 @@ test('Redis unreachable: the instance keeps serving on its own counters, says so
   t.diagnostic(`day remaining while degraded ${remaining.join(', ')}, then ${first} after`)
   assert.ok(first === perDay - 4 || first === perDay - 7, `day remaining of the first call after Redis came back: ${first}`)
   const settled = Math.max(perDay - first, 6)
-  await pollUntil(async () => await redisCount() === settled ? true : undefined, { timeoutMs: 5000, intervalMs: 50, message: `Redis's day count did not become ${settled} (the database's 6 put back)` })
+  await pollUntil(
+    async () => await redisCount() === settled ? true : undefined,
+    { timeoutMs: 5000, intervalMs: 50, message: `Redis's day count did not become ${settled} (the database's 6 put back)` }
+  )
   // And from then on every call is one more in Redis, and the answer says so.
   assert.equal(dayRemaining((await call(server.url, '/v1/pets', { key: customer.key })).headers), perDay - settled - 1)
   assert.equal(await redisCount(), settled + 1)
@@ -123,7 +149,10 @@ test('an instance whose Redis answers counts in Redis from its first request (st
   const cleanup = cleanupStack(t)
   const redis = isolatedRedis(cleanup)
   const changes: string[] = []
-  const infra = await openInfra(loadConfig({ DATABASE_URL: 'sqlite::memory:', REDIS_URL: redis.url() }), { clock: systemClock, onLimiterState: (state) => changes.push(state) })
+  const infra = await openInfra(
+    loadConfig({ DATABASE_URL: 'sqlite::memory:', REDIS_URL: redis.url() }),
+    { clock: systemClock, onLimiterState: (state) => changes.push(state) }
+  )
   cleanup(() => infra.close())
   const decision = await infra.limiter.consume('key:1', { perMinute: 5, perDay: 50 })
   assert.equal(decision.day.remaining, 49)
@@ -175,7 +204,10 @@ test('PostgreSQL unreachable: requests answer 503 with Retry-After at once, /rea
   }, { timeoutMs: 5000, intervalMs: 100, message: 'the instance did not serve again within 5 s of the database coming back' })
   t.diagnostic(`serving again ${back.ms} ms after the database came back`)
   // /readyz checks at most once a second.
-  await pollUntil(async () => (await call(server.url, '/readyz')).status === 200 ? true : undefined, { timeoutMs: 2000, intervalMs: 100, message: '/readyz not 200 within 2 s' })
+  await pollUntil(
+    async () => (await call(server.url, '/readyz')).status === 200 ? true : undefined,
+    { timeoutMs: 2000, intervalMs: 100, message: '/readyz not 200 within 2 s' }
+  )
   assert.equal((await call(server.url, '/v1/pets', { key: staff.key })).body.length, 1)
 
   assert.equal(await server.stop(), 0)

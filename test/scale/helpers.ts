@@ -16,7 +16,10 @@ import { createTestSchema, testPostgresReason, TEST_DATABASE_URL } from '../help
 /** The Redis the tests use: PETSTORE_TEST_REDIS_URL, else the local server (as test/helpers/limiter.ts). */
 export { TEST_REDIS_URL }
 
-/** The server process and the cleanup order live in test/helpers/server.ts; re-exported for the scale tests' imports. */
+/**
+ * The server process and the cleanup order live in test/helpers/server.ts; re-exported for the
+ * scale tests' imports.
+ */
 export { cleanupStack, pollUntil, startServerProcess, type ServerProcess } from '../helpers/server.ts'
 
 // ---------------------------------------------------------------------------------------------
@@ -40,7 +43,10 @@ export async function requireServices (t: TestContext, services: ReadonlyArray<'
  * `options` parameter (`-c search_path=...`), which pg sends at connect: a server process given
  * this DATABASE_URL works in that schema only. `base` may be a proxy's address.
  */
-export async function schemaDatabaseUrl (t: TestContext, base: string = TEST_DATABASE_URL): Promise<{ schema: string; url (base?: string): string }> {
+export async function schemaDatabaseUrl (
+  t: TestContext,
+  base: string = TEST_DATABASE_URL
+): Promise<{ schema: string; url (base?: string): string }> {
   const schema = await createTestSchema(t)
   return {
     schema,
@@ -58,7 +64,10 @@ export async function schemaDatabaseUrl (t: TestContext, base: string = TEST_DAT
  * Lua script included. So parallel runs never share a counter (key ids restart at 1 in every
  * fresh schema), and the cleanup deletes exactly this run's keys.
  */
-export function isolatedRedis (cleanup: ReturnType<typeof cleanupStack>, base: string = TEST_REDIS_URL): { prefix: string; url (base?: string): string; client: Redis } {
+export function isolatedRedis (
+  cleanup: ReturnType<typeof cleanupStack>,
+  base: string = TEST_REDIS_URL
+): { prefix: string; url (base?: string): string; client: Redis } {
   const prefix = `petstore-test:scale:${randomUUID()}:`
   const client = new Redis(base, { maxRetriesPerRequest: 1, commandTimeout: 2000 })
   client.on('error', () => {})
@@ -89,7 +98,12 @@ export async function cli (env: Record<string, string>, args: string[]): Promise
 }
 
 /** `keys create ... --json`: the new key's id and secret. */
-export async function createKey (env: Record<string, string>, role: string, plan: string, quotas?: { perMinute: number; perDay: number }): Promise<{ id: number; key: string }> {
+export async function createKey (
+  env: Record<string, string>,
+  role: string,
+  plan: string,
+  quotas?: { perMinute: number; perDay: number }
+): Promise<{ id: number; key: string }> {
   const args = ['keys', 'create', '--role', role, '--plan', plan, '--json']
   if (quotas !== undefined) args.push('--per-minute', String(quotas.perMinute), '--per-day', String(quotas.perDay))
   const [line] = await cli(env, args)
@@ -108,7 +122,11 @@ export interface Answer {
 }
 
 /** One request; the body parsed as JSON when there is one; how long it took. */
-export async function call (base: string, path: string, options: { method?: string; key?: string; body?: unknown; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<Answer> {
+export async function call (
+  base: string,
+  path: string,
+  options: { method?: string; key?: string; body?: unknown; headers?: Record<string, string>; timeoutMs?: number } = {}
+): Promise<Answer> {
   const started = performance.now()
   const res = await fetch(base + path, {
     method: options.method ?? 'GET',
@@ -121,7 +139,12 @@ export async function call (base: string, path: string, options: { method?: stri
     signal: AbortSignal.timeout(options.timeoutMs ?? 10_000)
   })
   const text = await res.text()
-  return { status: res.status, headers: res.headers, body: text === '' ? {} as Answer['body'] : JSON.parse(text) as Answer['body'], ms: performance.now() - started }
+  return {
+    status: res.status,
+    headers: res.headers,
+    body: text === '' ? {} as Answer['body'] : JSON.parse(text) as Answer['body'],
+    ms: performance.now() - started
+  }
 }
 
 /**
@@ -133,7 +156,10 @@ export async function awaitMinuteRoom (seconds: number): Promise<void> {
   const left = () => 60_000 - (Date.now() % 60_000)
   if (left() >= seconds * 1000) return
   const minute = Math.floor(Date.now() / 60_000)
-  await pollUntil(async () => Math.floor(Date.now() / 60_000) > minute ? true : undefined, { timeoutMs: seconds * 1000 + 1000, intervalMs: 50, message: 'the next minute did not begin' })
+  await pollUntil(
+    async () => Math.floor(Date.now() / 60_000) > minute ? true : undefined,
+    { timeoutMs: seconds * 1000 + 1000, intervalMs: 50, message: 'the next minute did not begin' }
+  )
 }
 
 // ---------------------------------------------------------------------------------------------

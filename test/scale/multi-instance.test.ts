@@ -3,7 +3,19 @@
 // coordination"): quotas, bans and lifts, stock and idempotency hold across them.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { awaitMinuteRoom, call, cleanupStack, cli, createKey, isolatedRedis, pollUntil, requireServices, schemaDatabaseUrl, startServerProcess, type Answer } from './helpers.ts'
+import {
+  awaitMinuteRoom,
+  call,
+  cleanupStack,
+  cli,
+  createKey,
+  isolatedRedis,
+  pollUntil,
+  requireServices,
+  schemaDatabaseUrl,
+  startServerProcess,
+  type Answer
+} from './helpers.ts'
 
 test('two instances on one PostgreSQL and one Redis behave as one service', { timeout: 90_000 }, async (t) => {
   if (!await requireServices(t, ['postgres', 'redis'])) return
@@ -32,7 +44,10 @@ test('two instances on one PostgreSQL and one Redis behave as one service', { ti
     for (let i = 0; i < 60; i++) answers.push(await call(both[i % 2]!, '/v1/pets', { key: metered.key }))
     assert.deepEqual(answers.map((r) => r.status), [...Array<number>(40).fill(200), ...Array<number>(20).fill(429)])
     // One counter: the remaining count falls by one per call, whichever instance answers.
-    assert.deepEqual(answers.slice(0, 40).map((r) => Number(r.headers.get('x-ratelimit-remaining'))), Array.from({ length: 40 }, (_, i) => 39 - i))
+    assert.deepEqual(
+      answers.slice(0, 40).map((r) => Number(r.headers.get('x-ratelimit-remaining'))),
+      Array.from({ length: 40 }, (_, i) => 39 - i)
+    )
     for (const r of answers.slice(40)) {
       assert.equal(r.body.code, 'rate_limited', JSON.stringify(r.body))
       assert.match(r.headers.get('retry-after') ?? '', /^\d+$/)

@@ -133,7 +133,12 @@ test('when every connection has a request in flight, a connection past an addres
   // Faults caught: closing busy connections to make room would cut requests in flight; a refused
   // connection closed unanswered (issue 30 item 9: 50 socket errors and no HTTP status).
   const logs: Array<Record<string, unknown>> = []
-  const { port, keys } = await startTestServer(t, { MAX_CONNECTIONS: '4', MAX_CONNECTIONS_PER_ADDRESS: '1', HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '5000' }, logs)
+  const { port, keys } = await startTestServer(t, {
+    MAX_CONNECTIONS: '4',
+    MAX_CONNECTIONS_PER_ADDRESS: '1',
+    HEADERS_TIMEOUT_MS: '5000',
+    REQUEST_TIMEOUT_MS: '5000'
+  }, logs)
   // An order whose body is half sent is in flight until the rest or its deadline arrives. The
   // server's `100 Continue` says that it has read the headers: the request has begun.
   const busy = (from: string) => {
@@ -146,7 +151,12 @@ test('when every connection has a request in flight, a connection past an addres
   const held = [busy('127.0.0.1'), busy('127.0.0.3'), busy('127.0.0.4'), busy('127.0.0.5')]
   t.after(() => { for (const c of held) c.socket.destroy() })
   assert.deepEqual(await Promise.all(held.map((c) => c.answered)), [true, true, true, true])
-  const refusal = async (from: string, target: string) => parseAnswer((await rawExchange(port, `GET ${target} HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${keys.customer}\r\nConnection: close\r\n\r\n`, undefined, from)).text)
+  const refusal = async (from: string, target: string) => parseAnswer((await rawExchange(
+    port,
+    `GET ${target} HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${keys.customer}\r\nConnection: close\r\n\r\n`,
+    undefined,
+    from
+  )).text)
   const sameAddress = await refusal('127.0.0.1', '/v1/pets/1')
   assert.equal(sameAddress.status, 503)
   assert.equal(sameAddress.headers['retry-after'], '1')
@@ -159,10 +169,15 @@ test('when every connection has a request in flight, a connection past an addres
   assert.equal((await refusal('127.0.0.1', '/healthz')).status, 200)
   assert.equal((await refusal(PROBE_FROM, '/readyz')).status, 200)
   assert.equal(held.filter((c) => c.isClosed()).length, 0, 'no request in flight was cut')
-  assert.deepEqual(logs.filter(({ msg }) => String(msg).includes('cap reached')).map(({ level, msg, refused }) => ({ level, msg, refused })), [
-    { level: 40, msg: 'per-address connection cap reached: new connections answered 503', refused: 1 },
-    { level: 40, msg: 'connection cap reached: new connections answered 503', refused: 1 }
-  ])
+  assert.deepEqual(
+    logs
+      .filter(({ msg }) => String(msg).includes('cap reached'))
+      .map(({ level, msg, refused }) => ({ level, msg, refused })),
+    [
+      { level: 40, msg: 'per-address connection cap reached: new connections answered 503', refused: 1 },
+      { level: 40, msg: 'connection cap reached: new connections answered 503', refused: 1 }
+    ]
+  )
   for (const c of held) c.socket.destroy()
 })
 
@@ -170,7 +185,12 @@ test('at MAX_CONNECTIONS with every connection busy, a newcomer closes the conne
   // Fault caught: busy connections were never closed to make room, so a few addresses whose
   // requests wait on their own clients (bodies trickling, answers not read) locked every other
   // address out (issue 30 item 1).
-  const { port, keys } = await startTestServer(t, { MAX_CONNECTIONS: '4', MAX_CONNECTIONS_PER_ADDRESS: '4', HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '5000' })
+  const { port, keys } = await startTestServer(t, {
+    MAX_CONNECTIONS: '4',
+    MAX_CONNECTIONS_PER_ADDRESS: '4',
+    HEADERS_TIMEOUT_MS: '5000',
+    REQUEST_TIMEOUT_MS: '5000'
+  })
   const busy = (from: string) => {
     const c = idleAfterOneRequest(port, from)
     c.socket.removeAllListeners('connect')

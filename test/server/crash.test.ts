@@ -13,13 +13,21 @@ const STOCK = 100_000
 const ROUNDS = 1
 const CLIENTS = 16
 
-async function crashAndRecover (t: TestContext, cleanup: ReturnType<typeof cleanupStack>, env: Record<string, string>): Promise<void> {
+async function crashAndRecover (
+  t: TestContext,
+  cleanup: ReturnType<typeof cleanupStack>,
+  env: Record<string, string>
+): Promise<void> {
   const quotas = { perMinute: 1_000_000, perDay: 1_000_000 }
   const staff = await createKey(env, 'staff', 'enterprise', quotas)
   const customer = await createKey(env, 'customer', 'enterprise', quotas)
   let server = await startServerProcess(cleanup, env)
   const category = await call(server.url, '/v1/categories', { method: 'POST', key: staff.key, body: { name: 'Dogs' } })
-  const petId = (await call(server.url, '/v1/pets', { method: 'POST', key: staff.key, body: { name: 'Rex', categoryId: category.body.id } })).body.id as number
+  const petId = (await call(server.url, '/v1/pets', {
+    method: 'POST',
+    key: staff.key,
+    body: { name: 'Rex', categoryId: category.body.id }
+  })).body.id as number
   assert.equal((await call(server.url, `/v1/store/inventory/${petId}`, { method: 'PUT', key: staff.key, body: { quantity: STOCK } })).status, 200)
 
   const acknowledged = new Map<number, number>() // order id -> quantity

@@ -13,7 +13,12 @@ import { call, cleanupStack, createKey, startServerProcess, type ServerProcess }
 interface Outcome { status: number; connection: string | undefined; afterSigterm: boolean }
 
 /** One POST on the agent's connection: the answer, or the transport error (which the test counts as lost). */
-function postOrder (url: string, agent: Agent, key: string, petId: number): Promise<{ status: number; connection: string | undefined }> {
+function postOrder (
+  url: string,
+  agent: Agent,
+  key: string,
+  petId: number
+): Promise<{ status: number; connection: string | undefined }> {
   return new Promise((resolve, reject) => {
     const body = JSON.stringify({ petId, quantity: 1 })
     const req = request(`${url}/v1/store/orders`, {
@@ -30,7 +35,10 @@ function postOrder (url: string, agent: Agent, key: string, petId: number): Prom
   })
 }
 
-async function sampleServer (t: Parameters<typeof cleanupStack>[0], env: Record<string, string> = {}): Promise<{ server: ServerProcess; customer: string; petId: number; env: Record<string, string> }> {
+async function sampleServer (
+  t: Parameters<typeof cleanupStack>[0],
+  env: Record<string, string> = {}
+): Promise<{ server: ServerProcess; customer: string; petId: number; env: Record<string, string> }> {
   const cleanup = cleanupStack(t)
   const dir = tempDir(t, 'petstore-drain-')
   const dbEnv = { DATABASE_URL: `sqlite:${join(dir, 'p.db')}` }

@@ -65,7 +65,13 @@ test('serve on a port in use, PostgreSQL and Redis: startServer rejects with EAD
 
   // While the start runs, the pool and the client are really open (so the count below means something).
   let seenOpen = { postgres: 0, redis: 0 }
-  const config = loadConfig({ HOST: '127.0.0.1', PORT: String(await busyPort(t)), LOG_LEVEL: 'silent', DATABASE_URL: database.toString(), REDIS_URL: redisUrl.toString() })
+  const config = loadConfig({
+    HOST: '127.0.0.1',
+    PORT: String(await busyPort(t)),
+    LOG_LEVEL: 'silent',
+    DATABASE_URL: database.toString(),
+    REDIS_URL: redisUrl.toString()
+  })
   const error = await startServer(config, {
     logger: createLogger(config),
     beforeListen: async () => { seenOpen = await connections() }

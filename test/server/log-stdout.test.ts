@@ -9,7 +9,10 @@ import { LOG_FLUSH_MS } from '../../src/server.ts'
 
 const SERVER = new URL('../../src/server.ts', import.meta.url).href
 
-/** Runs `body` (after `const logger = createLogger(...)`) in a child; returns its stdout's JSON lines' messages and how it ended. */
+/**
+ * Runs `body` (after `const logger = createLogger(...)`) in a child; returns its stdout's JSON
+ * lines' messages and how it ended.
+ */
 async function child (body: string): Promise<{ messages: string[]; signal: NodeJS.Signals | null }> {
   const source = `import { createLogger } from ${JSON.stringify(SERVER)}\nconst logger = createLogger({ logLevel: 'info' })\n${body}`
   const proc = spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['ignore', 'pipe', 'inherit'] })

@@ -15,7 +15,12 @@ export interface RawAnswer {
  * and resolves with what came back once the server closes the connection. A write the server
  * refuses (it has closed) ends the trickle; it is not an error.
  */
-export function rawExchange (port: number, head: string, trickle?: { bytes: string; everyMs: number }, from?: string): Promise<RawAnswer> {
+export function rawExchange (
+  port: number,
+  head: string,
+  trickle?: { bytes: string; everyMs: number },
+  from?: string
+): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const started = performance.now()
     const chunks: Buffer[] = []
@@ -43,12 +48,17 @@ export function rawExchange (port: number, head: string, trickle?: { bytes: stri
   })
 }
 
-/** Opens a connection (from the loopback address `from`, when given) that sends nothing; resolves once it is established. */
+/**
+ * Opens a connection (from the loopback address `from`, when given) that sends nothing; resolves
+ * once it is established.
+ */
 export function idleConnection (port: number, from?: string): Promise<Socket & { ended: Promise<RawAnswer> }> {
   return new Promise((resolve, reject) => {
     const started = performance.now()
     const chunks: Buffer[] = []
-    const socket = connect({ port, host: '127.0.0.1', ...(from !== undefined && { localAddress: from }) }) as Socket & { ended: Promise<RawAnswer> }
+    const socket = connect({ port, host: '127.0.0.1', ...(from !== undefined && { localAddress: from }) }) as Socket & {
+      ended: Promise<RawAnswer>
+    }
     socket.ended = new Promise((resolveClosed) => {
       socket.on('close', () => resolveClosed({ text: Buffer.concat(chunks).toString('latin1'), ms: performance.now() - started }))
     })

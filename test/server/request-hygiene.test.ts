@@ -9,7 +9,11 @@ import { startTestServer } from '../helpers/server.ts'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 /** One request on a connection of its own, closed after the answer. */
-async function send (port: number, target: string, headers: Record<string, string>): Promise<ReturnType<typeof parseAnswer>> {
+async function send (
+  port: number,
+  target: string,
+  headers: Record<string, string>
+): Promise<ReturnType<typeof parseAnswer>> {
   const lines = Object.entries({ host: 'localhost', connection: 'close', ...headers }).map(([name, value]) => `${name}: ${value}\r\n`).join('')
   return parseAnswer((await rawExchange(port, `GET ${target} HTTP/1.1\r\n${lines}\r\n`)).text)
 }

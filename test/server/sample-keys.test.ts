@@ -24,7 +24,8 @@ test('serve --sample-data --keys-file writes the three keys to a file only its o
   assert.equal(res.status, 200)
   // The admin key is on pro, so the operator console (five requests a page) is not throttled at 60
   // a minute; customer and staff stay on free.
-  const plans = Object.fromEntries(((await res.json()) as Array<{ name: string; plan: string }>).map((k) => [k.name, k.plan]))
+  const plans = Object.fromEntries(((await res.json()) as Array<{ name: string; plan: string }>)
+    .map((k) => [k.name, k.plan]))
   assert.deepEqual(plans, { 'sample customer': 'free', 'sample staff': 'free', 'sample admin': 'pro' })
   assert.equal(await server.stop(), 0)
   const out = server.output()

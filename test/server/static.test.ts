@@ -43,7 +43,9 @@ test('GET /openapi.json and /openapi.yaml answer brotli or gzip as accepted, no-
     assert.equal(notModified.headers.etag, br.headers.etag)
   }
   assert.deepEqual((await app.inject({ method: 'GET', url: '/openapi.json', headers: { 'accept-encoding': 'br' } })).headers['content-encoding'], 'br')
-  assert.deepEqual(JSON.parse(brotliDecompressSync((await app.inject({ method: 'GET', url: '/openapi.json', headers: { 'accept-encoding': 'br' } })).rawPayload).toString()), document)
+  assert.deepEqual(JSON.parse(brotliDecompressSync(
+    (await app.inject({ method: 'GET', url: '/openapi.json', headers: { 'accept-encoding': 'br' } })).rawPayload
+  ).toString()), document)
 })
 
 test('chooseCoding follows the q-values of Accept-Encoding, brotli on a tie, identity when nothing else is acceptable', () => {

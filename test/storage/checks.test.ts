@@ -6,12 +6,18 @@ import { openOrder, stockAsksOpenOrders } from '../../src/storage/checks.ts'
 import type { OrderRow } from '../../src/storage/rows.ts'
 
 function order (complete: boolean | number): OrderRow {
-  return { id: 7, pet_id: 1, quantity: 1, ship_date: null, complete, owner_key_id: 3, version: 1 } as unknown as OrderRow
+  return {
+    id: 7, pet_id: 1, quantity: 1, ship_date: null, complete, owner_key_id: 3, version: 1
+  } as unknown as OrderRow
 }
 
 test('openOrder refuses a complete order with 409 order_already_complete, whether the engine says true (PostgreSQL) or 1 (SQLite)', () => {
   for (const complete of [true, 1]) {
-    assert.throws(() => openOrder(order(complete), 7, null, null), (e: { code?: string }) => e.code === 'order_already_complete', `complete = ${String(complete)}`)
+    assert.throws(
+      () => openOrder(order(complete), 7, null, null),
+      (e: { code?: string }) => e.code === 'order_already_complete',
+      `complete = ${String(complete)}`
+    )
   }
   for (const complete of [false, 0]) assert.equal(openOrder(order(complete), 7, null, null).id, 7)
 })

@@ -62,19 +62,26 @@ test('the Redis limiter call and each webhook attempt are spans: the limiter und
     const queued = await fetch(`${server.url}/v1/webhooks/${endpoints[name]}/test`, { method: 'POST', headers: { 'x-api-key': customer } })
     assert.equal(queued.status, 202, await queued.text())
   }
-  await pollUntil(async () => good.received.length > 0 && bad.received.length > 0 ? true : undefined, { timeoutMs: 10_000, intervalMs: 50, message: 'no delivery reached the receivers' })
+  await pollUntil(
+    async () => good.received.length > 0 && bad.received.length > 0 ? true : undefined,
+    { timeoutMs: 10_000, intervalMs: 50, message: 'no delivery reached the receivers' }
+  )
 
   // Redis goes away: the next request is answered by the fallback, and its limiter span says why.
   proxy.setUp(false)
   const fallbackTrace = randomBytes(16).toString('hex')
-  const degraded = await fetch(`${server.url}/v1/pets?limit=1`, { headers: { ...headers, traceparent: `00-${fallbackTrace}-${randomBytes(8).toString('hex')}-01` } })
+  const degraded = await fetch(`${server.url}/v1/pets?limit=1`, {
+    headers: { ...headers, traceparent: `00-${fallbackTrace}-${randomBytes(8).toString('hex')}-01` }
+  })
   assert.equal(degraded.status, 200, await degraded.text())
 
   const attemptOf = (all: ReceivedSpan[], id: string) => all.find((s) => s.kind === CLIENT && s.attributes['petstore.webhook.id'] === id)
   const { value: spans } = await pollUntil(async () => {
     const all = otlp.spans
-    const done = [traceId, fallbackTrace].every((id) => all.some((s) => s.traceId === id && s.kind === SERVER) && all.some((s) => s.traceId === id && s.name.startsWith('redis ratelimit ')))
-      && ['good', 'bad', 'gone'].every((name) => attemptOf(all, endpoints[name]!) !== undefined)
+    const done = [traceId, fallbackTrace].every((id) => (
+      all.some((s) => s.traceId === id && s.kind === SERVER)
+      && all.some((s) => s.traceId === id && s.name.startsWith('redis ratelimit '))
+    )) && ['good', 'bad', 'gone'].every((name) => attemptOf(all, endpoints[name]!) !== undefined)
     return done ? all : undefined
   }, { timeoutMs: 10_000, intervalMs: 100, message: `spans missing; received: ${otlp.spans.map((s) => s.name).join(', ')}` })
 
@@ -103,7 +110,10 @@ test('the Redis limiter call and each webhook attempt are spans: the limiter und
   assert.match(failed.status.message, /^rate limit store unavailable: /)
   assert.equal(typeof failed.attributes['error.type'], 'string')
   assert.equal(failed.attributes['petstore.ratelimit.outcome'], undefined)
-  assert.deepEqual(spans.filter((s) => s.traceId === fallbackTrace && s.name.startsWith('redis ratelimit ')).map((s) => s.status.code), [ERROR])
+  assert.deepEqual(
+    spans.filter((s) => s.traceId === fallbackTrace && s.name.startsWith('redis ratelimit ')).map((s) => s.status.code),
+    [ERROR]
+  )
 
   // The delivered attempt: a root CLIENT span whose traceparent the receiver got.
   const delivered = attemptOf(spans, endpoints.good!)!
@@ -124,7 +134,10 @@ test('the Redis limiter call and each webhook attempt are spans: the limiter und
   })
   assert.equal(typeof delivered.attributes['petstore.webhook.delivery_id'], 'number')
   // The attempt is the delivery's only client span (the HTTP instrumentation's own is silenced).
-  assert.deepEqual(spans.filter((s) => s.kind === CLIENT && s.attributes['server.port'] === good.port).map((s) => s.spanId), [delivered.spanId])
+  assert.deepEqual(
+    spans.filter((s) => s.kind === CLIENT && s.attributes['server.port'] === good.port).map((s) => s.spanId),
+    [delivered.spanId]
+  )
 
   // The refused attempt: error status, the answer's status as the error type.
   const refused = attemptOf(spans, endpoints.bad!)!

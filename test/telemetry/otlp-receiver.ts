@@ -22,10 +22,28 @@ export interface ReceivedSpan {
 }
 
 interface OtlpKeyValue { key: string; value: Record<string, unknown> }
-interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: OtlpKeyValue[]; events?: Array<{ name: string; attributes?: OtlpKeyValue[] }>; links?: Array<{ traceId: string; spanId: string }>; status?: { code?: number; message?: string }; startTimeUnixNano?: string; endTimeUnixNano?: string }
-interface OtlpExport { resourceSpans: Array<{ resource?: { attributes?: OtlpKeyValue[] }; scopeSpans: Array<{ spans: OtlpSpan[] }> }> }
+interface OtlpSpan {
+  traceId: string
+  spanId: string
+  parentSpanId?: string
+  name: string
+  kind: number
+  attributes?: OtlpKeyValue[]
+  events?: Array<{ name: string; attributes?: OtlpKeyValue[] }>
+  links?: Array<{ traceId: string; spanId: string }>
+  status?: { code?: number; message?: string }
+  startTimeUnixNano?: string
+  endTimeUnixNano?: string
+}
+interface OtlpExport {
+  resourceSpans: Array<{ resource?: { attributes?: OtlpKeyValue[] }; scopeSpans: Array<{ spans: OtlpSpan[] }> }>
+}
 
-export async function startOtlpReceiver (t: TestContext): Promise<{ url: string; spans: ReceivedSpan[]; contentTypes: string[] }> {
+export async function startOtlpReceiver (t: TestContext): Promise<{
+  url: string
+  spans: ReceivedSpan[]
+  contentTypes: string[]
+}> {
   const spans: ReceivedSpan[] = []
   const contentTypes: string[] = []
   const server = createServer((req, res) => {

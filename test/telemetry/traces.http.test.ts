@@ -53,7 +53,8 @@ test('requests are traced to an OTLP receiver: attributes, storage children, a c
 
   const { value: spans } = await pollUntil(async () => {
     const all = receiver.spans
-    const done = all.some((s) => s.kind === SERVER && s.traceId === traceId) && all.some((s) => s.kind === SERVER && s.attributes['http.response.status_code'] === 429)
+    const done = all.some((s) => s.kind === SERVER && s.traceId === traceId)
+      && all.some((s) => s.kind === SERVER && s.attributes['http.response.status_code'] === 429)
     return done ? all : undefined
   }, { timeoutMs: 10_000, intervalMs: 100, message: `spans missing; received: ${receiver.contentTypes.join(', ')}` })
 

@@ -19,7 +19,13 @@ async function modulesLoadedBy (t: Parameters<typeof cleanupStack>[0], env: Reco
   const cleanup = cleanupStack(t)
   const dir = tempDir(t)
   const file = join(dir, 'loads.json')
-  const server = await startServerProcess(cleanup, { DATABASE_URL: `sqlite:${join(dir, 'p.db')}`, NODE_OPTIONS: `--import=${RECORDER}`, PETSTORE_TEST_LOADS_FILE: file, LOG_LEVEL: 'warn', ...env })
+  const server = await startServerProcess(cleanup, {
+    DATABASE_URL: `sqlite:${join(dir, 'p.db')}`,
+    NODE_OPTIONS: `--import=${RECORDER}`,
+    PETSTORE_TEST_LOADS_FILE: file,
+    LOG_LEVEL: 'warn',
+    ...env
+  })
   assert.equal((await fetch(`${server.url}/v1/pets`)).status, 401)
   assert.equal(await server.stop(), 0)
   return (JSON.parse(readFileSync(file, 'utf8')) as string[]).filter((url) => !url.includes('/node_modules/@opentelemetry/api/'))

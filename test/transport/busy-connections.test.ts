@@ -53,10 +53,21 @@ async function start (t: TestContext): Promise<Started> {
   return { server, port: Number(new URL(server.url).port), adminKey, bundle }
 }
 
-/** One request on a connection of its own from PROBE_FROM: its status, or 0 when refused, cut or not answered within 5 s. */
+/**
+ * One request on a connection of its own from PROBE_FROM: its status, or 0 when refused, cut or
+ * not answered within 5 s.
+ */
 function probe (port: number, path: string, headers: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path, localAddress: PROBE_FROM, agent: false, headers: { connection: 'close', ...headers }, signal: AbortSignal.timeout(5000) }, (res) => {
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      path,
+      localAddress: PROBE_FROM,
+      agent: false,
+      headers: { connection: 'close', ...headers },
+      signal: AbortSignal.timeout(5000)
+    }, (res) => {
       res.resume()
       res.once('end', () => resolve(res.statusCode ?? 0))
       res.once('error', () => resolve(0))
@@ -67,7 +78,11 @@ function probe (port: number, path: string, headers: Record<string, string> = {}
 }
 
 /** Probes every 250 ms for `seconds`, alternating /healthz and a /v1 read with a key. */
-async function probeFor (port: number, adminKey: string, seconds: number): Promise<{ statuses: number[]; slowestMs: number }> {
+async function probeFor (
+  port: number,
+  adminKey: string,
+  seconds: number
+): Promise<{ statuses: number[]; slowestMs: number }> {
   const statuses: number[] = []
   let slowestMs = 0
   const until = performance.now() + seconds * 1000

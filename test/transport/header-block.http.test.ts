@@ -7,7 +7,14 @@ import { Socket } from 'node:net'
 import { test } from 'node:test'
 import { headBlocks, HeaderBlockResponse } from '../../src/transport/header-block.ts'
 
-interface Setup { keepAlive?: boolean; keepAliveTimeout?: number; maxRequestsPerSocket?: number; maxReached?: boolean; sendDate?: boolean; method?: string }
+interface Setup {
+  keepAlive?: boolean
+  keepAliveTimeout?: number
+  maxRequestsPerSocket?: number
+  maxReached?: boolean
+  sendDate?: boolean
+  method?: string
+}
 
 function responses (setup: Setup): [ServerResponse, ServerResponse] {
   const make = (Class: typeof ServerResponse): ServerResponse => {
@@ -31,7 +38,15 @@ function responses (setup: Setup): [ServerResponse, ServerResponse] {
 type Internals = Record<string, unknown>
 const state = (r: ServerResponse): Record<string, unknown> => {
   const i = r as unknown as Internals
-  return { header: i._header, headerSent: i._headerSent, last: i._last, keepAlive: r.shouldKeepAlive, chunked: i.chunkedEncoding, hasBody: i._hasBody, statusCode: r.statusCode }
+  return {
+    header: i._header,
+    headerSent: i._headerSent,
+    last: i._last,
+    keepAlive: r.shouldKeepAlive,
+    chunked: i.chunkedEncoding,
+    hasBody: i._hasBody,
+    statusCode: r.statusCode
+  }
 }
 
 const READ = {
@@ -76,7 +91,8 @@ for (const [name, setup, status, headers, here] of CASES) {
     // Both made in the same second, barring a second boundary between the two lines above.
     const a = state(node)
     const b = state(ours)
-    const noDate = (s: Record<string, unknown>): Record<string, unknown> => ({ ...s, header: String(s.header).replace(/Date: [^\r]*\r\n/, 'Date: -\r\n') })
+    const noDate = (s: Record<string, unknown>): Record<string, unknown> =>
+      ({ ...s, header: String(s.header).replace(/Date: [^\r]*\r\n/, 'Date: -\r\n') })
     assert.deepEqual(noDate(b), noDate(a))
     assert.match(String(b.header), /\r\n\r\n$/)
   })
@@ -86,7 +102,14 @@ test('a value or a name Node refuses is refused with Node\'s own error, each tim
   // Twice over: a refused value must not be remembered as valid for its name (values found valid are).
   for (const headers of [0, 1].flatMap(() => [{ 'request-id': 'a\r\nset-cookie: x=1', 'content-length': '1' }, { 'bad name': 'x', 'content-length': '1' }, { 'x-a': 'a\u0000', 'content-length': '1' }, { 'x-a': 'snow \u2603', 'content-length': '1' }])) {
     const [node, ours] = responses({})
-    const code = (r: ServerResponse): string | undefined => { try { r.writeHead(200, { ...headers }); return undefined } catch (error) { return (error as { code?: string }).code } }
+    const code = (r: ServerResponse): string | undefined => {
+      try {
+        r.writeHead(200, { ...headers })
+        return undefined
+      } catch (error) {
+        return (error as { code?: string }).code
+      }
+    }
     const expected = code(node)
     assert.notEqual(expected, undefined)
     assert.equal(code(ours), expected)
@@ -101,7 +124,10 @@ test('headers set one by one (setHeader) take Node\'s path and come out the same
     r.setHeader('x-a', 'b')
     r.writeHead(200, { 'request-id': 'y' })
   }
-  assert.equal(String((ours as unknown as Internals)._header).replace(/Date: [^\r]*/, ''), String((node as unknown as Internals)._header).replace(/Date: [^\r]*/, ''))
+  assert.equal(
+    String((ours as unknown as Internals)._header).replace(/Date: [^\r]*/, ''),
+    String((node as unknown as Internals)._header).replace(/Date: [^\r]*/, '')
+  )
 })
 
 test('heads of every size one after another, with and without a request cap, each as Node writes it', () => {
@@ -122,7 +148,10 @@ test('heads of every size one after another, with and without a request cap, eac
   node.writeHead(200, { 'x-a': 'fine', 'content-length': '1' })
   const [, again] = responses({})
   again.writeHead(200, { 'x-a': 'fine', 'content-length': '1' })
-  assert.equal(String((again as unknown as Internals)._header).replace(/Date: [^\r]*/, ''), String((node as unknown as Internals)._header).replace(/Date: [^\r]*/, ''))
+  assert.equal(
+    String((again as unknown as Internals)._header).replace(/Date: [^\r]*/, ''),
+    String((node as unknown as Internals)._header).replace(/Date: [^\r]*/, '')
+  )
 })
 
 test('the Date of a head is the second it is made in, also after a second ends', async () => {

@@ -95,7 +95,9 @@ test('every 2xx succeeds; 4xx and 5xx fail with their status', BOUNDED, async (t
 test('a redirect is a failure and is never followed: its target receives nothing', BOUNDED, async (t) => {
   const target = await startReceiver(t)
   for (const status of [301, 302, 303, 307, 308]) {
-    const redirecting = await startReceiver(t, (_req, res) => { res.writeHead(status, { location: `http://127.0.0.1:${target.port}/stolen` }).end() })
+    const redirecting = await startReceiver(t, (_req, res) => {
+      res.writeHead(status, { location: `http://127.0.0.1:${target.port}/stolen` }).end()
+    })
     const result = await attemptDelivery(input(`http://hooks.test:${redirecting.port}/`))
     assert.deepEqual([result.outcome, result.status, result.error], ['failed', status, 'redirect not followed'])
     assert.equal(redirecting.received.length, 1)
@@ -175,7 +177,10 @@ test('https: the pinned address is reached while SNI, Host and the certificate c
   const receiver = await startReceiver(t, undefined, { tls })
   const result = await attemptDelivery(input(`https://hooks.test:${receiver.port}/in`, { tls: { ca: tls.cert } }))
   assert.deepEqual([result.outcome, result.status, result.error], ['succeeded', 204, undefined])
-  assert.deepEqual(receiver.received.map((r) => [r.localAddress, r.servername, r.headers.host, r.body]), [['127.0.0.1', 'hooks.test', `hooks.test:${receiver.port}`, body]])
+  assert.deepEqual(
+    receiver.received.map((r) => [r.localAddress, r.servername, r.headers.host, r.body]),
+    [['127.0.0.1', 'hooks.test', `hooks.test:${receiver.port}`, body]]
+  )
 })
 
 test('https: an untrusted certificate and a certificate for another name fail with a short TLS error, sending nothing', BOUNDED, async (t) => {
@@ -192,12 +197,24 @@ test('https: an untrusted certificate and a certificate for another name fail wi
 // --- The guard and the attempt together, as the dispatcher will use them -------------------------
 
 /** Check the URL, then attempt through its first address: what every attempt will do. */
-async function deliverOnce (url: string, resolve: Resolve, allowedHosts: string[], extra: Partial<AttemptInput> = {}): Promise<UrlCheck | AttemptResult> {
+async function deliverOnce (
+  url: string,
+  resolve: Resolve,
+  allowedHosts: string[],
+  extra: Partial<AttemptInput> = {}
+): Promise<UrlCheck | AttemptResult> {
   const check = await checkWebhookUrl(url, { allowedHosts, resolve })
   if (!check.ok) return check
   const [address] = check.addresses
   assert.ok(address)
-  return await attemptDelivery({ url: check.url, address, headers: signed(newSecret()), body, timeoutMs: 5000, ...extra })
+  return await attemptDelivery({
+    url: check.url,
+    address,
+    headers: signed(newSecret()),
+    body,
+    timeoutMs: 5000,
+    ...extra
+  })
 }
 
 test('check then attempt: an allowed host over http is delivered to the address the check resolved', BOUNDED, async (t) => {

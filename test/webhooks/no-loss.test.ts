@@ -14,7 +14,11 @@ import { startReceiver } from './receiver.ts'
 const WRITERS = 16
 const ORDERS_BEFORE_KILL = 150
 
-async function killMidBurst (t: TestContext, cleanup: ReturnType<typeof cleanupStack>, database: Record<string, string>): Promise<void> {
+async function killMidBurst (
+  t: TestContext,
+  cleanup: ReturnType<typeof cleanupStack>,
+  database: Record<string, string>
+): Promise<void> {
   // A short attempt deadline: a lease the killed process held expires 5 s after it.
   const env = { ...database, WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_RETRY_SCHEDULE: '200ms,500ms,1s,2s,5s' }
   const quotas = { perMinute: 1_000_000, perDay: 1_000_000 }
@@ -25,7 +29,11 @@ async function killMidBurst (t: TestContext, cleanup: ReturnType<typeof cleanupS
   let server = await startServerProcess(cleanup, env)
 
   const category = await call(server.url, '/v1/categories', { method: 'POST', key: staff.key, body: { name: 'Dogs' } })
-  const petId = (await call(server.url, '/v1/pets', { method: 'POST', key: staff.key, body: { name: 'Rex', categoryId: category.body.id } })).body.id as number
+  const petId = (await call(server.url, '/v1/pets', {
+    method: 'POST',
+    key: staff.key,
+    body: { name: 'Rex', categoryId: category.body.id }
+  })).body.id as number
   assert.equal((await call(server.url, `/v1/store/inventory/${petId}`, { method: 'PUT', key: staff.key, body: { quantity: 100_000 } })).status, 200)
   const hook = await call(server.url, '/v1/webhooks', { method: 'POST', key: customer.key, body: { url: `http://127.0.0.1:${receiver.port}/orders`, types: ['order.*'] } })
   assert.equal(hook.status, 201, JSON.stringify(hook.body))
@@ -58,7 +66,9 @@ async function killMidBurst (t: TestContext, cleanup: ReturnType<typeof cleanupS
   for (;;) {
     const page = await call(server.url, next, { key: staff.key })
     assert.equal(page.status, 200, JSON.stringify(page.body))
-    for (const event of page.body as unknown as Array<{ data: { id: number } }>) created.set(event.data.id, (created.get(event.data.id) ?? 0) + 1)
+    for (const event of page.body as unknown as Array<{ data: { id: number } }>) {
+      created.set(event.data.id, (created.get(event.data.id) ?? 0) + 1)
+    }
     if ((page.body as unknown[]).length === 0) break
     const link = /<[^>]*?(\/v1\/[^>]+)>; rel="next"/.exec(page.headers.get('link') ?? '')?.[1]
     assert.ok(link !== undefined, 'every page of the feed has a next link')
@@ -80,7 +90,11 @@ async function killMidBurst (t: TestContext, cleanup: ReturnType<typeof cleanupS
   await pollUntil(async () => {
     record()
     return [...acknowledged].every((id) => delivered.has(id)) ? true : undefined
-  }, { timeoutMs: 30_000, intervalMs: 200, message: `the receiver has ${[...acknowledged].filter((id) => delivered.has(id)).length} of ${acknowledged.size} acknowledged orders` })
+  }, {
+    timeoutMs: 30_000,
+    intervalMs: 200,
+    message: `the receiver has ${[...acknowledged].filter((id) => delivered.has(id)).length} of ${acknowledged.size} acknowledged orders`
+  })
   assert.ok([...delivered.values()].every((ids) => ids.size === 1), 'one event id per order, however many attempts')
   t.diagnostic(`${acknowledged.size} orders acknowledged before SIGKILL, each with one order.created, all delivered; ${receiver.received.length} deliveries received`)
 }

@@ -2,7 +2,13 @@
 // address that record every request they get, closed when the test ends.
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { createServer as createHttpServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import {
+  createServer as createHttpServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse
+} from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
@@ -37,7 +43,11 @@ export interface ReceiverOptions {
   tls?: { key: string; cert: string }
 }
 
-export async function startReceiver (t: TestContext, answer: Answer = (_req, res) => { res.writeHead(204).end() }, options: ReceiverOptions = {}): Promise<Receiver> {
+export async function startReceiver (
+  t: TestContext,
+  answer: Answer = (_req, res) => { res.writeHead(204).end() },
+  options: ReceiverOptions = {}
+): Promise<Receiver> {
   const received: Received[] = []
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const chunks: Buffer[] = []

@@ -8,7 +8,10 @@ const MINUTE = 60 * SECOND
 const HOUR = 60 * MINUTE
 
 test('the default schedule is 5s, 5m, 30m, 2h, 5h, 10h, 10h in milliseconds', () => {
-  assert.deepEqual(parseRetrySchedule(DEFAULT_RETRY_SCHEDULE), { ok: true, delaysMs: [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR] })
+  assert.deepEqual(parseRetrySchedule(DEFAULT_RETRY_SCHEDULE), {
+    ok: true,
+    delaysMs: [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR]
+  })
 })
 
 test('every unit is read, spaces around items are allowed, and one item is a schedule', () => {

@@ -58,7 +58,11 @@ test('signing refuses no secret, a malformed secret and a timestamp that is not 
   const input = { id: 'evt_05', timestamp: now(), body }
   assert.throws(() => sign({ ...input, secrets: [] }), TypeError)
   for (const secret of ['whsec_', 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'whsec_MfKQ9r8GKYqrTwjU!D8ILPZIo2LaLaSw', 'whsec_abc']) {
-    assert.throws(() => sign({ ...input, secrets: [secret] }), (error: Error) => error instanceof TypeError && !error.message.includes(secret.slice(6, 20) || '\0'), secret)
+    assert.throws(
+      () => sign({ ...input, secrets: [secret] }),
+      (error: Error) => error instanceof TypeError && !error.message.includes(secret.slice(6, 20) || '\0'),
+      secret
+    )
   }
   assert.throws(() => sign({ ...input, timestamp: Date.now() / 1000, secrets: [newSecret()] }), TypeError)
 })

@@ -19,7 +19,11 @@ test('a replay of 40 events to one endpoint is delivered within seconds when the
     assert.equal(created.statusCode, 201, created.body)
   }
   const endpoint = await subscribe(app, receiver, ['pet.created'])
-  const replay = await app.call({ method: 'POST', url: `/v1/webhooks/${endpoint.id}/replay`, payload: { since: new Date(Date.now() - 600_000).toISOString() } })
+  const replay = await app.call({
+    method: 'POST',
+    url: `/v1/webhooks/${endpoint.id}/replay`,
+    payload: { since: new Date(Date.now() - 600_000).toISOString() }
+  })
   assert.equal(replay.statusCode, 202, replay.body)
   assert.equal((replay.json() as { queued: number }).queued, 40)
   // Fault caught: the next round waits for the poll (2 deliveries, then nothing for a minute).

@@ -131,7 +131,11 @@ test('a URL with a user name or password is refused, even on an allowed host', a
 
 test('what is no absolute URL is refused invalid_url', async () => {
   for (const url of ['', 'hooks.example.com/in', '/in', 'https://', 'https://[::1/', 'https://a b/']) {
-    assert.deepEqual(await checkWebhookUrl(url, { allowedHosts: [], resolve: resolveTo(PUBLIC_V4) }), { ok: false, reason: 'invalid_url' }, url)
+    assert.deepEqual(
+      await checkWebhookUrl(url, { allowedHosts: [], resolve: resolveTo(PUBLIC_V4) }),
+      { ok: false, reason: 'invalid_url' },
+      url
+    )
   }
 })
 

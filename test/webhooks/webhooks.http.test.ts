@@ -12,7 +12,10 @@ test('create answers 201 with the endpoint and its secret once; get, list, chang
   assert.match(body.id, /^wh_[0-9a-f]{24}$/)
   assert.match(body.secret, /^whsec_[A-Za-z0-9+/]{43}=$/)
   assert.equal(created.headers.location, `/v1/webhooks/${body.id}`)
-  assert.deepEqual({ url: body.url, types: body.types, description: body.description, status: body.status }, { url: 'http://127.0.0.1:9/hook', types: ['order.*', 'webhook.disabled'], description: 'mine', status: 'enabled' })
+  assert.deepEqual(
+    { url: body.url, types: body.types, description: body.description, status: body.status },
+    { url: 'http://127.0.0.1:9/hook', types: ['order.*', 'webhook.disabled'], description: 'mine', status: 'enabled' }
+  )
   assert.ok(!Number.isNaN(Date.parse(body.createdAt)))
 
   const got = await app.call({ method: 'GET', url: `/v1/webhooks/${body.id}`, role: 'customer' })
@@ -44,7 +47,12 @@ test('a key holder sees and changes only its own endpoints; an admin sees every 
   assert.deepEqual(await ids(app.keys.admin), [mine.id, theirs.id, staffs.id])
 
   for (const [method, suffix] of [['GET', ''], ['PATCH', ''], ['DELETE', ''], ['POST', '/rotate_secret'], ['POST', '/test'], ['GET', '/deliveries']] as const) {
-    const response = await app.call({ method, url: `/v1/webhooks/${theirs.id}${suffix}`, role: 'customer', ...(method === 'PATCH' && { payload: { status: 'disabled' } }) })
+    const response = await app.call({
+      method,
+      url: `/v1/webhooks/${theirs.id}${suffix}`,
+      role: 'customer',
+      ...(method === 'PATCH' && { payload: { status: 'disabled' } })
+    })
     assert.equal(response.statusCode, 404, `${method} ${suffix}: another holder's endpoint does not exist for the caller`)
   }
   assert.equal((await app.call({ method: 'GET', url: `/v1/webhooks/${theirs.id}`, key: other.key })).json().status, 'enabled', 'untouched')
@@ -53,7 +61,10 @@ test('a key holder sees and changes only its own endpoints; an admin sees every 
   const page = await app.call({ method: 'GET', url: '/v1/webhooks?limit=2', role: 'admin' })
   assert.equal(page.json().length, 2)
   const next = /<([^>]+)>; rel="next"/.exec(page.headers.link as string)![1]!
-  assert.deepEqual((await app.call({ method: 'GET', url: next, role: 'admin' })).json().map((w: { id: string }) => w.id), [staffs.id])
+  assert.deepEqual(
+    (await app.call({ method: 'GET', url: next, role: 'admin' })).json().map((w: { id: string }) => w.id),
+    [staffs.id]
+  )
 })
 
 test('a type the caller may never see is 403, an unknown type 400, the eleventh endpoint 409', async (t) => {
@@ -71,7 +82,12 @@ test('a type the caller may never see is 403, an unknown type 400, the eleventh 
     assert.equal(refused.statusCode, 400, types.join())
     assert.equal(refused.json().code, 'validation_failed')
   }
-  assert.equal((await app.call({ method: 'PATCH', url: `/v1/webhooks/${(await subscribe(app, 'http://127.0.0.1:9/y', ['order.*'], app.keys.customer)).id}`, role: 'customer', payload: { types: ['pet.*'] } })).statusCode, 403, 'a change is checked too')
+  assert.equal((await app.call({
+    method: 'PATCH',
+    url: `/v1/webhooks/${(await subscribe(app, 'http://127.0.0.1:9/y', ['order.*'], app.keys.customer)).id}`,
+    role: 'customer',
+    payload: { types: ['pet.*'] }
+  })).statusCode, 403, 'a change is checked too')
 
   for (let i = 2; i <= 10; i++) assert.equal((await post(['order.*'])).statusCode, 201, `endpoint ${i}`)
   const eleventh = await post(['order.*'])
@@ -82,7 +98,11 @@ test('a type the caller may never see is 403, an unknown type 400, the eleventh 
 })
 
 test('a URL the guard refuses is 400 webhook_url_forbidden at creation and at a change', async (t) => {
-  const app = await webhookApp(t, { resolve: async (host) => host === 'metadata.example' ? [{ address: '169.254.169.254', family: 4 }] : [{ address: '93.184.215.14', family: 4 }] })
+  const app = await webhookApp(t, {
+    resolve: async (host) => host === 'metadata.example'
+      ? [{ address: '169.254.169.254', family: 4 }]
+      : [{ address: '93.184.215.14', family: 4 }]
+  })
   for (const url of ['https://10.0.0.1/x', 'https://169.254.169.254/latest', 'https://[::1]/x', 'https://[::ffff:127.0.0.1]/x', 'https://100.64.0.1/', 'https://metadata.example/x', 'http://public.example/x', 'https://user:pw@public.example/x', 'http://127.0.0.2/x']) {
     const refused = await app.call({ method: 'POST', url: '/v1/webhooks', role: 'customer', payload: { url, types: ['order.*'] } })
     assert.equal(refused.statusCode, 400, url)

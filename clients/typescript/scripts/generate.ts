@@ -20,7 +20,12 @@ function withoutProse (node: unknown, parentKey = ''): unknown {
   const result: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(node)) {
     // Under `properties` (and the other maps of names) a key is a field or a name, never prose.
-    const isName = parentKey === 'properties' || parentKey === 'schemas' || parentKey === 'headers' || parentKey === 'paths' || parentKey === 'responses' || parentKey === 'content'
+    const isName = parentKey === 'properties'
+      || parentKey === 'schemas'
+      || parentKey === 'headers'
+      || parentKey === 'paths'
+      || parentKey === 'responses'
+      || parentKey === 'content'
     if (!isName && (PROSE.has(key) || key.startsWith('x-'))) continue
     result[key] = withoutProse(value, key)
   }

@@ -18,7 +18,14 @@ export class PetstoreError extends Error {
   /** Field-level problems of a `validation_failed`. */
   readonly details: ErrorDetail[] | undefined
 
-  constructor (init: { status: number; code: PetstoreError['code']; message: string; requestId: string | null; retryAfter: number | null; details?: ErrorDetail[] | undefined }) {
+  constructor (init: {
+    status: number
+    code: PetstoreError['code']
+    message: string
+    requestId: string | null
+    retryAfter: number | null
+    details?: ErrorDetail[] | undefined
+  }) {
     super(init.message)
     this.name = 'PetstoreError'
     this.status = init.status
@@ -36,7 +43,9 @@ export function errorOf (response: Response, text: string): PetstoreError {
   let body: Partial<components['schemas']['Error']> | null = null
   try {
     const parsed: unknown = JSON.parse(text)
-    if (parsed !== null && typeof parsed === 'object' && typeof (parsed as { code?: unknown }).code === 'string') body = parsed as Partial<components['schemas']['Error']>
+    if (parsed !== null && typeof parsed === 'object' && typeof (parsed as { code?: unknown }).code === 'string') {
+      body = parsed as Partial<components['schemas']['Error']>
+    }
   } catch {
     body = null
   }

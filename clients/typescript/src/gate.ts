@@ -29,7 +29,10 @@ export const JITTER_MS = 1000
 const SAME_WINDOW_MS = 2000
 
 export interface Gate {
-  /** Resolves when the caller may send one request (call release() when its response is read); rejects when the wait would exceed maxWaitMs. */
+  /**
+   * Resolves when the caller may send one request (call release() when its response is read);
+   * rejects when the wait would exceed maxWaitMs.
+   */
   acquire (): Promise<void>
   release (): void
   /** What a response said about the binding window: requests left, and when it resets (client clock, ms). */
@@ -108,8 +111,11 @@ export function createGate (options: GateOptions): Gate {
       probing = false
       if (resetAt <= now()) return // a late answer from a window that has already ended
       // Answers of one window can arrive out of order: the smallest count is the latest.
-      if (window !== null && Math.abs(window.resetAt - resetAt) < SAME_WINDOW_MS) window.remaining = Math.min(window.remaining, remaining)
-      else window = { remaining, resetAt }
+      if (window !== null && Math.abs(window.resetAt - resetAt) < SAME_WINDOW_MS) {
+        window.remaining = Math.min(window.remaining, remaining)
+      } else {
+        window = { remaining, resetAt }
+      }
     },
     unmetered () {
       probing = false

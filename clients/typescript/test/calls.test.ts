@@ -46,7 +46,10 @@ test('with crypto.randomUUID, the Idempotency-Key is the UUID it returns, and ge
   const uuids = ['1b4e28ba-2fa1-41d2-883f-0016d3cca427', '6fa459ea-ee8a-4ca4-894e-db77e160355e']
   Object.defineProperty(globalThis, 'crypto', {
     configurable: true,
-    value: { randomUUID: () => uuids.shift(), getRandomValues: (bytes: Uint8Array) => { filled++; return bytes.fill(0x0a) } }
+    value: {
+      randomUUID: () => uuids.shift(),
+      getRandomValues: (bytes: Uint8Array) => { filled++; return bytes.fill(0x0a) }
+    }
   })
   await client.pets.create({ name: 'A', categoryId })
   await client.pets.create({ name: 'B', categoryId })

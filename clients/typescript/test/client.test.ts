@@ -78,7 +78,10 @@ test('pets.get of a missing id rejects with 404 not_found and the Request-Id of 
   const error = await client.pets.get(424242).then(() => null, (e: unknown) => e)
 
   assert.ok(error instanceof PetstoreError)
-  assert.deepEqual({ status: error.status, code: error.code, requestId: error.requestId, retryAfter: error.retryAfter }, { status: 404, code: 'not_found', requestId: exchanges[0]!.requestId, retryAfter: null })
+  assert.deepEqual(
+    { status: error.status, code: error.code, requestId: error.requestId, retryAfter: error.retryAfter },
+    { status: 404, code: 'not_found', requestId: exchanges[0]!.requestId, retryAfter: null }
+  )
   assert.ok(error.requestId !== null)
   assert.deepEqual(exchanges.map((e) => [e.method, new URL(e.url).pathname + new URL(e.url).search]), [['GET', '/v1/pets?id=424242']])
 })
@@ -101,13 +104,20 @@ test('503s that never stop: a GET is retried maxRetries times honouring Retry-Af
   server.stores.pets.listPets = async () => { throw new ServiceUnavailableError('the database is unavailable; retry shortly') }
   const { fetch, exchanges } = recordingFetch()
   const waits: number[] = []
-  const client = server.client({ fetch, maxRetries: 2, sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) } })
+  const client = server.client({
+    fetch,
+    maxRetries: 2,
+    sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) }
+  })
 
   const error = await client.pets.list().then(() => null, (e: unknown) => e)
 
   assert.ok(error instanceof PetstoreError)
   assert.deepEqual(exchanges.map((e) => e.status), [503, 503, 503])
-  assert.deepEqual({ status: error.status, code: error.code, requestId: error.requestId, retryAfter: error.retryAfter }, { status: 503, code: 'service_unavailable', requestId: exchanges[2]!.requestId, retryAfter: 5 })
+  assert.deepEqual(
+    { status: error.status, code: error.code, requestId: error.requestId, retryAfter: error.retryAfter },
+    { status: 503, code: 'service_unavailable', requestId: exchanges[2]!.requestId, retryAfter: 5 }
+  )
   assert.equal(waits.length, 2)
   for (const ms of waits) assert.ok(ms >= 5000 && ms < 6000, `waited ${ms} ms: Retry-After plus jitter`)
 })

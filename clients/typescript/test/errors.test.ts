@@ -37,13 +37,26 @@ test('errorOf of the API\'s error object: status, code, message, the body\'s req
   assert.ok(error instanceof PetstoreError)
   assert.ok(error instanceof Error)
   assert.equal(error.name, 'PetstoreError')
-  assert.deepEqual({ status: error.status, code: error.code, message: error.message, requestId: error.requestId, retryAfter: error.retryAfter, details: error.details }, { status: 429, code: 'rate_limited', message: 'slow down', requestId: 'from-body', retryAfter: 30, details: undefined })
+  assert.deepEqual(
+    {
+      status: error.status,
+      code: error.code,
+      message: error.message,
+      requestId: error.requestId,
+      retryAfter: error.retryAfter,
+      details: error.details
+    },
+    { status: 429, code: 'rate_limited', message: 'slow down', requestId: 'from-body', retryAfter: 30, details: undefined }
+  )
   assert.equal('details' in error && error.details !== undefined, false, 'only validation_failed carries details')
 })
 
 test('errorOf: a body without message or requestId falls back to "HTTP status" and the Request-Id header; no Retry-After is null', () => {
   const error = errorOf(response(404, { 'request-id': 'rid-1' }), JSON.stringify({ code: 'not_found' }))
-  assert.deepEqual({ code: error.code, message: error.message, requestId: error.requestId, retryAfter: error.retryAfter }, { code: 'not_found', message: 'HTTP 404', requestId: 'rid-1', retryAfter: null })
+  assert.deepEqual(
+    { code: error.code, message: error.message, requestId: error.requestId, retryAfter: error.retryAfter },
+    { code: 'not_found', message: 'HTTP 404', requestId: 'rid-1', retryAfter: null }
+  )
   assert.equal(errorOf(response(404), JSON.stringify({ code: 'not_found' })).requestId, null)
 })
 
@@ -56,7 +69,18 @@ test('errorOf: validation_failed carries its details, an empty list when the bod
 test('errorOf: a body that is not the error object (HTML, JSON null, a number, no string code) is unexpected_response, with the headers\' requestId and Retry-After', () => {
   for (const text of ['<html>bad gateway</html>', 'null', '42', '"text"', '{"code":7}', '{"message":"no code"}', '']) {
     const error = errorOf(response(502, { 'request-id': 'rid-2', 'retry-after': '5' }), text)
-    assert.deepEqual({ status: error.status, code: error.code, message: error.message, requestId: error.requestId, retryAfter: error.retryAfter, details: error.details }, { status: 502, code: 'unexpected_response', message: 'HTTP 502 without the API\'s error object', requestId: 'rid-2', retryAfter: 5, details: undefined }, text)
+    assert.deepEqual(
+      {
+        status: error.status,
+        code: error.code,
+        message: error.message,
+        requestId: error.requestId,
+        retryAfter: error.retryAfter,
+        details: error.details
+      },
+      { status: 502, code: 'unexpected_response', message: 'HTTP 502 without the API\'s error object', requestId: 'rid-2', retryAfter: 5, details: undefined },
+      text
+    )
   }
 })
 

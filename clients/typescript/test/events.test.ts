@@ -44,7 +44,9 @@ test('events.list({ follow: true }) polls the feed after its last page and yield
     }
   })
   const seen: Event[] = []
-  for await (const event of follower.events.list({ type: 'category.*', follow: true, pollMs: 5, signal: abort.signal })) seen.push(event)
+  for await (const event of follower.events.list({ type: 'category.*', follow: true, pollMs: 5, signal: abort.signal })) {
+    seen.push(event)
+  }
   assert.deepEqual(names(seen), ['category.created:Later 1', 'category.created:Later 2'])
   assert.equal(polls, 3)
 })

@@ -28,16 +28,35 @@ export async function serveForClient (t: TestContext, options: TestAppOptions = 
   return { ...testApp, client }
 }
 
-export interface Exchange { method: string; url: string; status: number | null; code: string | null; requestId: string | null; idempotencyKey: string | null }
+export interface Exchange {
+  method: string
+  url: string
+  status: number | null
+  code: string | null
+  requestId: string | null
+  idempotencyKey: string | null
+}
 
-/** A fetch that records every exchange (what the server received and answered) and the most requests it had in flight at once. */
-export function recordingFetch (inner: typeof fetch = (...args) => fetch(...args)): { fetch: typeof fetch; exchanges: Exchange[]; maxInFlight: () => number } {
+/**
+ * A fetch that records every exchange (what the server received and answered) and the most
+ * requests it had in flight at once.
+ */
+export function recordingFetch (
+  inner: typeof fetch = (...args) => fetch(...args)
+): { fetch: typeof fetch; exchanges: Exchange[]; maxInFlight: () => number } {
   const exchanges: Exchange[] = []
   let inFlight = 0
   let maxInFlight = 0
   const recording: typeof fetch = async (input, init) => {
     const headers = new Headers(init?.headers)
-    const exchange: Exchange = { method: init?.method ?? 'GET', url: String(input), status: null, code: null, requestId: null, idempotencyKey: headers.get('idempotency-key') }
+    const exchange: Exchange = {
+      method: init?.method ?? 'GET',
+      url: String(input),
+      status: null,
+      code: null,
+      requestId: null,
+      idempotencyKey: headers.get('idempotency-key')
+    }
     exchanges.push(exchange)
     maxInFlight = Math.max(maxInFlight, ++inFlight)
     let response: Response

@@ -10,7 +10,10 @@ test('keys.me.get(), usage() and bans() read the key the client sends; rotate() 
   const mine = await server.makeKey('customer', 'pro')
   const client = server.client({ apiKey: mine.key })
   const view = await client.keys.me.get()
-  assert.deepEqual({ id: view.id, role: view.role, plan: view.plan, replacedBy: view.replacedBy }, { id: mine.id, role: 'customer', plan: 'pro', replacedBy: null })
+  assert.deepEqual(
+    { id: view.id, role: view.role, plan: view.plan, replacedBy: view.replacedBy },
+    { id: mine.id, role: 'customer', plan: 'pro', replacedBy: null }
+  )
   const usage = await client.keys.me.usage(1)
   assert.deepEqual(usage, { keyId: mine.id, days: [{ date: '2026-11-21', allowed: 1, limited: 0, banned: 0, mcp: 0 }] })
   assert.deepEqual(await client.keys.me.bans(), { keyId: mine.id, bans: [] })

@@ -52,7 +52,9 @@ test('a banned key rejects after one request with 429 api_key_banned and its Ret
   const { key } = await server.makeKey('customer', 'free')
   // A naive integration: it keeps calling after its first 429 until the 21st call starts a ban.
   let last = ''
-  for (let i = 0; i < 100 && last !== 'api_key_banned'; i++) last = (await server.call({ method: 'GET', url: '/v1/pets', key })).json<{ code?: string }>().code ?? ''
+  for (let i = 0; i < 100 && last !== 'api_key_banned'; i++) {
+    last = (await server.call({ method: 'GET', url: '/v1/pets', key })).json<{ code?: string }>().code ?? ''
+  }
   assert.equal(last, 'api_key_banned')
   const { fetch, exchanges } = recordingFetch()
   const client = server.client({ apiKey: key, fetch })
@@ -60,7 +62,10 @@ test('a banned key rejects after one request with 429 api_key_banned and its Ret
   const error = await client.pets.list().then(() => null, (e: unknown) => e)
 
   assert.ok(error instanceof PetstoreError)
-  assert.deepEqual({ status: error.status, code: error.code, requestId: error.requestId, retryAfter: error.retryAfter }, { status: 429, code: 'api_key_banned', requestId: exchanges[0]!.requestId, retryAfter: 15 * 60 })
+  assert.deepEqual(
+    { status: error.status, code: error.code, requestId: error.requestId, retryAfter: error.retryAfter },
+    { status: 429, code: 'api_key_banned', requestId: exchanges[0]!.requestId, retryAfter: 15 * 60 }
+  )
   assert.equal(exchanges.length, 1)
 })
 
@@ -110,12 +115,20 @@ test('maxWaitMs: once the day quota is spent, the next calls reject at once with
     assert.equal(result.status, 'rejected')
     const error: unknown = result.reason
     assert.ok(error instanceof PetstoreError, String(error))
-    assert.deepEqual({ status: error.status, code: error.code, retryAfter: error.retryAfter }, { status: 429, code: 'rate_limited', retryAfter })
+    assert.deepEqual(
+      { status: error.status, code: error.code, retryAfter: error.retryAfter },
+      { status: 429, code: 'rate_limited', retryAfter }
+    )
   }
   assert.equal(exchanges.length, 5, 'nothing was sent for the refused calls')
   assert.equal(server.clock.now(), spentAt, 'and nothing was waited')
   assert.deepEqual(seen.at(-1), { limit: 5, remaining: 0, reset: nextUtcDay(spentAt) / 1000 })
-  assert.equal((await server.call({ method: 'GET', url: '/v1/rate_limit', key })).json<{ windows: { day: { remaining: number } } }>().windows.day.remaining, 0)
+  assert.equal(
+    (await server.call({ method: 'GET', url: '/v1/rate_limit', key }))
+      .json<{ windows: { day: { remaining: number } } }>()
+      .windows.day.remaining,
+    0
+  )
 })
 
 test('maxWaitMs: a 429 whose Retry-After is longer rejects at once with that 429 (its requestId); a larger maxWaitMs waits it out and succeeds the next day', async (t) => {
@@ -129,7 +142,10 @@ test('maxWaitMs: a 429 whose Retry-After is longer rejects at once with that 429
 
   assert.ok(error instanceof PetstoreError)
   const retryAfter = Math.ceil((nextUtcDay(T0) - T0) / 1000)
-  assert.deepEqual({ status: error.status, code: error.code, retryAfter: error.retryAfter, requestId: error.requestId }, { status: 429, code: 'rate_limited', retryAfter, requestId: exchanges[0]!.requestId })
+  assert.deepEqual(
+    { status: error.status, code: error.code, retryAfter: error.retryAfter, requestId: error.requestId },
+    { status: 429, code: 'rate_limited', retryAfter, requestId: exchanges[0]!.requestId }
+  )
   assert.deepEqual(exchanges.map((e) => e.status), [429])
   assert.equal(server.clock.now(), T0, 'nothing was waited')
 

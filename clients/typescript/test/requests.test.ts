@@ -10,7 +10,12 @@ import { recordingFetch, seedPets, serveForClient } from './helpers.ts'
 function sentFetch (inner: typeof fetch = (...args) => fetch(...args)) {
   const sent: { url: string; method: string; headers: Headers; body: string | null }[] = []
   const wrapped: typeof fetch = async (input, init) => {
-    sent.push({ url: String(input), method: init?.method ?? 'GET', headers: new Headers(init?.headers), body: typeof init?.body === 'string' ? init.body : null })
+    sent.push({
+      url: String(input),
+      method: init?.method ?? 'GET',
+      headers: new Headers(init?.headers),
+      body: typeof init?.body === 'string' ? init.body : null
+    })
     return inner(input, init)
   }
   return { fetch: wrapped, sent }
@@ -50,7 +55,10 @@ test('list(query) sends the query: filters, arrays as repeated parameters, null 
   const pets = await seedPets(server, 3)
   const { fetch, sent } = sentFetch()
   const client = server.client({ fetch })
-  assert.deepEqual(await client.pets.list({ id: [pets[0]!.id, pets[2]!.id], name: undefined as unknown as string, limit: 5 }), [pets[0], pets[2]])
+  assert.deepEqual(
+    await client.pets.list({ id: [pets[0]!.id, pets[2]!.id], name: undefined as unknown as string, limit: 5 }),
+    [pets[0], pets[2]]
+  )
   assert.deepEqual(await client.request('get', '/pets', { query: { limit: 1, name: null as unknown as string } }), [pets[0]])
   assert.equal((await client.categories.list({ limit: 1 })).length, 1)
   await client.orders.list({ limit: 1 })
@@ -112,7 +120,10 @@ test('without crypto.randomUUID (Node 18), the Idempotency-Key is still a UUID v
   const real = Object.getOwnPropertyDescriptor(globalThis, 'crypto')!
   t.after(() => { Object.defineProperty(globalThis, 'crypto', real) })
   let filled = 0
-  Object.defineProperty(globalThis, 'crypto', { configurable: true, value: { getRandomValues: (bytes: Uint8Array) => { filled++; return bytes.fill(0x0a) } } })
+  Object.defineProperty(globalThis, 'crypto', {
+    configurable: true,
+    value: { getRandomValues: (bytes: Uint8Array) => { filled++; return bytes.fill(0x0a) } }
+  })
   await client.pets.create({ name: 'A', categoryId })
   Object.defineProperty(globalThis, 'crypto', { configurable: true, value: undefined })
   await client.pets.create({ name: 'B', categoryId })
@@ -155,7 +166,10 @@ test('maxWaitMs defaults to 60 s: a 429 whose Retry-After is 61 s rejects at onc
   const server = await serveForClient(t)
   const { fetch, exchanges } = recordingFetch(async (input, init) => {
     const response = await globalThis.fetch(input, init)
-    return new Response(JSON.stringify({ code: 'rate_limited', message: 'over quota' }), { status: 429, headers: { 'retry-after': '61', 'content-type': 'application/json', 'request-id': response.headers.get('request-id') ?? '' } })
+    return new Response(JSON.stringify({ code: 'rate_limited', message: 'over quota' }), {
+      status: 429,
+      headers: { 'retry-after': '61', 'content-type': 'application/json', 'request-id': response.headers.get('request-id') ?? '' }
+    })
   })
   const client = server.client({ fetch })
   const error = await client.pets.list().then(() => null, (e: unknown) => e)
@@ -177,7 +191,11 @@ test('a 429 without Retry-After is retried after the backoff, holding the client
     return new Response(JSON.stringify({ code: 'rate_limited', message: 'over quota' }), { status: 429, headers: { 'content-type': 'application/json' } })
   })
   const waits: number[] = []
-  const client = server.client({ fetch, random: () => 0.5, sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) } })
+  const client = server.client({
+    fetch,
+    random: () => 0.5,
+    sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) }
+  })
   assert.deepEqual(await client.pets.list(), [])
   assert.deepEqual(exchanges.map((e) => e.status), [429, 200])
   assert.deepEqual(waits, [250 + 500], 'backoff (0.5 of 500 ms), then the gate\'s jitter (0.5 of 1000 ms)')
@@ -203,7 +221,12 @@ test('without the RateLimit field, the reset of X-RateLimit-Reset (Unix seconds)
   const { key } = await server.makeKey('customer', 'enterprise', { perMinute: 1, perDay: 100 })
   const { fetch, exchanges } = recordingFetch(async (input, init) => without(await globalThis.fetch(input, init), 'ratelimit'))
   const waits: number[] = []
-  const client = server.client({ apiKey: key, fetch, random: () => 0, sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) } })
+  const client = server.client({
+    apiKey: key,
+    fetch,
+    random: () => 0,
+    sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) }
+  })
   const start = server.clock.now()
   await client.pets.list()
   await client.pets.list()
@@ -243,7 +266,14 @@ test('every() follows only the query of Link rel="next" on its own base URL, wha
 
 test('answers without rate-limit headers (a proxy strips them) end probing: concurrent calls go out together, not one at a time', async (t) => {
   const server = await serveForClient(t)
-  const { fetch, exchanges, maxInFlight } = recordingFetch(async (input, init) => without(await globalThis.fetch(input, init), 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy'))
+  const { fetch, exchanges, maxInFlight } = recordingFetch(async (input, init) => without(
+    await globalThis.fetch(input, init),
+    'x-ratelimit-limit',
+    'x-ratelimit-remaining',
+    'x-ratelimit-reset',
+    'ratelimit',
+    'ratelimit-policy'
+  ))
   const client = server.client({ fetch, maxConcurrency: 4 })
   await client.pets.list()
   await Promise.all(Array.from({ length: 12 }, () => client.pets.list()))
@@ -266,7 +296,13 @@ test('a client clock an hour off still waits the reset the RateLimit field gives
     exchanges.length = 0
     fields.length = 0
     const { key } = await server.makeKey('customer', 'enterprise', { perMinute: 1, perDay: 100 })
-    const client = server.client({ apiKey: key, fetch, random: () => 0, now: () => server.clock.now() + skew, sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) } })
+    const client = server.client({
+      apiKey: key,
+      fetch,
+      random: () => 0,
+      now: () => server.clock.now() + skew,
+      sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) }
+    })
     await client.pets.list()
     await client.pets.list()
     const t = Number(/"minute";r=0;t=(\d+)/.exec(fields[0] ?? '')?.[1])
@@ -303,7 +339,12 @@ test('a 429 whose Retry-After is exactly maxWaitMs is waited out and retried, no
     return new Response(JSON.stringify({ code: 'rate_limited', message: 'over quota' }), { status: 429, headers: { 'content-type': 'application/json', 'retry-after': '30' } })
   })
   const waits: number[] = []
-  const client = server.client({ fetch, maxWaitMs: 30_000, random: () => 0, sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) } })
+  const client = server.client({
+    fetch,
+    maxWaitMs: 30_000,
+    random: () => 0,
+    sleep: async (ms) => { waits.push(ms); server.clock.advance(ms) }
+  })
   assert.deepEqual(await client.pets.list(), [])
   assert.deepEqual([exchanges.map((e) => e.status), waits], [[429, 200], [30_000]])
 })
@@ -369,7 +410,14 @@ test('only a GET or a POST with an Idempotency-Key is retried: a PUT that carrie
     return new Response(JSON.stringify({ code: 'service_unavailable', message: 'down' }), { status: 503, headers: { 'content-type': 'application/json', 'retry-after': '1' } })
   })
   const client = server.client({ fetch })
-  await assert.rejects(client.request('put', '/store/inventory/{petId}', { path: { petId: pet!.id }, body: { quantity: 9 }, headers: { 'Idempotency-Key': 'put-1' } }), { status: 503 })
+  await assert.rejects(
+    client.request('put', '/store/inventory/{petId}', {
+      path: { petId: pet!.id },
+      body: { quantity: 9 },
+      headers: { 'Idempotency-Key': 'put-1' }
+    }),
+    { status: 503 }
+  )
   assert.equal(exchanges.length, 1)
   assert.equal((await client.inventory.get(pet!.id)).quantity, 3)
 })
@@ -417,12 +465,23 @@ test('a 503 with Retry-After to a GET waits that many seconds plus jitter (rando
 test('maxWaitMs caps a 503 as a 429: a Retry-After past it rejects the GET at once with that 503, sleeping nothing; one of exactly maxWaitMs is waited out', async (t) => {
   // Catches: a 503's Retry-After (an hour of maintenance, say) held the call's promise that long.
   const server = await serveForClient(t)
-  const unavailable = (seconds: number) => new Response(JSON.stringify({ code: 'service_unavailable', message: 'down for maintenance' }), { status: 503, headers: { 'content-type': 'application/json', 'retry-after': String(seconds), 'request-id': `maintenance-${seconds}` } })
+  const unavailable = (seconds: number) => new Response(JSON.stringify({ code: 'service_unavailable', message: 'down for maintenance' }), {
+    status: 503,
+    headers: { 'content-type': 'application/json', 'retry-after': String(seconds), 'request-id': `maintenance-${seconds}` }
+  })
   const long = recordingFetch(async () => unavailable(3600))
   const waits: number[] = []
-  const impatient = server.client({ fetch: long.fetch, maxWaitMs: 30_000, random: () => 0, sleep: async (ms) => { waits.push(ms) } })
+  const impatient = server.client({
+    fetch: long.fetch,
+    maxWaitMs: 30_000,
+    random: () => 0,
+    sleep: async (ms) => { waits.push(ms) }
+  })
   const error = await impatient.pets.list().then(() => assert.fail('resolved'), (e: unknown) => e as PetstoreError)
-  assert.deepEqual({ status: error.status, code: error.code, retryAfter: error.retryAfter, requestId: error.requestId }, { status: 503, code: 'service_unavailable', retryAfter: 3600, requestId: 'maintenance-3600' })
+  assert.deepEqual(
+    { status: error.status, code: error.code, retryAfter: error.retryAfter, requestId: error.requestId },
+    { status: 503, code: 'service_unavailable', retryAfter: 3600, requestId: 'maintenance-3600' }
+  )
   assert.deepEqual([long.exchanges.length, waits], [1, []])
 
   let first = true
@@ -431,7 +490,12 @@ test('maxWaitMs caps a 503 as a 429: a Retry-After past it rejects the GET at on
     first = false
     return unavailable(30)
   })
-  const patient = server.client({ fetch: exact.fetch, maxWaitMs: 30_000, random: () => 0, sleep: async (ms) => { waits.push(ms) } })
+  const patient = server.client({
+    fetch: exact.fetch,
+    maxWaitMs: 30_000,
+    random: () => 0,
+    sleep: async (ms) => { waits.push(ms) }
+  })
   assert.deepEqual(await patient.pets.list(), [])
   assert.deepEqual([exact.exchanges.map((e) => e.status), waits], [[503, 200], [30_000]])
 })

@@ -10,7 +10,10 @@ import { verifyWebhook, WebhookVerificationError } from '../src/index.ts'
 import { serveForClient } from './helpers.ts'
 
 test('a delivery of the real server verifies with verifyWebhook, and a changed body, secret or an old timestamp does not', async (t) => {
-  const server = await serveForClient(t, { env: { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', WEBHOOK_POLL_MS: '50' }, deps: { clock: systemClock } })
+  const server = await serveForClient(t, {
+    env: { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', WEBHOOK_POLL_MS: '50' },
+    deps: { clock: systemClock }
+  })
   const client = server.client({ apiKey: server.keys.customer, now: Date.now })
   const receiver = await startReceiver(t)
   const endpoint = await client.webhooks.create({ url: `http://127.0.0.1:${receiver.port}/hook`, types: ['webhook.test'] })

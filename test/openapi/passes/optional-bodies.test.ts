@@ -8,7 +8,10 @@ import type { OpenApiDocument } from '../../../src/openapi/types.ts'
 const body = () => ({ required: true, content: { 'application/json': { schema: { type: 'object' } } } })
 
 test('an operation marked x-optional-body gets requestBody.required false and loses the mark', () => {
-  const doc: OpenApiDocument = { paths: { '/orders/{orderId}': { patch: { 'x-optional-body': true, requestBody: body(), responses: {} } } }, components: {} }
+  const doc: OpenApiDocument = {
+    paths: { '/orders/{orderId}': { patch: { 'x-optional-body': true, requestBody: body(), responses: {} } } },
+    components: {}
+  }
   markOptionalBodies(doc)
   assert.deepEqual(doc.paths, { '/orders/{orderId}': { patch: { requestBody: { ...body(), required: false }, responses: {} } } })
 })

@@ -13,7 +13,8 @@ const every = () => Object.fromEntries(EVERY.map((name) => [name, ref(name)]))
 function headersOf (path: string, operation: Operation): Record<string, unknown> {
   const doc: OpenApiDocument = { paths: { [path]: { get: operation } }, components: {} }
   addResponseHeaders(doc)
-  return Object.fromEntries(Object.entries(doc.paths[path]!.get!.responses).map(([status, response]) => [status, response.headers]))
+  return Object.fromEntries(Object.entries(doc.paths[path]!.get!.responses)
+    .map(([status, response]) => [status, response.headers]))
 }
 
 test('the shared headers are components, each required, and nothing else is', () => {
@@ -36,7 +37,15 @@ test('a success gets the rate-limit headers, Request-Id and X-Content-Type-Optio
 test('a route\'s own headers are spelled as sent and required, except Link and its own Retry-After', () => {
   const headers = headersOf('/pets', {
     responses: {
-      200: { description: 'ok', headers: { link: { schema: { type: 'string' } }, location: { schema: { type: 'string' } }, 'retry-after': { schema: { type: 'integer' } }, 'X-Other': { schema: { type: 'string' } } } }
+      200: {
+        description: 'ok',
+        headers: {
+          link: { schema: { type: 'string' } },
+          location: { schema: { type: 'string' } },
+          'retry-after': { schema: { type: 'integer' } },
+          'X-Other': { schema: { type: 'string' } }
+        }
+      }
     }
   })
   assert.deepEqual(headers['200'], {
@@ -66,7 +75,10 @@ test('every response of a deprecated operation gets Deprecation, Sunset, Warning
 })
 
 test('408 and 431, answered by Node before a request exists, carry only Request-Id and X-Content-Type-Options', () => {
-  const headers = headersOf('/pets', { deprecated: true, responses: { 408: { description: '', headers: { etag: {} } }, 431: { description: '' } } })
+  const headers = headersOf('/pets', {
+    deprecated: true,
+    responses: { 408: { description: '', headers: { etag: {} } }, 431: { description: '' } }
+  })
   const connection = { 'Request-Id': ref('Request-Id'), 'X-Content-Type-Options': ref('X-Content-Type-Options') }
   assert.deepEqual(headers, { 408: connection, 431: connection })
 })

@@ -21,7 +21,13 @@ function manualBatcher (maxBatch: number, maxInFlight = 1) {
     maxBatch,
     maxInFlight,
     run: (items) => new Promise((resolve, reject) => {
-      runs.push({ items, settle: (error) => { if (error === undefined) resolve(items.map((i) => `r${i}`)); else reject(error) } })
+      runs.push({
+        items,
+        settle: (error) => {
+          if (error === undefined) resolve(items.map((i) => `r${i}`))
+          else reject(error)
+        }
+      })
     })
   })
   return { call, runs }
@@ -83,14 +89,22 @@ async function client (t: TestContext, schema: string): Promise<pg.Client> {
   return c
 }
 
-async function openStores (t: TestContext): Promise<{ stores: PostgresStores; schema: string; petId: number; ownerId: number }> {
+async function openStores (t: TestContext): Promise<{
+  stores: PostgresStores
+  schema: string
+  petId: number
+  ownerId: number
+}> {
   const schema = await createTestSchema(t)
   const stores = await createPostgresStores(TEST_DATABASE_URL, { schema, poolMax: 4 })
   t.after(() => stores.close())
   const category = await stores.categories.createCategory({ name: 'Fish' }, NOW)
   const { record: pet } = await stores.pets.createPet({ name: 'Goldfish', categoryId: category.id, status: 'available' }, null, NOW)
   await stores.inventory.setStock(pet.id, 5, null, NOW)
-  const owner = await stores.keys.createKey({ name: 'owner', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h-owner', prefix: 'psk_owner', now: NOW })
+  const owner = await stores.keys.createKey({
+    name: 'owner', role: 'customer', plan: 'free', perMinute: null, perDay: null,
+    hash: 'h-owner', prefix: 'psk_owner', now: NOW
+  })
   return { stores, schema, petId: pet.id, ownerId: owner.id }
 }
 
@@ -98,8 +112,10 @@ test('place_orders: a batch with refused orders still places the others, each an
   postgres.check()
   const { schema, petId, ownerId } = await openStores(t)
   const c = await client(t, schema)
-  const item = (quantity: number, extra: Record<string, unknown> = {}) =>
-    ({ pet: petId, owner: ownerId, quantity, shipDate: null, now: NOW, expiresAt: NOW + DAY, maxOrders: null, maxUnits: null, scope: null, key: null, fingerprint: null, ...extra })
+  const item = (quantity: number, extra: Record<string, unknown> = {}) => ({
+    pet: petId, owner: ownerId, quantity, shipDate: null, now: NOW, expiresAt: NOW + DAY,
+    maxOrders: null, maxUnits: null, scope: null, key: null, fingerprint: null, ...extra
+  })
   const items = [
     item(2),
     item(9), // more than the stock: refused
@@ -173,7 +189,8 @@ test('postgres pets: reads of pets by id asked together are answered each with i
   const { stores, petId } = await openStores(t)
   const category = await stores.categories.createCategory({ name: 'Cats' }, NOW)
   const { record: other } = await stores.pets.createPet({ name: 'Tom', categoryId: category.id, status: 'sold' }, null, NOW)
-  const [a, b, missing, again] = await Promise.all([petId, other.id, other.id + 100, petId].map((id) => stores.pets.getPet(id)))
+  const [a, b, missing, again] = await Promise.all([petId, other.id, other.id + 100, petId]
+    .map((id) => stores.pets.getPet(id)))
   assert.deepEqual(a, { id: petId, name: 'Goldfish', categoryId: a!.categoryId, status: 'available', version: a!.version })
   assert.deepEqual(b, other)
   assert.equal(missing, null)

@@ -23,7 +23,10 @@ test('postgres orders: concurrent placements (batched) write one order.created e
   const category = await stores.categories.createCategory({ name: 'Fish' }, NOW)
   const { record: pet } = await stores.pets.createPet({ name: 'Goldfish', categoryId: category.id, status: 'available' }, null, NOW)
   await stores.inventory.setStock(pet.id, 10, null, NOW)
-  const owner = await stores.keys.createKey({ name: 'owner', role: 'customer', plan: 'pro', perMinute: null, perDay: null, hash: 'h-owner', prefix: 'psk_owner', now: NOW })
+  const owner = await stores.keys.createKey({
+    name: 'owner', role: 'customer', plan: 'pro', perMinute: null, perDay: null,
+    hash: 'h-owner', prefix: 'psk_owner', now: NOW
+  })
   const claim = (i: number) => ({ scope: `key:${owner.id}`, key: `k-${i}`, fingerprint: 'fp', now: NOW })
   const placeAll = async (count: number) => await Promise.allSettled(Array.from({ length: count }, (_, i) =>
     stores.orders.placeOrder({ petId: pet.id, ownerKeyId: owner.id, quantity: 1, shipDate: null, now: NOW }, claim(i))))
@@ -45,7 +48,11 @@ test('postgres orders: concurrent placements (batched) write one order.created e
     events = await stores.events.listEvents({ visibility: { role: 'admin' }, after: null, limit: 1000 })
   }
   const created = events.filter((e) => e.type === 'order.created')
-  assert.deepEqual(created.map((e) => (e.data as OrderRecord).id).sort((a, b) => a - b), placed.map((o) => o.id).sort((a, b) => a - b), 'one per placed order')
+  assert.deepEqual(
+    created.map((e) => (e.data as OrderRecord).id).sort((a, b) => a - b),
+    placed.map((o) => o.id).sort((a, b) => a - b),
+    'one per placed order'
+  )
   for (const event of created) {
     const order = placed.find((o) => o.id === (event.data as OrderRecord).id)
     assert.deepEqual(event.data, order, 'data is the OrderRecord the store answered')

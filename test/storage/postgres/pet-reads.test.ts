@@ -24,7 +24,9 @@ function petStatements (t: TestContext): string[] {
   const sent: string[] = []
   const query = pg.Client.prototype.query
   pg.Client.prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
-    const statement = typeof config === 'string' ? config : (config as { name?: string }).name ?? (config as { text: string }).text
+    const statement = typeof config === 'string'
+      ? config
+      : (config as { name?: string }).name ?? (config as { text: string }).text
     if (/\bpets\b/.test(typeof config === 'string' ? config : (config as { text: string }).text)) sent.push(statement)
     return (query as (...args: unknown[]) => unknown).call(this, config, ...rest)
   } as typeof query

@@ -109,7 +109,8 @@ function engineTests (): void {
     const lite = new DatabaseSync(':memory:')
     migrateSqlite(lite)
     const liteTables = (lite.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name)
-    const liteColumns = Object.fromEntries(liteTables.map((name) => [name, (lite.prepare(`PRAGMA table_info(${name})`).all() as { name: string }[]).map((c) => c.name)]))
+    const liteColumns = Object.fromEntries(liteTables.map((name) =>
+      [name, (lite.prepare(`PRAGMA table_info(${name})`).all() as { name: string }[]).map((c) => c.name)]))
     lite.close()
     const pgColumns = await inspect(schema, async (c) => {
       const rows = (await c.query<{ table_name: string; column_name: string }>(
@@ -167,7 +168,10 @@ function engineTests (): void {
 
   test('postgres: ids, versions and epoch-ms times come back as numbers, never strings', async (t) => {
     const stores = await openPostgresTestStores(t)
-    const key = await stores.keys.createKey({ name: null, role: 'admin', plan: 'enterprise', perMinute: 1, perDay: 2, hash: 'h', prefix: 'p', now: 1_790_000_000_000 })
+    const key = await stores.keys.createKey({
+      name: null, role: 'admin', plan: 'enterprise', perMinute: 1, perDay: 2,
+      hash: 'h', prefix: 'p', now: 1_790_000_000_000
+    })
     for (const value of [key.id, key.createdAt, key.perMinute, key.perDay, key.version]) assert.equal(typeof value, 'number')
     assert.equal(key.createdAt, 1_790_000_000_000)
   })
@@ -285,7 +289,11 @@ function isUnavailableAtOpen (error: unknown): boolean {
  * A TCP proxy to the database. setUp(false) destroys every connection through it and refuses
  * new ones (like a database that went down); setUp(true) lets connections through again.
  */
-async function tcpProxy (t: TestContext, host: string, port: number): Promise<{ proxyPort: number; setUp (up: boolean): void }> {
+async function tcpProxy (
+  t: TestContext,
+  host: string,
+  port: number
+): Promise<{ proxyPort: number; setUp (up: boolean): void }> {
   const { connect } = await import('node:net')
   let up = true
   const pairs = new Set<Socket>()

@@ -20,7 +20,10 @@ const ROW_BYTES = 8192
 const ROWS = 4000 // 32 MiB of rows: eight times the WAL's size limit
 
 /** Writes ROWS rows of ROW_BYTES through a writer, 10 at a time; the WAL's size after each 10. */
-async function writeLoop (t: TestContext, checkpointIntervalMs: number): Promise<{ path: string; walSizes: number[]; rows: number; db: DatabaseSync; close (): Promise<void> }> {
+async function writeLoop (
+  t: TestContext,
+  checkpointIntervalMs: number
+): Promise<{ path: string; walSizes: number[]; rows: number; db: DatabaseSync; close (): Promise<void> }> {
   const path = join(tempDir(t, 'petstore-checkpoint-'), 'petstore.db')
   const db = openSqlite(path)
   db.exec('CREATE TABLE t (x BLOB)')

@@ -37,7 +37,10 @@ async function until (condition: () => boolean, ms: number): Promise<boolean> {
   return true
 }
 
-/** The worker threads (worker_threads) of this process, by their name in /proc: libuv's pool and V8's helpers do not count. */
+/**
+ * The worker threads (worker_threads) of this process, by their name in /proc: libuv's pool and
+ * V8's helpers do not count.
+ */
 const workers = (): number => readdirSync('/proc/self/task').filter((tid) => {
   try { return readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === 'WorkerThread' } catch { return false }
 }).length

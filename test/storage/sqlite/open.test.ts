@@ -10,7 +10,8 @@ import { isBusy, openSqlite } from '../../../src/storage/sqlite/database.ts'
 import { createWriter } from '../../../src/storage/sqlite/writer.ts'
 import { tempDir } from '../../helpers/temp.ts'
 
-const pragma = (db: DatabaseSync, name: string): unknown => Object.values(db.prepare(`PRAGMA ${name}`).get() as Record<string, unknown>)[0]
+const pragma = (db: DatabaseSync, name: string): unknown =>
+  Object.values(db.prepare(`PRAGMA ${name}`).get() as Record<string, unknown>)[0]
 
 test('openSqlite creates the missing directories of a file path (DATABASE_URL=sqlite:data/sub/p.db on a fresh volume)', (t) => {
   // Fault caught: the directory not made, so the first start on an empty volume fails to open the file.

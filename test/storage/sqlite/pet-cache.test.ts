@@ -22,7 +22,10 @@ test('pet cache: every write of this process (pet, stock, order, cancel, delete)
   const { record } = await stores.pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, null, Date.now())
   const id = record.id
   const read = async () => {
-    const [one, listed] = await Promise.all([stores.pets.getPet(id), stores.pets.listPets({ ids: [id] }, { limit: 20, afterId: null })])
+    const [one, listed] = await Promise.all([
+      stores.pets.getPet(id),
+      stores.pets.listPets({ ids: [id] }, { limit: 20, afterId: null })
+    ])
     assert.deepEqual(listed, one === null ? [] : [one])
     return one
   }
@@ -34,13 +37,19 @@ test('pet cache: every write of this process (pet, stock, order, cancel, delete)
   await stores.inventory.setStock(id, 2, null, 0)
   assert.equal((await read())?.version, 3)
 
-  const { record: order } = await stores.orders.placeOrder({ petId: id, quantity: 2, shipDate: null, ownerKeyId: 1, now: 0 }, null)
+  const { record: order } = await stores.orders.placeOrder(
+    { petId: id, quantity: 2, shipDate: null, ownerKeyId: 1, now: 0 },
+    null
+  )
   assert.deepEqual(await read(), { id, name: 'Max', categoryId: dogs.id, status: 'pending', version: 4 })
 
   await stores.orders.cancelOrder(order.id, null, null, 0)
   assert.deepEqual(await read(), { id, name: 'Max', categoryId: dogs.id, status: 'available', version: 5 })
 
-  const { record: again } = await stores.orders.placeOrder({ petId: id, quantity: 2, shipDate: null, ownerKeyId: 1, now: 0 }, null)
+  const { record: again } = await stores.orders.placeOrder(
+    { petId: id, quantity: 2, shipDate: null, ownerKeyId: 1, now: 0 },
+    null
+  )
   await stores.orders.updateOrder(again.id, { complete: true, shipDate: 0 }, null, 0)
   assert.equal((await read())?.status, 'sold')
 
@@ -67,7 +76,10 @@ test('pet cache: a commit by another connection is seen at the next check (every
   const { stores, id, categoryId, other } = await cachedPetAndAnotherConnection(t, 0)
   other.prepare("UPDATE pets SET name = 'Changed elsewhere', version = version + 1 WHERE id = ?").run(id)
   assert.deepEqual(await stores.pets.getPet(id), { id, name: 'Changed elsewhere', categoryId, status: 'available', version: 2 })
-  assert.deepEqual(await stores.pets.listPets({ ids: [id] }, { limit: 1, afterId: null }), [{ id, name: 'Changed elsewhere', categoryId, status: 'available', version: 2 }])
+  assert.deepEqual(
+    await stores.pets.listPets({ ids: [id] }, { limit: 1, afterId: null }),
+    [{ id, name: 'Changed elsewhere', categoryId, status: 'available', version: 2 }]
+  )
 })
 
 test('pet cache: commits by another connection are seen once the check interval has passed, again and again', async (t) => {
@@ -85,8 +97,11 @@ test('pet cache: ?id= reads keep id order, the cursor and the limit, and skip mi
   t.after(() => stores.close())
   const dogs = await stores.categories.createCategory({ name: 'Dogs' }, Date.now())
   const ids: number[] = []
-  for (const name of ['a', 'b', 'c', 'd']) ids.push((await stores.pets.createPet({ name, categoryId: dogs.id, status: 'available' }, null, Date.now())).record.id)
-  const names = async (filterIds: number[], page: { limit: number; afterId: number | null }) => (await stores.pets.listPets({ ids: filterIds }, page)).map((p) => p.name)
+  for (const name of ['a', 'b', 'c', 'd']) {
+    ids.push((await stores.pets.createPet({ name, categoryId: dogs.id, status: 'available' }, null, Date.now())).record.id)
+  }
+  const names = async (filterIds: number[], page: { limit: number; afterId: number | null }) =>
+    (await stores.pets.listPets({ ids: filterIds }, page)).map((p) => p.name)
   assert.deepEqual(await names([ids[3]!, ids[0]!, 999, ids[2]!], { limit: 20, afterId: null }), ['a', 'c', 'd'])
   assert.deepEqual(await names([ids[3]!, ids[0]!, 999, ids[2]!], { limit: 2, afterId: null }), ['a', 'c'])
   assert.deepEqual(await names([ids[3]!, ids[0]!, 999, ids[2]!], { limit: 2, afterId: ids[0]! }), ['c', 'd'])
@@ -100,11 +115,16 @@ test('pet service on SQLite: a page is answered in the same turn, as the store a
   const service = createPetService(stores.pets, systemClock)
   const dogs = await stores.categories.createCategory({ name: 'Dogs' }, Date.now())
   const ids: number[] = []
-  for (const name of ['Rex', 'Max', 'Ada']) ids.push((await stores.pets.createPet({ name, categoryId: dogs.id, status: 'available' }, null, Date.now())).record.id)
+  for (const name of ['Rex', 'Max', 'Ada']) {
+    ids.push((await stores.pets.createPet({ name, categoryId: dogs.id, status: 'available' }, null, Date.now())).record.id)
+  }
   for (const query of [{ id: [ids[2]!, ids[0]!] }, { limit: 2 }, { status: 'available' as const, limit: 1 }]) {
     const page = service.list(query)
     assert.ok(!(page instanceof Promise), `${JSON.stringify(query)}: no promise`)
-    const rows = await stores.pets.listPets({ ...(query.id !== undefined && { ids: query.id }), ...(query.status !== undefined && { status: query.status }) }, { afterId: null, limit: (query.limit ?? 20) + 1 })
+    const rows = await stores.pets.listPets({
+      ...(query.id !== undefined && { ids: query.id }),
+      ...(query.status !== undefined && { status: query.status })
+    }, { afterId: null, limit: (query.limit ?? 20) + 1 })
     assert.deepEqual(page.items, rows.slice(0, query.limit ?? 20), JSON.stringify(query))
     assert.equal(page.nextCursor === null, rows.length <= (query.limit ?? 20))
   }

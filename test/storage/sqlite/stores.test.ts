@@ -61,7 +61,9 @@ test('sqlite: a database newer than the program is refused', async (t) => {
 test('sqlite: an endpoint\'s claim and its pending list read webhook_deliveries_claim in order, never sorting the backlog', () => {
   const db = new DatabaseSync(':memory:')
   migrateSqlite(db)
-  const plan = (sql: string): string => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((row) => row.detail).join('\n')
+  const plan = (sql: string): string => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>)
+    .map((row) => row.detail)
+    .join('\n')
   const claim = plan(CLAIM_SQL)
   assert.match(claim, /SEARCH webhook_deliveries USING INDEX webhook_deliveries_claim \(webhook_id=\? AND next_attempt_at<\?\)/, claim)
   assert.doesNotMatch(claim, /TEMP B-TREE|SCAN webhook_deliveries/, claim)
@@ -82,9 +84,15 @@ test('sqlite: an endpoint with a long history is deleted in batches, the event l
   const stores = createSqliteStores(path)
   t.after(() => stores.close())
   const now = Date.now()
-  const owner = await stores.keys.createKey({ name: 'hooks', role: 'admin', plan: 'enterprise', perMinute: null, perDay: null, hash: 'h-hooks', prefix: 'psk_hooks', now })
+  const owner = await stores.keys.createKey({
+    name: 'hooks', role: 'admin', plan: 'enterprise', perMinute: null, perDay: null,
+    hash: 'h-hooks', prefix: 'psk_hooks', now
+  })
   const id = 'wh_historyhistoryhist'
-  await stores.webhooks.createWebhook({ id, ownerKeyId: owner.id, url: 'http://127.0.0.1:9/h', types: ['order.*'], description: null, secret: 'whsec_history', now }, 10)
+  await stores.webhooks.createWebhook({
+    id, ownerKeyId: owner.id, url: 'http://127.0.0.1:9/h', types: ['order.*'], description: null,
+    secret: 'whsec_history', now
+  }, 10)
   const side = new DatabaseSync(path)
   t.after(() => side.close())
   const history = 4_500

@@ -18,7 +18,11 @@ const pragma = (db: Db, name: string): unknown => Object.values(db.prepare(`PRAG
 test('writer: a write, the first one included, runs without the busy handler and with synchronous NORMAL (the writer fsyncs itself); after a commit and after a failed write the connection has busy_timeout 100 and synchronous FULL again', async (t) => {
   const { db, path } = file(t)
   const writer = createWriter(db, path, { sync: async () => {}, checkpointIntervalMs: 0 })
-  const settings = (): unknown => ({ busyTimeout: pragma(db, 'busy_timeout'), synchronous: pragma(db, 'synchronous'), inTransaction: db.isTransaction })
+  const settings = (): unknown => ({
+    busyTimeout: pragma(db, 'busy_timeout'),
+    synchronous: pragma(db, 'synchronous'),
+    inTransaction: db.isTransaction
+  })
   // The writer's first write too: SQLite applies such a PRAGMA while compiling it, so a prepared
   // PRAGMA statement did nothing on its first run and the first write ran with busy_timeout 100
   // and synchronous FULL (found by mutation testing, issue 22; the writer now uses exec()).
@@ -141,7 +145,10 @@ test('writer: while a checkpoint holds the writer (the WAL past its limit) it ke
   const { db, path } = file(t)
   // The writer's fsync, gated: the checkpoint waits for one before it copies.
   const gate: { release: (() => void) | null } = { release: null }
-  const writer = createWriter(db, path, { sync: () => new Promise<void>((resolve) => { gate.release = resolve }), checkpointIntervalMs: 5 })
+  const writer = createWriter(db, path, {
+    sync: () => new Promise<void>((resolve) => { gate.release = resolve }),
+    checkpointIntervalMs: 5
+  })
   db.prepare('INSERT INTO t (x) VALUES (?)').run('x'.repeat(6 * 1024 * 1024)) // the WAL past its limit
   t.mock.timers.tick(5) // the checkpoint tick: it holds the writer and waits for the writer's fsync
   const held = watch(writer.run(insert(db, 'held')))

@@ -15,7 +15,12 @@ import { tempDir } from '../../helpers/temp.ts'
 import { file, insert, rows, turns, watch } from './writer-helpers.ts'
 
 /** An fsync the test completes by hand. */
-function gatedSync (): { sync: () => Promise<void>; calls: () => number; finish: () => void; fail: (error: Error) => void } {
+function gatedSync (): {
+  sync: () => Promise<void>
+  calls: () => number
+  finish: () => void
+  fail: (error: Error) => void
+} {
   const waiting: { resolve: () => void; reject: (error: Error) => void }[] = []
   let calls = 0
   return {
@@ -116,7 +121,10 @@ for (const first of ['succeeds', 'fails'] as const) {
     const gate = gatedSync()
     const writer = createWriter(db, path, { sync: gate.sync, checkpointIntervalMs: 0 })
     const settled: string[] = []
-    const track = (name: string, p: Promise<number>): Promise<void> => p.then(() => { settled.push(`${name}:ok`) }, (e: unknown) => { settled.push(`${name}:${(e as Error).message}`) })
+    const track = (name: string, p: Promise<number>): Promise<void> => p.then(
+      () => { settled.push(`${name}:ok`) },
+      (e: unknown) => { settled.push(`${name}:${(e as Error).message}`) }
+    )
     const a = track('a', writer.run(insert(db, 'a')))
     await turns() // a committed, the first fsync in flight
     const b = track('b', writer.run(insert(db, 'b')))
@@ -189,7 +197,10 @@ test('writer: of the writes queued behind a lock, those older than the bound fai
   t.after(() => other.close())
   other.exec('BEGIN IMMEDIATE')
   const outcomes: string[] = []
-  const track = (name: string, p: Promise<number>): Promise<void> => p.then(() => { outcomes.push(`${name}:ok`) }, (e: unknown) => { outcomes.push(`${name}:${(e as AppError).code}`) })
+  const track = (name: string, p: Promise<number>): Promise<void> => p.then(
+    () => { outcomes.push(`${name}:ok`) },
+    (e: unknown) => { outcomes.push(`${name}:${(e as AppError).code}`) }
+  )
   const old = track('old', writer.run(insert(db, 'old')))
   const started = Date.now()
   while (Date.now() - started < 300) await new Promise((resolve) => setTimeout(resolve, 10))

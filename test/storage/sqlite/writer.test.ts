@@ -27,7 +27,9 @@ function gatedSync () {
 }
 
 /** Lets every pending immediate, timer of 0 ms and promise callback run. */
-const settle = async (): Promise<void> => { for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve)) }
+const settle = async (): Promise<void> => {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve))
+}
 
 /** A pet with that stock (and the key id 1 the orders name as their owner). */
 async function petWithStock (stores: ReturnType<typeof createSqliteStores>, stock: number): Promise<number> {
@@ -57,8 +59,11 @@ test('writer: orders of one turn share one commit and one fsync; each is answere
   const before = gate.calls
 
   const answered: string[] = []
-  const place = (name: string, quantity: number) => stores.orders.placeOrder({ petId, quantity, shipDate: null, ownerKeyId: 1, now: 0 }, null)
-    .then((result) => { answered.push(`${name}:${result.record.quantity}`) }, (error: unknown) => { answered.push(`${name}:${(error as AppError).code}`) })
+  const place = (name: string, quantity: number) =>
+    stores.orders.placeOrder({ petId, quantity, shipDate: null, ownerKeyId: 1, now: 0 }, null).then(
+      (result) => { answered.push(`${name}:${result.record.quantity}`) },
+      (error: unknown) => { answered.push(`${name}:${(error as AppError).code}`) }
+    )
 
   // One turn: a and c fit the stock, b asks for more than is left after a.
   const first = [place('a', 2), place('b', 2), place('c', 1)]
@@ -102,7 +107,10 @@ test('writer: a commit made while an fsync is in flight is answered only after t
   const petId = await setUp
 
   const answered: string[] = []
-  const place = (name: string) => stores.orders.placeOrder({ petId, quantity: 1, shipDate: null, ownerKeyId: 1, now: 0 }, null).then(() => { answered.push(name) })
+  const place = (name: string) => stores.orders.placeOrder(
+    { petId, quantity: 1, shipDate: null, ownerKeyId: 1, now: 0 },
+    null
+  ).then(() => { answered.push(name) })
   const a = place('a')
   await settle()
   const b = place('b') // commits while a's fsync is in flight
@@ -146,7 +154,8 @@ test('writer: while another connection holds the write lock, reads answer at onc
   let ticks = 0
   const ticker = setInterval(() => { ticks++ }, 10)
   const started = performance.now()
-  const error = await stores.orders.placeOrder({ petId, quantity: 1, shipDate: null, ownerKeyId: 1, now: 0 }, null).then(() => null, (e: unknown) => e)
+  const error = await stores.orders.placeOrder({ petId, quantity: 1, shipDate: null, ownerKeyId: 1, now: 0 }, null)
+    .then(() => null, (e: unknown) => e)
   const waited = performance.now() - started
   clearInterval(ticker)
   assert.ok(error instanceof AppError, String(error))
