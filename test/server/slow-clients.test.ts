@@ -81,7 +81,7 @@ test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS', { ti
   assert.ok(exchange.ms >= 250 && exchange.ms < 1500, `closed ${Math.round(exchange.ms)} ms after the answer began (keep-alive 300 ms)`)
 })
 
-test('past MAX_CONNECTIONS the connection idle longest (one that never sent a request) is closed to make room; the others are cut at the header deadline', { timeout: 10_000 }, async (t) => {
+test('past MAX_CONNECTIONS a newcomer is still served while the connections that never sent a request are within their first-request grace; those are cut at the header deadline', { timeout: 10_000 }, async (t) => {
   // Refusing a newcomer while the cap is held by connections that do nothing is covered, with
   // busy connections, in connection-fairness.test.ts.
   const { port } = await startTestServer(t, { ...LIMITS, MAX_CONNECTIONS: '4', MAX_CONNECTIONS_PER_ADDRESS: '4' })
@@ -91,11 +91,11 @@ test('past MAX_CONNECTIONS the connection idle longest (one that never sent a re
   const fifth = await rawExchange(port, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n')
   assert.equal(parseAnswer(fifth.text).status, 200)
   assert.deepEqual(parseAnswer(fifth.text).body, { status: 'ok' })
-  // The oldest was closed without a word: it had no request to answer.
-  assert.equal((await idle[0]!.ended).text, '')
-
+  // None of the four was closed to make room: a just-accepted connection has 1 s to send its
+  // request before it counts as idle (transport/connections.ts, FIRST_REQUEST_GRACE_MS; closing
+  // one after the grace is covered in test/transport/address-burst.test.ts).
   // A connection that never sends a request is a slow client too: cut at the header deadline.
-  for (const socket of idle.slice(1)) {
+  for (const socket of idle) {
     const { text } = await socket.ended
     const answer = parseAnswer(text)
     assert.equal(answer.status, 408)
