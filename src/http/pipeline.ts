@@ -17,9 +17,13 @@
 // 5. a body sent to an operation that takes none is refused before it is read (http/validation.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { routeContextOf, type RouteContext } from '../routing/route-config.ts'
-import { accessStep, actorStep, decorateAccess, routeAccessOf, type AccessHookOptions, type RouteAccess } from './access.ts'
+import {
+  accessStep, actorStep, decorateAccess, routeAccessOf, type AccessHookOptions, type RouteAccess
+} from './access.ts'
 import { corsExcluded, corsStep, installPreflightRoute, type CorsOptions } from './cors.ts'
-import { lifecycleHead, lifecycleValue, sunsetStep, type Deprecated, type LifecycleHeader, type LifecycleHookOptions } from './lifecycle-hooks.ts'
+import {
+  lifecycleHead, lifecycleValue, sunsetStep, type Deprecated, type LifecycleHeader, type LifecycleHookOptions
+} from './lifecycle-hooks.ts'
 import { bindRequestLogger } from './request-log.ts'
 import { isNoStorePath } from './response-headers.ts'
 import { usageStep, type UsageHookOptions } from './usage.ts'
@@ -65,8 +69,37 @@ declare module 'fastify' {
   }
 }
 
-/** Where a route's plan is kept: on its config object, which Fastify makes once per route. */
+/**
+ * Where a route's plan is kept: under this key on the route's config object, which Fastify makes
+ * once per route (`{ ...opts.config, url, method }` in its lib/route.js), so that a request finds
+ * its plan in one property read. That this object is the same on every request of the route, one
+ * per route and open to a key of ours is Fastify's private shape, not its promise: the first
+ * request checks the last (planShapeProblem), and test/http/pipeline.test.ts checks all three,
+ * failing with what changed. The fallback keeps the plans in a map per app, keyed by the route's
+ * method and url as the public `request.routeOptions` gives them (a new object per read, so
+ * slower; the app declares no route constraints, so the two name one route).
+ */
 const PLAN = Symbol('petstore.plan')
+
+/** Why plans are kept in the map (the fallback), or null: set at the first request (planOf). */
+let fallback: string | null | undefined
+
+/** Why the first request found the route's config object unable to keep a plan, or null. */
+function planShapeProblem (config: object | undefined): string | null {
+  if (config === undefined) return 'the matched route has no config object'
+  if (!Object.isExtensible(config)) return 'the config object of a route takes no new key (frozen or sealed)'
+  return null
+}
+
+/** Why plans are kept in a map by method and url (the fallback), or null; undefined before the first request. */
+export function planFallback (): string | null | undefined {
+  return fallback
+}
+
+/** For tests: plans kept in the map from now on (true), or the config object checked again at the next request. */
+export function forcePlanFallback (on: boolean): void {
+  fallback = on ? 'forced by a test' : undefined
+}
 
 export function installPipeline<Series> (app: FastifyInstance, options: PipelineOptions<Series>): void {
   const decide = accessStep(options.access)
@@ -79,29 +112,48 @@ export function installPipeline<Series> (app: FastifyInstance, options: Pipeline
   decorateAccess(app)
   app.decorateRequest('plan', null)
 
+  /** This app's plans by the route's method and url, while the fallback is in use. */
+  const plans = new Map<string, RoutePlan<Series>>()
+
   function planOf (request: FastifyRequest): RoutePlan<Series> {
     const context = routeContextOf(request)
-    const config = (context.config ?? {}) as Record<symbol, RoutePlan<Series> | undefined> & NonNullable<typeof context.config>
-    const cached = config[PLAN]
-    if (cached !== undefined) return cached
-    const url = config.url
-    const lifecycle = config.lifecycle
-    const operationId = (context.schema as { operationId?: unknown } | undefined)?.operationId
-    const plan: RoutePlan<Series> = {
-      // A request that matched no route is answered by the error handler, which adds no-store by its path.
-      head: [TYPED, ...(url !== undefined && isNoStorePath(url) ? [NO_STORE] : []), ...lifecycleHead(lifecycle, docsUrl)],
-      access: routeAccessOf(config),
-      corsExcluded: corsExcluded(options.cors, url),
-      noBody: url !== undefined && takesNoBody(context.schema) ? url : null,
-      deprecated: lifecycle?.deprecatedAt === undefined ? null : { operationId: typeof operationId === 'string' ? operationId : url ?? '', lifecycle },
-      series: metrics.seriesOf(context)
+    if (fallback === undefined) fallback = planShapeProblem(context.config)
+    if (fallback === null && context.config !== undefined) {
+      const config = context.config as Record<symbol, RoutePlan<Series> | undefined>
+      return config[PLAN] ??= planFor(context)
     }
-    if (context.config !== undefined) config[PLAN] = plan
+    const { method, url } = request.routeOptions
+    const key = `${String(method)} ${String(url)}`
+    let plan = plans.get(key)
+    if (plan === undefined) {
+      plan = planFor(context)
+      plans.set(key, plan)
+    }
     return plan
   }
 
+  function planFor (context: RouteContext): RoutePlan<Series> {
+    const url = context.config?.url
+    const lifecycle = context.config?.lifecycle
+    const operationId = (context.schema as { operationId?: unknown } | undefined)?.operationId
+    // A request that matched no route is answered by the error handler, which adds no-store by its path.
+    const noStore = url !== undefined && isNoStorePath(url) ? [NO_STORE] : []
+    return {
+      head: [TYPED, ...noStore, ...lifecycleHead(lifecycle, docsUrl)],
+      access: routeAccessOf(context.config ?? {}),
+      corsExcluded: corsExcluded(options.cors, url),
+      noBody: url !== undefined && takesNoBody(context.schema) ? url : null,
+      deprecated: lifecycle?.deprecatedAt === undefined
+        ? null
+        : { operationId: typeof operationId === 'string' ? operationId : url ?? '', lifecycle },
+      series: metrics.seriesOf(context)
+    }
+  }
+
   /** Steps 3 to 5, once access has let the request through; returns the error to answer, if any. */
-  function afterAccess (request: FastifyRequest, reply: FastifyReply, plan: RoutePlan<Series>): Error | undefined | 'answered' {
+  function afterAccess (
+    request: FastifyRequest, reply: FastifyReply, plan: RoutePlan<Series>
+  ): Error | undefined | 'answered' {
     if (cors(request, reply, plan.corsExcluded)) return 'answered'
     const retired = plan.deprecated === null ? undefined : sunset(request, plan.deprecated)
     return retired ?? (plan.noBody === null ? undefined : bodySent(request, plan.noBody))
@@ -144,7 +196,9 @@ export function installPipeline<Series> (app: FastifyInstance, options: Pipeline
     const methods = Array.isArray(route.method) ? route.method : [route.method]
     if (methods.every((m) => m === 'GET' || m === 'HEAD' || m === 'OPTIONS')) return
     const existing = route.preHandler
-    route.preHandler = existing === undefined ? [actorStep] : [actorStep, ...(Array.isArray(existing) ? existing : [existing])]
+    route.preHandler = existing === undefined
+      ? [actorStep]
+      : [actorStep, ...(Array.isArray(existing) ? existing : [existing])]
   })
 
   installPreflightRoute(app)

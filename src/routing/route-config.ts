@@ -5,6 +5,7 @@ import type { Principal } from '../access/principal.ts'
 import { scopesOfNeed, SCOPE_ROLE, type ScopeNeed } from '../accounts/scopes.ts'
 import { ROLE_RANK } from '../accounts/plans.ts'
 import type { ErrorCode } from '../errors.ts'
+import { isApiPath } from '../shared/api-path.ts'
 import type { Lifecycle } from './lifecycle.ts'
 
 declare module 'fastify' {
@@ -33,7 +34,10 @@ declare module 'fastify' {
     banExempt?: true
     /** The body may be omitted (the route reads none as `{}`): the document says it is not required. */
     optionalBody?: true
-    /** The document's example of an error status, in place of the catalogue's generic one: a real refusal of the operation. */
+    /**
+     * The document's example of an error status, in place of the catalogue's generic one: a real
+     * refusal of the operation.
+     */
     errorExamples?: { code: ErrorCode; message: string; details?: { path: string; message: string }[] }[]
   }
   interface FastifyRequest {
@@ -52,7 +56,7 @@ export type { Principal }
  */
 export function requireRoles (app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
-    if (!route.url.startsWith('/v1') || route.url.endsWith('*')) return
+    if (!isApiPath(route.url) || route.url.endsWith('*')) return
     const config = route.config as { role?: Principal['role'] | 'none'; scope?: ScopeNeed } | undefined
     const role = config?.role
     if (role === undefined) throw new Error(`route ${String(route.method)} ${route.url} declares no role`)
@@ -72,20 +76,56 @@ export function requireRoles (app: FastifyInstance): void {
 type RouteConfig = FastifyContextConfig & { url?: string | undefined }
 export interface RouteContext { config?: RouteConfig | undefined; schema?: unknown }
 
+/** Fastify's own key of the matched route's context on a request; null: the fallback is in use. */
 let contextSymbol: symbol | null | undefined
+/** Why the public getter is read instead (the fallback), or null: set at the first request. */
+let fallback: string | null | undefined
 
 /**
  * The matched route's context, read without `request.routeOptions`: that getter builds a new
  * twelve-field object on every access, and the hooks of a request read it five or six times
- * (docs/performance.md). Fastify keeps the context under a symbol of its own, found once by its
- * description; should a release rename it, this falls back to the getter.
+ * (docs/performance.md). Fastify keeps the context under a private symbol, `fastify.context`,
+ * found at the first request by its description and checked against the getter (contextSymbolOf);
+ * should a release rename it or hold something else under it, every request reads the getter
+ * (correct, slower), and test/routing/route-context.test.ts fails, naming what changed.
  */
 export function routeContextOf (request: FastifyRequest): RouteContext {
-  if (contextSymbol === undefined) {
-    contextSymbol = Object.getOwnPropertySymbols(request).find((s) => s.description === 'fastify.context') ?? null
-  }
-  const context = contextSymbol === null ? undefined : (request as unknown as Record<symbol, RouteContext | undefined>)[contextSymbol]
+  if (contextSymbol === undefined) contextSymbol = contextSymbolOf(request)
+  const context = contextSymbol === null
+    ? undefined
+    : (request as unknown as Record<symbol, RouteContext | undefined>)[contextSymbol]
   return context ?? { config: request.routeOptions.config, schema: request.routeOptions.schema }
+}
+
+/** Fastify's context symbol on `request`, when it holds what `request.routeOptions` gives; else null (and why). */
+function contextSymbolOf (request: FastifyRequest): symbol | null {
+  const symbol = Object.getOwnPropertySymbols(request).find((s) => s.description === 'fastify.context')
+  if (symbol === undefined) {
+    fallback = 'a request has no own symbol described fastify.context'
+    return null
+  }
+  const context = (request as unknown as Record<symbol, RouteContext | undefined>)[symbol]
+  const { config, schema } = request.routeOptions
+  if (context === undefined || context.config !== config || context.schema !== schema) {
+    fallback = 'the value under fastify.context holds not the config and schema of request.routeOptions'
+    return null
+  }
+  fallback = null
+  return symbol
+}
+
+/**
+ * Why the matched route is read through `request.routeOptions` (the fallback), or null;
+ * undefined before the first request.
+ */
+export function routeContextFallback (): string | null | undefined {
+  return fallback
+}
+
+/** For tests: `request.routeOptions` read from now on (true), or the symbol found again at the next request. */
+export function forceRouteContextFallback (on: boolean): void {
+  contextSymbol = on ? null : undefined
+  fallback = on ? 'forced by a test' : undefined
 }
 
 /** The matched route's config (role, quota, lifecycle…); Fastify gives every route one. */

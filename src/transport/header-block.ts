@@ -15,21 +15,30 @@
 //
 // What Node adds after the headers is reproduced as Node 24 does it (`_storeHeader` in
 // lib/_http_outgoing.js): `Date`, then `Connection: keep-alive` and `Keep-Alive: timeout=…` or
-// `Connection: close`. test/http/header-block.test.ts compares the head, and the state it leaves,
-// with Node's own for each case.
-import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+// `Connection: close`. test/transport/header-block.http.test.ts compares the head, and the state it
+// leaves, with Node's own for each case.
+//
+// `_storeHeader` and the fields it reads are Node's private internals: a release may rename them.
+// So the module checks, once as it loads, that heads written here are still Node's (headShapeProblem);
+// if not, every head is left to Node (correct, slower), and test/transport/node-head.test.ts fails,
+// naming what changed.
+import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders } from 'node:http'
 import type { Socket } from 'node:net'
 
 // node:http's CommonJS exports, not an ES import: that would evaluate every export of the module,
 // and its WebSocket getters load undici (see transport/connections.ts, docs/performance.md "Memory").
-const { ServerResponse } = process.getBuiltinModule('node:http')
+const { IncomingMessage: Incoming, ServerResponse } = process.getBuiltinModule('node:http')
+const { Socket: NetSocket } = process.getBuiltinModule('node:net')
+type Response = InstanceType<typeof ServerResponse>
 
 /** Node's checkIsHttpToken and checkInvalidHeaderChar. */
 const TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/
 const INVALID_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/
 
 /** Names Node treats specially (matchHeader), in lower case: these answers go to Node's path. */
-const SPECIAL = new Set(['connection', 'proxy-connection', 'transfer-encoding', 'date', 'expect', 'trailer', 'keep-alive'])
+const SPECIAL = new Set([
+  'connection', 'proxy-connection', 'transfer-encoding', 'date', 'expect', 'trailer', 'keep-alive'
+])
 
 /**
  * Names already found to be valid tokens, and not special (lower case as Fastify keeps them),
@@ -105,67 +114,171 @@ export function cutSlowReaders (server: object, ms: number): void {
 export const headBlocks = { written: 0 }
 
 /** Node's own method (OutgoingMessage.prototype._storeHeader), for every other answer. */
-const nodeStoreHeader = (ServerResponse.prototype as unknown as NodeInternals)._storeHeader
+const nodeStoreHeader = (ServerResponse.prototype as unknown as Partial<NodeInternals>)._storeHeader
+
+/** Set as the module loads (at its end). */
+let fallback: string | null = null
+
+/** Why every head is left to Node (the fallback), or null while heads are written here. */
+export function headBlockFallback (): string | null {
+  return fallback
+}
+
+/** For tests: every head left to Node from now on (true), or the check made again (false). */
+export function forceHeadBlockFallback (on: boolean): void {
+  fallback = null
+  fallback = on ? 'forced by a test' : headShapeProblem()
+}
 
 let keepAlive: { timeout: number; max: number | undefined; line: string } = { timeout: -1, max: undefined, line: '' }
 
 /** `Keep-Alive: timeout=…[, max=…]` as Node writes it, made again only when the server's settings change. */
 function keepAliveLine (timeoutMs: number, max: number | undefined): string {
   if (timeoutMs !== keepAlive.timeout || max !== keepAlive.max) {
-    keepAlive = { timeout: timeoutMs, max, line: `Keep-Alive: timeout=${Math.floor(timeoutMs / 1000)}${~~(max ?? 0) > 0 ? `, max=${max}` : ''}\r\n` }
+    const cap = ~~(max ?? 0) > 0 ? `, max=${max}` : ''
+    keepAlive = { timeout: timeoutMs, max, line: `Keep-Alive: timeout=${Math.floor(timeoutMs / 1000)}${cap}\r\n` }
   }
   return keepAlive.line
 }
 
+/**
+ * The head Node's `_storeHeader` would store for `headers`, ending in its blank line, or null
+ * when Node must make it: headers not a plain object, a header removed or a body already chunked,
+ * a value not a plain string or number, a name Node treats specially or refuses, a value it
+ * refuses (then refused by Node, with its own error), no Content-Length (framed by Node: chunked,
+ * or close).
+ */
+function headBlock (response: Response, firstLine: string, headers: unknown): string | null {
+  const self = response as unknown as NodeInternals
+  if (headers === null || typeof headers !== 'object' || Object.getPrototypeOf(headers) !== Object.prototype
+    || self._removedConnection || self._removedContLen || self._removedTE || self.chunkedEncoding) return null
+  const fields = headers as OutgoingHttpHeaders
+  let head = firstLine
+  let contentLength = false
+  for (const name in fields) {
+    const value = fields[name]
+    if (typeof value !== 'string' && typeof value !== 'number') return null
+    const known = plainNames.get(name)
+    if (known === undefined) {
+      const lower = name.toLowerCase()
+      if (!TOKEN.test(name) || (lower !== 'content-length' && SPECIAL.has(lower))) return null
+    }
+    if (!contentLength && name.length === 14 && name.toLowerCase() === 'content-length') contentLength = true
+    head += `${name}: ${value}\r\n`
+    if (value !== known) {
+      if (typeof value === 'string' && INVALID_VALUE_CHAR.test(value)) return null
+      if (known !== undefined || (plainNames.size < PLAIN_NAMES_MAX && name.toLowerCase() !== 'content-length')) {
+        plainNames.set(name, value)
+      }
+    }
+  }
+  if (!contentLength) return null
+
+  if (response.sendDate) head += `Date: ${utcDate()}\r\n`
+  // Node's keep-alive logic when no Connection header was given and the length is known.
+  if (response.shouldKeepAlive && self.maxRequestsOnConnectionReached) return `${head}Connection: close\r\n\r\n`
+  if (response.shouldKeepAlive) {
+    const timeout = self._keepAliveTimeout && self._defaultKeepAlive
+      ? keepAliveLine(self._keepAliveTimeout, self._maxRequestsPerSocket)
+      : ''
+    return `${head}Connection: keep-alive\r\n${timeout}\r\n`
+  }
+  self._last = true
+  return `${head}Connection: close\r\n\r\n`
+}
+
+type Headers = OutgoingHttpHeaders | OutgoingHttpHeader[]
+
 export class HeaderBlockResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
-  /** Node's internal step of writeHead: the head as one string in `_header`, not yet sent. */
-  _storeHeader (firstLine: string, headers: unknown): void {
-    const self = this as unknown as NodeInternals
+  /**
+   * Node's public step that every head goes through (its implicit head calls it too). The stop's
+   * `Connection: close` and the write deadline are set here, not in `_storeHeader`, so that they
+   * hold on the fallback whatever Node's internals become.
+   */
+  override writeHead (statusCode: number, reason?: string | Headers, headers?: Headers): this {
     const socket = this.socket as (Socket & { server?: object }) | null
     const server = socket?.server
     if (anyClosing && closing.has(server ?? this)) this.shouldKeepAlive = false
     const writeDeadline = server === undefined ? undefined : writeDeadlines.get(server)
     if (writeDeadline !== undefined) socket?.setTimeout(writeDeadline)
-    if (headers === null || typeof headers !== 'object' || Object.getPrototypeOf(headers) !== Object.prototype
-      || self._removedConnection || self._removedContLen || self._removedTE || self.chunkedEncoding) {
-      nodeStoreHeader.call(this, firstLine, headers)
+    // Node takes the headers second or third, by the type of the second: passed on as given.
+    return super.writeHead(statusCode, reason as string | undefined, headers)
+  }
+
+  /** Node's internal step of writeHead: the head as one string in `_header`, not yet sent. */
+  _storeHeader (firstLine: string, headers: unknown): void {
+    const head = fallback === null ? headBlock(this, firstLine, headers) : null
+    if (head === null) {
+      nodeStoreHeader?.call(this, firstLine, headers)
       return
     }
-    const fields = headers as OutgoingHttpHeaders
-    let head = firstLine
-    let contentLength = false
-    for (const name in fields) {
-      const value = fields[name]
-      if (typeof value !== 'string' && typeof value !== 'number') { nodeStoreHeader.call(this, firstLine, headers); return }
-      const known = plainNames.get(name)
-      if (known === undefined) {
-        const lower = name.toLowerCase()
-        if (!TOKEN.test(name) || (lower !== 'content-length' && SPECIAL.has(lower))) { nodeStoreHeader.call(this, firstLine, headers); return }
-      }
-      if (!contentLength && name.length === 14 && name.toLowerCase() === 'content-length') contentLength = true
-      head += `${name}: ${value}\r\n`
-      if (value !== known) {
-        if (typeof value === 'string' && INVALID_VALUE_CHAR.test(value)) { nodeStoreHeader.call(this, firstLine, headers); return }
-        if (known !== undefined || (plainNames.size < PLAIN_NAMES_MAX && name.toLowerCase() !== 'content-length')) plainNames.set(name, value)
-      }
-    }
-    // An answer without Content-Length is framed by Node (chunked, or close), as a value Node
-    // would refuse (above) is refused by Node, with its own error.
-    if (!contentLength) { nodeStoreHeader.call(this, firstLine, headers); return }
-
-    if (this.sendDate) head += `Date: ${utcDate()}\r\n`
-    // Node's keep-alive logic when no Connection header was given and the length is known.
-    if (this.shouldKeepAlive && self.maxRequestsOnConnectionReached) {
-      head += 'Connection: close\r\n'
-    } else if (this.shouldKeepAlive) {
-      head += 'Connection: keep-alive\r\n'
-      if (self._keepAliveTimeout && self._defaultKeepAlive) head += keepAliveLine(self._keepAliveTimeout, self._maxRequestsPerSocket)
-    } else {
-      self._last = true
-      head += 'Connection: close\r\n'
-    }
-    self._header = head + '\r\n'
+    const self = this as unknown as NodeInternals
+    self._header = head
     self._headerSent = false
     headBlocks.written++
   }
 }
+
+interface Probe { what: string; keepAlive: boolean; capReached?: true; removed?: 'connection'; writtenHere: boolean }
+
+/** The states the load-time check writes a head in, set as Node's server sets them on each answer. */
+const PROBES: readonly Probe[] = [
+  { what: 'a kept-alive connection with a timeout and a request cap', keepAlive: true, writtenHere: true },
+  { what: 'the last request of a capped connection', keepAlive: true, capReached: true, writtenHere: true },
+  { what: 'a connection that closes', keepAlive: false, writtenHere: true },
+  { what: 'a removed Connection header', keepAlive: true, removed: 'connection', writtenHere: false }
+]
+
+/** What a stored head leaves for Node's next steps (the send, the end of the connection). */
+const LEFT = ['_header', '_headerSent', '_last', 'shouldKeepAlive', 'chunkedEncoding'] as const
+
+function probeHead (Class: typeof ServerResponse, probe: Probe): Response {
+  const request = new Incoming(new NetSocket())
+  request.method = 'GET'
+  request.httpVersionMajor = 1
+  request.httpVersionMinor = 1
+  const response = new Class(request)
+  const self = response as unknown as NodeInternals
+  // No Date: a second ending between the two heads would tell them apart.
+  response.sendDate = false
+  response.shouldKeepAlive = probe.keepAlive
+  self._keepAliveTimeout = 5000
+  self._maxRequestsPerSocket = 100
+  if (probe.capReached === true) self.maxRequestsOnConnectionReached = true
+  if (probe.removed !== undefined) response.removeHeader(probe.removed)
+  response.writeHead(200, { 'x-content-type-options': 'nosniff', 'content-length': '2' })
+  return response
+}
+
+/**
+ * Why heads written here would not be Node's, or null. Node's own response and this class write
+ * the head of one answer in each state of PROBES, the state set under the names read above: a
+ * field Node renamed, a head no longer made through `_storeHeader`, or any byte of difference
+ * shows here, once, rather than in the answers. (The Date line is left out; its format is
+ * Node's, which test/transport/header-block.http.test.ts compares.)
+ */
+function headShapeProblem (): string | null {
+  if (typeof nodeStoreHeader !== 'function') return 'ServerResponse.prototype._storeHeader is not a function'
+  const written = headBlocks.written
+  try {
+    for (const probe of PROBES) {
+      const node = probeHead(ServerResponse, probe)
+      const before = headBlocks.written
+      const ours = probeHead(HeaderBlockResponse as typeof ServerResponse, probe)
+      if ((headBlocks.written > before) !== probe.writtenHere) {
+        return `the head for ${probe.what} was ${probe.writtenHere ? 'not ' : ''}written here: `
+          + 'writeHead no longer calls _storeHeader, or a field it reads was renamed'
+      }
+      const [a, b] = [node, ours] as unknown as [Record<string, unknown>, Record<string, unknown>]
+      const differs = LEFT.find((field) => a[field] !== b[field])
+      if (differs !== undefined) return `${differs} after a head for ${probe.what} is not what Node's leaves`
+    }
+    return null
+  } catch (error) {
+    return `writing a head to compare threw: ${String(error)}`
+  } finally {
+    headBlocks.written = written
+  }
+}
+
+fallback = headShapeProblem()
