@@ -178,6 +178,9 @@ export class RequestLog extends LogController {
   override incomingRequest (): void {}
 
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    // A tool call is one line: the `POST /mcp` that carried it. The operation it made inside
+    // (app.inject, marked by the MCP channel) adds a line only when it failed on our side.
+    if (viaMcp(request.headers) && reply.statusCode < 500) return
     this.#completed(error, request, reply, reply.elapsedTime)
   }
 
