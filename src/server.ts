@@ -11,7 +11,7 @@ import { listenOps, type OpsListener } from './transport/ops-listener.ts'
 import { createMetrics } from './ops/metrics.ts'
 import { errorLogView, requestLogView } from './http/redact.ts'
 import { openInfra, type Infra } from './infra.ts'
-import { BAN_SYNC_INTERVAL_MS, restoreBans } from './access/ban-sync.ts'
+import { BAN_SYNC_INTERVAL_MS } from './access/ban-sync.ts'
 import { systemClock } from './shared/clock.ts'
 
 export const LOG_BUFFER_BYTES = 4096
@@ -28,7 +28,10 @@ export function createLogger (config: Pick<Config, 'logLevel'>, destination?: De
   return pino({
     level: config.logLevel,
     // Keys travel in headers; they must never reach a log line.
-    redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'headers["x-api-key"]', 'headers.authorization', 'key'], censor: '[redacted]' },
+    redact: {
+      paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'headers["x-api-key"]', 'headers.authorization', 'key'],
+      censor: '[redacted]'
+    },
     // A key sent in the URL is refused, but the URL is logged first: its secrets are cut out.
     // No key through an error's message or stack either, whoever logs it.
     serializers: { req: requestLogView, err: errorLogView }
@@ -97,12 +100,18 @@ export interface RunningServer {
   close (): Promise<void>
 }
 
-/** The port of the private listener: METRICS_PORT, else the default, or any free one when the API's port is any free one (tests, several processes on a machine). */
+/**
+ * The port of the private listener: METRICS_PORT, else the default, or any free one when the
+ * API's port is any free one (tests, several processes on a machine).
+ */
 function metricsPort (config: Config): number {
   return config.metrics.port ?? (config.port === 0 ? 0 : DEFAULT_METRICS_PORT)
 }
 
-export async function startServer (config: Config, options: { logger?: Logger; beforeListen?: (infra: Infra) => Promise<void> } = {}): Promise<RunningServer> {
+export async function startServer (
+  config: Config,
+  options: { logger?: Logger; beforeListen?: (infra: Infra) => Promise<void> } = {}
+): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config)
   const clock = systemClock
   const metrics = createMetrics()
@@ -125,8 +134,22 @@ export async function startServer (config: Config, options: { logger?: Logger; b
   let url: string
   try {
     await options.beforeListen?.(infra)
-    // The background jobs (jobs/jobs.ts) start when the app is ready, within listen() below.
-    app = await buildApp({ config, stores: infra.stores, limiter: infra.limiter, clock, logger, readiness: infra.readiness, metrics, events: metrics.events, keyEvents: infra.keyEvents, banSyncMs: BAN_SYNC_INTERVAL_MS })
+    // The background jobs (jobs/jobs.ts) start when the app is ready, within listen() below. With
+    // in-process counters a restart would pardon every banned caller: the ban sync's first job
+    // loads the bans in force from the database then, before the first request, and a start that
+    // cannot read them fails (jobs/ban-sync.ts).
+    app = await buildApp({
+      config,
+      stores: infra.stores,
+      limiter: infra.limiter,
+      clock,
+      logger,
+      readiness: infra.readiness,
+      metrics,
+      events: metrics.events,
+      keyEvents: infra.keyEvents,
+      banSyncMs: BAN_SYNC_INTERVAL_MS
+    })
     // While stopping, responses to the requests in flight close their connection. A keep-alive
     // connection (a load balancer's) would otherwise stay open after its last answer, and the stop
     // would have to cut it, racing the next request the client may already have sent.
@@ -137,19 +160,14 @@ export async function startServer (config: Config, options: { logger?: Logger; b
     // this many descriptors and buffers, one address cannot hold them all, and the timeouts
     // (transport/connections.ts) free them.
     guardConnections(app.server, config.server, reportRefusals(logger, config.server))
-    // With in-process counters a restart would pardon every banned caller: the bans in force are
-    // loaded from the database before the first request (before the ban-sync job starts, so a
-    // lift recorded meanwhile is applied by its first run).
-    const loadedAt = clock.now()
-    const restored = await restoreBans(infra.stores.keys, infra.limiter, loadedAt)
-    if (restored > 0) logger.info({ bans: restored }, 'bans in force restored from the database')
     await app.listen({ host: config.host, port: config.port })
     const address = app.server.address()
     const port = typeof address === 'object' && address !== null ? address.port : config.port
     url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`
     // /metrics, and the probes, on their own listener (loopback by default): never public.
     ops = await listenOps(app.server, config.metrics.host, metricsPort(config))
-    logger.info({ url, metricsUrl: ops.url, database: describeDatabase(config.database), redis: config.redisUrl !== null }, 'listening')
+    const database = describeDatabase(config.database)
+    logger.info({ url, metricsUrl: ops.url, database, redis: config.redisUrl !== null }, 'listening')
   } catch (error) {
     try {
       await ops?.close()
@@ -184,14 +202,18 @@ export async function startServer (config: Config, options: { logger?: Logger; b
         // Nothing is scraped or probed during the drain: an orchestrator sees the instance go.
         await opsListener.close()
         closeConnectionsAfterAnswer(running.server)
-        const { open, cut } = await drain(running.server, config.server.shutdownGraceMs, () => { logger.info('stopping: no new connections; finishing the requests in flight') })
-        if (cut > 0) logger.warn({ cut, graceMs: config.server.shutdownGraceMs }, 'grace period over: connections with requests still in flight were closed')
+        const graceMs = config.server.shutdownGraceMs
+        const { open, cut } = await drain(running.server, graceMs, () => {
+          logger.info('stopping: no new connections; finishing the requests in flight')
+        })
+        if (cut > 0) logger.warn({ cut, graceMs }, 'grace period over: connections with requests still in flight were closed')
         else logger.info({ connections: open }, 'every request in flight was answered')
         // Closing the stores is bounded too: a database that stopped answering must not hold
         // the stop past what an orchestrator allows (it would SIGKILL the process anyway).
         let timer: NodeJS.Timeout | undefined
         const bound = new Promise<never>((_resolve, reject) => {
-          timer = setTimeout(() => reject(new Error(`the stores did not close within ${STORES_CLOSE_MS} ms of the drain`)), STORES_CLOSE_MS)
+          const late = new Error(`the stores did not close within ${STORES_CLOSE_MS} ms of the drain`)
+          timer = setTimeout(() => reject(late), STORES_CLOSE_MS)
         })
         try {
           await Promise.race([(async () => { await running.close(); await infra.close() })(), bound])

@@ -1,9 +1,10 @@
 // The installation order of buildApp (src/app.ts, src/http/steps.ts): each step names the steps
 // it needs, and a step installed before one of them fails the build with an error naming both,
-// instead of an app that starts and misbehaves at the first request.
+// instead of an app that starts and misbehaves at the first request. The steps are rearranged
+// through assembleApp, the function under buildApp that takes an arrangement.
 import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
-import { buildApp, type AppStep, type StepName } from '../src/app.ts'
+import { assembleApp, type AppStep, type StepName } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
 import type { Step } from '../src/http/steps.ts'
 import { createMemoryRateLimiter } from '../src/ratelimit/memory.ts'
@@ -12,13 +13,12 @@ import { openTestStores } from './helpers/stores.ts'
 /** Builds the app with its steps rearranged; the app (when the build succeeds) is closed after the test. */
 async function buildWith (t: TestContext, arrange: (steps: readonly AppStep[]) => readonly Step[]): Promise<void> {
   const stores = await openTestStores(t)
-  const app = await buildApp({
+  const app = await assembleApp({
     config: loadConfig({ DATABASE_URL: 'sqlite::memory:' }),
     stores,
     limiter: createMemoryRateLimiter(),
-    usageFlushMs: 0,
-    arrangeSteps: arrange
-  })
+    usageFlushMs: 0
+  }, arrange)
   t.after(() => app.close())
   await app.ready()
 }

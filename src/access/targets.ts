@@ -5,14 +5,16 @@
 // The guard decides on what the router matched, never on the text of the URL: the router
 // decodes the path (and takes the path of an absolute-form target), so `/v%31/admin/keys` and
 // `GET http://host/v1/admin/keys` match the /v1 route, and a route that declares a role is
-// always checked. isApiPath only decides whether a request that matched no role-bearing route
-// (a 404, a 405, a preflight, a malformed URL) is charged and gets the rate-limit headers.
+// always checked. isApiPath (shared/api-path.ts) only decides whether a request that matched no
+// role-bearing route (a 404, a 405, a preflight, a malformed URL) is charged and gets the
+// rate-limit headers.
 //
 // One canonical form: percent-escapes and absolute-form targets are routed, and guarded, like
 // the plain path; a path with an empty segment (a trailing or doubled slash) under /v1 is not an
 // operation's path, so it is charged and answered 404 whatever route it would happen to fit.
 import type { Role } from '../accounts/plans.ts'
 import { AppError } from '../errors.ts'
+import { ABSOLUTE_FORM, isApiPath } from '../shared/api-path.ts'
 import type { AccessOutcome } from './access.service.ts'
 
 const statusOf = (error: Error): number | undefined => (error as Partial<AppError>).status
@@ -48,25 +50,6 @@ export function malformedUrlRefusal (outcome: Pick<AccessOutcome, 'refusal'>): E
   const { refusal } = outcome
   return refusal !== null && statusOf(refusal) === 429 ? refusal : malformedUrl()
 }
-
-/**
- * Whether a request target lies under /v1, read the way the router reads it: the path of an
- * absolute-form target, without the query, percent-escapes decoded (a malformed one is left as it
- * is rather than failing), repeated slashes collapsed, letters folded. It never lets a request
- * skip a check: a route that declares a role is checked whatever this answers (see isGuarded).
- */
-export function isApiPath (url: string): boolean {
-  let path = url
-  const authority = ABSOLUTE_FORM.exec(path)
-  if (authority !== null) path = path.slice(authority[0].length)
-  const end = path.search(/[?#]/)
-  if (end !== -1) path = path.slice(0, end)
-  if (path.includes('%')) path = path.replace(/%([0-9A-Fa-f]{2})/g, (_match, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
-  path = path.replace(/\/{2,}/g, '/').toLowerCase()
-  return path === '/v1' || path.startsWith('/v1/')
-}
-
-const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/
 
 /** A trailing or doubled slash in the path of a request target (the query is not looked at). */
 export function hasEmptySegment (url: string): boolean {

@@ -63,6 +63,20 @@ export function missingScope (
   return null
 }
 
+/**
+ * What a key lacks to call an operation, or null when it may: the operation's role, when the key's
+ * is below it, else the first scope it needs that a restricted key lacks. The one answer of the
+ * access step's refusals (access/refusals.ts) and of the tools MCP offers a key (mcp/tools.ts).
+ */
+export function missingAccess (
+  key: { role: Role; scopes: ReadonlySet<Scope> | null },
+  operation: { role: Role; scope?: ScopeNeed | undefined }
+): { role: Role } | { scope: Scope } | null {
+  if (ROLE_RANK[key.role] < ROLE_RANK[operation.role]) return { role: operation.role }
+  const scope = missingScope(key.role, key.scopes, operation.scope)
+  return scope === null ? null : { scope }
+}
+
 /** Scopes in their canonical order (that of SCOPES), without repeats: how they are stored and shown. */
 export const canonicalScopes = (scopes: readonly Scope[]): Scope[] => SCOPES.filter((s) => scopes.includes(s))
 

@@ -1,6 +1,7 @@
 // The runtime half of the lifecycle: headers on every response of a deprecated operation
 // (errors included, so they are set before anything can fail) and 410 after the sunset.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { UsageRecorder } from '../access/usage.ts'
 import { AppError } from '../errors.ts'
 import type { Clock } from '../shared/clock.ts'
 import type { DeprecatedOperation } from '../shared/deprecation.ts'
@@ -9,7 +10,10 @@ import { lifecycleHeaders, type Lifecycle } from '../routing/lifecycle.ts'
 export interface LifecycleHookOptions {
   clock: Clock
   docsUrl: string
+  /** Each call of a deprecated operation, with its key or without (ops/metrics.ts counts them). */
   onDeprecatedCall?: (operationId: string, keyId: number | null) => void
+  /** Where a key's calls are counted for the console's deprecation view (access/usage.ts). */
+  usage?: Pick<UsageRecorder, 'recordDeprecated'>
 }
 
 /** A header value made of fixed text and path parameters: [text, name, text, name, ..., text]. */
@@ -57,21 +61,25 @@ export interface Deprecated { readonly operationId: string; readonly lifecycle: 
 export function sunsetStep (
   options: LifecycleHookOptions
 ): (request: FastifyRequest, deprecated: Deprecated) => AppError | undefined {
+  const { clock, usage } = options
   return (request, { operationId, lifecycle }) => {
-    options.onDeprecatedCall?.(operationId, request.principal?.keyId ?? null)
-    if (lifecycle.sunsetAt === undefined || options.clock.now() < lifecycle.sunsetAt.getTime()) return undefined
+    const keyId = request.principal?.keyId ?? null
+    const now = clock.now()
+    options.onDeprecatedCall?.(operationId, keyId)
+    if (keyId !== null) usage?.recordDeprecated(operationId, keyId, now)
+    if (lifecycle.sunsetAt === undefined || now < lifecycle.sunsetAt.getTime()) return undefined
     const successor = lifecycle.successor === undefined ? '' : `; use ${lifecycle.successor.method} ${lifecycle.successor.path}`
     return new AppError('operation_sunset', `this operation was retired on ${lifecycle.sunsetAt.toISOString()}${successor}`)
   }
 }
 
 /**
- * The deprecated operations, as routes are declared (GET /admin/deprecations lists them): the
- * array fills while the app registers its routes and is complete once it is ready. HEAD routes
- * Fastify adds for GET are the same operation and are skipped.
+ * Adds the deprecated operations to `operations` as routes are declared (GET /admin/deprecations
+ * lists them): the array, which the usage flush and the key admin read, fills while the app
+ * registers its routes and is complete once it is ready. HEAD routes Fastify adds for GET are the
+ * same operation and are skipped.
  */
-export function collectDeprecatedOperations (app: FastifyInstance): DeprecatedOperation[] {
-  const operations: DeprecatedOperation[] = []
+export function collectDeprecatedOperations (app: FastifyInstance, operations: DeprecatedOperation[]): void {
   app.addHook('onRoute', (route) => {
     const lifecycle = route.config?.lifecycle
     if (lifecycle?.deprecatedAt === undefined) return
@@ -87,5 +95,4 @@ export function collectDeprecatedOperations (app: FastifyInstance): DeprecatedOp
       })
     }
   })
-  return operations
 }

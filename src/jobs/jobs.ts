@@ -9,7 +9,7 @@ import type { EventStore } from '../events/events.store.ts'
 import type { OrderService } from '../orders/orders.service.ts'
 import type { RateLimiter } from '../ratelimit/limiter.ts'
 import type { Clock } from '../shared/clock.ts'
-import { banSyncJob } from './ban-sync.ts'
+import { banRestoreJob, banSyncJob } from './ban-sync.ts'
 import { eventPruneJob } from './event-prune.ts'
 import { keyExpiringJob } from './key-expiring.ts'
 import { orderSweepJob } from './order-sweep.ts'
@@ -30,17 +30,20 @@ export interface JobDeps {
   events: EventStore
   /** How long events are kept (EVENT_RETENTION_DAYS, in days). */
   eventRetentionDays: number
-  /** How often the ban sync polls (AppDeps.banSyncMs); none when absent. */
-  banSyncMs?: number
+  /** How often the ban sync polls, after restoring the bans at start (AppDeps.banSyncMs); neither when absent. */
+  banSyncMs?: number | undefined
   /** How often usage is flushed (AppDeps.usageFlushMs); 0: at close only. */
-  usageFlushMs?: number
+  usageFlushMs?: number | undefined
   /** Webhook deliveries (webhooks/dispatcher.ts) and how often it looks for work (WEBHOOK_POLL_MS). */
   dispatcher: Dispatcher
   webhookPollMs: number
+  /** The app's logger: what a job reports besides its failures (the bans restored). */
+  log: { info (fields: object, message: string): void }
 }
 
 export function backgroundJobs (deps: JobDeps): Job[] {
   return [
+    banRestoreJob(deps),
     banSyncJob(deps),
     usageFlushJob(deps),
     orderSweepJob(deps),

@@ -15,6 +15,11 @@ export interface Job {
   readonly run: () => Promise<unknown>
   /** Runs once as the runner starts, and start() waits for it: the first request finds its work done. */
   readonly atStart?: boolean
+  /**
+   * With atStart: a failed run at start fails the start (start() rejects with its error, the app
+   * does not become ready) instead of a warning, for work the app must not serve without.
+   */
+  readonly failStartOnError?: boolean
   /** Runs once more as the runner stops, after the run in flight: what the job holds is not lost. */
   readonly atStop?: boolean
   /** The log line of a failed run (what happens next); `<name> failed` when absent. */
@@ -51,13 +56,19 @@ export interface JobRunnerOptions {
 }
 
 export interface JobRunner {
-  /** Arms every job's timer and runs the atStart jobs, waiting for them. A second call while started does nothing. */
+  /**
+   * Arms every job's timer and runs the atStart jobs, waiting for them; rejects, stopped again,
+   * when one that fails the start on error failed. A second call while started does nothing.
+   */
   start (): Promise<void>
   /** Disarms the timers, waits for the runs in flight, then runs the atStop jobs. Idempotent; start() may follow. */
   stop (): Promise<void>
 }
 
-interface Slot { readonly job: Job; timer: JobTimer | null; inFlight: Promise<void> | null }
+/** How a run ended: null when it succeeded. */
+type RunFailure = { readonly error: unknown } | null
+
+interface Slot { readonly job: Job; timer: JobTimer | null; inFlight: Promise<RunFailure> | null }
 
 export function createJobRunner (jobs: readonly Job[], options: JobRunnerOptions): JobRunner {
   const timers = options.timers ?? systemTimers
@@ -72,17 +83,19 @@ export function createJobRunner (jobs: readonly Job[], options: JobRunnerOptions
   /** The stop in progress, if any: a start waits for it. */
   let stopping: Promise<void> | null = null
 
-  /** One run of the slot's job; its failure is reported here and never rejects. */
-  function run (slot: Slot): Promise<void> {
+  /** One run of the slot's job; its failure is reported here and resolved, never rejected. */
+  function run (slot: Slot): Promise<RunFailure> {
     const { job } = slot
-    const done = (async () => {
+    const done = (async (): Promise<RunFailure> => {
       try {
         // A job's changes are the system's in the audit log, even when a request's turn started it.
         await withActor(SYSTEM_CONTEXT, () => job.run())
         options.events?.onJobRun?.(job.name, false)
+        return null
       } catch (error) {
         options.events?.onJobRun?.(job.name, true)
         options.log.warn({ err: error, job: job.name }, job.failure ?? `${job.name} failed`)
+        return { error }
       }
     })()
     slot.inFlight = done
@@ -90,7 +103,7 @@ export function createJobRunner (jobs: readonly Job[], options: JobRunnerOptions
     return done
   }
 
-  return {
+  const runner: JobRunner = {
     async start () {
       if (started) return
       started = true
@@ -105,7 +118,14 @@ export function createJobRunner (jobs: readonly Job[], options: JobRunnerOptions
         timer.unref()
         slot.timer = timer
       }
-      await Promise.all(slots.filter((slot) => slot.job.atStart === true).map((slot) => slot.inFlight ?? run(slot)))
+      const atStart = slots.filter((slot) => slot.job.atStart === true)
+      const failures = await Promise.all(atStart.map((slot) => slot.inFlight ?? run(slot)))
+      const fatal = failures.find((failure, i) => failure !== null && atStart[i]!.job.failStartOnError === true)
+      if (fatal !== undefined && fatal !== null) {
+        // Nothing keeps running after a failed start: the timers armed above are disarmed.
+        await runner.stop()
+        throw fatal.error
+      }
     },
     stop () {
       if (!started) return stopping ?? Promise.resolve()
@@ -123,4 +143,5 @@ export function createJobRunner (jobs: readonly Job[], options: JobRunnerOptions
       return stop
     }
   }
+  return runner
 }

@@ -4,7 +4,7 @@ import { USAGE_FLUSH_INTERVAL_MS, type UsageRecorder } from '../access/usage.ts'
 import type { Job } from './runner.ts'
 
 /** usageFlushMs: 0 for no timer (tests flush on demand and at close). */
-export function usageFlushJob (deps: { usage: UsageRecorder; usageFlushMs?: number }): Job {
+export function usageFlushJob (deps: { usage: UsageRecorder; usageFlushMs?: number | undefined }): Job {
   return {
     name: 'usage-flush',
     everyMs: deps.usageFlushMs ?? USAGE_FLUSH_INTERVAL_MS,

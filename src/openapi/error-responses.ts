@@ -4,6 +4,7 @@
 // config.lifecycle) plus the cross-cutting codes of every authenticated operation.
 import type { FastifySchema, RouteOptions } from 'fastify'
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.ts'
+import { isApiPath } from '../shared/api-path.ts'
 import { ErrorSchema, Reply } from '../shared/schemas.ts'
 
 /**
@@ -37,7 +38,7 @@ export function errorCodesOf (route: Pick<RouteOptions, 'schema' | 'config' | 'm
 
 /** Adds the error responses (one per status, listing its codes) to every /v1 route's schema. */
 export function addErrorResponses (route: RouteOptions): void {
-  if (!route.url.startsWith('/v1') || route.schema === undefined) return
+  if (!isApiPath(route.url) || route.schema === undefined) return
   // @fastify/swagger copies x- keys to the operation; finish() turns this one into requestBody.required.
   if (route.config?.optionalBody === true) (route.schema as Record<string, unknown>)['x-optional-body'] = true
   const response = ((route.schema as FastifySchema).response ??= {}) as Record<string, unknown>

@@ -134,6 +134,18 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
   })
 }
 
+/** The description the finished document gives an operation (its prose file included), by operationId. */
+export function describeOperation (app: FastifyInstance, operationId: string): string | undefined {
+  const document = app.swagger() as unknown as Partial<OpenApiDocument>
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(item)) {
+      if (operation.operationId !== operationId) continue
+      return typeof operation.description === 'string' ? operation.description : undefined
+    }
+  }
+  return undefined
+}
+
 /**
  * The passes that finish the document @fastify/swagger made from the route schemas, in order.
  * Each is a function of the document alone, in passes/ (code-samples.ts beside them), with unit

@@ -14,6 +14,19 @@ type Report = Awaited<ReturnType<Readiness['check']>>
  */
 export const READINESS_CACHE_MS = 1000
 
+/**
+ * The readiness of an app built without infra.ts's (a test's, or the CLI's document build): the
+ * database answers a ping. A failed ping is a failed check, so /readyz answers 503.
+ */
+export function databaseReadiness (database: { ping (): Promise<void> }): Readiness {
+  return {
+    check: async () => {
+      await database.ping()
+      return { status: 'ok', checks: { database: { status: 'ok' } } }
+    }
+  }
+}
+
 export async function healthRoutes (app: FastifyInstance, { readiness }: { readiness: Readiness }): Promise<void> {
   const check = cachedCheck(readiness, (error) => { app.log.warn({ err: error }, 'not ready') })
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }))

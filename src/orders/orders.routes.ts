@@ -3,7 +3,6 @@ import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { requireCaller } from '../access/principal.ts'
 import { etagOf, idempotencyClaimOf, ifMatchOf, setNextLink } from '../routing/conditional.ts'
-import type { Clock } from '../shared/clock.ts'
 import {
   Reply,
   ETagHeader,
@@ -26,9 +25,9 @@ import {
 import type { OrderService } from './orders.service.ts'
 import { toPublicOrder } from './orders.view.ts'
 
-export interface OrderRoutesOptions { orders: OrderService; clock: Clock }
+export interface OrderRoutesOptions { orders: OrderService }
 
-export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: OrderRoutesOptions): Promise<void> {
+export async function orderRoutes (fastify: FastifyInstance, { orders }: OrderRoutesOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const tags = ['Orders']
 
@@ -60,7 +59,7 @@ export async function orderRoutes (fastify: FastifyInstance, { orders, clock }: 
     const { record } = await orders.place(
       request.body,
       requireCaller(request.principal),
-      idempotencyClaimOf(request, clock.now())
+      (now) => idempotencyClaimOf(request, now)
     )
     reply.code(201).header('location', `/v1/store/orders/${record.id}`).header('etag', etagOf(record))
     return toPublicOrder(record)

@@ -23,7 +23,15 @@ export interface OrderSettings extends OrderPolicy {
 export interface OrderService {
   list (query: OrderListQuery, caller: Caller): Promise<Page<OrderRecord>>
   get (id: number, caller: Caller): Promise<OrderRecord>
-  place (input: NewOrder, caller: Caller, idempotency: IdempotencyClaim | null): Promise<Created<OrderRecord>>
+  /**
+   * `claimAt`: the request's Idempotency-Key claim (null without one), dated by the instant the
+   * order is placed at: the clock is read once, here, for the order and its claim.
+   */
+  place (
+    input: NewOrder,
+    caller: Caller,
+    claimAt: (now: number) => IdempotencyClaim | null
+  ): Promise<Created<OrderRecord>>
   update (id: number, patch: OrderPatch, ifMatch: IfMatch): Promise<OrderRecord>
   cancel (id: number, caller: Caller, ifMatch: IfMatch): Promise<void>
   /** Rule 10: one bounded batch of the periodic sweep of expired orders. */
@@ -69,9 +77,11 @@ export function createOrderService (orders: OrderStore, clock: Clock, settings: 
       return order
     },
 
-    async place (input, caller, idempotency) {
-      const shipDate = input.shipDate === undefined ? null : epochOf(input.shipDate, 'shipDate')
+    async place (input, caller, claimAt) {
       const now = clock.now()
+      const idempotency = claimAt(now)
+      const shipDate = input.shipDate === undefined ? null : epochOf(input.shipDate, 'shipDate')
+      // Rule 10: the service decides when the order lapses; the store takes it as given.
       return await orders.placeOrder({
         petId: input.petId, quantity: input.quantity, shipDate, ownerKeyId: caller.keyId, now,
         expiresAt: now + settings.holdMs, limits: limitsOf(caller, settings),

@@ -24,7 +24,7 @@ export interface OrderRecord {
   version: number
 }
 
-/** Rule 10: the hold of an order placed without one (the default of ORDER_HOLD_MINUTES). */
+/** Rule 10: how long an open order holds its stock, unless ORDER_HOLD_MINUTES says otherwise (config.ts). */
 export const DEFAULT_ORDER_HOLD_MS = 30 * 60_000
 
 /**
@@ -68,8 +68,8 @@ export interface NewOrderInput {
   shipDate: number | null
   ownerKeyId: number
   now: number
-  /** When the order lapses (rule 10); default `now` + DEFAULT_ORDER_HOLD_MS. */
-  expiresAt?: number
+  /** When the order lapses (rule 10): the service dates it from its hold time; the store takes it as given. */
+  expiresAt: number
   /** Rule 9: the owner's caps, checked against its live open orders; null or absent: none (staff, admin). */
   limits?: OrderLimits | null
   /** Rule 11: refuse while the owner is cooling down from this pet (customers; staff and admin are exempt). */

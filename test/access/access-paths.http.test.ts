@@ -1,12 +1,13 @@
-// The access hook's readings of a request (src/http/access.ts, src/access/targets.ts), each on its own: whether a
-// target lies under /v1 (read the way the router reads it), whether its path has an empty
-// segment, and which key a request presents. The whole route table over a socket is
-// access-routes.test.ts; these pin the edges one by one. Written against the survivors of
-// `npm run mutate -- access` (docs/testing.md).
+// The access hook's readings of a request (src/http/access.ts, src/access/targets.ts,
+// src/shared/api-path.ts), each on its own: whether a target lies under /v1 (read the way the
+// router reads it), whether its path has an empty segment, and which key a request presents.
+// The whole route table over a socket is access-routes.test.ts; these pin the edges one by one.
+// Written against the survivors of `npm run mutate -- access` (docs/testing.md).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { FastifyRequest } from 'fastify'
-import { hasEmptySegment, isApiPath } from '../../src/access/targets.ts'
+import { hasEmptySegment } from '../../src/access/targets.ts'
+import { isApiPath } from '../../src/shared/api-path.ts'
 import { presentedKey } from '../../src/http/access.ts'
 
 test('isApiPath: /v1 and what lies under it, however spelled, and nothing else', () => {

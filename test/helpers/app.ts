@@ -4,8 +4,9 @@
 // checked against the OpenAPI document (test/helpers/contract.ts).
 import type { TestContext } from 'node:test'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import { buildApp, type AppDeps } from '../../src/app.ts'
+import { assembleApp, buildApp, type AppDeps, type AppStep } from '../../src/app.ts'
 import { loadConfig, type Config } from '../../src/config.ts'
+import type { Step } from '../../src/http/steps.ts'
 import { createKeyAdmin } from '../../src/keys/keys.service.ts'
 import type { Plan, Role } from '../../src/accounts/plans.ts'
 import type { RateLimiter } from '../../src/ratelimit/limiter.ts'
@@ -40,6 +41,8 @@ export interface TestAppOptions {
   limiter?: (clock: () => number) => RateLimiter | Promise<RateLimiter>
   stores?: Stores
   deps?: Partial<AppDeps>
+  /** Rearranges the app's installation steps before they are installed (src/app.ts assembleApp). */
+  arrangeSteps?: (steps: readonly AppStep[]) => readonly Step[]
   /** Plan of the three default keys; enterprise with huge quotas so tests are never limited by accident. */
   plan?: Plan
 }
@@ -50,7 +53,9 @@ export async function buildTestApp (t: TestContext, options: TestAppOptions = {}
   const stores = options.stores ?? await openTestStores(t)
   const limiter = options.limiter !== undefined ? await options.limiter(clock.now) : await openTestLimiter(t, clock.now)
   // Webhook attempts never leave this machine in a test, whatever URL a test subscribes.
-  const app = await buildApp({ config, stores, limiter, clock, webhookMayConnect: isLoopback, ...options.deps })
+  const webhooks = { mayConnect: isLoopback, ...options.deps?.webhooks }
+  const deps = { config, stores, limiter, clock, ...options.deps, webhooks }
+  const app = options.arrangeSteps === undefined ? await buildApp(deps) : await assembleApp(deps, options.arrangeSteps)
   t.after(async () => {
     await app.close()
     await limiter.close()

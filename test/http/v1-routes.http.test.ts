@@ -29,7 +29,7 @@ test('no file in src/http/ registers a /v1 route; each /v1 route comes from a fe
     needs: [],
     install: (app) => { app.addHook('onRoute', (route) => { owners.set(`${String(route.method)} ${route.url}`, declaringFile()) }) }
   }
-  await buildTestApp(t, { deps: { arrangeSteps: (steps) => [tracer, ...steps] } })
+  await buildTestApp(t, { arrangeSteps: (steps) => [tracer, ...steps] })
 
   const v1 = [...owners].filter(([route]) => / \/v1(\/|$)/.test(route))
   assert.ok(v1.length >= 30, `the /v1 routes were traced (${v1.length})`)

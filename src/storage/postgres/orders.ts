@@ -19,7 +19,6 @@
 import { idempotencyKeyReused, notFound, orderCooldown, ServiceUnavailableError } from '../../errors.ts'
 import type { PetStatus } from '../../pets/pets.schema.ts'
 import {
-  DEFAULT_ORDER_HOLD_MS,
   DEFAULT_ORDER_POLICY,
   type OrderFilter,
   type OrderOwner,
@@ -172,7 +171,7 @@ export function createPostgresOrderStore (
       const policy = input.policy ?? DEFAULT_ORDER_POLICY
       const placed = await place({
         pet: input.petId, owner: input.ownerKeyId, quantity: input.quantity, shipDate: input.shipDate, now: input.now,
-        expiresAt: input.expiresAt ?? input.now + DEFAULT_ORDER_HOLD_MS,
+        expiresAt: input.expiresAt,
         maxOrders: limits?.openOrders ?? null, maxUnits: limits?.unitsPerPet ?? null,
         scope: claim?.scope ?? null, key: claim?.key ?? null, fingerprint: claim?.fingerprint ?? null,
         lowStock: policy.lowStockThreshold, cooldownMs: policy.cooldownMs, checkCooldown: input.checkCooldown === true

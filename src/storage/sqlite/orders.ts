@@ -3,7 +3,6 @@
 // and cool-downs in the same transaction (inside the writer's callback).
 import type { PetStatus } from '../../pets/pets.schema.ts'
 import {
-  DEFAULT_ORDER_HOLD_MS,
   DEFAULT_ORDER_POLICY,
   type OrderChanges,
   type OrderFilter,
@@ -178,14 +177,13 @@ export function createSqliteOrderStore (
             petState.get(input.petId) as { status: PetStatus; stock: number } | undefined
           )
         }
-        const expiresAt = input.expiresAt ?? input.now + DEFAULT_ORDER_HOLD_MS
         const order = toOrder(insert.get(
           input.petId,
           input.ownerKeyId,
           input.quantity,
           input.shipDate,
           input.now,
-          expiresAt
+          input.expiresAt
         ) as unknown as OrderRow)
         const item = toInventory(taken)
         events.append([

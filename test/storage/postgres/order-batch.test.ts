@@ -6,6 +6,7 @@ import { randomInt } from 'node:crypto'
 import { test, type TestContext } from 'node:test'
 import pg from 'pg'
 import type { AppError } from '../../../src/errors.ts'
+import { DEFAULT_ORDER_HOLD_MS as HOLD } from '../../../src/orders/orders.store.ts'
 import { createBatcher } from '../../../src/storage/postgres/batch.ts'
 import { createPostgresStores, type PostgresStores } from '../../../src/storage/postgres/index.ts'
 import { serviceGate } from '../../helpers/services.ts'
@@ -144,7 +145,10 @@ test('postgres orders: concurrent orders of one pet are placed together, never o
   postgres.check()
   const { stores, schema, petId, ownerId } = await openStores(t)
   const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) =>
-    stores.orders.placeOrder({ petId, ownerKeyId: ownerId, quantity: 1, shipDate: null, now: NOW + i }, null)))
+    stores.orders.placeOrder(
+      { petId, ownerKeyId: ownerId, quantity: 1, shipDate: null, now: NOW + i, expiresAt: NOW + i + HOLD },
+      null
+    )))
   const placed = results.filter((r) => r.status === 'fulfilled')
   const refused = results.filter((r) => r.status === 'rejected').map((r) => (r.reason as AppError).code)
   assert.equal(placed.length, 5)
@@ -169,7 +173,10 @@ test('postgres orders: an order is answered only after its transaction commits',
   await holder.query('SELECT pg_advisory_xact_lock($1)', [gate])
 
   let answered = false
-  const placing = stores.orders.placeOrder({ petId, ownerKeyId: ownerId, quantity: 1, shipDate: null, now: NOW }, null)
+  const placing = stores.orders.placeOrder(
+    { petId, ownerKeyId: ownerId, quantity: 1, shipDate: null, now: NOW, expiresAt: NOW + HOLD },
+    null
+  )
   void placing.then(() => { answered = true }, () => { answered = true })
   // Wait until the order's transaction is at its commit, waiting on the gate.
   for (;;) {

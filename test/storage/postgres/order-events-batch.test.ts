@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { AppError } from '../../../src/errors.ts'
-import type { OrderRecord } from '../../../src/orders/orders.store.ts'
+import { DEFAULT_ORDER_HOLD_MS as HOLD, type OrderRecord } from '../../../src/orders/orders.store.ts'
 import { createPostgresStores } from '../../../src/storage/postgres/index.ts'
 import { serviceGate } from '../../helpers/services.ts'
 import { createTestSchema, testPostgresReason, TEST_DATABASE_URL } from '../../helpers/stores.ts'
@@ -29,7 +29,10 @@ test('postgres orders: concurrent placements (batched) write one order.created e
   })
   const claim = (i: number) => ({ scope: `key:${owner.id}`, key: `k-${i}`, fingerprint: 'fp', now: NOW })
   const placeAll = async (count: number) => await Promise.allSettled(Array.from({ length: count }, (_, i) =>
-    stores.orders.placeOrder({ petId: pet.id, ownerKeyId: owner.id, quantity: 1, shipDate: null, now: NOW }, claim(i))))
+    stores.orders.placeOrder(
+      { petId: pet.id, ownerKeyId: owner.id, quantity: 1, shipDate: null, now: NOW, expiresAt: NOW + HOLD },
+      claim(i)
+    )))
 
   const first = await placeAll(12)
   const placed = first.filter((r) => r.status === 'fulfilled').map((r) => r.value.record)

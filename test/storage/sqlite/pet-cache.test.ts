@@ -4,6 +4,7 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
+import { DEFAULT_ORDER_HOLD_MS as HOLD } from '../../../src/orders/orders.store.ts'
 import { createPetService } from '../../../src/pets/pets.service.ts'
 import { systemClock } from '../../../src/shared/clock.ts'
 import { createSqliteStores } from '../../../src/storage/sqlite/index.ts'
@@ -38,7 +39,7 @@ test('pet cache: every write of this process (pet, stock, order, cancel, delete)
   assert.equal((await read())?.version, 3)
 
   const { record: order } = await stores.orders.placeOrder(
-    { petId: id, quantity: 2, shipDate: null, ownerKeyId: 1, now: 0 },
+    { petId: id, quantity: 2, shipDate: null, ownerKeyId: 1, now: 0, expiresAt: HOLD },
     null
   )
   assert.deepEqual(await read(), { id, name: 'Max', categoryId: dogs.id, status: 'pending', version: 4 })
@@ -47,7 +48,7 @@ test('pet cache: every write of this process (pet, stock, order, cancel, delete)
   assert.deepEqual(await read(), { id, name: 'Max', categoryId: dogs.id, status: 'available', version: 5 })
 
   const { record: again } = await stores.orders.placeOrder(
-    { petId: id, quantity: 2, shipDate: null, ownerKeyId: 1, now: 0 },
+    { petId: id, quantity: 2, shipDate: null, ownerKeyId: 1, now: 0, expiresAt: HOLD },
     null
   )
   await stores.orders.updateOrder(again.id, { complete: true, shipDate: 0 }, null, 0)

@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { test, type TestContext } from 'node:test'
 import { AppError } from '../../../src/errors.ts'
+import { DEFAULT_ORDER_HOLD_MS as HOLD } from '../../../src/orders/orders.store.ts'
 import { createSqliteStores } from '../../../src/storage/sqlite/index.ts'
 import { tempDir } from '../../helpers/temp.ts'
 
@@ -24,6 +25,11 @@ function gatedSync () {
     get inFlight () { return waiting.length },
     finish () { waiting.shift()?.() }
   }
+}
+
+/** An order of `quantity` of the pet by key 1 at 0, held as long as the order service holds one. */
+function newOrder (petId: number, quantity: number) {
+  return { petId, quantity, shipDate: null, ownerKeyId: 1, now: 0, expiresAt: HOLD }
 }
 
 /** Lets every pending immediate, timer of 0 ms and promise callback run. */
@@ -60,7 +66,7 @@ test('writer: orders of one turn share one commit and one fsync; each is answere
 
   const answered: string[] = []
   const place = (name: string, quantity: number) =>
-    stores.orders.placeOrder({ petId, quantity, shipDate: null, ownerKeyId: 1, now: 0 }, null).then(
+    stores.orders.placeOrder(newOrder(petId, quantity), null).then(
       (result) => { answered.push(`${name}:${result.record.quantity}`) },
       (error: unknown) => { answered.push(`${name}:${(error as AppError).code}`) }
     )
@@ -108,7 +114,7 @@ test('writer: a commit made while an fsync is in flight is answered only after t
 
   const answered: string[] = []
   const place = (name: string) => stores.orders.placeOrder(
-    { petId, quantity: 1, shipDate: null, ownerKeyId: 1, now: 0 },
+    newOrder(petId, 1),
     null
   ).then(() => { answered.push(name) })
   const a = place('a')
@@ -132,7 +138,7 @@ test('writer: a failed fsync fails the writes it was to make durable (never ackn
   t.after(() => stores.close())
   const petId = await petWithStock(stores, 5)
   fail = true
-  await assert.rejects(stores.orders.placeOrder({ petId, quantity: 1, shipDate: null, ownerKeyId: 1, now: 0 }, null), /EIO/)
+  await assert.rejects(stores.orders.placeOrder(newOrder(petId, 1), null), /EIO/)
 })
 
 test('writer: while another connection holds the write lock, reads answer at once and a write fails with 503 service_unavailable and Retry-After within the bound', async (t) => {
@@ -154,7 +160,7 @@ test('writer: while another connection holds the write lock, reads answer at onc
   let ticks = 0
   const ticker = setInterval(() => { ticks++ }, 10)
   const started = performance.now()
-  const error = await stores.orders.placeOrder({ petId, quantity: 1, shipDate: null, ownerKeyId: 1, now: 0 }, null)
+  const error = await stores.orders.placeOrder(newOrder(petId, 1), null)
     .then(() => null, (e: unknown) => e)
   const waited = performance.now() - started
   clearInterval(ticker)
@@ -167,7 +173,7 @@ test('writer: while another connection holds the write lock, reads answer at onc
 
   // Once the lock is released, writes go through again.
   other.exec('ROLLBACK')
-  const { record } = await stores.orders.placeOrder({ petId, quantity: 1, shipDate: null, ownerKeyId: 1, now: 0 }, null)
+  const { record } = await stores.orders.placeOrder(newOrder(petId, 1), null)
   assert.equal(record.quantity, 1)
 })
 
@@ -179,7 +185,7 @@ test('writer: a write queued behind a lock goes through when the lock is release
   const other = new DatabaseSync(path)
   t.after(() => other.close())
   other.exec('BEGIN IMMEDIATE')
-  const placed = stores.orders.placeOrder({ petId, quantity: 2, shipDate: null, ownerKeyId: 1, now: 0 }, null)
+  const placed = stores.orders.placeOrder(newOrder(petId, 2), null)
   await settle() // the first attempt finds the lock taken
   other.exec('COMMIT')
   assert.equal((await placed).record.quantity, 2)
