@@ -54,7 +54,7 @@ async function seed (stores: Stores): Promise<void> {
     secret: 'whsec_bench',
     now: T0
   }, 10)
-  const event = { type: 'webhook.test', audience: 'webhook' as const, subjectKeyId: key.id, data: { webhookId: WEBHOOK } }
+  const event = { type: 'webhook.test' as const, audience: 'webhook' as const, subjectKeyId: key.id, data: { webhookId: WEBHOOK } }
   for (let done = 0; done < PENDING; done += 500) {
     await Promise.all(Array.from(
       { length: Math.min(500, PENDING - done) },

@@ -1,36 +1,22 @@
 // What the audit log records and how its chain is made (docs/product.md, the audit log), once
-// for both engines: which events are changes made by staff, an admin, the command line or the
-// system (an entry each), their action, target and changes, the canonical JSON and the hash, and
-// the walk that `petstore audit verify` makes. The engines only store (storage/*/audit.ts).
+// for both engines: the one rule set (auditDraftsOf) that turns what a change records into its
+// entries (their actor, action, target and changes), the canonical JSON and the hash, and the
+// walk that `petstore audit verify` makes. The engines only store, through one append each
+// (storage/*/audit.ts), which every audited change goes through.
 import { createHash } from 'node:crypto'
-import type { EventDraft } from '../events/events.store.ts'
+import { auditActionOf, type EventDraft } from '../events/catalogue.ts'
 import type { ActorContext } from '../shared/actor-context.ts'
 import { SYSTEM_CONTEXT } from '../shared/actor-context.ts'
 import type { AuditEntry, AuditHead, FieldChange } from './audit.store.ts'
 
 /**
- * The event each audited change writes, and the action its entry names. Other events are not
- * changes of anyone's (order.created is a purchase, inventory.low, key.expiring … are notices).
+ * What a change records, that its entries are derived from: the events it writes, with the
+ * record an update read before changing it (`before`, in the shape of the event's data); or a
+ * change to a webhook endpoint, which writes no event.
  */
-export const AUDITED_EVENTS: Readonly<Record<string, string>> = {
-  'pet.created': 'pet.create',
-  'pet.updated': 'pet.update',
-  'pet.deleted': 'pet.delete',
-  'category.created': 'category.create',
-  'category.updated': 'category.update',
-  'category.deleted': 'category.delete',
-  'inventory.updated': 'inventory.update',
-  'order.updated': 'order.update',
-  'order.completed': 'order.complete',
-  'order.cancelled': 'order.cancel',
-  'key.created': 'key.create',
-  'key.updated': 'key.update',
-  'key.rotated': 'key.rotate',
-  'key.revoked': 'key.revoke',
-  'key.banned': 'key.ban',
-  'key.unbanned': 'key.unban',
-  'webhook.disabled': 'webhook.disable'
-}
+export type AuditedChange =
+  | { events: readonly EventDraft[]; before?: unknown }
+  | { webhook: WebhookChange }
 
 /** An entry before the chain gives it an id and a hash. */
 export type AuditDraft = Omit<AuditEntry, 'id' | 'hash'>
@@ -158,12 +144,23 @@ function isPatchsDisable (draft: EventDraft): boolean {
 }
 
 /**
- * The audit drafts of a change's events, by `context`'s actor. Customers' own orders (placing,
- * cancelling) are their business, not staff changes: not audited. `before` is the record an
- * update's store read before changing it, in the shape of the event's data: the update's entry
- * then holds each changed field before and after (updated above).
+ * The audit entries of a change, by `context`'s actor: the one rule set every entry comes from.
+ * Each event whose catalogue row names an audit action is an entry (events/catalogue.ts), but
+ * customers' own orders (placing, cancelling: their business, not staff changes); a webhook
+ * endpoint's change is one entry of its own.
  */
-export function auditDrafts (
+export function auditDraftsOf (change: AuditedChange, at: number, context: ActorContext): AuditDraft[] {
+  return 'webhook' in change
+    ? [webhookDraft(change.webhook, at, context)]
+    : eventDrafts(change.events, at, context, change.before)
+}
+
+/**
+ * The entries of a change's events. `before` is the record an update's store read before
+ * changing it, in the shape of the event's data: the update's entry then holds each changed
+ * field before and after (updated above).
+ */
+function eventDrafts (
   drafts: readonly EventDraft[],
   at: number,
   context: ActorContext,
@@ -171,8 +168,8 @@ export function auditDrafts (
 ): AuditDraft[] {
   const entries: AuditDraft[] = []
   for (const draft of drafts) {
-    const action = AUDITED_EVENTS[draft.type]
-    if (action === undefined || isPatchsDisable(draft)) continue
+    const action = auditActionOf(draft.type)
+    if (action === null || isPatchsDisable(draft)) continue
     const by = isSystems(draft) ? SYSTEM_CONTEXT : context
     if (action.startsWith('order.') && by.actor.type === 'key' && by.actor.role === 'customer') continue
     entries.push({
@@ -208,7 +205,7 @@ const webhookFields = (hook: WebhookFields) => ({
   status: hook.status
 })
 
-/** What a change to a webhook endpoint records (its store writes no event for it, so it appends the entry itself). */
+/** What a change to a webhook endpoint records (it writes no event: this is what its entry is derived from). */
 export type WebhookChange =
   | { action: 'webhook.create'; after: WebhookFields }
   | { action: 'webhook.update'; before: WebhookFields; after: WebhookFields }
@@ -217,8 +214,8 @@ export type WebhookChange =
   | { action: 'webhook.rotate_secret'; id: string; previousUntil: { before: number | null; after: number } }
   | { action: 'webhook.replay'; id: string; selection: { since: number; until: number } | { eventIds: string[] }; queued: number }
 
-/** The audit draft of a change to a webhook endpoint, by `context`'s actor. */
-export function webhookAuditDraft (change: WebhookChange, at: number, context: ActorContext): AuditDraft {
+/** The entry of a change to a webhook endpoint, by `context`'s actor. */
+function webhookDraft (change: WebhookChange, at: number, context: ActorContext): AuditDraft {
   const id = 'id' in change ? change.id : 'after' in change ? change.after.id : change.before.id
   let changes: Record<string, FieldChange>
   switch (change.action) {

@@ -1,8 +1,10 @@
-// The event feed's rules: who sees what (by the caller's role), the type filter and the cursor.
-// The store reads; the routes render what it returns (render.ts).
+// The event feed's rules: who sees what (by the caller's role), the type filter and the cursor;
+// and the list of the types a caller may receive, from the catalogue. The store reads; the routes
+// render what it returns (render.ts).
 import { AppError, notFound } from '../errors.ts'
 import type { Caller } from '../accounts/caller.ts'
-import { EVENT_FAMILIES, EVENT_TYPES, type EventListQuery } from './events.schema.ts'
+import { eventTypeRow, exampleOf, familyOf, parsePattern, typesFor } from './catalogue.ts'
+import type { EventListQuery, EventTypeInfo } from './events.schema.ts'
 import type { EventStore, FeedPosition, StoredEvent, TypeFilter, Visibility } from './events.store.ts'
 
 export const DEFAULT_FEED_LIMIT = 20
@@ -34,12 +36,14 @@ export function parseTypeFilter (text: string | undefined): TypeFilter | undefin
   const prefixes: string[] = []
   const unknown: string[] = []
   for (const name of new Set(text.split(','))) {
-    if (name.endsWith('.*') && EVENT_FAMILIES.includes(name.slice(0, -2))) prefixes.push(name.slice(0, -1))
-    else if (EVENT_TYPES.includes(name)) exact.push(name)
-    else unknown.push(name)
+    const pattern = parsePattern(name)
+    if (pattern === undefined) unknown.push(name)
+    else if ('prefix' in pattern) prefixes.push(pattern.prefix)
+    else exact.push(pattern.exact)
   }
   if (unknown.length > 0) {
-    throw new AppError('validation_failed', `unknown event type ${unknown.map((n) => `"${n}"`).join(', ')}: use a type name (order.created) or a family (order.*)`, {
+    const names = unknown.map((n) => `"${n}"`).join(', ')
+    throw new AppError('validation_failed', `unknown event type ${names}: use a type name (order.created) or a family (order.*); GET /v1/event_types lists them`, {
       details: unknown.map((name) => ({ path: 'type', message: `"${name}" is not a known event type or family` }))
     })
   }
@@ -61,6 +65,16 @@ export interface EventService {
   list (query: EventListQuery, caller: Caller): Promise<EventPage>
   /** Throws not_found when absent or not visible to the caller. */
   get (id: string, caller: Caller): Promise<StoredEvent>
+  /** The types the caller's role may receive (docs/product.md 12.4), as the catalogue declares them. */
+  types (caller: Caller): EventTypeInfo[]
+}
+
+/** The catalogue's rows a role may receive, as GET /v1/event_types shows them. */
+export function eventTypesFor (role: Caller['role']): EventTypeInfo[] {
+  return typesFor(role).map((type) => {
+    const row = eventTypeRow(type)!
+    return { type, family: familyOf(type), description: row.description, schema: row.data, example: exampleOf(type) }
+  })
 }
 
 export function createEventService (events: EventStore): EventService {
@@ -82,6 +96,9 @@ export function createEventService (events: EventStore): EventService {
       const event = await events.getEvent(id, visibilityOf(caller))
       if (event === null) throw notFound(`event ${id}`)
       return event
+    },
+    types (caller) {
+      return eventTypesFor(caller.role)
     }
   }
 }

@@ -5,22 +5,11 @@
 // (storage/sqlite/events.ts inside the writer's callback, storage/postgres/events.ts inside the
 // transaction or the PL/pgSQL function), never through a separate step a crash could skip.
 import { RandomPool } from '../shared/random-pool.ts'
+import { eventDraft, type EventAudience, type EventDraft, type EventType, type TypeFilter } from './catalogue.ts'
 
-/** Which rule of visibility an event falls under (see `Visibility`). */
-export type EventAudience = 'order' | 'catalog' | 'inventory' | 'key' | 'webhook'
-
-/** An event about to be written with the change it reports. */
-export interface EventDraft {
-  type: string
-  audience: EventAudience
-  /** The key whose holder may see it: an order's owner, the key a key event is about, a webhook's owner. */
-  subjectKeyId: number | null
-  /**
-   * The record as the store knows it (rendered to the API's shape when read, by
-   * events/render.ts), or the final object for the small-object events.
-   */
-  data: unknown
-}
+// The draft, the audience and the type filter are the catalogue's (catalogue.ts); the engines
+// and the stores name them from here, with the rest of the port.
+export type { EventAudience, EventDraft, TypeFilter }
 
 /**
  * A position in the feed. On SQLite commits follow `seq`, so `tx` is always '0'. On PostgreSQL
@@ -43,9 +32,6 @@ export interface StoredEvent {
 export type Visibility =
   | { role: 'admin' }
   | { role: 'staff' | 'customer'; keyId: number }
-
-/** `order.*` matches a prefix; other names match exactly. Empty or absent: every type. */
-export interface TypeFilter { exact: readonly string[]; prefixes: readonly string[] }
 
 export interface EventFeedQuery {
   visibility: Visibility
@@ -77,7 +63,7 @@ export interface KeyNoticeBatch {
   /** The notice's name in `key_notices` (`7d`, `1d`): what makes it once per key. */
   notice: string
   /** The event written for each key (`key.expiring`); its data is the key's state, as keyEvent's. */
-  type: string
+  type: EventType
   expiresAfter: number
   expiresBy: number
   now: number
@@ -100,8 +86,8 @@ export function newEventId (): string {
 }
 
 /** A catalogue event (pet.*, category.*): every staff member and admin sees it. */
-export function catalogEvent (type: string, data: unknown): EventDraft {
-  return { type, audience: 'catalog', subjectKeyId: null, data }
+export function catalogEvent (type: EventType, data: unknown): EventDraft {
+  return eventDraft(type, null, data)
 }
 
 /**
@@ -110,10 +96,10 @@ export function catalogEvent (type: string, data: unknown): EventDraft {
  * sees it through the key's quota identity, the caller that every key of a rotation chain speaks for.
  */
 export function keyEvent (
-  type: string,
+  type: EventType,
   state: { record: { quotaKeyId: number }; ban: unknown; lastUsedAt: number | null }
 ): EventDraft {
-  return { type, audience: 'key', subjectKeyId: state.record.quotaKeyId, data: state }
+  return eventDraft(type, state.record.quotaKeyId, state)
 }
 
 /**
@@ -123,10 +109,6 @@ export function keyEvent (
  * `strike` the ban's level (0: recorded before levels were kept).
  */
 export function keyBanEvent (type: 'key.banned' | 'key.unbanned', ban: { quotaKeyId: number; until: number; strike: number }): EventDraft {
-  return {
-    type,
-    audience: 'key',
-    subjectKeyId: ban.quotaKeyId,
-    data: { keyId: ban.quotaKeyId, until: new Date(ban.until).toISOString(), strike: ban.strike }
-  }
+  const data = { keyId: ban.quotaKeyId, until: new Date(ban.until).toISOString(), strike: ban.strike }
+  return eventDraft(type, ban.quotaKeyId, data)
 }

@@ -6,7 +6,7 @@
 // transaction that adds the counts, and ask here what a new count announces.
 import { quotaOf } from '../accounts/keys.rules.ts'
 import type { DeprecationFacts, KeyRecord, UsageBatch } from '../accounts/keys.store.ts'
-import type { EventDraft } from './events.store.ts'
+import { eventDraft, type EventDraft } from './catalogue.ts'
 
 /** The shares of the day quota announced, in percent. */
 export const QUOTA_THRESHOLDS = [80, 95, 100] as const
@@ -38,7 +38,6 @@ export function noticesOf (
   state: NoticeState,
   deprecations: Readonly<Record<string, DeprecationFacts>>
 ): { level: number; drafts: EventDraft[] } {
-  const about = { audience: 'key' as const, subjectKeyId: state.keyId }
   if (state.kind === 'deprecation') {
     if (state.level >= 1 || state.count < 1) return { level: state.level, drafts: [] }
     const facts = deprecations[state.operation]
@@ -50,7 +49,7 @@ export function noticesOf (
       calls: state.count,
       day: state.day
     }
-    return { level: 1, drafts: [{ type: 'deprecation.used', ...about, data }] }
+    return { level: 1, drafts: [eventDraft('deprecation.used', state.keyId, data)] }
   }
   const limit = dayLimitOf(state.key)
   if (limit === null || limit <= 0) return { level: state.level, drafts: [] }
@@ -58,11 +57,8 @@ export function noticesOf (
   const passed = QUOTA_THRESHOLDS.filter((p) => p > state.level && state.count * 100 >= p * limit)
   return {
     level: passed.at(-1) ?? state.level,
-    drafts: passed.map((percent) => ({
-      type: 'quota.threshold',
-      ...about,
-      data: { keyId: state.keyId, window: 'day', limit, used: state.count, percent }
-    }))
+    drafts: passed.map((percent) =>
+      eventDraft('quota.threshold', state.keyId, { keyId: state.keyId, window: 'day', limit, used: state.count, percent }))
   }
 }
 

@@ -35,7 +35,7 @@ export async function sendKeyExpiringNotices (deps: { events: EventStore; clock:
     const next = KEY_NOTICES[i + 1]
     const window = {
       notice,
-      type: 'key.expiring',
+      type: 'key.expiring' as const,
       expiresAfter: now + (next?.beforeMs ?? 0),
       expiresBy: now + beforeMs,
       now,

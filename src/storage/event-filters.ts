@@ -1,11 +1,8 @@
 // Who may read which events, and the type filter, as one SQL condition both engines run (as
-// key-filters.ts does for keys). `param` adds a value and returns its placeholder.
-import type { EventAudience, TypeFilter, Visibility } from '../events/events.store.ts'
-
-/** Audiences staff sees whatever their subject (admin sees all). */
-export const STAFF_AUDIENCES: readonly EventAudience[] = ['order', 'catalog', 'inventory']
-/** Audiences a customer sees, of its own key's events only. */
-export const CUSTOMER_AUDIENCES: readonly EventAudience[] = ['order', 'key', 'webhook']
+// key-filters.ts does for keys): the catalogue's rule of audiences (events/catalogue.ts, maySee),
+// in SQL. `param` adds a value and returns its placeholder.
+import { CUSTOMER_AUDIENCES, STAFF_AUDIENCES } from '../events/catalogue.ts'
+import type { TypeFilter, Visibility } from '../events/events.store.ts'
 
 /**
  * The condition on `e` (events) for a reader and a type filter, for both engines; `param` adds a

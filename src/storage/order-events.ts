@@ -2,19 +2,21 @@
 // built once for both engines. `data` is the record as the store knows it; events/render.ts turns
 // it into the API's shape when it is read. PostgreSQL's place_order and sweep_expired_orders build
 // the same rows in SQL (storage/postgres/migrations.ts).
-import type { EventDraft } from '../events/events.store.ts'
+import { eventDraft, type EventDraft, type EventType } from '../events/catalogue.ts'
 import { crossesLowStock } from '../inventory/inventory.rules.ts'
 import type { InventoryRecord } from '../inventory/inventory.store.ts'
 import type { OrderRecord } from '../orders/orders.store.ts'
 
-export type OrderEventType = 'order.created' | 'order.updated' | 'order.completed' | 'order.cancelled' | 'order.expired'
+/** The catalogue's order types. */
+export type OrderEventType = Extract<EventType, `order.${string}`>
 
 /** An order event: its owner may see it, and staff. */
 export const orderEvent = (type: OrderEventType, order: OrderRecord): EventDraft =>
-  ({ type, audience: 'order', subjectKeyId: order.ownerKeyId, data: order })
+  eventDraft(type, order.ownerKeyId, order)
 
+/** A stock event: the shop's, every staff member sees it. */
 const inventoryEvent = (type: 'inventory.updated' | 'inventory.low', item: InventoryRecord): EventDraft =>
-  ({ type, audience: 'inventory', subjectKeyId: null, data: item })
+  eventDraft(type, null, item)
 
 /** inventory.low, when the stock went from `before` (above the threshold) to the item's (at or below it). */
 export const lowStockEvents = (before: number, item: InventoryRecord, threshold: number): EventDraft[] =>

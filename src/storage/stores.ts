@@ -1,6 +1,11 @@
 // The ports every engine provides, listed once: each entry builds its port on SQLite and on
 // PostgreSQL, from what that engine's index.ts opened. A new port is one entry here; the engines'
 // index.ts walk the list (buildPorts) and never name a port. infra.ts picks the engine.
+//
+// Who makes a change (the audit actor, shared/actor-context.ts) is part of what the ports are
+// built on: SQLite's context hands its ActorSource (`actor`) to the stores that audit, and
+// PostgreSQL's transactions carry it (`tx.actor`). Every audit entry goes through the engine's
+// one audit door with it (docs/architecture.md, "The audit actor").
 import type { AuditStore } from '../audit/audit.store.ts'
 import type { EventStore } from '../events/events.store.ts'
 import type { CategoryStore } from '../categories/categories.store.ts'
@@ -9,6 +14,8 @@ import type { KeyStore } from '../accounts/keys.store.ts'
 import type { OrderStore } from '../orders/orders.store.ts'
 import type { PetStore } from '../pets/pets.store.ts'
 import type { WebhookStore } from '../webhooks/webhooks.store.ts'
+import type { ActorSource } from '../shared/actor-context.ts'
+import type { SqliteAuditAppend } from './sqlite/audit.ts'
 import type { Db as SqliteDb } from './sqlite/database.ts'
 import type { SqliteEventLog } from './sqlite/events.ts'
 import type { SqliteIdempotency } from './sqlite/idempotency.ts'
@@ -45,11 +52,18 @@ export interface SqliteContext {
   readonly pets: PetCache
   /** The outbox every store appends its events to, inside the writer's callback (events.ts). */
   readonly eventLog: SqliteEventLog
+  /** The audit door (audit.ts): every audit entry is appended through it, the event log's included. */
+  readonly audit: SqliteAuditAppend
+  /** Who makes the change a port is called for: read in the writer's callback, which runs as its caller. */
+  readonly actor: ActorSource
 }
 
 /** What postgres/index.ts opened, that PostgreSQL's ports are built on. */
 export interface PostgresContext {
-  /** The instance's pool (database.ts). */
+  /**
+   * The instance's pool (database.ts). Its transactions carry the actor of their change (`tx.actor`,
+   * taken from the engine's ActorSource when they begin) to the audit door (audit.ts).
+   */
   readonly db: PostgresDb
   readonly idempotency: PostgresIdempotency
 }
@@ -89,12 +103,12 @@ export const PORTS = {
   }),
   /** The events every change above writes in its own transaction (the outbox), and their feed. */
   events: port<EventStore>({
-    sqlite: (c) => createSqliteEventStore(c.db, c.writer),
+    sqlite: (c) => createSqliteEventStore(c.db, c.writer, c.eventLog),
     postgres: (c) => createPostgresEventStore(c.db)
   }),
   /** Webhook endpoints, their deliveries and attempts (webhooks/). */
   webhooks: port<WebhookStore>({
-    sqlite: (c) => createSqliteWebhookStore(c.db, c.writer),
+    sqlite: (c) => createSqliteWebhookStore(c.db, c.writer, c.eventLog, c.audit, c.actor),
     postgres: (c) => createPostgresWebhookStore(c.db)
   }),
   /** The audit log's reads; its entries are appended with the events (each engine's audit.ts). */

@@ -5,7 +5,9 @@ import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
 import pg from 'pg'
 import type { EventDraft, EventStore, Visibility } from '../../src/events/events.store.ts'
+import { SYSTEM_CONTEXT, currentActor } from '../../src/shared/actor-context.ts'
 import { appendEvents } from '../../src/storage/postgres/events.ts'
+import { createSqliteAuditAppend } from '../../src/storage/sqlite/audit.ts'
 import { createSqliteEventLog, createSqliteEventStore } from '../../src/storage/sqlite/events.ts'
 import { migrateSqlite, openSqlite } from '../../src/storage/sqlite/database.ts'
 import { createWriter } from '../../src/storage/sqlite/writer.ts'
@@ -29,7 +31,8 @@ const ADMIN: Visibility = { role: 'admin' }
 /** What each reader sees of DRAFTS, by type: the visibility rule of docs/product.md. */
 async function checkVisibility (events: EventStore): Promise<void> {
   const types = async (visibility: Visibility, filter?: { exact: string[]; prefixes: string[] }) =>
-    (await events.listEvents({ visibility, after: null, limit: 100, ...(filter !== undefined && { types: filter }) })).map((e) => e.type)
+    (await events.listEvents({ visibility, after: null, limit: 100, ...(filter !== undefined && { types: filter }) }))
+      .map((e) => e.type)
   assert.deepEqual(await types(ADMIN), DRAFTS.map((d) => d.type), 'admin: all, oldest first')
   assert.deepEqual(await types({ role: 'staff', keyId: 9 }), ['order.created', 'pet.created', 'order.cancelled'], 'staff: shop events, not another key\'s')
   assert.deepEqual(await types({ role: 'staff', keyId: 2 }), ['order.created', 'pet.created', 'key.revoked', 'order.cancelled'], 'staff: plus its own key\'s')
@@ -64,11 +67,11 @@ test('SQLite: events appended in a writer transaction are read back in order, pe
   migrateSqlite(db)
   const writer = createWriter(db, ':memory:')
   t.after(async () => { await writer.close(); db.close() })
-  const log = createSqliteEventLog(db)
+  const log = createSqliteEventLog(db, createSqliteAuditAppend(db), currentActor)
   await writer.run(() => { log.append(DRAFTS, NOW) })
   // A write that fails takes its events with it.
   await assert.rejects(writer.run(() => { log.append(DRAFTS, NOW); throw new Error('rolled back') }))
-  await checkVisibility(createSqliteEventStore(db, writer))
+  await checkVisibility(createSqliteEventStore(db, writer, log))
 })
 
 const postgres = serviceGate(await testPostgresReason())
@@ -87,7 +90,12 @@ async function postgresFeed (t: TestContext) {
     const raw = new pg.Client({ connectionString: TEST_DATABASE_URL, options: `-c search_path=${schema}` })
     await raw.connect()
     clients.push(raw)
-    return { raw, query: async (sql, params) => (await raw.query(sql, params)).rows, first: async (sql, params) => (await raw.query(sql, params)).rows[0] }
+    return {
+      raw,
+      actor: SYSTEM_CONTEXT,
+      query: async (sql, params) => (await raw.query(sql, params)).rows,
+      first: async (sql, params) => (await raw.query(sql, params)).rows[0]
+    }
   }
   return { stores, connect }
 }
@@ -131,6 +139,10 @@ test('PostgreSQL: an event whose transaction commits late is not skipped by a re
   await late.raw.query('COMMIT')
   const before = await stores.events.listEvents({ visibility: ADMIN, after: position, limit: 10 })
   await early.raw.query('COMMIT')
-  const after = await stores.events.listEvents({ visibility: ADMIN, after: before.at(-1)?.position ?? position, limit: 10 })
+  const after = await stores.events.listEvents({
+    visibility: ADMIN,
+    after: before.at(-1)?.position ?? position,
+    limit: 10
+  })
   assert.deepEqual([...before, ...after].map((e) => (e.data as { n: number }).n).sort(), [3, 4])
 })

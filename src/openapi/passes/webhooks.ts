@@ -1,41 +1,21 @@
-// Pass: the deliveries a webhook endpoint receives, one per event type, as `x-webhooks` (OpenAPI
-// 3.0 has no `webhooks`; Redoc reads the extension, and Scalar's upgrade to 3.1 renames it to
-// `webhooks`). Each is the POST the dispatcher sends (webhooks/dispatcher.ts): the Standard
-// Webhooks headers and `{ type, timestamp, data }`, data being what a GET of the resource answers.
-// After hoistComponents: the data of resource events are $refs to the named components.
-import { EVENT_TYPES } from '../../webhooks/event-types.ts'
+// Pass: the deliveries a webhook endpoint receives, one per type of the event catalogue
+// (events/catalogue.ts), as `x-webhooks` (OpenAPI 3.0 has no `webhooks`; Redoc reads the
+// extension, and Scalar's upgrade to 3.1 renames it to `webhooks`). Each is the POST the
+// dispatcher sends (webhooks/dispatcher.ts): the Standard Webhooks headers and
+// `{ id, type, timestamp, data }`, data being the same schema as the Event's of that type.
+// After hoistComponents: each Event branch is a named component (events.schema.ts, eventTitleOf)
+// whose `data` is already a $ref to the resource's component, or the type's own small object.
+import { eventTypeRow, eventTypes, familyOf } from '../../events/catalogue.ts'
+import { EVENT_ID_PATTERN, eventTitleOf } from '../../events/events.schema.ts'
 import type { JsonObject, OpenApiDocument } from '../types.ts'
 
-const ref = (name: string): JsonObject => ({ $ref: `#/components/schemas/${name}` })
 const object = (properties: Record<string, JsonObject>): JsonObject => ({
   type: 'object',
   required: Object.keys(properties),
   properties
 })
 const text: JsonObject = { type: 'string' }
-const integer: JsonObject = { type: 'integer' }
 const instant: JsonObject = { type: 'string', format: 'date-time' }
-const deleted = object({ id: { type: 'integer', format: 'int64' } })
-
-/** The `data` of each type (docs/product.md, events). */
-function dataOf (type: string): JsonObject {
-  const [family, name] = type.split('.') as [string, string]
-  if (family === 'order') return ref('Order')
-  if (family === 'pet') return name === 'deleted' ? deleted : ref('Pet')
-  if (family === 'category') return name === 'deleted' ? deleted : ref('Category')
-  if (family === 'inventory') return ref('InventoryItem')
-  if (type === 'key.banned' || type === 'key.unbanned') return object({ keyId: integer, until: instant, strike: integer })
-  if (type === 'key.revoked') return ref('RevokedApiKey')
-  if (family === 'key') return ref('ApiKey')
-  if (family === 'quota') {
-    return object({ keyId: integer, window: { type: 'string', enum: ['day'] }, limit: integer, used: integer, percent: integer })
-  }
-  if (family === 'deprecation') {
-    return object({ keyId: integer, operationId: text, sunset: instant, successor: text, calls: integer, day: text })
-  }
-  if (type === 'webhook.test') return object({ webhookId: text, url: text, sentAt: instant })
-  return { allOf: [ref('Webhook'), object({ reason: { type: 'string', enum: ['failing', 'manual'], description: 'failing: every attempt failed for 5 days; manual: its owner or an admin disabled it.' } })] }
-}
 
 const HEADERS = [
   { name: 'webhook-id', description: 'The event id: the same on every attempt and replay of this event. Deduplicate on it (delivery is at least once).' },
@@ -43,24 +23,34 @@ const HEADERS = [
   { name: 'webhook-signature', description: '`v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` with the endpoint\'s secret, one per live secret (two for 24 hours after a rotation), space-separated.' }
 ]
 
+/**
+ * The `data` schema of a type: its Event branch's, as hoisting left it; the catalogue's own, inline,
+ * in a document without the event routes (an app built with only some of its features).
+ */
+function dataOf (doc: OpenApiDocument, type: string): JsonObject {
+  const branch = doc.components.schemas?.[eventTitleOf(type)] as { properties?: { data?: JsonObject } } | undefined
+  return branch?.properties?.data ?? JSON.parse(JSON.stringify(eventTypeRow(type)!.data)) as JsonObject
+}
+
 export function addWebhooks (doc: OpenApiDocument): void {
   const webhooks: Record<string, JsonObject> = {}
-  for (const type of EVENT_TYPES) {
+  for (const type of eventTypes()) {
     webhooks[type] = {
       post: {
         operationId: `event_${type.replace('.', '_')}`,
         summary: type,
         tags: ['Webhooks'],
-        description: `Sent to every enabled endpoint subscribed to \`${type}\` (or \`${type.split('.')[0]}.*\`) whose owner may see the event.`,
+        description: `${eventTypeRow(type)!.description}\n\nSent to every enabled endpoint subscribed to \`${type}\` (or \`${familyOf(type)}.*\`) whose owner may see the event.`,
         parameters: HEADERS.map(({ name, description }) => ({ name, in: 'header', required: true, description, schema: text })),
         requestBody: {
           required: true,
           content: {
             'application/json': {
               schema: object({
+                id: { type: 'string', pattern: EVENT_ID_PATTERN, description: 'The event id: the `webhook-id` header, and the event\'s id in the feed (`GET /v1/events/{eventId}`).' },
                 type: { type: 'string', enum: [type] },
                 timestamp: { ...instant, description: 'When the change happened (the event\'s createdAt).' },
-                data: dataOf(type)
+                data: dataOf(doc, type)
               })
             }
           }

@@ -1,12 +1,11 @@
-// The audit log on PostgreSQL (audit/audit.store.ts): the append appendEvents makes in the
-// change's transaction (events.ts), and the port's reads. Appends from every connection of every
-// instance are serialized by the lock on the one audit_head row (FOR UPDATE), taken at the end of
-// the change's transaction and held to its commit: each entry is numbered and hashed after the
-// one committed before it, so the chain never forks.
-import type { EventDraft } from '../../events/events.store.ts'
-import { auditDrafts, nextEntry, type AuditDraft } from '../../audit/audit.rules.ts'
+// The audit log on PostgreSQL (audit/audit.store.ts): the one append every audited change goes
+// through (appendEvents's, events.ts, and the webhook store's endpoint changes) in the change's
+// transaction, and the port's reads. Appends from every connection of every instance are
+// serialized by the lock on the one audit_head row (FOR UPDATE), taken at the end of the
+// change's transaction and held to its commit: each entry is numbered and hashed after the one
+// committed before it, so the chain never forks.
+import { auditDraftsOf, nextEntry, type AuditedChange } from '../../audit/audit.rules.ts'
 import type { AuditHead, AuditStore } from '../../audit/audit.store.ts'
-import { currentActor } from '../../shared/actor-context.ts'
 import { auditFilterSql, toAuditEntry, AUDIT_COLUMNS, type AuditRow } from '../audit-rows.ts'
 import type { Db, Tx } from './database.ts'
 
@@ -14,20 +13,11 @@ import type { Db, Tx } from './database.ts'
 const WALK_PAGE = 1000
 
 /**
- * Appends the audit entries of a change's events in the caller's transaction. `before`: the
- * record an update read before changing it (audit.rules.ts, auditDrafts).
+ * The audit door: appends the entries of `change` (audit.rules.ts, auditDraftsOf) in `tx`, the
+ * change's transaction, made by its actor (`tx.actor`) at `at`.
  */
-export async function appendAudit (
-  tx: Tx,
-  drafts: readonly EventDraft[],
-  now: number,
-  before?: unknown
-): Promise<void> {
-  await appendAuditEntries(tx, auditDrafts(drafts, now, currentActor(), before))
-}
-
-/** Appends audit drafts made by the caller (a change that writes no event) in its transaction. */
-export async function appendAuditEntries (tx: Tx, entries: readonly AuditDraft[]): Promise<void> {
+export async function appendAudit (tx: Tx, change: AuditedChange, at: number): Promise<void> {
+  const entries = auditDraftsOf(change, at, tx.actor)
   if (entries.length === 0) return
   const row = await tx.first<{ count: string; hash: string }>('SELECT count, hash FROM audit_head WHERE id = 1 FOR UPDATE')
   let head: AuditHead = { count: Number(row?.count ?? 0), hash: row?.hash ?? '' }

@@ -2,6 +2,7 @@
 import { availableParallelism } from 'node:os'
 import pg from 'pg'
 import type { PoolClient, QueryResultRow } from 'pg'
+import type { ActorContext, ActorSource } from '../../shared/actor-context.ts'
 import { refuseNewerSchema } from '../checks.ts'
 import { isRetryable, isUnavailable, toStoreError } from './errors.ts'
 import { POSTGRES_MIGRATIONS } from './migrations.ts'
@@ -91,6 +92,11 @@ export function createPool (url: string, options: PoolOptions = {}): pg.Pool {
 
 /** A connection inside a transaction. */
 export interface Tx {
+  /**
+   * Who makes the change (shared/actor-context.ts): the engine's ActorSource read when the
+   * transaction began, in its caller's context. The audit door (audit.ts) records it.
+   */
+  readonly actor: ActorContext
   query<R extends QueryResultRow = QueryResultRow> (sql: string, params?: unknown[]): Promise<R[]>
   /** The first row, or undefined. */
   first<R extends QueryResultRow = QueryResultRow> (sql: string, params?: unknown[]): Promise<R | undefined>
@@ -115,7 +121,8 @@ export interface Db extends Tx {
 
 const MAX_ATTEMPTS = 3
 
-export function createDb (pool: pg.Pool): Db {
+/** `actor`: who makes a change, read when each transaction begins (Tx.actor). */
+export function createDb (pool: pg.Pool, actor: ActorSource): Db {
   // One statement on its own is a transaction of its own: a deadlock or serialization failure
   // rolled all of it back, so it runs again like a transaction (a webhook's DELETE cascading to
   // deliveries the dispatcher holds was a 500).
@@ -131,6 +138,7 @@ export function createDb (pool: pg.Pool): Db {
   }
 
   async function attempt<T> (fn: (tx: Tx) => Promise<T>): Promise<T> {
+    const by = actor()
     let client: PoolClient
     try {
       client = await pool.connect()
@@ -143,6 +151,7 @@ export function createDb (pool: pg.Pool): Db {
     const onError = (error: unknown) => { broken = error }
     client.on('error', onError)
     const tx: Tx = {
+      actor: by,
       async query<R extends QueryResultRow> (sql: string, params?: unknown[]) {
         return (await client.query<R>(sql, params)).rows
       },
@@ -171,6 +180,7 @@ export function createDb (pool: pg.Pool): Db {
 
   return {
     pool,
+    get actor () { return actor() },
     query,
     async statement<R extends QueryResultRow> (name: string, sql: string, params: unknown[]) {
       for (let n = 1; ; n++) {

@@ -38,7 +38,8 @@ function toEvent (row: EventRow): StoredEvent {
 
 /**
  * Appends the events in the caller's transaction, in one statement, and their audit entries
- * (audit.ts). `before`: the record an update read before changing it, for its audit entry.
+ * through the audit door (audit.ts), by the transaction's actor. `before`: the record an update
+ * read before changing it, for its audit entry.
  */
 export async function appendEvents (
   tx: Tx,
@@ -52,7 +53,7 @@ export async function appendEvents (
      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[])`,
     [drafts.map(() => newEventId()), drafts.map((d) => d.type), drafts.map(() => now), drafts.map((d) => d.audience),
       drafts.map((d) => d.subjectKeyId), drafts.map((d) => JSON.stringify(d.data))])
-  await appendAudit(tx, drafts, now, before)
+  await appendAudit(tx, { events: drafts, before }, now)
 }
 
 export function createPostgresEventStore (db: Db): EventStore {

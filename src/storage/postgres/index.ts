@@ -2,6 +2,7 @@
 import { buildPorts, type Stores } from '../stores.ts'
 import { createDb, createPool, migratePostgres, type PoolOptions } from './database.ts'
 import { createPostgresIdempotency } from './idempotency.ts'
+import { currentActor } from '../../shared/actor-context.ts'
 
 export interface PostgresStores extends Stores { readonly engine: 'postgres' }
 
@@ -22,7 +23,8 @@ export async function createPostgresStores (url: string, options: PostgresStores
   }
   if (options.migrate !== false) await migratePostgres(url, poolOptions)
   const pool = createPool(url, poolOptions)
-  const db = createDb(pool)
+  // Each transaction takes the actor of its caller when it begins (database.ts, Tx.actor).
+  const db = createDb(pool, currentActor)
   try {
     await db.query('SELECT 1')
   } catch (error) {

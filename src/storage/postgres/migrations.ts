@@ -662,5 +662,159 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   // usage-prune job (jobs/usage-prune.ts).
   `
   CREATE INDEX key_usage_by_day ON key_usage (day);
+  `,
+  // Time-ordered event ids in PL/pgSQL (issue 49 section 3), as TypeScript makes them
+  // (events/events.store.ts, newEventId): `evt_`, the millisecond of the wall clock in 12 hex digits,
+  // then 80 random bits in 20. place_order and sweep_expired_orders wrote `evt_` and a random UUID,
+  // so their events landed all over the events' unique index instead of at its end. They are
+  // replaced with the same bodies as version 8 but for the id (CREATE OR REPLACE: same signatures).
+  // The random bits are the 20 hex digits of a version 4 UUID that are random (its version and
+  // variant digits left out): gen_random_uuid is in core PostgreSQL, pgcrypto's random bytes are not.
+  `
+  CREATE FUNCTION new_event_id () RETURNS text
+  LANGUAGE sql VOLATILE AS $fn$
+    SELECT 'evt_' || lpad(to_hex(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0')
+      || substr(u, 1, 12) || substr(u, 14, 3) || substr(u, 18, 5)
+    FROM replace(gen_random_uuid()::text, '-', '') AS u
+  $fn$;
+
+  CREATE OR REPLACE FUNCTION sweep_expired_orders (p_pet bigint, p_now bigint, p_cooldown_ms bigint) RETURNS integer
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    gone integer;
+    units bigint;
+  BEGIN
+    WITH deleted AS (
+      DELETE FROM orders WHERE id IN (
+        SELECT o.id FROM orders o WHERE o.pet_id = p_pet AND NOT o.complete AND o.expires_at <= p_now
+        ORDER BY o.id FOR UPDATE SKIP LOCKED)
+      RETURNING *
+    ), expired AS (
+      INSERT INTO events (id, type, created_at, audience, subject_key_id, data)
+        SELECT new_event_id(), 'order.expired', p_now, 'order', d.owner_key_id,
+          order_json(d.id, d.pet_id, d.quantity, d.ship_date, d.complete, d.owner_key_id, d.created_at, d.expires_at, d.version)
+        FROM deleted d ORDER BY d.id
+    ), cooling AS (
+      INSERT INTO order_cooldowns (owner_key_id, pet_id, until)
+        SELECT d.owner_key_id, p_pet, max(d.expires_at) + p_cooldown_ms FROM deleted d
+        WHERE p_cooldown_ms > 0 AND d.owner_key_id IS NOT NULL GROUP BY d.owner_key_id
+      ON CONFLICT (owner_key_id, pet_id) DO UPDATE SET until = greatest(order_cooldowns.until, excluded.until)
+    )
+    SELECT count(*)::integer, sum(quantity) INTO gone, units FROM deleted;
+    IF gone > 0 THEN
+      UPDATE pets SET stock = stock + units,
+        status = CASE WHEN status = 'pending' THEN 'available' ELSE status END, version = version + 1
+        WHERE id = p_pet;
+    END IF;
+    RETURN gone;
+  END
+  $fn$;
+
+  CREATE OR REPLACE FUNCTION place_order (p_pet bigint, p_owner bigint, p_quantity integer, p_ship_date bigint,
+    p_now bigint, p_expires_at bigint, p_max_orders integer, p_max_units integer,
+    p_scope text, p_key text, p_fingerprint text, p_claim_ttl bigint,
+    p_low_stock integer, p_cooldown_ms bigint, p_check_cooldown boolean)
+  RETURNS TABLE (outcome text, detail text, id bigint, pet_id bigint, owner_key_id bigint, quantity integer,
+    ship_date bigint, complete boolean, created_at bigint, expires_at bigint, version integer)
+  LANGUAGE plpgsql AS $fn$
+  #variable_conflict use_column
+  DECLARE
+    claimed boolean := false;
+    prior record;
+    held record;
+    pet record;
+    taken record;
+    made record;
+    cooling bigint;
+    record_json text;
+  BEGIN
+    IF p_key IS NOT NULL THEN
+      FOR attempt IN 1..2 LOOP
+        INSERT INTO idempotency_keys (scope, key, fingerprint, response, created_at)
+          VALUES (p_scope, p_key, p_fingerprint, '', p_now) ON CONFLICT (scope, key) DO NOTHING;
+        IF FOUND THEN claimed := true; EXIT; END IF;
+        SELECT i.fingerprint, i.response, i.created_at INTO prior FROM idempotency_keys i
+          WHERE i.scope = p_scope AND i.key = p_key FOR UPDATE;
+        CONTINUE WHEN NOT FOUND;
+        IF prior.created_at <= p_now - p_claim_ttl THEN
+          UPDATE idempotency_keys SET fingerprint = p_fingerprint, response = '', created_at = p_now
+            WHERE scope = p_scope AND key = p_key;
+          claimed := true; EXIT;
+        END IF;
+        IF prior.fingerprint <> p_fingerprint THEN outcome := 'reused'; RETURN NEXT; RETURN; END IF;
+        outcome := 'replayed'; detail := prior.response; RETURN NEXT; RETURN;
+      END LOOP;
+      IF NOT claimed THEN RAISE EXCEPTION 'idempotency claim kept vanishing'; END IF;
+    END IF;
+
+    IF p_max_orders IS NOT NULL THEN
+      PERFORM pg_advisory_xact_lock(1869767794, (p_owner % 2147483647)::integer);
+      SELECT count(*)::integer AS orders, coalesce(sum(o.quantity) FILTER (WHERE o.pet_id = p_pet), 0)::integer AS units
+        INTO held FROM orders o WHERE o.owner_key_id = p_owner AND NOT o.complete AND o.expires_at > p_now;
+      IF held.orders >= p_max_orders OR held.units + p_quantity > p_max_units THEN
+        IF claimed THEN DELETE FROM idempotency_keys WHERE scope = p_scope AND key = p_key; END IF;
+        outcome := 'limit'; detail := json_build_object('orders', held.orders, 'units', held.units)::text;
+        RETURN NEXT; RETURN;
+      END IF;
+    END IF;
+
+    PERFORM sweep_expired_orders(p_pet, p_now, p_cooldown_ms);
+
+    IF p_check_cooldown THEN
+      SELECT c.until INTO cooling FROM order_cooldowns c WHERE c.owner_key_id = p_owner AND c.pet_id = p_pet AND c.until > p_now;
+      IF FOUND THEN
+        IF claimed THEN DELETE FROM idempotency_keys WHERE scope = p_scope AND key = p_key; END IF;
+        outcome := 'cooldown'; detail := cooling::text;
+        RETURN NEXT; RETURN;
+      END IF;
+    END IF;
+
+    UPDATE pets SET stock = stock - p_quantity,
+      status = CASE WHEN stock = p_quantity THEN 'pending' ELSE status END, version = version + 1
+      WHERE id = p_pet AND status = 'available' AND stock >= p_quantity
+      RETURNING pets.stock, pets.status, pets.version INTO taken;
+    IF NOT FOUND THEN
+      SELECT p.status, p.stock INTO pet FROM pets p WHERE p.id = p_pet FOR UPDATE;
+      outcome := 'refused';
+      IF FOUND THEN detail := json_build_object('status', pet.status, 'stock', pet.stock)::text; END IF;
+      IF claimed THEN DELETE FROM idempotency_keys WHERE scope = p_scope AND key = p_key; END IF;
+      RETURN NEXT; RETURN;
+    END IF;
+
+    INSERT INTO orders (pet_id, owner_key_id, quantity, ship_date, complete, created_at, expires_at)
+      VALUES (p_pet, p_owner, p_quantity, p_ship_date, false, p_now, p_expires_at)
+      RETURNING orders.id, orders.pet_id, orders.owner_key_id, orders.quantity, orders.ship_date,
+        orders.complete, orders.created_at, orders.expires_at, orders.version INTO made;
+    record_json := order_json(made.id, made.pet_id, made.quantity, made.ship_date, made.complete,
+      made.owner_key_id, made.created_at, made.expires_at, made.version);
+    IF claimed THEN
+      UPDATE idempotency_keys SET response = record_json WHERE scope = p_scope AND key = p_key;
+    END IF;
+    INSERT INTO events (id, type, created_at, audience, subject_key_id, data)
+      VALUES (new_event_id(), 'order.created', p_now, 'order', p_owner, record_json);
+    IF taken.stock <= p_low_stock AND taken.stock + p_quantity > p_low_stock THEN
+      INSERT INTO events (id, type, created_at, audience, subject_key_id, data)
+        VALUES (new_event_id(), 'inventory.low', p_now, 'inventory', NULL,
+          json_build_object('petId', p_pet, 'quantity', taken.stock, 'status', taken.status, 'version', taken.version)::text);
+    END IF;
+    outcome := 'placed'; id := made.id; pet_id := made.pet_id; owner_key_id := made.owner_key_id;
+    quantity := made.quantity; ship_date := made.ship_date; complete := made.complete;
+    created_at := made.created_at; expires_at := made.expires_at; version := made.version;
+    RETURN NEXT;
+  END
+  $fn$;
+  `,
+  // Webhooks that settle and are fair, as SQLite's version 17 (here version 20): why an endpoint
+  // is disabled, the type a test delivery sends, and the deliveries each key holder's replays
+  // queued per hour.
+  `
+  ALTER TABLE webhooks ADD COLUMN disabled_reason text;
+  ALTER TABLE webhook_deliveries ADD COLUMN test_type text;
+  CREATE TABLE webhook_replays (
+    owner_key_id bigint  NOT NULL REFERENCES api_keys (id),
+    hour         bigint  NOT NULL,
+    queued       integer NOT NULL,
+    PRIMARY KEY (owner_key_id, hour)
+  );
   `
 ]

@@ -1,33 +1,31 @@
-// The audit log on SQLite (audit/audit.store.ts): the append the event log makes inside the
-// writer's callback (events.ts), and the port's reads. One connection and one writer serialize
-// every append already; audit_head is still read and updated in the append's transaction, so a
-// second process (the CLI) appending to the same file keeps the chain too.
-import type { EventDraft } from '../../events/events.store.ts'
-import { auditDrafts, nextEntry, type AuditDraft } from '../../audit/audit.rules.ts'
+// The audit log on SQLite (audit/audit.store.ts): the one append every audited change goes
+// through (the event log's, events.ts, and the webhook store's endpoint changes), inside the
+// writer's callback, and the port's reads. One connection and one writer serialize every append
+// already; audit_head is still read and updated in the append's transaction, so a second process
+// (the CLI) appending to the same file keeps the chain too.
+import { auditDraftsOf, nextEntry, type AuditedChange } from '../../audit/audit.rules.ts'
 import type { AuditHead, AuditStore } from '../../audit/audit.store.ts'
-import { currentActor } from '../../shared/actor-context.ts'
+import type { ActorContext } from '../../shared/actor-context.ts'
 import { auditFilterSql, toAuditEntry, AUDIT_COLUMNS, type AuditRow } from '../audit-rows.ts'
 import type { Db } from './database.ts'
 
 /**
- * Appends the audit entries of a change's events; call it in the change's transaction. `before`:
- * the record an update read before changing it (audit.rules.ts, auditDrafts).
+ * The audit door: appends the entries of `change` (audit.rules.ts, auditDraftsOf), made by `by`
+ * at `at`; call it in the change's transaction.
  */
-export type SqliteAuditAppend = (drafts: readonly EventDraft[], now: number, before?: unknown) => void
+export type SqliteAuditAppend = (change: AuditedChange, at: number, by: ActorContext) => void
 
-/** Appends audit drafts made by the caller (a change that writes no event); call it in the change's transaction. */
-export type SqliteAuditRecord = (entries: readonly AuditDraft[]) => void
-
-export function createSqliteAuditRecord (db: Db): SqliteAuditRecord {
+export function createSqliteAuditAppend (db: Db): SqliteAuditAppend {
   const head = db.prepare('SELECT count, hash FROM audit_head WHERE id = 1')
   const insert = db.prepare(`INSERT INTO audit_log (id, at, actor_type, actor_key_id, actor_role, actor_user, action, target_type, target_id, request_id, address, changes, hash)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
   const move = db.prepare('UPDATE audit_head SET count = ?, hash = ? WHERE id = 1')
-  return (entries) => {
+  return (change, at, by) => {
+    const entries = auditDraftsOf(change, at, by)
     if (entries.length === 0) return
-    let at = head.get() as unknown as AuditHead
+    let last = head.get() as unknown as AuditHead
     for (const draft of entries) {
-      const entry = nextEntry({ count: Number(at.count), hash: at.hash }, draft)
+      const entry = nextEntry({ count: Number(last.count), hash: last.hash }, draft)
       const { actor } = entry
       insert.run(
         entry.id,
@@ -44,15 +42,10 @@ export function createSqliteAuditRecord (db: Db): SqliteAuditRecord {
         JSON.stringify(entry.changes),
         entry.hash
       )
-      at = { count: entry.id, hash: entry.hash }
+      last = { count: entry.id, hash: entry.hash }
     }
-    move.run(at.count, at.hash)
+    move.run(last.count, last.hash)
   }
-}
-
-export function createSqliteAuditAppend (db: Db): SqliteAuditAppend {
-  const record = createSqliteAuditRecord(db)
-  return (drafts, now, before) => { record(auditDrafts(drafts, now, currentActor(), before)) }
 }
 
 export function createSqliteAuditStore (db: Db): AuditStore {

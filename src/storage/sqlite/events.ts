@@ -3,16 +3,18 @@
 // feed's position is seq alone (tx '0').
 import type { EventDraft, EventStore, StoredEvent } from '../../events/events.store.ts'
 import { keyEvent, newEventId } from '../../events/events.store.ts'
+import type { ActorSource } from '../../shared/actor-context.ts'
 import { eventFilterSql } from '../event-filters.ts'
 import { BAN_COLUMNS, KEY_COLUMNS, toBan, toKey, type BanRow, type KeyRow } from '../rows.ts'
-import { createSqliteAuditAppend } from './audit.ts'
+import type { SqliteAuditAppend } from './audit.ts'
 import type { Db } from './database.ts'
 import type { Writer } from './writer.ts'
 
 export interface SqliteEventLog {
   /**
-   * Appends the events; call it only inside a writer callback, with the change they report.
-   * `before`: the record an update read before changing it, for its audit entry (audit.ts).
+   * Appends the events, and their audit entries through the audit door (audit.ts), by the actor
+   * of the write; call it only inside a writer callback (or a transaction), with the change they
+   * report. `before`: the record an update read before changing it, for its audit entry.
    */
   append (drafts: readonly EventDraft[], now: number, before?: unknown): void
 }
@@ -41,21 +43,25 @@ function toEvent (row: EventRow): StoredEvent {
   }
 }
 
-export function createSqliteEventLog (db: Db): SqliteEventLog {
+/**
+ * `audit`: the engine's audit door; `actor`: who makes the change (storage/stores.ts), read in the
+ * writer's callback, which runs as the caller that queued it (index.ts).
+ */
+export function createSqliteEventLog (db: Db, audit: SqliteAuditAppend, actor: ActorSource): SqliteEventLog {
   const insert = db.prepare('INSERT INTO events (id, type, created_at, audience, subject_key_id, data) VALUES (?, ?, ?, ?, ?, ?)')
-  // Every change that reports events is recorded in the audit log here, in the same transaction.
-  const audit = createSqliteAuditAppend(db)
   return {
     append (drafts, now, before) {
+      if (drafts.length === 0) return
       for (const draft of drafts) {
         insert.run(newEventId(), draft.type, now, draft.audience, draft.subjectKeyId, JSON.stringify(draft.data))
       }
-      audit(drafts, now, before)
+      // Every change that reports events is recorded in the audit log here, in the same transaction.
+      audit({ events: drafts, before }, now, actor())
     }
   }
 }
 
-export function createSqliteEventStore (db: Db, writer: Writer): EventStore {
+export function createSqliteEventStore (db: Db, writer: Writer, log: SqliteEventLog): EventStore {
   const prune = db.prepare('DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE created_at < ? ORDER BY seq LIMIT ?)')
   // Key notices (sendKeyNotices): live keys (neither revoked nor rotated: a rotation's grace is
   // no expiry to warn of) in the window, without the notice yet; each one's ban in force on its
@@ -68,7 +74,6 @@ export function createSqliteEventStore (db: Db, writer: Writer): EventStore {
   const chainBan = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (SELECT o.id FROM api_keys o, api_keys k
       WHERE k.id = ? AND coalesce(o.quota_key_id, o.id) = coalesce(k.quota_key_id, k.id))
     AND lifted_at IS NULL AND ends_at > ? ORDER BY ends_at DESC LIMIT 1`)
-  const log = createSqliteEventLog(db)
   return {
     async listEvents ({ visibility, types, after, limit }) {
       const params: unknown[] = []

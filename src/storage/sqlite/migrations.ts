@@ -308,5 +308,20 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   // own (deprecated_calls_by_day).
   `
   CREATE INDEX key_usage_by_day ON key_usage (day);
+  `,
+  // Webhooks that settle and are fair (issues 48 and 49): why an endpoint is disabled (`failing`,
+  // `manual`, `owner_inactive`; NULL while enabled, and for those disabled before this version),
+  // the event type a test delivery sends in place of its webhook.test event (NULL: the event's
+  // own), and the deliveries each key holder's replays and recoveries queued per UTC hour (the
+  // rate of docs/product.md 13.9; rows of past hours are removed by the next replay).
+  `
+  ALTER TABLE webhooks ADD COLUMN disabled_reason TEXT;
+  ALTER TABLE webhook_deliveries ADD COLUMN test_type TEXT;
+  CREATE TABLE webhook_replays (
+    owner_key_id INTEGER NOT NULL REFERENCES api_keys (id),
+    hour         INTEGER NOT NULL, -- epoch ms of the hour's start
+    queued       INTEGER NOT NULL,
+    PRIMARY KEY (owner_key_id, hour)
+  );
   `
 ]

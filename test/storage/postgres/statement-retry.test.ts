@@ -5,13 +5,14 @@ import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'node:test'
 import pg from 'pg'
+import { currentActor } from '../../../src/shared/actor-context.ts'
 import { createDb } from '../../../src/storage/postgres/database.ts'
 import { TEST_DATABASE_URL, testPostgresReason } from '../../helpers/stores.ts'
 
 test('a statement chosen as a deadlock victim runs again and succeeds', { skip: await testPostgresReason() ?? false, timeout: 30_000 }, async (t) => {
   const pool = new pg.Pool({ connectionString: TEST_DATABASE_URL, max: 2 })
   t.after(() => pool.end())
-  const db = createDb(pool)
+  const db = createDb(pool, currentActor)
   const [a, b] = [4_000_000 + Math.floor(Math.random() * 1e6), 5_000_000 + Math.floor(Math.random() * 1e6)]
   const other = new pg.Client({ connectionString: TEST_DATABASE_URL })
   await other.connect()
