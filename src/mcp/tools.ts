@@ -4,15 +4,19 @@
 // declared twice: the routes are read as they are declared (onRoute), the same objects Fastify
 // validates with and the document is made from.
 import type { FastifyInstance, RouteOptions } from 'fastify'
-import { ROLE_RANK, type Role } from '../accounts/plans.ts'
-import { missingScope, type Scope, type ScopeNeed } from '../accounts/scopes.ts'
+import type { Role } from '../accounts/plans.ts'
+import { missingAccess, type Scope, type ScopeNeed } from '../accounts/scopes.ts'
+import { isApiPath } from '../shared/api-path.ts'
+import { CURSOR_DESCRIPTION, outputSchemaOf, pagingOf, type Paging } from './output-schema.ts'
 
 type JsonSchema = Record<string, unknown>
 
 /** One operation, as a tool. */
 export interface Tool {
   name: string
+  /** The operation's summary. */
   title: string
+  /** The operation's own description (the route schema's), without the document's additions. */
   description: string
   inputSchema: JsonSchema
   annotations: { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: false }
@@ -31,6 +35,12 @@ export interface Tool {
   /** The operation takes If-Match. */
   ifMatch: boolean
   deprecated: boolean
+  /** What the result's structured content holds: the operation's answer or its refusal (output-schema.ts). */
+  outputSchema: JsonSchema
+  /** A list whose result carries the next page's cursor: 'feed' when every page does (listEvents). */
+  paging: Paging
+  /** The operation costs no quota (route config `quota: 'free'`). */
+  free: boolean
 }
 
 const propertiesOf = (schema: unknown): Record<string, JsonSchema> =>
@@ -52,11 +62,17 @@ export function toolOf (route: Pick<RouteOptions, 'method' | 'url' | 'schema' | 
     querystring?: unknown
     body?: unknown
     headers?: unknown
+    response?: Record<string, unknown>
     hide?: boolean
     deprecated?: boolean
   } | undefined)
   const method = Array.isArray(route.method) ? route.method[0]! : route.method
-  const config = route.config as { role?: Role; scope?: ScopeNeed; lifecycle?: { deprecatedAt?: unknown } } | undefined
+  const config = route.config as {
+    role?: Role
+    scope?: ScopeNeed
+    quota?: 'free'
+    lifecycle?: { deprecatedAt?: unknown }
+  } | undefined
   if (schema?.operationId === undefined || schema.hide === true || config?.role === undefined
     || method === 'HEAD') return null
   const params = propertiesOf(schema.params)
@@ -66,6 +82,11 @@ export function toolOf (route: Pick<RouteOptions, 'method' | 'url' | 'schema' | 
   const required: string[] = []
   for (const [name, property] of Object.entries({ ...params, ...query })) properties[name] = plain(property)
   required.push(...requiredOf(schema.params), ...requiredOf(schema.querystring))
+  // The REST cursor's description points to the Link header, which an agent never sees.
+  const paging = pagingOf(schema.response)
+  if (paging !== null && properties.cursor !== undefined) {
+    properties.cursor = { ...properties.cursor, description: CURSOR_DESCRIPTION }
+  }
   if (schema.body !== undefined) {
     properties.body = plain(schema.body)
     if ((route.config as { optionalBody?: true } | undefined)?.optionalBody !== true) required.push('body')
@@ -81,9 +102,8 @@ export function toolOf (route: Pick<RouteOptions, 'method' | 'url' | 'schema' | 
   return {
     name: schema.operationId,
     title: summary,
-    description: [deprecated ? 'DEPRECATED. ' + summary : summary, schema.description]
-      .filter((part) => part !== undefined && part !== '')
-      .join('\n\n'),
+    // The tool's full text is made with the document's prose (mcp/describe.ts).
+    description: schema.description ?? '',
     inputSchema: { type: 'object', properties, ...(required.length > 0 && { required }), additionalProperties: false },
     annotations: {
       readOnlyHint: method === 'GET',
@@ -101,7 +121,10 @@ export function toolOf (route: Pick<RouteOptions, 'method' | 'url' | 'schema' | 
     hasBody: schema.body !== undefined,
     idempotent,
     ifMatch,
-    deprecated
+    deprecated,
+    outputSchema: outputSchemaOf(schema.response, { paging, deprecated }),
+    paging,
+    free: config.quota === 'free'
   }
 }
 
@@ -113,15 +136,14 @@ export function mayCall (
   tool: Pick<Tool, 'role' | 'scope'>,
   caller: { role: Role; scopes: ReadonlySet<Scope> | null } | null
 ): boolean {
-  if (caller === null) return false
-  return ROLE_RANK[tool.role] <= ROLE_RANK[caller.role] && missingScope(caller.role, caller.scopes, tool.scope) === null
+  return caller !== null && missingAccess(caller, tool) === null
 }
 
 /** Collects the tools of the /v1 routes as they are declared; install before the routes. */
 export function collectTools (app: FastifyInstance): Tool[] {
   const tools: Tool[] = []
   app.addHook('onRoute', (route) => {
-    if (!route.url.startsWith('/v1/')) return
+    if (!isApiPath(route.url)) return
     const tool = toolOf(route)
     if (tool !== null && !tools.some((t) => t.name === tool.name)) tools.push(tool)
   })

@@ -1,8 +1,9 @@
-// The seams tracing plugs into, and nothing of OpenTelemetry: the pipeline, the SQLite writer and
-// the webhook dispatcher import this module whether tracing is on or not, so it imports nothing.
-// (The Redis limiter's seam lives in ratelimit/redis.ts: the foundation imports nothing above it.) Each slot stays null
-// until telemetry/sdk.ts fills it (only when tracing is on), and every call site checks for null
-// first: with tracing off a request or a write pays one property read and no allocation.
+// The seams tracing plugs into, and nothing of OpenTelemetry: the pipeline, the SQLite writer, the
+// webhook dispatcher and the MCP endpoint import this module whether tracing is on or not, so it
+// imports nothing. (The Redis limiter's seam lives in ratelimit/redis.ts: the foundation imports
+// nothing above it.) Each slot stays null until telemetry/sdk.ts fills it (only when tracing is
+// on), and every call site checks for null first: with tracing off a request or a write pays one
+// property read and no allocation.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 
 /** A queued write's trace context: opaque here, an OpenTelemetry context in telemetry/sdk.ts. */
@@ -55,6 +56,42 @@ export interface WebhookTracing {
   detached (fn: () => void): void
 }
 
+/** What the span of one MCP message says of it (mcp/mcp.routes.ts): MCP's semantic conventions. */
+export interface McpMessageFacts {
+  /** The JSON-RPC method: `tools/call`, `initialize`, `notifications/initialized`… */
+  method: string
+  /** The tool a `tools/call` names, the prompt a `prompts/get` names. */
+  tool?: string
+  prompt?: string
+  /** A request's JSON-RPC id; none for a notification. */
+  requestId?: string | number
+  sessionId?: string
+  protocolVersion?: string
+  clientAddress: string
+  /** The message's `params._meta`, where an agent may send its trace context (`traceparent`). */
+  meta?: unknown
+}
+
+export interface McpMessageSpan {
+  /**
+   * The message failed: a JSON-RPC error (its code and message), or a tool result with `isError`
+   * (type `tool_error`, and the refusal's error code as the message).
+   */
+  fail (failure: { type: string; code?: number; message?: string }): void
+}
+
+export interface McpTracing {
+  /** Runs the handling of one MCP request or notification in its span (`tools/call listPets`). */
+  message<T> (facts: McpMessageFacts, fn: (span: McpMessageSpan) => Promise<T>): Promise<T>
+  /**
+   * Runs a request the endpoint makes in the caller's name (app.inject: the operation a tool runs,
+   * or the charge of a message) in a child span of its own, named like a server span
+   * (`GET /v1/pets`): the request's hooks (telemetry/request-span.ts) describe it there, and the
+   * /mcp request's own span is left as it is.
+   */
+  inner<T extends { statusCode: number }> (request: { method: string; route: string }, fn: () => Promise<T>): Promise<T>
+}
+
 export interface Telemetry {
   /** Adds the per-request span attributes and events (telemetry/request-span.ts) to the app. */
   installApp: ((app: FastifyInstance) => void) | null
@@ -62,6 +99,7 @@ export interface Telemetry {
   traceIdOf: ((request: FastifyRequest) => string | undefined) | null
   writer: WriterTracing | null
   webhooks: WebhookTracing | null
+  mcp: McpTracing | null
 }
 
-export const telemetry: Telemetry = { installApp: null, traceIdOf: null, writer: null, webhooks: null }
+export const telemetry: Telemetry = { installApp: null, traceIdOf: null, writer: null, webhooks: null, mcp: null }

@@ -7,12 +7,17 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { bindingWindow } from '../ratelimit/limiter.ts'
 
 /** The codes of the access step's refusals (errors.ts): 401, 403 and 429. */
-const ACCESS_CODES = new Set(['unauthenticated', 'api_key_expired', 'forbidden', 'rate_limited', 'api_key_banned', 'address_banned'])
+const ACCESS_CODES = new Set([
+  'unauthenticated', 'api_key_expired', 'forbidden', 'insufficient_scope', 'rate_limited', 'api_key_banned', 'address_banned'
+])
 
-/** Each request's server span (instrumentation-http's), found when the request starts. */
+/**
+ * Each request's server span (instrumentation-http's), found when the request starts; for a
+ * request the MCP endpoint makes in a caller's name, the span it runs under (mcp-span.ts).
+ */
 const spans = new WeakMap<FastifyRequest, Span>()
-/** The requests the access step refused. */
-const refused = new WeakSet<FastifyRequest>()
+/** The requests the access step refused, with the refusal's code. */
+const refused = new WeakMap<FastifyRequest, string>()
 
 export function traceIdOf (request: FastifyRequest): string | undefined {
   return spans.get(request)?.spanContext().traceId
@@ -30,17 +35,20 @@ export function installRequestSpan (app: FastifyInstance): void {
   })
   app.addHook('onError', (request, _reply, error, done) => {
     const code = (error as { code?: unknown }).code
-    const span = spans.get(request)
-    if (span !== undefined && typeof code === 'string' && ACCESS_CODES.has(code)) {
-      refused.add(request)
-      span.setAttributes({ 'petstore.access.refused': true, 'petstore.access.code': code })
-      span.addEvent('petstore.access.refused', { 'petstore.access.code': code, 'http.response.status_code': (error as { statusCode?: number }).statusCode ?? 0 })
-    }
+    if (spans.has(request) && typeof code === 'string' && ACCESS_CODES.has(code)) refused.set(request, code)
     done()
   })
-  app.addHook('onResponse', (request, _reply, done) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const span = spans.get(request)
-    if (span !== undefined) describeAccess(span, request)
+    if (span !== undefined) {
+      // Told once the answer is sent, so the event carries the status the client got.
+      const code = refused.get(request)
+      if (code !== undefined) {
+        span.setAttributes({ 'petstore.access.refused': true, 'petstore.access.code': code })
+        span.addEvent('petstore.access.refused', { 'petstore.access.code': code, 'http.response.status_code': reply.statusCode })
+      }
+      describeAccess(span, request)
+    }
     done()
   })
 }
@@ -61,6 +69,9 @@ function describeAccess (span: Span, request: FastifyRequest): void {
   // onError said so when the access step refused; any other answer was not refused by it.
   if (!refused.has(request)) span.setAttribute('petstore.access.refused', false)
   if (decision.banStarted && decision.ban !== null) {
-    span.addEvent('petstore.ban.started', { 'petstore.ban.until': new Date(decision.ban.until).toISOString(), 'petstore.ban.reason': decision.ban.reason })
+    span.addEvent('petstore.ban.started', {
+      'petstore.ban.until': new Date(decision.ban.until).toISOString(),
+      'petstore.ban.reason': decision.ban.reason
+    })
   }
 }

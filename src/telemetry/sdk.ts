@@ -4,12 +4,17 @@
 // OpenTelemetry module is ever loaded (test/telemetry/tracing-off.test.ts).
 import { FastifyOtelInstrumentation } from '@fastify/otel'
 import { context, ROOT_CONTEXT, trace, type Context, type Span } from '@opentelemetry/api'
+import { OTLPTraceExporter as GrpcExporter } from '@opentelemetry/exporter-trace-otlp-grpc'
+import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http'
+import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto'
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http'
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg'
 import { NodeSDK } from '@opentelemetry/sdk-node'
 import { redisTracing } from '../ratelimit/redis.ts'
-import type { Env } from './enabled.ts'
+import type { Env, SpanRedaction } from './enabled.ts'
 import { telemetry, type WriteTrace } from './hooks.ts'
+import { mcpTracing } from './mcp-span.ts'
+import { redactingExporter, type SpanExporter } from './redacted-export.ts'
 import { redisCallTracing } from './redis-span.ts'
 import { installRequestSpan, traceIdOf } from './request-span.ts'
 import { webhookTracing } from './webhook-span.ts'
@@ -19,10 +24,27 @@ export const DEFAULT_SERVICE_NAME = 'petstore-api'
 
 const tracer = trace.getTracer('petstore-api')
 
-export function startTracing (env: Env): { shutdown (): Promise<void> } {
+/**
+ * The OTLP exporter of the protocol the environment names, as NodeSDK would make it (each reads
+ * its endpoint, headers and timeout from the OTEL_EXPORTER_OTLP_* variables itself). Made here,
+ * not by NodeSDK, so that it can be wrapped in the redaction (redacted-export.ts).
+ */
+function otlpExporter (env: Env): SpanExporter {
+  // As the SDK reads them: trimmed, an empty value as unset, an unknown one as the default.
+  const [protocol] = [env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, env.OTEL_EXPORTER_OTLP_PROTOCOL]
+    .map((value) => value?.trim() ?? '')
+    .filter((value) => value !== '')
+  if (protocol === 'grpc') return new GrpcExporter()
+  if (protocol === 'http/json') return new JsonExporter()
+  return new ProtobufExporter()
+}
+
+export function startTracing (env: Env, redaction: SpanRedaction): { shutdown (): Promise<void> } {
   const named = (env.OTEL_SERVICE_NAME ?? '') !== '' || /(^|,)\s*service\.name\s*=/.test(env.OTEL_RESOURCE_ATTRIBUTES ?? '')
   const sdk = new NodeSDK({
     ...(!named && { serviceName: DEFAULT_SERVICE_NAME }),
+    // Batched as NodeSDK batches any exporter (the OTEL_BSP_* variables); every span redacted first.
+    traceExporter: redactingExporter(otlpExporter(env), redaction),
     // Traces only: metrics are Prometheus' (/metrics), logs go to standard output.
     metricReaders: [],
     logRecordProcessors: [],
@@ -41,6 +63,7 @@ export function startTracing (env: Env): { shutdown (): Promise<void> } {
   telemetry.traceIdOf = traceIdOf
   telemetry.writer = sqliteWriterTracing
   telemetry.webhooks = webhookTracing
+  telemetry.mcp = mcpTracing
   redisTracing.current = redisCallTracing
   return { shutdown: async () => { await sdk.shutdown() } }
 }
