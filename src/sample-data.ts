@@ -4,6 +4,7 @@
 // (test/openapi/examples.test.ts walks every operation with its examples on this data).
 import { createKeyAdmin } from './keys/keys.service.ts'
 import type { Role } from './accounts/plans.ts'
+import { DEFAULT_ORDER_HOLD_MS } from './orders/orders.store.ts'
 import { systemClock, type Clock } from './shared/clock.ts'
 import type { Stores } from './storage/stores.ts'
 import { newSecret } from './webhooks/signature.ts'
@@ -58,32 +59,40 @@ export async function loadSampleKeysAndOrders (
   const ownerKeyId = keys[0]!.id
   const pets = await stores.pets.listPets({}, { afterId: null, limit: 100 })
   const petId = (name: string) => pets.find((p) => p.name === name)!.id
+  // Placed as the service would place them with the default hold (rule 10).
+  const now = clock.now()
+  const expiresAt = now + DEFAULT_ORDER_HOLD_MS
   await stores.orders.placeOrder({
     petId: petId('Bubbles'),
     quantity: 2,
     shipDate: Date.parse('2026-12-01T10:00:00Z'),
     ownerKeyId,
-    now: clock.now()
+    now,
+    expiresAt
   }, null)
-  await stores.orders.placeOrder({ petId: petId('Nemo'), quantity: 1, shipDate: null, ownerKeyId, now: clock.now() }, null)
+  await stores.orders.placeOrder({ petId: petId('Nemo'), quantity: 1, shipDate: null, ownerKeyId, now, expiresAt }, null)
   await loadSampleWebhooks(stores, ownerKeyId, clock)
   return keys
 }
 
-/** The webhook endpoints the document's examples name; disabled, so `serve --sample-data` sends nothing to them. */
-export const SAMPLE_WEBHOOK_IDS = ['wh_5f0c6b1e8d2a4c7b9e3f1a20', 'wh_0d3e9a7c2b5f4e1a8c6d2b90'] as const
+/**
+ * The sample customer's webhook endpoint, which the document's examples name. Its host,
+ * hooks.partner.example, is a reserved example name that receives nothing, so it is disabled
+ * (manual: one webhook.disabled event in the customer's feed, carrying this description) and no
+ * attempt is made; its description says what it is and what to do with it.
+ */
+export const SAMPLE_WEBHOOK_ID = 'wh_5f0c6b1e8d2a4c7b9e3f1a20'
 
 async function loadSampleWebhooks (stores: Stores, ownerKeyId: number, clock: Clock): Promise<void> {
-  for (const id of SAMPLE_WEBHOOK_IDS) {
-    await stores.webhooks.createWebhook({
-      id,
-      ownerKeyId,
-      url: 'https://hooks.partner.example/petstore',
-      types: ['order.*'],
-      description: 'Order updates for the partner shop',
-      secret: newSecret(),
-      now: clock.now()
-    }, 10)
-    await stores.webhooks.updateWebhook(id, { status: 'disabled' }, clock.now(), disabledEvent('manual'))
-  }
+  await stores.webhooks.createWebhook({
+    id: SAMPLE_WEBHOOK_ID,
+    ownerKeyId,
+    url: 'https://hooks.partner.example/petstore',
+    types: ['order.*'],
+    description: 'Sample endpoint of `serve --sample-data`: hooks.partner.example receives nothing, so it is disabled. '
+      + 'Point its url at your receiver and enable it, or delete it.',
+    secret: newSecret(),
+    now: clock.now()
+  }, 10)
+  await stores.webhooks.updateWebhook(SAMPLE_WEBHOOK_ID, { status: 'disabled' }, clock.now(), disabledEvent('manual'))
 }

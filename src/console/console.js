@@ -425,10 +425,10 @@ async function loadDeprecations () {
 
 // ---- the webhook views ---------------------------------------------------------------------
 // Endpoints from GET /v1/webhooks (an admin sees every key holder's), deliveries from
-// GET /v1/webhooks/{id}/deliveries, and why an endpoint is disabled from its latest
-// webhook.disabled event in the feed (GET /v1/events: reason failing or manual), since the
-// endpoint itself only says enabled or disabled. Test and replay answer 202 at once; the page
-// then reloads the deliveries until the attempt is made, and says how it went.
+// GET /v1/webhooks/{id}/deliveries, and why an endpoint is disabled from its `disabledReason`,
+// else (an endpoint disabled before reasons were kept) from its latest webhook.disabled event in
+// the feed (GET /v1/events), with when. Test and replay answer 202 at once; the page then
+// reloads the deliveries until the attempt is made, and says how it went.
 
 const DELIVERY_LIMIT = 100
 const FEED_PAGE = 100
@@ -504,10 +504,12 @@ function webhookStatusNode (webhook, reasons, latest) {
   const wrap = el('span')
   if (webhook.status === 'disabled') {
     const why = reasons.get(webhook.id)
-    const reason = why?.reason === 'failing' || why?.reason === 'manual' ? why.reason : 'unknown'
+    const told = webhook.disabledReason ?? why?.reason
+    const reason = ['failing', 'manual', 'owner_inactive'].includes(told) ? told : 'unknown'
     wrap.append(el('span', { class: 'state-disabled', 'data-status': 'disabled', 'data-reason': reason, text: 'disabled' }))
     if (reason === 'failing') wrap.append(' after 5 days in which every attempt failed')
     else if (reason === 'manual') wrap.append(' by hand')
+    else if (reason === 'owner_inactive') wrap.append(': its owner has no live key (revoked or expired)')
     else wrap.append(' (why is no longer known: the event that said so is older than the events kept)')
     if (why !== undefined) wrap.append(', ', el('time', { datetime: why.at, text: dateTime(why.at) }))
     return wrap
@@ -593,7 +595,11 @@ function renderDeliveries (deliveries, paused) {
     const last = d.made[0]
     const state = d.pending !== null ? 'pending' : last.outcome
     let stateText = { succeeded: 'delivered', failed: 'failed (no attempt left)' }[state]
-    if (state === 'pending') stateText = paused ? 'waiting: the endpoint is disabled' : d.made.length === 0 ? 'queued' : 'retrying'
+    // A pending replay of an event already delivered is queued again, not retrying: only a retry
+    // follows a failure (a success settles the retries of its event).
+    if (state === 'pending') {
+      stateText = paused ? 'waiting: the endpoint is disabled' : d.made.length === 0 ? 'queued' : d.pending.kind === 'retry' ? 'retrying' : 'queued again (replay)'
+    }
     const next = d.pending === null
       ? null
       : paused

@@ -1,9 +1,9 @@
 // The webhook tables' rows as both engines read them (column for column alike), mapped once.
 import type { StoredEvent } from '../events/events.store.ts'
 import { matchesTypes, maySee } from '../webhooks/event-types.ts'
-import type { DeliveryEntry, WebhookRecord } from '../webhooks/webhooks.store.ts'
+import type { AttemptKind, DeliveryEntry, WebhookRecord } from '../webhooks/webhooks.store.ts'
 
-export const WEBHOOK_COLUMNS = 'seq, id, owner_key_id, url, types, description, status, secret, previous_secret, previous_secret_until, created_at, updated_at, failing_since, version'
+export const WEBHOOK_COLUMNS = 'seq, id, owner_key_id, url, types, description, status, disabled_reason, secret, previous_secret, previous_secret_until, created_at, updated_at, failing_since, version'
 
 export interface WebhookRow {
   seq: number | string
@@ -13,6 +13,7 @@ export interface WebhookRow {
   types: string
   description: string | null
   status: WebhookRecord['status']
+  disabled_reason: WebhookRecord['disabledReason']
   secret: string
   previous_secret: string | null
   previous_secret_until: number | string | null
@@ -33,6 +34,7 @@ export function toWebhook (row: WebhookRow): WebhookRecord {
     types: JSON.parse(row.types) as string[],
     description: row.description,
     status: row.status,
+    disabledReason: row.disabled_reason,
     secret: row.secret,
     previousSecret: row.previous_secret,
     previousSecretUntil: numberOrNull(row.previous_secret_until),
@@ -51,17 +53,39 @@ export function liveSecrets (webhook: Pick<WebhookRecord, 'secret' | 'previousSe
     : [secret]
 }
 
+/** A delivery's origin, as webhook_deliveries.origin keeps it. */
+type Origin = 'feed' | 'replay' | 'test'
+
 export interface AttemptRow {
+  id: number | string
   event_id: string
   type: string
   attempt: number
+  origin: Origin
   at: number | string
   outcome: 'succeeded' | 'failed'
   status: number | null
   error: string | null
   duration_ms: number | null
 }
-export interface PendingRow { event_id: string; type: string; attempts: number; next_attempt_at: number | string }
+export interface PendingRow {
+  event_id: string
+  type: string
+  attempts: number
+  origin: Origin
+  next_attempt_at: number | string
+}
+
+/**
+ * The columns of an attempt row and of a pending row, the same on both engines (`a` the attempt,
+ * `d` its delivery, `e` its event). A test delivery shows the type it sends.
+ */
+export const ATTEMPT_COLUMNS = 'a.id, d.event_id, coalesce(d.test_type, e.type) AS type, a.attempt, d.origin, a.at, a.outcome, a.status, a.error, a.duration_ms'
+export const PENDING_COLUMNS = 'd.event_id, coalesce(d.test_type, e.type) AS type, d.attempts, d.origin, d.next_attempt_at'
+
+/** The first attempt of a replayed delivery is a replay; any later one, a retry. */
+const kindOf = (attempt: number, origin: Origin): AttemptKind =>
+  attempt > 1 ? 'retry' : origin === 'replay' ? 'replay' : 'first'
 
 /** Attempts made and deliveries still pending, newest first, at most `limit`. */
 export function deliveryEntries (
@@ -70,14 +94,60 @@ export function deliveryEntries (
   limit: number
 ): DeliveryEntry[] {
   const made: DeliveryEntry[] = attempts.map((row) => ({
-    eventId: row.event_id, type: row.type, attempt: row.attempt, at: Number(row.at), outcome: row.outcome,
-    status: row.status, error: row.error, durationMs: row.duration_ms
+    id: Number(row.id),
+    eventId: row.event_id,
+    type: row.type,
+    attempt: row.attempt,
+    kind: kindOf(row.attempt, row.origin),
+    at: Number(row.at),
+    outcome: row.outcome,
+    status: row.status,
+    error: row.error,
+    durationMs: row.duration_ms
   }))
   const waiting: DeliveryEntry[] = pending.map((row) => ({
-    eventId: row.event_id, type: row.type, attempt: row.attempts + 1, at: Number(row.next_attempt_at), outcome: 'pending',
-    status: null, error: null, durationMs: null
+    id: null,
+    eventId: row.event_id,
+    type: row.type,
+    attempt: row.attempts + 1,
+    kind: kindOf(row.attempts + 1, row.origin),
+    at: Number(row.next_attempt_at),
+    outcome: 'pending',
+    status: null,
+    error: null,
+    durationMs: null
   }))
   return [...waiting, ...made].sort((a, b) => b.at - a.at).slice(0, limit)
+}
+
+/**
+ * Whether the owner of the endpoint `w` is live at the instant `now` (an SQL parameter, written
+ * twice: on SQLite a numbered one): a key of its rotation chain (the first key, `owner_key_id`,
+ * or a successor naming it in quota_key_id) neither revoked nor expired. A rotated key past its
+ * grace period has expired, so an endpoint keeps its owner through a rotation and loses it when
+ * the chain has no live key left. Two lookups, not one with OR: each reads its index (the primary
+ * key, api_keys_by_quota_key), where an OR of the two columns read every key for each endpoint.
+ */
+export function liveOwnerSql (now: string): string {
+  const live = (k: string): string => `${k}.revoked_at IS NULL AND (${k}.expires_at IS NULL OR ${k}.expires_at > ${now})`
+  return `(EXISTS (SELECT 1 FROM api_keys lk WHERE lk.id = w.owner_key_id AND ${live('lk')})
+    OR EXISTS (SELECT 1 FROM api_keys lq WHERE lq.quota_key_id = w.owner_key_id AND ${live('lq')}))`
+}
+
+/** The start (epoch ms) of the UTC hour of `now`: the window of the replay rate. */
+export const hourOf = (now: number): number => now - (now % 3_600_000)
+
+/**
+ * How many of the `wanted` events a replay may queue with `used` of the hour's `perHour` gone, and
+ * when the hour ends (for a refusal's Retry-After).
+ */
+export function replayRoom (
+  used: number,
+  wanted: number,
+  perHour: number,
+  now: number
+): { room: number; retryAt: number } {
+  return { room: Math.max(0, Math.min(wanted, perHour - used)), retryAt: hourOf(now) + 3_600_000 }
 }
 
 export interface EndpointOwner {

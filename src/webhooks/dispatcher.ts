@@ -1,9 +1,11 @@
 // The webhook dispatcher (docs/product.md, webhooks): run by the webhook-dispatch job every
-// WEBHOOK_POLL_MS and woken at once after this instance queues a test or a replay. One tick fans
-// out the new events of the feed into deliveries, then claims the due deliveries this instance
-// has room for and starts their attempts without waiting for them: a slow or dead endpoint holds
-// only its own slots (at most maxInFlightPerEndpoint), never the tick nor the other endpoints.
+// WEBHOOK_POLL_MS and woken at once after this instance queues a test or a replay. One tick
+// disables the endpoints whose owner has no live key left, fans out the new events of the feed
+// into deliveries, then claims the due deliveries this instance has room for and starts their
+// attempts without waiting for them: a slow or dead endpoint holds only its own slots (at most
+// maxInFlightPerEndpoint) and its key holder's share, never the tick nor the other holders'.
 import { randomUUID } from 'node:crypto'
+import { exampleOf, isEventType } from '../events/catalogue.ts'
 import type { StoredEvent } from '../events/events.store.ts'
 import type { Clock } from '../shared/clock.ts'
 import { telemetry, type WebhookAttemptSpan } from '../telemetry/hooks.ts'
@@ -12,7 +14,7 @@ import { nextAttemptAt } from './schedule.ts'
 import { webhookHeaders } from './signature.ts'
 import { checkWebhookUrl, URL_REFUSAL_MESSAGES, type Resolve } from './url-guard.ts'
 import { disabledEvent } from './webhooks.view.ts'
-import type { ClaimedDelivery, WebhookStore } from './webhooks.store.ts'
+import type { ClaimedDelivery, DisabledReason, WebhookRecord, WebhookStore } from './webhooks.store.ts'
 
 /** The delivery settings (config.ts reads them from the environment). */
 export interface WebhookSettings {
@@ -31,15 +33,25 @@ export interface WebhookSettings {
    */
   maxInFlight: number
   maxInFlightPerEndpoint: number
+  /**
+   * Attempts in flight per instance for one key holder's endpoints together; ownerShare's default
+   * (a quarter of maxInFlight) when absent.
+   */
+  maxInFlightPerOwner?: number
   /** How often the dispatcher looks for new events and due retries (WEBHOOK_POLL_MS, 250). */
   pollMs: number
 }
 
-/** An event's `data` as the API shows it (app.ts passes events/render.ts, so a delivery's data is the feed's). */
+/**
+ * An event's `data` as the API shows it (webhooks.feature.ts passes events/render.ts's, so a
+ * delivery's data is the feed's).
+ */
 export type RenderEvent = (event: StoredEvent) => unknown
 
 /** An endpoint failing for this long, every attempt, is disabled (issue 31: 5 days). */
 export const DISABLE_AFTER_MS = 5 * 24 * 3_600_000
+/** At most one warn line a minute per endpoint for its failed attempts; the next says how many it left out. */
+export const FAILURE_LOG_INTERVAL_MS = 60_000
 /** Events read from the feed per fan-out round. */
 const FAN_OUT_BATCH = 500
 /**
@@ -55,6 +67,23 @@ const DRAIN_MS = 2_000
 
 export type DeliveryOutcome = 'succeeded' | 'retrying' | 'failed'
 
+/**
+ * A key holder's share of an instance's attempts in flight (issue 48 finding 2): a quarter of
+ * them (16 of 64), and never less than one endpoint's, so that the endpoints of three holders
+ * that never answer still leave a quarter of the slots to everyone else, and the claim serves
+ * the holders with the fewest in flight first as slots free (webhooks.store.ts, claimDue).
+ */
+export function ownerShare (settings: WebhookSettings): number {
+  return settings.maxInFlightPerOwner ?? Math.max(settings.maxInFlightPerEndpoint, Math.floor(settings.maxInFlight / 4))
+}
+
+/**
+ * What a test of another type than webhook.test sends as `data`: that type's documented example
+ * (events/catalogue.ts), as GET /v1/event_types shows it. A type dropped from the catalogue since
+ * the test was queued sends none.
+ */
+const testData = (type: string): unknown => isEventType(type) ? exampleOf(type) : null
+
 export interface DispatcherDeps {
   store: WebhookStore
   clock: Clock
@@ -67,9 +96,12 @@ export interface DispatcherDeps {
    * only loopback: a test never sends traffic off this machine, whatever URL it subscribes.
    */
   mayConnect?: (address: string) => boolean
-  /** Each attempt's outcome (metrics): succeeded, retrying (failed, another is due) or failed for good. */
-  onOutcome?: (outcome: DeliveryOutcome) => void
-  log?: { warn (fields: object, message: string): void }
+  /** Counts each attempt's outcome (ops/metrics.ts): succeeded, retrying (another is due) or failed for good. */
+  metrics?: { onWebhookOutcome (outcome: DeliveryOutcome): void }
+  log?: {
+    warn (fields: object, message: string): void
+    info (fields: object, message: string): void
+  }
 }
 
 export interface Dispatcher {
@@ -87,7 +119,12 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
   const { store, clock, settings } = deps
   const render = deps.render ?? ((event: StoredEvent) => event.data)
   const leaseOwner = `${process.pid}-${randomUUID()}`
+  const perOwnerShare = ownerShare(settings)
   const perEndpoint = new Map<string, number>()
+  const perOwner = new Map<number, number>()
+  // Failures logged per endpoint: when the last line was written, and how many failed since.
+  const failures = new Map<string, { loggedAt: number; suppressed: number }>()
+  let failuresSweptAt = 0
   const attempts = new Set<Promise<void>>()
   let running: Promise<void> | null = null
   let again = false
@@ -99,6 +136,11 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
 
   async function round (): Promise<void> {
     const fannedAt = clock.now()
+    // Before the fan-out and the claim (which skip such endpoints too), so that the endpoint says
+    // why it gets nothing.
+    for (const webhook of await store.disableInactiveOwners(fannedAt, disabledEvent('owner_inactive'))) {
+      logDisabled(webhook, 'owner_inactive')
+    }
     while (await store.fanOut(fannedAt, FAN_OUT_BATCH) === FAN_OUT_BATCH) { /* a backlog: read on */ }
     const room = settings.maxInFlight - attempts.size
     if (room <= 0) { saturated = true; return }
@@ -108,39 +150,99 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
     // due meanwhile is claimed now rather than a round later.
     const now = clock.now()
     const inFlight = Object.fromEntries(perEndpoint)
+    const inFlightByOwner = Object.fromEntries(perOwner)
     const claimed = await store.claimDue({
       now,
       leaseOwner,
       leaseUntil: now + settings.timeoutMs + LEASE_MARGIN_MS,
       limit: room,
       perEndpoint: settings.maxInFlightPerEndpoint,
-      inFlight
+      inFlight,
+      perOwner: perOwnerShare,
+      inFlightByOwner
     })
     for (const delivery of claimed) {
       start(delivery)
       inFlight[delivery.webhookId] = (inFlight[delivery.webhookId] ?? 0) + 1
+      inFlightByOwner[delivery.ownerKeyId] = (inFlightByOwner[delivery.ownerKeyId] ?? 0) + 1
     }
-    // An endpoint at its share when the claim ran may have more due, whether this claim or an
-    // earlier one filled it. Counted from what the claim saw, not from perEndpoint now: attempts
-    // that ended during the claim lowered that, and a backlog would wait for the poll.
-    saturated = claimed.length === room || Object.values(inFlight).some((n) => n >= settings.maxInFlightPerEndpoint)
+    // An endpoint or a key holder at its share when the claim ran may have more due, whether this
+    // claim or an earlier one filled it. Counted from what the claim saw, not from the maps now:
+    // attempts that ended during the claim lowered those, and a backlog would wait for the poll.
+    saturated = claimed.length === room
+      || Object.values(inFlight).some((n) => n >= settings.maxInFlightPerEndpoint)
+      || Object.values(inFlightByOwner).some((n) => n >= perOwnerShare)
+  }
+
+  function logDisabled (webhook: WebhookRecord, reason: DisabledReason): void {
+    deps.log?.info({ webhookId: webhook.id, ownerKeyId: webhook.ownerKeyId, reason }, 'a webhook endpoint was disabled')
+  }
+
+  /**
+   * A warn line for a failed attempt, at most one per endpoint each FAILURE_LOG_INTERVAL_MS: an
+   * endpoint that is down fails every attempt, and a line each would drown the log. The next
+   * line says how many failures were not logged since the last (`suppressed`).
+   */
+  function logFailure (
+    delivery: ClaimedDelivery,
+    attempt: number,
+    result: AttemptResult,
+    next: number | null,
+    at: number
+  ): void {
+    const seen = failures.get(delivery.webhookId)
+    if (seen !== undefined && at - seen.loggedAt < FAILURE_LOG_INTERVAL_MS) {
+      seen.suppressed++
+      return
+    }
+    failures.set(delivery.webhookId, { loggedAt: at, suppressed: 0 })
+    const fields = {
+      webhookId: delivery.webhookId,
+      eventId: delivery.event.id,
+      type: delivery.testType ?? delivery.event.type,
+      attempt,
+      status: result.status ?? null,
+      error: result.error ?? null,
+      nextAttemptAt: next === null ? null : new Date(next).toISOString(),
+      suppressed: seen?.suppressed ?? 0
+    }
+    deps.log?.warn(fields, next === null
+      ? 'a webhook attempt failed, the last of its schedule: replay or recover it'
+      : 'a webhook attempt failed; it is retried')
+    // At most once an interval, the endpoints quiet for a whole one are forgotten (and those whose
+    // count of failures left out has waited an hour for a next failure), so the map holds only
+    // the endpoints failing now.
+    if (at - failuresSweptAt >= FAILURE_LOG_INTERVAL_MS) {
+      failuresSweptAt = at
+      for (const [id, entry] of failures) {
+        const quiet = at - entry.loggedAt
+        if (quiet >= (entry.suppressed === 0 ? 1 : 60) * FAILURE_LOG_INTERVAL_MS) failures.delete(id)
+      }
+    }
   }
 
   function start (delivery: ClaimedDelivery): void {
     perEndpoint.set(delivery.webhookId, (perEndpoint.get(delivery.webhookId) ?? 0) + 1)
+    perOwner.set(delivery.ownerKeyId, (perOwner.get(delivery.ownerKeyId) ?? 0) + 1)
     const done = attempt(delivery)
       .catch((error: unknown) => { deps.log?.warn({ err: error, webhookId: delivery.webhookId }, 'a webhook attempt could not be recorded; its lease expires and it is retried') })
       .finally(() => {
         attempts.delete(done)
-        const left = (perEndpoint.get(delivery.webhookId) ?? 1) - 1
-        if (left === 0) perEndpoint.delete(delivery.webhookId)
-        else perEndpoint.set(delivery.webhookId, left)
+        release(perEndpoint, delivery.webhookId)
+        release(perOwner, delivery.ownerKeyId)
         if (stopping) return
         // Ended during a round: that round's claim did not count this room, so one more runs.
         if (running !== null) again = true
         else if (saturated) wake()
       })
     attempts.add(done)
+  }
+
+  /** One attempt fewer in flight for `key`; a key with none left goes from the map. */
+  function release<K> (counts: Map<K, number>, key: K): void {
+    const left = (counts.get(key) ?? 1) - 1
+    if (left === 0) counts.delete(key)
+    else counts.set(key, left)
   }
 
   async function attempt (delivery: ClaimedDelivery): Promise<void> {
@@ -155,7 +257,7 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
           webhookId: delivery.webhookId,
           deliveryId: delivery.id,
           eventId: delivery.event.id,
-          eventType: delivery.event.type,
+          eventType: delivery.testType ?? delivery.event.type,
           attempt: number
         })
     let result: AttemptResult
@@ -167,7 +269,7 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
     }
     span?.end(result)
     const next = result.outcome === 'succeeded' ? null : nextAttemptAt(number, at, settings.retryScheduleMs)
-    await store.recordAttempt({
+    const disabled = await store.recordAttempt({
       deliveryId: delivery.id,
       webhookId: delivery.webhookId,
       leaseOwner,
@@ -181,7 +283,10 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
       disableIfFailingSince: at - DISABLE_AFTER_MS,
       disabledEvent: disabledEvent('failing')
     })
-    deps.onOutcome?.(result.outcome === 'succeeded' ? 'succeeded' : next === null ? 'failed' : 'retrying')
+    if (result.outcome === 'succeeded') failures.delete(delivery.webhookId)
+    else logFailure(delivery, number, result, next, at)
+    if (disabled !== null) logDisabled(disabled, 'failing')
+    deps.metrics?.onWebhookOutcome(result.outcome === 'succeeded' ? 'succeeded' : next === null ? 'failed' : 'retrying')
   }
 
   /** The URL is checked again at every attempt, and the attempt connects to the address just checked. */
@@ -198,10 +303,13 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
     const address = check.addresses[0]!
     if (deps.mayConnect !== undefined && !deps.mayConnect(address.address)) return { outcome: 'failed', error: 'address not reachable from here', durationMs: 0 }
     const { event } = delivery
+    // The id too (Standard Webhooks allows more fields than three): a receiver that stores the
+    // body keeps the event's id, the feed's and the webhook-id header's.
     const body = JSON.stringify({
-      type: event.type,
+      id: event.id,
+      type: delivery.testType ?? event.type,
       timestamp: new Date(event.createdAt).toISOString(),
-      data: render(event)
+      data: delivery.testType === null ? render(event) : testData(delivery.testType)
     })
     const signed = webhookHeaders({ id: event.id, timestamp: Math.floor(at / 1000), body, secrets: delivery.secrets })
     if (span === undefined) {

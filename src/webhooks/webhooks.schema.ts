@@ -2,29 +2,30 @@
 // deliveries, and the bodies of create, change and replay.
 import { Type, type Static } from 'typebox'
 import { NO_CONTROLS, MULTILINE_TEXT, PageQuery, StringEnum } from '../shared/schemas.ts'
+import {
+  WEBHOOK_EXAMPLE_ID as EXAMPLE_ID,
+  WEBHOOK_EXAMPLE_URL as EXAMPLE_URL,
+  webhookExample as example,
+  webhookFields,
+  WebhookSchema,
+  WebhookStatusSchema
+} from '../events/webhook.schema.ts'
+
+export { DisabledReasonSchema, WebhookSchema, type Webhook } from '../events/webhook.schema.ts'
 
 const WEBHOOK_ID_PATTERN = '^wh_[0-9a-f]{24}$'
-const EXAMPLE_ID = 'wh_5f0c6b1e8d2a4c7b9e3f1a20'
-const EXAMPLE_URL = 'https://hooks.partner.example/petstore'
 // The create example's host is an address: it must pass the address check where no DNS answers (the examples walk).
 const CREATE_EXAMPLE_URL = 'https://93.184.215.14/petstore'
 
-const webhookIdParams = (example: string) => Type.Object({
-  webhookId: Type.String({ pattern: WEBHOOK_ID_PATTERN, description: 'The endpoint id (`wh_` and 24 hex digits).', examples: [example] })
+export const WebhookIdParams = Type.Object({
+  webhookId: Type.String({ pattern: WEBHOOK_ID_PATTERN, description: 'The endpoint id (`wh_` and 24 hex digits).', examples: [EXAMPLE_ID] })
 }, { additionalProperties: false })
-export const WebhookIdParams = webhookIdParams(EXAMPLE_ID)
-/**
- * deleteWebhook's example deletes the other sample endpoint (src/sample-data.ts), so the operations
- * after it find theirs.
- */
-export const DeleteWebhookIdParams = webhookIdParams('wh_0d3e9a7c2b5f4e1a8c6d2b90')
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, pattern: NO_CONTROLS, description: 'Where deliveries are POSTed: `https://`, a host that resolves only to public addresses (SECURITY.md), no user name or password.', examples: [EXAMPLE_URL] })
 const Types = Type.Array(Type.String({ pattern: '^[a-z_]{1,40}\\.(?:[a-z_]{1,40}|\\*)$', description: 'An event type (`order.created`) or a family (`order.*`).' }), {
   minItems: 1, maxItems: 40, uniqueItems: true, description: 'The event types delivered: names or `family.*`. A type the caller may never see is `403 forbidden`; an unknown one `400 validation_failed`.', examples: [['order.*']]
 })
 const Description = Type.String({ maxLength: 500, pattern: MULTILINE_TEXT, description: 'A note for the endpoint\'s owner, at most 500 characters.' })
-const WebhookStatusSchema = StringEnum(['enabled', 'disabled'] as const, { title: 'WebhookStatus', description: 'enabled: deliveries go out; disabled: none (by the owner, or after 5 days in which every attempt failed).' })
 
 export const NewWebhookSchema = Type.Object({
   url: Url,
@@ -41,20 +42,6 @@ export const WebhookPatchSchema = Type.Object({
 }, { title: 'WebhookPatch', additionalProperties: false, minProperties: 1, examples: [{ status: 'disabled' }] })
 export type WebhookPatch = Static<typeof WebhookPatchSchema>
 
-const webhookFields = {
-  id: Type.String({ description: 'The endpoint id.' }),
-  url: Type.String({ description: 'Where deliveries are POSTed.' }),
-  types: Type.Array(Type.String(), { description: 'The event types delivered.' }),
-  description: Type.Optional(Type.String()),
-  status: WebhookStatusSchema,
-  ownerKeyId: Type.Integer({ description: 'The key holder the endpoint belongs to (the first key of its rotation chain).' }),
-  createdAt: Type.String({ format: 'date-time' }),
-  updatedAt: Type.String({ format: 'date-time' })
-}
-const example = { id: EXAMPLE_ID, url: EXAMPLE_URL, types: ['order.*'], status: 'enabled', ownerKeyId: 1, createdAt: '2026-11-21T12:00:00.000Z', updatedAt: '2026-11-21T12:00:00.000Z' }
-
-export const WebhookSchema = Type.Object(webhookFields, { title: 'Webhook', additionalProperties: false, examples: [example] })
-export type Webhook = Static<typeof WebhookSchema>
 export const WebhooksSchema = Type.Array(WebhookSchema, { title: 'Webhooks', examples: [[example]] })
 
 export const WebhookWithSecretSchema = Type.Object({
@@ -71,9 +58,14 @@ export const DeliveriesQuery = Type.Object({
 }, { additionalProperties: false })
 
 export const DeliverySchema = Type.Object({
-  eventId: Type.String(),
-  type: Type.String(),
-  attempt: Type.Integer({ description: 'The attempt number, from 1.' }),
+  id: Type.Optional(Type.String({ pattern: '^att_[0-9]+$', description: 'The attempt\'s id (`att_` and a number), on an attempt made; a pending one has none yet.' })),
+  eventId: Type.String({ description: 'The event delivered: the `webhook-id` header and the body\'s `id`.' }),
+  type: Type.String({ description: 'The type delivered (a test\'s: the type it sent).' }),
+  attempt: Type.Integer({ description: 'The attempt number within its delivery, from 1 (a replay starts again at 1).' }),
+  kind: StringEnum(['first', 'retry', 'replay'] as const, {
+    title: 'WebhookAttemptKind',
+    description: 'first: the first attempt of a delivery the feed or a test queued; retry: a later attempt, on the retry schedule; replay: the first attempt of a delivery a replay or a recovery queued.'
+  }),
   at: Type.String({ format: 'date-time', description: 'When the attempt was made, or when a pending one is due.' }),
   outcome: StringEnum(['succeeded', 'failed', 'pending'] as const, { title: 'DeliveryOutcome' }),
   status: Type.Optional(Type.Integer({ description: 'The receiver\'s HTTP status, when it answered.' })),
@@ -83,8 +75,8 @@ export const DeliverySchema = Type.Object({
 export const DeliveriesSchema = Type.Array(DeliverySchema, {
   title: 'WebhookDeliveries',
   examples: [[
-    { eventId: 'evt_0b7c4e9a2f3d4c1e8a6b5d7f9e0c1a2b', type: 'order.created', attempt: 2, at: '2026-11-21T12:00:06.000Z', outcome: 'succeeded', status: 200, durationMs: 85 },
-    { eventId: 'evt_0b7c4e9a2f3d4c1e8a6b5d7f9e0c1a2b', type: 'order.created', attempt: 1, at: '2026-11-21T12:00:01.000Z', outcome: 'failed', status: 503, error: 'HTTP 503', durationMs: 40 }
+    { id: 'att_1042', eventId: 'evt_0b7c4e9a2f3d4c1e8a6b5d7f9e0c1a2b', type: 'order.created', attempt: 2, kind: 'retry', at: '2026-11-21T12:00:06.000Z', outcome: 'succeeded', status: 200, durationMs: 85 },
+    { id: 'att_1038', eventId: 'evt_0b7c4e9a2f3d4c1e8a6b5d7f9e0c1a2b', type: 'order.created', attempt: 1, kind: 'first', at: '2026-11-21T12:00:01.000Z', outcome: 'failed', status: 503, error: 'HTTP 503', durationMs: 40 }
   ]]
 })
 
@@ -101,8 +93,30 @@ export const ReplaySchema = Type.Union([
 export type Replay = Static<typeof ReplaySchema>
 
 export const QueuedSchema = Type.Object({
-  queued: Type.Integer({ description: 'How many events were queued for delivery.' })
+  queued: Type.Integer({ description: 'How many events were queued for delivery.' }),
+  nextSince: Type.Optional(Type.String({
+    format: 'date-time',
+    description: 'Present when the selection held more than one request may queue (1,000 events, or what is left of the key holder\'s 10,000 an hour): the creation time of the first event left out; send `since` with it for the rest.'
+  }))
 }, { title: 'WebhookQueued', additionalProperties: false, examples: [{ queued: 3 }] })
+
+export const RecoverSchema = Type.Object({
+  since: Type.String({ format: 'date-time', description: 'Events created at or after this instant (until now).' })
+}, {
+  title: 'WebhookRecover',
+  additionalProperties: false,
+  description: 'The events to deliver again: those of the range whose delivery to the endpoint failed for good (its retries all failed) and that no delivery has brought since, nor waits to bring.',
+  examples: [{ since: '2026-11-21T00:00:00.000Z' }]
+})
+export type Recover = Static<typeof RecoverSchema>
+
+export const TestSchema = Type.Object({
+  type: Type.Optional(Type.String({
+    pattern: '^[a-z_]{1,40}\\.[a-z_]{1,40}$',
+    description: 'The event type to send, with its documented example as `data` (GET /v1/event_types): one the endpoint\'s owner may receive. `webhook.test` when absent. A test never enters the feed as that type: the feed shows the `webhook.test` event whose id the delivery carries.'
+  }))
+}, { title: 'WebhookTest', additionalProperties: false, examples: [{ type: 'order.created' }] })
+export type TestRequest = Static<typeof TestSchema>
 
 export const TestQueuedSchema = Type.Object({
   eventId: Type.String({ description: 'The webhook.test event, delivered to this endpoint alone.' })

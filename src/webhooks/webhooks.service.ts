@@ -1,30 +1,44 @@
 // The webhook rules: who may subscribe to what, the SSRF check of the URL, at most 10 endpoints
-// per key holder, owners see their own endpoints and admins all; a test or replay wakes the
-// dispatcher so its first attempt does not wait for the next poll.
+// per key holder, owners see their own endpoints and admins all, a test of any type the owner may
+// receive, replays and recoveries bounded; a test or replay wakes the dispatcher so its first
+// attempt does not wait for the next poll.
 import { randomBytes } from 'node:crypto'
 import type { Caller } from '../accounts/caller.ts'
 import { AppError, notFound } from '../errors.ts'
 import type { Clock } from '../shared/clock.ts'
 import { decodeCursor, encodeCursor, DEFAULT_PAGE_SIZE, type Page } from '../shared/pagination.ts'
+import { isEventType, typesFor } from '../events/catalogue.ts'
 import { isKnownPattern, mayEverSee } from './event-types.ts'
 import { newSecret } from './signature.ts'
 import { checkWebhookUrl, URL_REFUSAL_MESSAGES, type Resolve } from './url-guard.ts'
-import type { NewWebhook, Replay, WebhookListQuery, WebhookPatch } from './webhooks.schema.ts'
-import type { DeliveryEntry, WebhookRecord, WebhookStore } from './webhooks.store.ts'
+import type { NewWebhook, Recover, Replay, WebhookListQuery, WebhookPatch } from './webhooks.schema.ts'
+import type { DeliveryEntry, ReplayLimits, ReplaySelection, WebhookRecord, WebhookStore } from './webhooks.store.ts'
 import { disabledEvent } from './webhooks.view.ts'
 
 /** At most this many endpoints per key holder (issue 31). */
 export const MAX_WEBHOOKS_PER_OWNER = 10
 /** After a rotation the old secret signs too for this long. */
 export const PREVIOUS_SECRET_MS = 24 * 3_600_000
-/** A replay queues at most this many events. */
-export const MAX_REPLAY = 10_000
+/**
+ * A replay or a recovery queues at most this many events a request, and a key holder's replays
+ * and recoveries together at most REPLAY_PER_HOUR deliveries a UTC hour (issue 48 finding 4: a
+ * request queued up to 10,000, as often as asked, against any public host).
+ */
+export const MAX_REPLAY = 1_000
+export const REPLAY_PER_HOUR = 10_000
+
+/** What a replay or a recovery queued; `nextSince`: where the rest begins, when it was cut. */
+export interface Queued { queued: number; nextSince: number | null }
 
 export interface WebhookServiceOptions {
   allowedHosts: readonly string[]
   resolve?: Resolve
   /** Called after a test or a replay is queued (the dispatcher's wake). */
   onQueued?: () => void
+  /** Says when an owner or an admin disables an endpoint (the dispatcher says the other reasons). */
+  log?: { info (fields: object, message: string): void }
+  /** MAX_REPLAY and REPLAY_PER_HOUR unless given (tests). */
+  replayLimits?: ReplayLimits
 }
 
 export interface WebhookService {
@@ -34,9 +48,11 @@ export interface WebhookService {
   update (caller: Caller, id: string, patch: WebhookPatch): Promise<WebhookRecord>
   remove (caller: Caller, id: string): Promise<void>
   rotateSecret (caller: Caller, id: string): Promise<WebhookRecord>
-  test (caller: Caller, id: string): Promise<string>
+  /** `type`: the event type sent with its example; webhook.test when absent. Returns the event id. */
+  test (caller: Caller, id: string, type?: string): Promise<string>
   deliveries (caller: Caller, id: string, limit: number): Promise<DeliveryEntry[]>
-  replay (caller: Caller, id: string, input: Replay): Promise<number>
+  replay (caller: Caller, id: string, input: Replay): Promise<Queued>
+  recover (caller: Caller, id: string, input: Recover): Promise<Queued>
 }
 
 export function createWebhookService (
@@ -57,10 +73,27 @@ export function createWebhookService (
   }
 
   function checkTypes (caller: Caller, types: readonly string[]): void {
-    const unknown = types.flatMap((type, index) => isKnownPattern(type) ? [] : [{ path: `/types/${index}`, message: `${type} is no event type (see GET /v1/events for the list)` }])
+    const unknown = types.flatMap((type, index) => isKnownPattern(type) ? [] : [{ path: `/types/${index}`, message: `${type} is no event type (GET /v1/event_types lists them)` }])
     if (unknown.length > 0) throw new AppError('validation_failed', 'unknown event type', { details: unknown })
     const hidden = types.filter((type) => !mayEverSee(caller.role, type))
     if (hidden.length > 0) throw new AppError('forbidden', `a ${caller.role} key may not receive ${hidden.join(', ')}`)
+  }
+
+  const replayLimits = options.replayLimits ?? { max: MAX_REPLAY, perHour: REPLAY_PER_HOUR }
+
+  /** Queues a replay or a recovery within the limits; past the hour's, 429 until the hour ends. */
+  async function queueAgain (id: string, selection: ReplaySelection, now: number): Promise<Queued> {
+    const result = await store.replay(id, selection, now, replayLimits)
+    if ('refused' in result) {
+      const seconds = Math.max(1, Math.ceil((result.retryAt - now) / 1000))
+      throw new AppError(
+        'rate_limited',
+        `this key holder's replays and recoveries queued ${replayLimits.perHour} deliveries this hour; retry after ${seconds} s`,
+        { headers: { 'retry-after': String(seconds) } }
+      )
+    }
+    if (result.queued > 0) options.onQueued?.()
+    return result
   }
 
   /** The endpoint, when the caller owns it or is an admin; another holder's endpoint does not exist for the caller. */
@@ -96,11 +129,14 @@ export function createWebhookService (
     },
     get: owned,
     async update (caller, id, patch) {
-      await owned(caller, id)
+      const before = await owned(caller, id)
       if (patch.types !== undefined) checkTypes(caller, patch.types)
       if (patch.url !== undefined) await checkUrl(patch.url)
       const updated = await store.updateWebhook(id, patch, clock.now(), disabledEvent('manual'))
       if (updated === null) throw notFound(`webhook ${id}`)
+      if (before.status === 'enabled' && updated.status === 'disabled') {
+        options.log?.info({ webhookId: id, ownerKeyId: updated.ownerKeyId, reason: 'manual', by: caller.keyId }, 'a webhook endpoint was disabled')
+      }
       return updated
     },
     async remove (caller, id) {
@@ -114,15 +150,29 @@ export function createWebhookService (
       if (rotated === null) throw notFound(`webhook ${id}`)
       return rotated
     },
-    async test (caller, id) {
+    async test (caller, id, type) {
       const webhook = await owned(caller, id)
+      if (type !== undefined && type !== 'webhook.test') {
+        if (!isEventType(type)) {
+          throw new AppError('validation_failed', 'unknown event type', {
+            details: [{ path: '/type', message: `${type} is no event type (GET /v1/event_types lists them)` }]
+          })
+        }
+        // The owner's role, not the caller's: an admin testing a customer's endpoint sends only
+        // what that customer may receive.
+        const role = webhook.ownerKeyId === caller.keyId ? caller.role : await store.ownerRole(id)
+        if (role === null) throw notFound(`webhook ${id}`)
+        if (!typesFor(role).includes(type)) throw new AppError('forbidden', `the endpoint's owner, a ${role} key, may not receive ${type}`)
+      }
       const now = clock.now()
+      // The event written is webhook.test whatever the type sent: a test never puts a fake
+      // event of another type into the feed, where other readers would take it for real.
       const eventId = await store.queueTest(id, {
         type: 'webhook.test',
         audience: 'webhook',
         subjectKeyId: webhook.ownerKeyId,
         data: { webhookId: webhook.id, url: webhook.url, sentAt: new Date(now).toISOString() }
-      }, now)
+      }, now, type === 'webhook.test' ? undefined : type)
       options.onQueued?.()
       return eventId
     },
@@ -136,9 +186,12 @@ export function createWebhookService (
       const selection = 'eventIds' in input
         ? { eventIds: input.eventIds }
         : { since: Date.parse(input.since), until: input.until === undefined ? now + 1 : Date.parse(input.until) }
-      const queued = await store.replay(id, selection, now, MAX_REPLAY)
-      if (queued > 0) options.onQueued?.()
-      return queued
+      return await queueAgain(id, selection, now)
+    },
+    async recover (caller, id, input) {
+      await owned(caller, id)
+      const now = clock.now()
+      return await queueAgain(id, { since: Date.parse(input.since), until: now + 1, onlyFailed: true }, now)
     }
   }
 }

@@ -1,9 +1,16 @@
 // The webhooks port (docs/product.md, webhooks): endpoints, their deliveries and attempts, and
 // what the dispatcher (dispatcher.ts) asks of storage. Each method that changes state is one
 // transaction on both engines, with the events it writes (webhook.test, webhook.disabled).
+import type { Role } from '../accounts/plans.ts'
 import type { EventDraft, StoredEvent } from '../events/events.store.ts'
 
 export type WebhookStatus = 'enabled' | 'disabled'
+/**
+ * Why an endpoint is disabled: every attempt failed for 5 days, its owner or an admin disabled
+ * it, or its owner has no live key left (revoked, expired, or rotated and past the grace period
+ * with no live successor).
+ */
+export type DisabledReason = 'failing' | 'manual' | 'owner_inactive'
 
 export interface WebhookRecord {
   /** Position in creation order: the list's cursor. */
@@ -16,6 +23,8 @@ export interface WebhookRecord {
   types: string[]
   description: string | null
   status: WebhookStatus
+  /** Set while disabled; null while enabled (and for an endpoint disabled before reasons were kept). */
+  disabledReason: DisabledReason | null
   secret: string
   /** The secret before the last rotation, still signing until previousSecretUntil. */
   previousSecret: string | null
@@ -44,11 +53,21 @@ export interface WebhookPatch {
   status?: WebhookStatus
 }
 
+/**
+ * What started an attempt: the first of a delivery the feed or a test queued, a retry after a
+ * failure (the schedule), or the first of a delivery a replay or a recovery queued.
+ */
+export type AttemptKind = 'first' | 'retry' | 'replay'
+
 /** One row of GET /webhooks/{id}/deliveries: an attempt made, or the next one still to come. */
 export interface DeliveryEntry {
+  /** The attempt's id; null for a pending one, not made yet. */
+  id: number | null
   eventId: string
+  /** The type delivered: the event's, or the one a test sent. */
   type: string
   attempt: number
+  kind: AttemptKind
   /** When the attempt was made, or when the pending one is due. */
   at: number
   outcome: 'succeeded' | 'failed' | 'pending'
@@ -57,17 +76,42 @@ export interface DeliveryEntry {
   durationMs: number | null
 }
 
-export type ReplaySelection = { since: number; until: number } | { eventIds: string[] }
+/**
+ * What a replay queues: a time range or a list of ids; `onlyFailed`: a recovery, only the events
+ * whose delivery to the endpoint failed for good and that neither succeeded since nor wait.
+ */
+export type ReplaySelection = { since: number; until: number; onlyFailed?: true } | { eventIds: string[] }
+
+/** The bounds of one replay or recovery (docs/product.md 13.9). */
+export interface ReplayLimits {
+  /** At most this many events per request. */
+  max: number
+  /** At most this many deliveries queued by replays and recoveries per key holder and UTC hour. */
+  perHour: number
+}
+
+export type ReplayResult =
+  /**
+   * `nextSince`: the creation time of the first event left out when `max` or the hour's rest cut
+   * the selection (a range only), from which a next request goes on.
+   */
+  | { queued: number; nextSince: number | null }
+  /** The hour's deliveries are all used: nothing was queued before `retryAt`. */
+  | { refused: 'rate'; retryAt: number }
 
 /** A delivery the dispatcher holds a lease on, with what its attempt needs. */
 export interface ClaimedDelivery {
   id: number
   webhookId: string
+  /** The endpoint's owner (the key holder whose share of attempts it uses). */
+  ownerKeyId: number
   url: string
   secrets: string[]
   /** Attempts made before this one. */
   attempts: number
   event: StoredEvent
+  /** The type a test delivery sends, with its documented example, in place of the event's; null: the event's. */
+  testType: string | null
 }
 
 export interface DueClaim {
@@ -78,6 +122,10 @@ export interface DueClaim {
   perEndpoint: number
   /** Attempts this instance has in flight, by endpoint id. */
   inFlight: Readonly<Record<string, number>>
+  /** At most this many in flight per key holder, all its endpoints together (unbounded when absent). */
+  perOwner?: number
+  /** Attempts this instance has in flight, by owner key id. */
+  inFlightByOwner?: Readonly<Record<string, number>>
 }
 
 export interface AttemptRecord {
@@ -114,32 +162,49 @@ export interface WebhookStore {
   /** `now`: the instant of its audit entry. */
   deleteWebhook (id: string, now: number): Promise<boolean>
   rotateSecret (id: string, secret: string, previousUntil: number, now: number): Promise<WebhookRecord | null>
-  /** Writes the event and one delivery of it to this endpoint alone; returns the event id. */
-  queueTest (id: string, event: EventDraft, now: number): Promise<string>
   /**
-   * Queues again, at most `max`, the events of the endpoint's types that its owner may see and the
-   * selection names; returns how many.
+   * Writes the event and one delivery of it to this endpoint alone; returns the event id.
+   * `testType`: the type that delivery sends instead of the event's (its documented example).
    */
-  replay (id: string, selection: ReplaySelection, now: number, max: number): Promise<number>
+  queueTest (id: string, event: EventDraft, now: number, testType?: string): Promise<string>
+  /** The role of the endpoint's owner; null when there is no such endpoint. */
+  ownerRole (id: string): Promise<Role | null>
+  /**
+   * Queues again the events of the endpoint's types that its owner may see and the selection
+   * names, none that already waits for a delivery to it, within `limits` (oldest first).
+   */
+  replay (id: string, selection: ReplaySelection, now: number, limits: ReplayLimits): Promise<ReplayResult>
   listDeliveries (id: string, limit: number): Promise<DeliveryEntry[]>
 
   /**
    * The dispatcher's fan-out: reads the feed after the 'webhooks' cursor (under its lock), adds one
-   * delivery per enabled endpoint whose types match and whose owner may see the event, moves the
-   * cursor; returns how many events it read (0: caught up).
+   * delivery per enabled endpoint whose types match and whose owner is live at `now` and may see
+   * the event, moves the cursor; returns how many events it read (0: caught up).
    */
   fanOut (now: number, batch: number): Promise<number>
   /**
-   * Takes a lease on up to `limit` due deliveries of enabled endpoints, each endpoint's oldest due
-   * first, so that each endpoint has at most `perEndpoint` in flight counting the `inFlight` this
-   * instance holds; a delivery another lease holds is taken only once that lease has expired. The
-   * result is in due order. Endpoints take turns: when the limit runs out, the next claim (of this
-   * store) starts with the endpoint after the last one served, in creation order, so endpoints
-   * with a backlog never keep the others waiting for good.
+   * Disables (reason owner_inactive) every enabled endpoint whose owner has no live key at `now`,
+   * each with its webhook.disabled event in the same transaction; returns them.
+   */
+  disableInactiveOwners (now: number, disabledEvent: (webhook: WebhookRecord) => EventDraft): Promise<WebhookRecord[]>
+  /**
+   * Takes a lease on up to `limit` due deliveries of enabled endpoints whose owner is live at
+   * `now`, each endpoint's oldest due first, so that each endpoint has at most `perEndpoint` in
+   * flight and each owner at most `perOwner`, counting what this instance holds (`inFlight`,
+   * `inFlightByOwner`); a delivery another lease holds is taken only once that lease has expired.
+   * The result is in due order. Owners with the fewest attempts in flight go first, so a slot
+   * that frees goes to a key holder who waits rather than back to one whose endpoints hang; among
+   * equals, endpoints take turns: when the limit runs out, the next claim (of this store) starts
+   * with the endpoint after the last one served, in creation order, so endpoints with a backlog
+   * never keep the others waiting for good.
    */
   claimDue (claim: DueClaim): Promise<ClaimedDelivery[]>
-  /** Records an attempt and its delivery's new state; may disable the endpoint (see AttemptRecord). */
-  recordAttempt (record: AttemptRecord): Promise<void>
+  /**
+   * Records an attempt and its delivery's new state; a success settles every other delivery of
+   * the same event to the endpoint that waits (none is sent again). Returns the endpoint when
+   * this failure disabled it (see AttemptRecord), else null.
+   */
+  recordAttempt (record: AttemptRecord): Promise<WebhookRecord | null>
   /** Deliveries waiting for an attempt (enabled endpoints), and the creation time of the oldest. */
   pendingStats (): Promise<{ pending: number; oldestCreatedAt: number | null }>
 }

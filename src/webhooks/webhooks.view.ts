@@ -2,7 +2,7 @@
 // secret appears only in the answers of create and rotate_secret (webhooks.routes.ts).
 import type { Webhook } from './webhooks.schema.ts'
 import type { EventDraft } from '../events/events.store.ts'
-import type { WebhookRecord } from './webhooks.store.ts'
+import type { DisabledReason, WebhookRecord } from './webhooks.store.ts'
 
 export function webhookView (record: WebhookRecord): Webhook {
   return {
@@ -11,6 +11,7 @@ export function webhookView (record: WebhookRecord): Webhook {
     types: record.types,
     ...(record.description !== null && { description: record.description }),
     status: record.status,
+    ...(record.status === 'disabled' && record.disabledReason !== null && { disabledReason: record.disabledReason }),
     ownerKeyId: record.ownerKeyId,
     createdAt: new Date(record.createdAt).toISOString(),
     updatedAt: new Date(record.updatedAt).toISOString()
@@ -18,7 +19,7 @@ export function webhookView (record: WebhookRecord): Webhook {
 }
 
 /** The webhook.disabled event of an endpoint, to its owner (and admins, who see every event). */
-export function disabledEvent (reason: 'failing' | 'manual'): (webhook: WebhookRecord) => EventDraft {
+export function disabledEvent (reason: DisabledReason): (webhook: WebhookRecord) => EventDraft {
   return (webhook) => ({
     type: 'webhook.disabled',
     audience: 'webhook',

@@ -41,7 +41,7 @@ test('requestBody.required is what the server does: without a body a required on
     assert.equal(res.statusCode, 400, `${op.operationId} without a body: ${res.body}`)
     assert.equal(res.json<{ code: string }>().code, 'validation_failed')
   }
-  assert.deepEqual(optional, ['rotateApiKey', 'rotateMyApiKey'])
+  assert.deepEqual(optional, ['rotateApiKey', 'rotateMyApiKey', 'testWebhook'])
 
   const rotate = operations(doc).find((o) => o.op.operationId === 'rotateApiKey')!
   for (const payload of [undefined, '{}']) {

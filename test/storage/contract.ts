@@ -12,6 +12,8 @@ import { disabledEvent } from '../../src/webhooks/webhooks.view.ts'
 import type { ClaimedDelivery, DueClaim } from '../../src/webhooks/webhooks.store.ts'
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0)
+/** The hold the order service gives an order (the stores take the lapse as given). */
+const HOLD = DEFAULT_ORDER_HOLD_MS
 
 /**
  * Rejects with an AppError of this code (and so this HTTP status) and this message: the wording
@@ -32,7 +34,10 @@ const IDEMPOTENCY_KEY_REUSED = 'this Idempotency-Key was already used with a dif
 const page = (limit: number, afterId: number | null = null) => ({ afterId, limit })
 
 /** Walks every page of a keyset list; asserts ids strictly grow, so no row comes twice. */
-async function walk<T extends { id: number }> (list: (afterId: number | null) => T[] | Promise<T[]>, limit: number): Promise<T[]> {
+async function walk<T extends { id: number }> (
+  list: (afterId: number | null) => T[] | Promise<T[]>,
+  limit: number
+): Promise<T[]> {
   const all: T[] = []
   let afterId: number | null = null
   for (;;) {
@@ -47,17 +52,24 @@ async function walk<T extends { id: number }> (list: (afterId: number | null) =>
   }
 }
 
-const claimOf = (key: string, fingerprint = 'fp-1', now = NOW, scope = 'key:1'): IdempotencyClaim => ({ scope, key, fingerprint, now })
+const claimOf = (key: string, fingerprint = 'fp-1', now = NOW, scope = 'key:1'): IdempotencyClaim =>
+  ({ scope, key, fingerprint, now })
 
 export function runStoreContract (engine: string, open: (t: TestContext) => Promise<Stores>): void {
   async function withPet (t: TestContext, status: PetStatus = 'available') {
     const stores = await open(t)
     const category = await stores.categories.createCategory({ name: 'Dogs' }, NOW)
     const { record: pet } = await stores.pets.createPet({ name: 'Rex', categoryId: category.id, status }, null, NOW)
-    const owner = await stores.keys.createKey({ name: 'owner', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h-owner', prefix: 'psk_owner', now: NOW })
-    const other = await stores.keys.createKey({ name: 'other', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h-other', prefix: 'psk_other', now: NOW })
+    const owner = await stores.keys.createKey({
+      name: 'owner', role: 'customer', plan: 'free', perMinute: null, perDay: null,
+      hash: 'h-owner', prefix: 'psk_owner', now: NOW
+    })
+    const other = await stores.keys.createKey({
+      name: 'other', role: 'customer', plan: 'free', perMinute: null, perDay: null,
+      hash: 'h-other', prefix: 'psk_other', now: NOW
+    })
     const place = (quantity: number, claim: IdempotencyClaim | null = null, petId = pet.id, ownerKeyId = owner.id) =>
-      stores.orders.placeOrder({ petId, quantity, shipDate: null, ownerKeyId, now: NOW }, claim)
+      stores.orders.placeOrder({ petId, quantity, shipDate: null, ownerKeyId, now: NOW, expiresAt: NOW + HOLD }, claim)
     return { stores, category, pet, owner, other, place }
   }
 
@@ -68,30 +80,42 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
    */
   async function withEndpoints (t: TestContext, count: number) {
     const stores = await open(t)
-    const owner = await stores.keys.createKey({ name: 'hooks', role: 'admin', plan: 'enterprise', perMinute: null, perDay: null, hash: 'h-hooks', prefix: 'psk_hooks', now: NOW })
+    const owner = await stores.keys.createKey({
+      name: 'hooks', role: 'admin', plan: 'enterprise', perMinute: null, perDay: null,
+      hash: 'h-hooks', prefix: 'psk_hooks', now: NOW
+    })
     const endpoints: string[] = []
     for (let i = 0; i < count; i++) {
       const id = `wh_contract${String.fromCharCode(97 + i).repeat(15)}`
-      await stores.webhooks.createWebhook({ id, ownerKeyId: owner.id, url: `http://127.0.0.1:9/${i}`, types: ['webhook.test'], description: null, secret: 'whsec_contract', now: NOW }, 10)
+      await stores.webhooks.createWebhook({
+        id, ownerKeyId: owner.id, url: `http://127.0.0.1:9/${i}`, types: ['webhook.test'], description: null,
+        secret: 'whsec_contract', now: NOW
+      }, 10)
       endpoints.push(id)
     }
     /** Queues `n` test deliveries of `webhookId`, due at `at`, `at` + 1 …; returns their event ids. */
     const queue = async (webhookId: string, n: number, at: number): Promise<string[]> => {
       const ids: string[] = []
-      for (let i = 0; i < n; i++) ids.push(await stores.webhooks.queueTest(webhookId, { type: 'webhook.test', audience: 'webhook', subjectKeyId: owner.id, data: { webhookId } }, at + i))
+      for (let i = 0; i < n; i++) {
+        ids.push(await stores.webhooks.queueTest(webhookId, {
+          type: 'webhook.test', audience: 'webhook', subjectKeyId: owner.id, data: { webhookId }
+        }, at + i))
+      }
       return ids
     }
-    const claim = (over: Partial<DueClaim> & { now: number }) =>
-      stores.webhooks.claimDue({ leaseOwner: 'instance-a', leaseUntil: over.now + 15_000, limit: 64, perEndpoint: 4, inFlight: {}, ...over })
+    const claim = (over: Partial<DueClaim> & { now: number }) => stores.webhooks.claimDue({
+      leaseOwner: 'instance-a', leaseUntil: over.now + 15_000, limit: 64, perEndpoint: 4, inFlight: {}, ...over
+    })
     const settle = async (claimed: readonly ClaimedDelivery[], at: number, leaseOwner = 'instance-a'): Promise<void> => {
       for (const d of claimed) {
         await stores.webhooks.recordAttempt({
-          deliveryId: d.id, webhookId: d.webhookId, leaseOwner, attempt: d.attempts + 1, at, outcome: 'succeeded', status: 204, error: null,
-          durationMs: 1, nextAttemptAt: null, disableIfFailingSince: at - 1000, disabledEvent: disabledEvent('failing')
+          deliveryId: d.id, webhookId: d.webhookId, leaseOwner, attempt: d.attempts + 1, at, outcome: 'succeeded',
+          status: 204, error: null, durationMs: 1, nextAttemptAt: null, disableIfFailingSince: at - 1000,
+          disabledEvent: disabledEvent('failing')
         })
       }
     }
-    return { stores, endpoints, queue, claim, settle }
+    return { stores, owner, endpoints, queue, claim, settle }
   }
 
   describe(`${engine} store contract`, () => {
@@ -155,11 +179,17 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const { categories, pets, inventory } = await open(t)
       const dogs = await categories.createCategory({ name: 'Dogs' }, NOW)
       const created = await pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'pending' }, null, NOW)
-      assert.deepEqual(created, { record: { id: created.record.id, name: 'Rex', categoryId: dogs.id, status: 'pending', version: 1 }, replayed: false })
+      assert.deepEqual(created, {
+        record: { id: created.record.id, name: 'Rex', categoryId: dogs.id, status: 'pending', version: 1 },
+        replayed: false
+      })
       assert.equal(typeof created.record.id, 'number')
       assert.deepEqual(await pets.getPet(created.record.id), created.record)
       assert.equal(await pets.getPet(created.record.id + 1000), null)
-      assert.deepEqual(await inventory.getInventory(created.record.id), { petId: created.record.id, quantity: 1, status: 'pending', version: 1 })
+      assert.deepEqual(
+        await inventory.getInventory(created.record.id),
+        { petId: created.record.id, quantity: 1, status: 'pending', version: 1 }
+      )
     })
 
     test('pets: create in a missing category is category_not_found and creates nothing', async (t) => {
@@ -212,7 +242,11 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       for (let i = 0; i < 230; i++) {
         // Every seventh name carries a non-ASCII upper-case needle; the store sees it lower-cased.
         const name = i % 7 === 0 ? `ÉMILE ${i}` : `Pet ${i}`
-        made.push((await pets.createPet({ name, categoryId: i % 2 === 0 ? dogs.id : cats.id, status: statuses[i % 3]! }, null, NOW)).record)
+        made.push((await pets.createPet(
+          { name, categoryId: i % 2 === 0 ? dogs.id : cats.id, status: statuses[i % 3]! },
+          null,
+          NOW
+        )).record)
       }
       const cases: { filter: Parameters<Stores['pets']['listPets']>[0]; expect: typeof made }[] = [
         { filter: {}, expect: made },
@@ -221,11 +255,21 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
         { filter: { categoryId: cats.id + 1000 }, expect: [] },
         { filter: { nameContains: 'émile' }, expect: made.filter((p) => p.name.startsWith('ÉMILE')) },
         { filter: { nameContains: 'mile 1' }, expect: made.filter((p) => /^ÉMILE 1/.test(p.name)) },
-        { filter: { nameContains: 'ÉMILE' }, expect: [] }, // the needle comes lower-cased; stored names are compared lower-cased
+        // The needle comes lower-cased; stored names are compared lower-cased.
+        { filter: { nameContains: 'ÉMILE' }, expect: [] },
         { filter: { nameContains: '%' }, expect: [] }, // a substring, not a pattern
-        { filter: { status: 'available', categoryId: dogs.id, nameContains: 'émile' }, expect: made.filter((p) => p.status === 'available' && p.categoryId === dogs.id && p.name.startsWith('ÉMILE')) },
-        { filter: { ids: [made[5]!.id, made[150]!.id, made[3]!.id, made[229]!.id + 1000] }, expect: [made[3]!, made[5]!, made[150]!] },
-        { filter: { ids: [made[5]!.id, made[6]!.id], status: 'sold' }, expect: made.filter((p, i) => (i === 5 || i === 6) && p.status === 'sold') }
+        {
+          filter: { status: 'available', categoryId: dogs.id, nameContains: 'émile' },
+          expect: made.filter((p) => p.status === 'available' && p.categoryId === dogs.id && p.name.startsWith('ÉMILE'))
+        },
+        {
+          filter: { ids: [made[5]!.id, made[150]!.id, made[3]!.id, made[229]!.id + 1000] },
+          expect: [made[3]!, made[5]!, made[150]!]
+        },
+        {
+          filter: { ids: [made[5]!.id, made[6]!.id], status: 'sold' },
+          expect: made.filter((p, i) => (i === 5 || i === 6) && p.status === 'sold')
+        }
       ]
       for (const { filter, expect } of cases) {
         for (const limit of [1 + 100, 7]) {
@@ -270,7 +314,11 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     test('idempotency: a create that fails records no claim, so a retry with the same key does the work', async (t) => {
       const { categories, pets } = await open(t)
       const dogs = await categories.createCategory({ name: 'Dogs' }, NOW)
-      await rejectsWith(pets.createPet({ name: 'Rex', categoryId: dogs.id + 1000, status: 'available' }, claimOf('k1'), NOW), 'category_not_found', `category ${dogs.id + 1000} does not exist`)
+      await rejectsWith(
+        pets.createPet({ name: 'Rex', categoryId: dogs.id + 1000, status: 'available' }, claimOf('k1'), NOW),
+        'category_not_found',
+        `category ${dogs.id + 1000} does not exist`
+      )
       const retry = await pets.createPet({ name: 'Rex', categoryId: dogs.id, status: 'available' }, claimOf('k1'), NOW)
       assert.equal(retry.replayed, false)
     })
@@ -292,7 +340,10 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       await stores.inventory.setStock(pet.id, 3, null, NOW)
       const { record: order, replayed } = await place(2)
       assert.equal(replayed, false)
-      assert.deepEqual(order, { id: order.id, petId: pet.id, quantity: 2, shipDate: null, complete: false, ownerKeyId: owner.id, createdAt: NOW, expiresAt: NOW + DEFAULT_ORDER_HOLD_MS, version: 1 })
+      assert.deepEqual(order, {
+        id: order.id, petId: pet.id, quantity: 2, shipDate: null, complete: false, ownerKeyId: owner.id, createdAt: NOW,
+        expiresAt: NOW + HOLD, version: 1
+      })
       assert.equal(typeof order.id, 'number')
       assert.equal(typeof order.createdAt, 'number')
       assert.deepEqual(await stores.orders.getOrder(order.id, null), order)
@@ -313,7 +364,11 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       await rejectsWith(place(2), 'insufficient_stock', `only 1 left of pet ${pet.id}; 2 asked`)
       const { record: sold } = await stores.pets.createPet({ name: 'Gone', categoryId: pet.categoryId, status: 'sold' }, null, NOW)
       await rejectsWith(place(1, null, sold.id), 'pet_not_available', `pet ${sold.id} is sold, not available`)
-      const { record: pending } = await stores.pets.createPet({ name: 'Held', categoryId: pet.categoryId, status: 'pending' }, null, NOW)
+      const { record: pending } = await stores.pets.createPet(
+        { name: 'Held', categoryId: pet.categoryId, status: 'pending' },
+        null,
+        NOW
+      )
       await rejectsWith(place(1, null, pending.id), 'pet_not_available', `pet ${pending.id} is pending, not available`)
       assert.deepEqual(await stores.pets.getPet(pet.id), pet, 'refused orders change nothing')
       assert.deepEqual(await stores.orders.listOrders({}, page(10)), [])
@@ -333,8 +388,10 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     test('orders: 40 concurrent orders of 1 on a stock of 10: exactly 10 are accepted, the rest refused with 409 codes', async (t) => {
       const { stores, pet, owner } = await withPet(t)
       await stores.inventory.setStock(pet.id, 10, null, NOW)
-      const results = await Promise.allSettled(Array.from({ length: 40 }, (_, i) =>
-        stores.orders.placeOrder({ petId: pet.id, quantity: 1, shipDate: null, ownerKeyId: owner.id, now: NOW + i }, null)))
+      const results = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => stores.orders.placeOrder(
+        { petId: pet.id, quantity: 1, shipDate: null, ownerKeyId: owner.id, now: NOW + i, expiresAt: NOW + i + HOLD },
+        null
+      )))
       const accepted = results.filter((r) => r.status === 'fulfilled')
       assert.equal(accepted.length, 10)
       for (const r of results) {
@@ -343,7 +400,9 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
           assert.ok(['insufficient_stock', 'pet_not_available'].includes(r.reason.code), r.reason.code)
         }
       }
-      assert.deepEqual(await stores.inventory.getInventory(pet.id), { petId: pet.id, quantity: 0, status: 'pending', version: (await stores.pets.getPet(pet.id))!.version })
+      assert.deepEqual(await stores.inventory.getInventory(pet.id), {
+        petId: pet.id, quantity: 0, status: 'pending', version: (await stores.pets.getPet(pet.id))!.version
+      })
       assert.equal((await stores.orders.listOrders({ petId: pet.id }, page(100))).length, 10)
     })
 
@@ -352,7 +411,10 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       await stores.inventory.setStock(pet.id, 10, null, NOW)
       const quantities = [3, 4, 2, 5, 1, 3, 2, 4, 1, 2, 3, 1]
       const results = await Promise.allSettled(quantities.map((quantity) =>
-        stores.orders.placeOrder({ petId: pet.id, quantity, shipDate: null, ownerKeyId: owner.id, now: NOW }, null)))
+        stores.orders.placeOrder(
+          { petId: pet.id, quantity, shipDate: null, ownerKeyId: owner.id, now: NOW, expiresAt: NOW + HOLD },
+          null
+        )))
       const taken = results.reduce((sum, r, i) => sum + (r.status === 'fulfilled' ? quantities[i]! : 0), 0)
       const left = (await stores.inventory.getInventory(pet.id))!.quantity
       assert.equal(taken + left, 10)
@@ -390,13 +452,16 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const { stores, pet, place } = await withPet(t)
       // Several pets at once, so the completions of one pet really overlap on an engine with a pool.
       const pets = [pet]
-      for (let i = 0; i < 9; i++) pets.push((await stores.pets.createPet({ name: `P${i}`, categoryId: pet.categoryId, status: 'available' }, null, NOW)).record)
+      for (let i = 0; i < 9; i++) {
+        pets.push((await stores.pets.createPet({ name: `P${i}`, categoryId: pet.categoryId, status: 'available' }, null, NOW)).record)
+      }
       const orders = []
       for (const p of pets) {
         await stores.inventory.setStock(p.id, 2, null, NOW)
         orders.push((await place(1, null, p.id)).record, (await place(1, null, p.id)).record)
       }
-      await Promise.all(orders.map((o) => stores.orders.updateOrder(o.id, { complete: true, shipDate: NOW }, null, NOW)))
+      await Promise.all(orders.map((o) =>
+        stores.orders.updateOrder(o.id, { complete: true, shipDate: NOW }, null, NOW)))
       for (const p of pets) assert.equal((await stores.pets.getPet(p.id))?.status, 'sold', `pet ${p.id}`)
     })
 
@@ -427,7 +492,8 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const { stores, pet, place } = await withPet(t)
       await stores.inventory.setStock(pet.id, 5, null, NOW)
       const { record: order } = await place(3)
-      const results = await Promise.allSettled(Array.from({ length: 5 }, () => stores.orders.cancelOrder(order.id, null, null, NOW)))
+      const results = await Promise.allSettled(Array.from({ length: 5 }, () =>
+        stores.orders.cancelOrder(order.id, null, null, NOW)))
       assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1)
       assert.equal((await stores.inventory.getInventory(pet.id))?.quantity, 5)
     })
@@ -440,7 +506,9 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const made = []
       for (let i = 0; i < 120; i++) {
         const { record } = await place(1, null, i % 3 === 0 ? pet2.id : pet.id, i % 2 === 0 ? owner.id : other.id)
-        made.push(i % 5 === 0 ? await stores.orders.updateOrder(record.id, { complete: true, shipDate: NOW }, null, NOW) : record)
+        made.push(i % 5 === 0
+          ? await stores.orders.updateOrder(record.id, { complete: true, shipDate: NOW }, null, NOW)
+          : record)
       }
       const cases = [
         { filter: {}, expect: made },
@@ -448,11 +516,18 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
         { filter: { complete: true }, expect: made.filter((o) => o.complete) },
         { filter: { complete: false }, expect: made.filter((o) => !o.complete) },
         { filter: { ownerKeyId: other.id }, expect: made.filter((o) => o.ownerKeyId === other.id) },
-        { filter: { petId: pet.id, complete: false, ownerKeyId: owner.id }, expect: made.filter((o) => o.petId === pet.id && !o.complete && o.ownerKeyId === owner.id) },
+        {
+          filter: { petId: pet.id, complete: false, ownerKeyId: owner.id },
+          expect: made.filter((o) => o.petId === pet.id && !o.complete && o.ownerKeyId === owner.id)
+        },
         { filter: { petId: pet.id + 1000 }, expect: [] }
       ]
       for (const { filter, expect } of cases) {
-        assert.deepEqual(await walk((afterId) => stores.orders.listOrders(filter, page(101, afterId)), 101), expect, JSON.stringify(filter))
+        assert.deepEqual(
+          await walk((afterId) => stores.orders.listOrders(filter, page(101, afterId)), 101),
+          expect,
+          JSON.stringify(filter)
+        )
       }
     })
 
@@ -499,11 +574,23 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('keys: create, find by hash (revoked included), get and list in keyset pages', async (t) => {
       const { keys } = await open(t)
-      const a = await keys.createKey({ name: 'a', role: 'staff', plan: 'pro', perMinute: null, perDay: null, hash: 'hash-a', prefix: 'psk_aaaaaaaa', now: NOW })
-      const b = await keys.createKey({ name: null, role: 'admin', plan: 'enterprise', perMinute: 5000, perDay: 1_000_000_000, hash: 'hash-b', prefix: 'psk_bbbbbbbb', now: NOW + 1 })
+      const a = await keys.createKey({
+        name: 'a', role: 'staff', plan: 'pro', perMinute: null, perDay: null,
+        hash: 'hash-a', prefix: 'psk_aaaaaaaa', now: NOW
+      })
+      const b = await keys.createKey({
+        name: null, role: 'admin', plan: 'enterprise', perMinute: 5000, perDay: 1_000_000_000,
+        hash: 'hash-b', prefix: 'psk_bbbbbbbb', now: NOW + 1
+      })
       const fresh = { expiresAt: null, replaces: null, replacedBy: null, lastUsedAt: null, scopes: null }
-      assert.deepEqual(a, { id: a.id, name: 'a', role: 'staff', plan: 'pro', perMinute: null, perDay: null, prefix: 'psk_aaaaaaaa', createdAt: NOW, revokedAt: null, ...fresh, quotaKeyId: a.id, version: 1 })
-      assert.deepEqual(b, { id: b.id, name: null, role: 'admin', plan: 'enterprise', perMinute: 5000, perDay: 1_000_000_000, prefix: 'psk_bbbbbbbb', createdAt: NOW + 1, revokedAt: null, ...fresh, quotaKeyId: b.id, version: 1 })
+      assert.deepEqual(a, {
+        id: a.id, name: 'a', role: 'staff', plan: 'pro', perMinute: null, perDay: null,
+        prefix: 'psk_aaaaaaaa', createdAt: NOW, revokedAt: null, ...fresh, quotaKeyId: a.id, version: 1
+      })
+      assert.deepEqual(b, {
+        id: b.id, name: null, role: 'admin', plan: 'enterprise', perMinute: 5000, perDay: 1_000_000_000,
+        prefix: 'psk_bbbbbbbb', createdAt: NOW + 1, revokedAt: null, ...fresh, quotaKeyId: b.id, version: 1
+      })
       assert.equal(typeof b.perDay, 'number')
       assert.deepEqual(await keys.findKeyByHash('hash-b'), b)
       assert.equal(await keys.findKeyByHash('hash-c'), null)
@@ -528,7 +615,10 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('keys: revoke is idempotent (the second keeps the first time and version) and refuses missing keys and wrong versions', async (t) => {
       const { keys } = await open(t)
-      const k = await keys.createKey({ name: 'a', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h', prefix: 'psk_x', now: NOW })
+      const k = await keys.createKey({
+        name: 'a', role: 'customer', plan: 'free', perMinute: null, perDay: null,
+        hash: 'h', prefix: 'psk_x', now: NOW
+      })
       await rejectsWith(keys.revokeKey(k.id + 1000, NOW, null), 'not_found', `key ${k.id + 1000} not found`)
       await rejectsWith(keys.revokeKey(k.id, NOW, [2]), 'precondition_failed', PRECONDITION_FAILED)
       const revoked = await keys.revokeKey(k.id, NOW + 5, [1])
@@ -538,16 +628,33 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('bans: record, the active ban (latest ending), lift (only those in force) and the lifts since a time', async (t) => {
       const { keys } = await open(t)
-      const k = await keys.createKey({ name: 'a', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h1', prefix: 'psk_1', now: NOW })
-      const j = await keys.createKey({ name: 'b', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h2', prefix: 'psk_2', now: NOW })
+      const k = await keys.createKey({
+        name: 'a', role: 'customer', plan: 'free', perMinute: null, perDay: null,
+        hash: 'h1', prefix: 'psk_1', now: NOW
+      })
+      const j = await keys.createKey({
+        name: 'b', role: 'customer', plan: 'free', perMinute: null, perDay: null,
+        hash: 'h2', prefix: 'psk_2', now: NOW
+      })
       const MIN = 60_000
-      const old = await keys.recordBan({ keyId: k.id, subject: `key:${k.id}`, startedAt: NOW - 60 * MIN, endsAt: NOW - 45 * MIN, reason: 'first' })
-      assert.deepEqual(old, { id: old.id, keyId: k.id, subject: `key:${k.id}`, startedAt: NOW - 60 * MIN, endsAt: NOW - 45 * MIN, reason: 'first', liftedAt: null })
+      const old = await keys.recordBan({
+        keyId: k.id, subject: `key:${k.id}`, startedAt: NOW - 60 * MIN, endsAt: NOW - 45 * MIN, reason: 'first'
+      })
+      assert.deepEqual(old, {
+        id: old.id, keyId: k.id, subject: `key:${k.id}`, startedAt: NOW - 60 * MIN, endsAt: NOW - 45 * MIN,
+        reason: 'first', liftedAt: null
+      })
       assert.equal(typeof old.id, 'number')
       assert.equal(await keys.activeBan(k.id, NOW), null, 'an ended ban is not active')
-      const short = await keys.recordBan({ keyId: k.id, subject: `key:${k.id}`, startedAt: NOW, endsAt: NOW + 15 * MIN, reason: 'second' })
-      const long = await keys.recordBan({ keyId: k.id, subject: `key:${k.id}`, startedAt: NOW, endsAt: NOW + 30 * MIN, reason: 'third' })
-      const others = await keys.recordBan({ keyId: j.id, subject: `key:${j.id}`, startedAt: NOW, endsAt: NOW + 15 * MIN, reason: 'other' })
+      const short = await keys.recordBan({
+        keyId: k.id, subject: `key:${k.id}`, startedAt: NOW, endsAt: NOW + 15 * MIN, reason: 'second'
+      })
+      const long = await keys.recordBan({
+        keyId: k.id, subject: `key:${k.id}`, startedAt: NOW, endsAt: NOW + 30 * MIN, reason: 'third'
+      })
+      const others = await keys.recordBan({
+        keyId: j.id, subject: `key:${j.id}`, startedAt: NOW, endsAt: NOW + 15 * MIN, reason: 'other'
+      })
       assert.deepEqual(await keys.activeBan(k.id, NOW + MIN), long)
       assert.deepEqual(await keys.activeBan(k.id, NOW + 20 * MIN), long)
       assert.equal(await keys.activeBan(k.id, NOW + 30 * MIN), null, 'a ban ends at ends_at')
@@ -558,8 +665,11 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       assert.equal(await keys.liftBans(j.id, NOW + 3 * MIN), 1)
       const lifted = await keys.bansLiftedSince(NOW)
       for (let i = 1; i < lifted.length; i++) assert.ok(lifted[i - 1]!.liftedAt! <= lifted[i]!.liftedAt!, 'in lift order')
-      assert.deepEqual(lifted.map((b) => [b.id, b.liftedAt]).sort((x, y) => x[1]! - y[1]! || x[0]! - y[0]!),
-        [[short.id, NOW + MIN], [long.id, NOW + MIN], [others.id, NOW + 3 * MIN]].sort((x, y) => x[1]! - y[1]! || x[0]! - y[0]!))
+      assert.deepEqual(
+        lifted.map((b) => [b.id, b.liftedAt]).sort((x, y) => x[1]! - y[1]! || x[0]! - y[0]!),
+        [[short.id, NOW + MIN], [long.id, NOW + MIN], [others.id, NOW + 3 * MIN]]
+          .sort((x, y) => x[1]! - y[1]! || x[0]! - y[0]!)
+      )
       assert.deepEqual((await keys.bansLiftedSince(NOW + MIN)).map((b) => b.id), [others.id], 'strictly after')
       assert.equal((await keys.bansLiftedSince(NOW + 3 * MIN)).length, 0)
       assert.equal(lifted.find((b) => b.id === old.id), undefined, 'an ended ban is never lifted')
@@ -569,21 +679,33 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('keys: createKey stores expiresAt; a key made without it never expires', async (t) => {
       const { keys } = await open(t)
-      const k = await keys.createKey({ name: 'x', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h', prefix: 'psk_x', now: NOW, expiresAt: NOW + 90_000 })
+      const k = await keys.createKey({
+        name: 'x', role: 'customer', plan: 'free', perMinute: null, perDay: null,
+        hash: 'h', prefix: 'psk_x', now: NOW, expiresAt: NOW + 90_000
+      })
       assert.equal(k.expiresAt, NOW + 90_000)
       assert.deepEqual(await keys.getKey(k.id), k)
-      const never = await keys.createKey({ name: 'y', role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'h2', prefix: 'psk_y', now: NOW })
+      const never = await keys.createKey({
+        name: 'y', role: 'customer', plan: 'free', perMinute: null, perDay: null,
+        hash: 'h2', prefix: 'psk_y', now: NOW
+      })
       assert.equal(never.expiresAt, null)
     })
 
     test('keys: rotateKey makes a successor with the same settings and quota identity, and ends the old key after the grace period', async (t) => {
       const { keys } = await open(t)
-      const a = await keys.createKey({ name: 'partner', role: 'staff', plan: 'enterprise', perMinute: 50, perDay: 5000, hash: 'ha', prefix: 'psk_a', now: NOW, scopes: ['orders:read', 'catalog:write'] })
+      const a = await keys.createKey({
+        name: 'partner', role: 'staff', plan: 'enterprise', perMinute: 50, perDay: 5000,
+        hash: 'ha', prefix: 'psk_a', now: NOW, scopes: ['orders:read', 'catalog:write']
+      })
       assert.deepEqual(a.scopes, ['catalog:write', 'orders:read'], 'stored in canonical order')
-      const { old, created } = await keys.rotateKey(a.id, { hash: 'hb', prefix: 'psk_b', now: NOW + 10, graceEndsAt: NOW + 3_600_010 })
+      const { old, created } = await keys.rotateKey(a.id, {
+        hash: 'hb', prefix: 'psk_b', now: NOW + 10, graceEndsAt: NOW + 3_600_010
+      })
       assert.deepEqual(created, {
-        id: created.id, name: 'partner', role: 'staff', plan: 'enterprise', perMinute: 50, perDay: 5000, prefix: 'psk_b', createdAt: NOW + 10,
-        revokedAt: null, expiresAt: null, replaces: a.id, replacedBy: null, quotaKeyId: a.id, lastUsedAt: null, version: 1, scopes: ['catalog:write', 'orders:read']
+        id: created.id, name: 'partner', role: 'staff', plan: 'enterprise', perMinute: 50, perDay: 5000,
+        prefix: 'psk_b', createdAt: NOW + 10, revokedAt: null, expiresAt: null, replaces: a.id, replacedBy: null,
+        quotaKeyId: a.id, lastUsedAt: null, version: 1, scopes: ['catalog:write', 'orders:read']
       })
       assert.deepEqual(old, { ...a, expiresAt: NOW + 3_600_010, replacedBy: created.id, version: 2 })
       assert.deepEqual(await keys.findKeyByHash('hb'), created)
@@ -597,38 +719,70 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('keys: rotateKey keeps an earlier expiry and refuses revoked, expired, already rotated and missing keys', async (t) => {
       const { keys } = await open(t)
-      const make = (n: number, expiresAt: number | null = null) => keys.createKey({ name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: `h${n}`, prefix: `psk_${n}`, now: NOW, expiresAt })
+      const make = (n: number, expiresAt: number | null = null) => keys.createKey({
+        name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null,
+        hash: `h${n}`, prefix: `psk_${n}`, now: NOW, expiresAt
+      })
       const soon = await make(1, NOW + 60_000)
       const { old } = await keys.rotateKey(soon.id, { hash: 'h1b', prefix: 'psk_1b', now: NOW, graceEndsAt: NOW + 86_400_000 })
       assert.equal(old.expiresAt, NOW + 60_000, 'rotation never lengthens a key\'s life')
-      await rejectsWith(keys.rotateKey(soon.id, { hash: 'h1c', prefix: 'psk_1c', now: NOW, graceEndsAt: NOW + 1000 }), 'api_key_not_rotatable', `key ${soon.id} was already rotated: key ${old.replacedBy} replaces it; rotate key ${old.replacedBy} instead`)
+      await rejectsWith(
+        keys.rotateKey(soon.id, { hash: 'h1c', prefix: 'psk_1c', now: NOW, graceEndsAt: NOW + 1000 }),
+        'api_key_not_rotatable',
+        `key ${soon.id} was already rotated: key ${old.replacedBy} replaces it; rotate key ${old.replacedBy} instead`
+      )
       const revoked = await make(2)
       await keys.revokeKey(revoked.id, NOW, null)
-      await rejectsWith(keys.rotateKey(revoked.id, { hash: 'h2b', prefix: 'psk_2b', now: NOW + 1, graceEndsAt: NOW + 1000 }), 'api_key_not_rotatable', `key ${revoked.id} was revoked at 2026-11-21T12:00:00.000Z; only a live key can be rotated`)
+      await rejectsWith(
+        keys.rotateKey(revoked.id, { hash: 'h2b', prefix: 'psk_2b', now: NOW + 1, graceEndsAt: NOW + 1000 }),
+        'api_key_not_rotatable',
+        `key ${revoked.id} was revoked at 2026-11-21T12:00:00.000Z; only a live key can be rotated`
+      )
       const expired = await make(3, NOW + 1000)
-      await rejectsWith(keys.rotateKey(expired.id, { hash: 'h3b', prefix: 'psk_3b', now: NOW + 1000, graceEndsAt: NOW + 5000 }), 'api_key_not_rotatable', `key ${expired.id} expired at 2026-11-21T12:00:01.000Z; only a live key can be rotated`)
-      await rejectsWith(keys.rotateKey(expired.id + 1000, { hash: 'h4b', prefix: 'psk_4b', now: NOW, graceEndsAt: NOW }), 'not_found', `key ${expired.id + 1000} not found`)
+      await rejectsWith(
+        keys.rotateKey(expired.id, { hash: 'h3b', prefix: 'psk_3b', now: NOW + 1000, graceEndsAt: NOW + 5000 }),
+        'api_key_not_rotatable',
+        `key ${expired.id} expired at 2026-11-21T12:00:01.000Z; only a live key can be rotated`
+      )
+      await rejectsWith(
+        keys.rotateKey(expired.id + 1000, { hash: 'h4b', prefix: 'psk_4b', now: NOW, graceEndsAt: NOW }),
+        'not_found',
+        `key ${expired.id + 1000} not found`
+      )
       assert.equal(await keys.findKeyByHash('h2b'), null, 'a refused rotation makes no key')
       assert.equal(await keys.findKeyByHash('h3b'), null)
     })
 
     test('keys: two rotations of one key at once make one successor; the other is api_key_not_rotatable', async (t) => {
       const { keys } = await open(t)
-      const a = await keys.createKey({ name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'ha', prefix: 'psk_a', now: NOW })
-      const results = await Promise.allSettled([1, 2].map((n) => keys.rotateKey(a.id, { hash: `h${n}`, prefix: `psk_${n}`, now: NOW, graceEndsAt: NOW + 1000 })))
+      const a = await keys.createKey({
+        name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null,
+        hash: 'ha', prefix: 'psk_a', now: NOW
+      })
+      const results = await Promise.allSettled([1, 2].map((n) =>
+        keys.rotateKey(a.id, { hash: `h${n}`, prefix: `psk_${n}`, now: NOW, graceEndsAt: NOW + 1000 })))
       const made = results.filter((r) => r.status === 'fulfilled')
       const refused = results.filter((r) => r.status === 'rejected')
       assert.equal(made.length, 1)
       assert.equal(refused.length, 1)
       assert.equal((refused[0] as PromiseRejectedResult).reason.code, 'api_key_not_rotatable')
-      assert.equal((await keys.getKey(a.id))!.replacedBy, (made[0] as PromiseFulfilledResult<{ created: { id: number } }>).value.created.id)
+      assert.equal(
+        (await keys.getKey(a.id))!.replacedBy,
+        (made[0] as PromiseFulfilledResult<{ created: { id: number } }>).value.created.id
+      )
       assert.equal((await keys.listKeys(page(10))).length, 2)
     })
 
     test('bans: a ban started through any key of a rotation chain is the ban of every key in it, and lifting through one lifts it for all', async (t) => {
       const { keys } = await open(t)
-      const a = await keys.createKey({ name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'ha', prefix: 'psk_a', now: NOW })
-      const other = await keys.createKey({ name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'hx', prefix: 'psk_x', now: NOW })
+      const a = await keys.createKey({
+        name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null,
+        hash: 'ha', prefix: 'psk_a', now: NOW
+      })
+      const other = await keys.createKey({
+        name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null,
+        hash: 'hx', prefix: 'psk_x', now: NOW
+      })
       const { created: b } = await keys.rotateKey(a.id, { hash: 'hb', prefix: 'psk_b', now: NOW, graceEndsAt: NOW + 3_600_000 })
       const ban = await keys.recordBan({ keyId: b.id, subject: `key:${a.id}`, startedAt: NOW, endsAt: NOW + 900_000, reason: 'r' })
       assert.deepEqual(await keys.activeBan(a.id, NOW + 1), ban)
@@ -640,8 +794,14 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
 
     test('usage: recordUsage adds counts per key and day and moves lastUsedAt only forward; usage reads from a day on, oldest first', async (t) => {
       const { keys } = await open(t)
-      const a = await keys.createKey({ name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'ha', prefix: 'psk_a', now: NOW })
-      const b = await keys.createKey({ name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null, hash: 'hb', prefix: 'psk_b', now: NOW })
+      const a = await keys.createKey({
+        name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null,
+        hash: 'ha', prefix: 'psk_a', now: NOW
+      })
+      const b = await keys.createKey({
+        name: null, role: 'customer', plan: 'free', perMinute: null, perDay: null,
+        hash: 'hb', prefix: 'psk_b', now: NOW
+      })
       await keys.recordUsage({ counts: [], lastUsed: [] })
       await keys.recordUsage({
         counts: [
@@ -671,7 +831,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
     // ---- webhook claims -----------------------------------------------------------------------
 
     test('webhooks: claimDue takes at most each endpoint\'s room counting this instance\'s in-flight, oldest due first, never a disabled endpoint or what is not yet due', async (t) => {
-      const { stores, endpoints: [a, b, c], queue, claim } = await withEndpoints(t, 3)
+      const { stores, owner, endpoints: [a, b, c], queue, claim } = await withEndpoints(t, 3)
       const aEvents = await queue(a!, 4, NOW)
       const bEvents = await queue(b!, 3, NOW + 10)
       await queue(a!, 1, NOW + 5000)
@@ -682,7 +842,8 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const first = await claim({ now, perEndpoint: 2, inFlight: { [a!]: 2 } })
       assert.deepEqual(first.map((d) => [d.webhookId, d.event.id]), [[b, bEvents[0]], [b, bEvents[1]]])
       assert.deepEqual({ ...first[0]!, event: first[0]!.event.type }, {
-        id: first[0]!.id, webhookId: b, url: 'http://127.0.0.1:9/1', secrets: ['whsec_contract'], attempts: 0, event: 'webhook.test'
+        id: first[0]!.id, webhookId: b, ownerKeyId: owner.id, url: 'http://127.0.0.1:9/1', secrets: ['whsec_contract'],
+        attempts: 0, event: 'webhook.test', testType: null
       })
       // One slot of A left: its oldest due; B is full now; the one due at NOW + 5000 waits.
       const second = await claim({ now, perEndpoint: 2, inFlight: { [a!]: 1, [b!]: 2 } })
@@ -731,8 +892,9 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       const [claimed] = await claim({ now: NOW + 100 })
       assert.equal(await stores.webhooks.deleteWebhook(a!, NOW + 200), true)
       await stores.webhooks.recordAttempt({
-        deliveryId: claimed!.id, webhookId: a!, leaseOwner: 'instance-a', attempt: 1, at: NOW + 300, outcome: 'succeeded', status: 204, error: null,
-        durationMs: 1, nextAttemptAt: null, disableIfFailingSince: NOW, disabledEvent: () => { throw new Error('not disabled') }
+        deliveryId: claimed!.id, webhookId: a!, leaseOwner: 'instance-a', attempt: 1, at: NOW + 300,
+        outcome: 'succeeded', status: 204, error: null, durationMs: 1, nextAttemptAt: null, disableIfFailingSince: NOW,
+        disabledEvent: () => { throw new Error('not disabled') }
       })
       assert.equal(await stores.webhooks.getWebhook(a!), null)
     })

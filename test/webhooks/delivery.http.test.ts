@@ -11,7 +11,15 @@ import { closedPort, startReceiver } from './receiver.ts'
 import { received, subscribe, verified, webhookApp } from './helpers.ts'
 import type { TestApp } from '../helpers/app.ts'
 
-async function deliveries (app: TestApp, id: string, key?: string): Promise<Array<{ eventId: string; type: string; attempt: number; outcome: string; status?: number; error?: string; durationMs?: number }>> {
+async function deliveries (app: TestApp, id: string, key?: string): Promise<Array<{
+  eventId: string
+  type: string
+  attempt: number
+  outcome: string
+  status?: number
+  error?: string
+  durationMs?: number
+}>> {
   const response = await app.call({ method: 'GET', url: `/v1/webhooks/${id}/deliveries`, ...(key === undefined ? {} : { key }) })
   assert.equal(response.statusCode, 200)
   return response.json()
@@ -44,10 +52,13 @@ test('POST /test delivers a signed webhook.test to that endpoint alone within a 
   assert.equal(delivery!.headers['content-type'], 'application/json')
   assert.equal(delivery!.method, 'POST')
   assert.ok(Math.abs(Number(delivery!.headers['webhook-timestamp']) - Date.now() / 1000) < 5, 'the timestamp is the attempt\'s')
-  assert.deepEqual(Object.keys(payload).sort(), ['data', 'timestamp', 'type'])
+  assert.deepEqual(Object.keys(payload).sort(), ['data', 'id', 'timestamp', 'type'])
+  assert.equal(payload.id, eventId, 'the body carries the event id, the webhook-id header\'s')
 
   const [entry] = await settled(app, endpoint.id, 1)
-  assert.deepEqual({ eventId: entry!.eventId, type: entry!.type, attempt: entry!.attempt, outcome: entry!.outcome, status: entry!.status }, { eventId, type: 'webhook.test', attempt: 1, outcome: 'succeeded', status: 204 })
+  assert.deepEqual({
+    eventId: entry!.eventId, type: entry!.type, attempt: entry!.attempt, outcome: entry!.outcome, status: entry!.status
+  }, { eventId, type: 'webhook.test', attempt: 1, outcome: 'succeeded', status: 204 })
   assert.equal(typeof entry!.durationMs, 'number')
   await new Promise((resolve) => setTimeout(resolve, 300))
   assert.equal(bystander.received.length, 0, 'another endpoint of the same holder gets no test event')
@@ -57,7 +68,12 @@ test('POST /test delivers a signed webhook.test to that endpoint alone within a 
 test('the feed fans out to each enabled endpoint whose types match and whose owner may see the event', async (t) => {
   const app = await webhookApp(t)
   const other = await app.makeKey('customer')
-  const [mine, theirs, admins, narrow] = [await startReceiver(t), await startReceiver(t), await startReceiver(t), await startReceiver(t)]
+  const [mine, theirs, admins, narrow] = [
+    await startReceiver(t),
+    await startReceiver(t),
+    await startReceiver(t),
+    await startReceiver(t)
+  ]
   const mineEndpoint = await subscribe(app, mine, ['webhook.*'], app.keys.customer)
   await subscribe(app, theirs, ['webhook.disabled'], other.key)
   const adminEndpoint = await subscribe(app, admins, ['webhook.disabled'], app.keys.admin)
@@ -78,15 +94,30 @@ test('the feed fans out to each enabled endpoint whose types match and whose own
   assert.equal(mine.received.length, 1)
 
   // Replay: the same event again, with the same webhook-id.
-  const replay = await app.call({ method: 'POST', url: `/v1/webhooks/${mineEndpoint.id}/replay`, role: 'customer', payload: { since: new Date(Date.now() - 60_000).toISOString() } })
+  const replay = await app.call({
+    method: 'POST',
+    url: `/v1/webhooks/${mineEndpoint.id}/replay`,
+    role: 'customer',
+    payload: { since: new Date(Date.now() - 60_000).toISOString() }
+  })
   assert.equal(replay.statusCode, 202)
   assert.deepEqual(replay.json(), { queued: 1 })
   const [, again] = await received(mine, 2)
   assert.equal(again!.headers['webhook-id'], toMe!.headers['webhook-id'])
-  const byId = await app.call({ method: 'POST', url: `/v1/webhooks/${mineEndpoint.id}/replay`, role: 'customer', payload: { eventIds: [toMe!.headers['webhook-id'], `evt_${'0'.repeat(32)}`] } })
+  const byId = await app.call({
+    method: 'POST',
+    url: `/v1/webhooks/${mineEndpoint.id}/replay`,
+    role: 'customer',
+    payload: { eventIds: [toMe!.headers['webhook-id'], `evt_${'0'.repeat(32)}`] }
+  })
   assert.deepEqual(byId.json(), { queued: 1 }, 'an unknown id queues nothing')
   const theirsEndpoint = (await app.call({ method: 'GET', url: '/v1/webhooks', key: other.key })).json()[0]
-  const foreign = await app.call({ method: 'POST', url: `/v1/webhooks/${theirsEndpoint.id}/replay`, key: other.key, payload: { eventIds: [toMe!.headers['webhook-id']] } })
+  const foreign = await app.call({
+    method: 'POST',
+    url: `/v1/webhooks/${theirsEndpoint.id}/replay`,
+    key: other.key,
+    payload: { eventIds: [toMe!.headers['webhook-id']] }
+  })
   assert.deepEqual(foreign.json(), { queued: 0 }, 'a replay never queues an event the owner may not see')
 })
 
@@ -148,7 +179,10 @@ test('a redirect is a failure and is never followed', async (t) => {
 
 test('the URL is checked again at every attempt: a name that now resolves to a forbidden address is refused and nothing connects', async (t) => {
   let answer = '93.184.215.14'
-  const app = await webhookApp(t, { resolve: async () => [{ address: answer, family: 4 }], env: { WEBHOOK_RETRY_SCHEDULE: '24h' } })
+  const app = await webhookApp(t, {
+    resolve: async () => [{ address: answer, family: 4 }],
+    env: { WEBHOOK_RETRY_SCHEDULE: '24h' }
+  })
   const local = await startReceiver(t)
   const endpoint = await subscribe(app, `https://hooks.example:${local.port}/`, ['webhook.test'], app.keys.customer)
   for (const address of ['127.0.0.1', '169.254.169.254']) {
@@ -189,7 +223,12 @@ test('an endpoint whose every attempt failed for 5 days is disabled, with a webh
   assert.equal((await app.call({ method: 'GET', url: `/v1/webhooks/${down.id}`, role: 'customer' })).json().status, 'enabled', 'not yet 5 days')
   clock.advance(60_000)
   await app.call({ method: 'POST', url: `/v1/webhooks/${down.id}/test`, role: 'customer' })
-  await pollUntil(async () => (await app.call({ method: 'GET', url: `/v1/webhooks/${down.id}`, role: 'customer' })).json().status === 'disabled' ? true : undefined, { timeoutMs: 3000, message: 'disabled' })
+  await pollUntil(
+    async () => (await app.call({ method: 'GET', url: `/v1/webhooks/${down.id}`, role: 'customer' })).json().status === 'disabled'
+      ? true
+      : undefined,
+    { timeoutMs: 3000, message: 'disabled' }
+  )
   // The admin's receiver checks timestamps against the wall clock; this test's clock is 5 days on.
   const [notice] = await received(admins, 1)
   const body = JSON.parse(notice!.body)

@@ -66,3 +66,32 @@ test('signing refuses no secret, a malformed secret and a timestamp that is not 
   }
   assert.throws(() => sign({ ...input, timestamp: Date.now() / 1000, secrets: [newSecret()] }), TypeError)
 })
+
+test('a secret of any length in strict base64 signs, with two, one or no padding characters, and verifies with the package', () => {
+  // Fault caught: a secret pattern that refused the padded forms a receiver's secret may take
+  // (the official package accepts any base64 key).
+  for (const bytes of [31, 32, 33]) {
+    const secret = `whsec_${Buffer.alloc(bytes, 0xa5).toString('base64')}`
+    assert.match(secret, [/==$/, /[^=]=$/, /[^=]$/][bytes - 31]!)
+    const headers = webhookHeaders({ id: 'evt_06', timestamp: now(), body, secrets: [secret] })
+    assert.deepEqual(new Webhook(secret).verify(body, headers), JSON.parse(body), secret)
+  }
+})
+
+test('a secret with anything before whsec_ or a padding that leaves a lone character is refused: it would sign with other bytes', () => {
+  const valid = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
+  const input = { id: 'evt_07', timestamp: now(), body }
+  for (const secret of [`X${valid}`, ` ${valid}`, `${valid}A==`, `${valid}AB=`, `${valid}A`]) {
+    assert.throws(() => sign({ ...input, secrets: [secret] }), { name: 'TypeError', message: 'a webhook secret is whsec_ followed by base64' }, secret)
+  }
+})
+
+test('each refusal of sign says what the caller got wrong', () => {
+  const input = { id: 'evt_08', timestamp: now(), body }
+  assert.throws(() => sign({ ...input, secrets: [] }), { name: 'TypeError', message: 'a webhook is signed with at least one secret' })
+  assert.throws(
+    () => sign({ ...input, timestamp: 1.5, secrets: [newSecret()] }),
+    { name: 'TypeError', message: 'the webhook timestamp is whole Unix seconds' }
+  )
+  assert.throws(() => sign({ ...input, secrets: ['whsec_'] }), { name: 'TypeError', message: 'a webhook secret is whsec_ followed by base64' })
+})

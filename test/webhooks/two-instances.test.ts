@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict'
 import type { ServerResponse } from 'node:http'
 import { test, type TestContext } from 'node:test'
+import type { EventDraft } from '../../src/events/events.store.ts'
 import { createKeyAdmin } from '../../src/keys/keys.service.ts'
 import { manualClock, systemClock } from '../../src/shared/clock.ts'
 import { createPostgresStores } from '../../src/storage/postgres/index.ts'
@@ -51,7 +52,11 @@ test('two instances on PostgreSQL attempt each delivery exactly once', { timeout
   t.diagnostic(`${count} tests queued in ${Math.round(queuedAt - startedAt)} ms`)
   // About a second here when the machine is idle; over 10 s has been seen under load (two busy
   // loops and other test files on 2 cores): the bound is generous, the figure is reported.
-  const deliveries = async () => (await first.call({ method: 'GET', url: `/v1/webhooks/${endpoint.id}/deliveries?limit=100`, key: first.keys.admin })).json() as Array<{ attempt: number; outcome: string }>
+  const deliveries = async () => (await first.call({
+    method: 'GET',
+    url: `/v1/webhooks/${endpoint.id}/deliveries?limit=100`,
+    key: first.keys.admin
+  })).json() as Array<{ attempt: number; outcome: string }>
   await received(receiver, count, 60_000).catch(async (error: unknown) => {
     t.diagnostic(`deliveries: ${JSON.stringify(await deliveries())}`)
     throw error
@@ -76,18 +81,32 @@ test('two instances on PostgreSQL attempt each delivery exactly once', { timeout
  * must lease from its own time: another instance may take a delivery only once the attempt's
  * deadline plus the margin has passed since the claim, never earlier.
  */
-async function leaseCountsFromTheClaim (t: TestContext, cleanup: ReturnType<typeof cleanupStack>, stores: Stores): Promise<void> {
+async function leaseCountsFromTheClaim (
+  t: TestContext,
+  cleanup: ReturnType<typeof cleanupStack>,
+  stores: Stores
+): Promise<void> {
   const clock = manualClock(T0)
   // The receiver holds every request until the end, so the attempts stay in flight.
   const held: ServerResponse[] = []
   const receiver = await startReceiver(t, (_req, res) => { held.push(res) })
   const admin = await createKeyAdmin(stores.keys, clock).create({ role: 'admin', plan: 'enterprise', perMinute: 1000, perDay: 1000 })
   const webhookId = 'wh_lease000000000000000000'
-  await stores.webhooks.createWebhook({ id: webhookId, ownerKeyId: admin.record.id, url: `http://127.0.0.1:${receiver.port}/hook`, types: ['webhook.test'], description: null, secret: newSecret(), now: T0 }, 10)
-  const testEvent = { type: 'webhook.test', audience: 'webhook' as const, subjectKeyId: admin.record.id, data: { webhookId } }
+  await stores.webhooks.createWebhook({
+    id: webhookId, ownerKeyId: admin.record.id, url: `http://127.0.0.1:${receiver.port}/hook`, types: ['webhook.test'],
+    description: null, secret: newSecret(), now: T0
+  }, 10)
+  const testEvent: EventDraft = { type: 'webhook.test', audience: 'webhook', subjectKeyId: admin.record.id, data: { webhookId } }
   await stores.webhooks.queueTest(webhookId, testEvent, T0)
 
-  const settings: WebhookSettings = { timeoutMs: 10_000, retryScheduleMs: [5000], allowedHosts: ['127.0.0.1'], maxInFlight: 64, maxInFlightPerEndpoint: 4, pollMs: 250 }
+  const settings: WebhookSettings = {
+    timeoutMs: 10_000,
+    retryScheduleMs: [5000],
+    allowedHosts: ['127.0.0.1'],
+    maxInFlight: 64,
+    maxInFlightPerEndpoint: 4,
+    pollMs: 250
+  }
   const FAN_OUT_MS = 4000
   let queuedDuringFanOut = false
   const slowFanOut = {

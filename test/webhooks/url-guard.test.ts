@@ -2,8 +2,15 @@
 // allowed hosts pass over http. Names resolve through stubs (no real DNS) but for one test of the
 // system resolver on localhost.
 import assert from 'node:assert/strict'
+import { isIP } from 'node:net'
 import { test } from 'node:test'
-import { checkWebhookUrl, isForbiddenAddress, normalizeAllowedHost, type Resolve } from '../../src/webhooks/url-guard.ts'
+import {
+  checkWebhookUrl,
+  isForbiddenAddress,
+  normalizeAllowedHost,
+  URL_REFUSAL_MESSAGES,
+  type Resolve
+} from '../../src/webhooks/url-guard.ts'
 
 const PUBLIC_V4 = '93.184.216.34'
 const PUBLIC_V6 = '2606:2800:220:1:248:1893:25c8:1946'
@@ -189,4 +196,55 @@ test('normalizeAllowedHost gives the URL parser\'s spelling, and null for an ent
 
 test('without a resolver the system resolver is asked: https://localhost/ is refused as loopback', async () => {
   assert.deepEqual(await checkWebhookUrl('https://localhost/', { allowedHosts: [] }), { ok: false, reason: 'forbidden_address' })
+})
+
+/** An IPv4 address as the two 16-bit groups an IPv6 address carries it in. */
+function groupsOf (ipv4: string): string {
+  const [a, b, c, d] = ipv4.split('.').map(Number) as [number, number, number, number]
+  return `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`
+}
+
+test('every forbidden IPv4 address is refused in its mapped, NAT64 and 6to4 forms, and every public one accepted in them', () => {
+  // Faults caught: an embedded address read with its low 16 bits lost (192.88.99.1 read as
+  // 192.88.0.0, which is public), a form whose embedded address is not checked at all.
+  const forbidden = FORBIDDEN_ADDRESSES.filter((address) => isIP(address) === 4)
+  const publicOnes = PUBLIC_ADDRESSES.filter((address) => isIP(address) === 4)
+  const forms = (ipv4: string): string[] => [`::ffff:${ipv4}`, `64:ff9b::${ipv4}`, `64:ff9b::${groupsOf(ipv4)}`, `2002:${groupsOf(ipv4)}::1`]
+  assert.deepEqual(forbidden.flatMap(forms).filter((address) => !isForbiddenAddress(address)), [])
+  assert.deepEqual(publicOnes.flatMap(forms).filter((address) => isForbiddenAddress(address)), [])
+})
+
+test('an IPv6 address outside the forms that embed IPv4 is judged as IPv6, whatever its last 32 bits spell', () => {
+  // Faults caught: the last 32 bits of any address read as an IPv4 one (a unique-local address
+  // ending in a public IPv4 passed; a public one ending in 10.0.0.1 was refused), and a form
+  // recognised by fewer than its 96 fixed bits: a global address whose low groups read
+  // ffff:a00:1 is no IPv4-mapped address.
+  const forbidden = ['fc00::5db8:d822', 'fe80::5db8:d822', '2001:db8::5db8:d822', '2001::5db8:d822', '100::5db8:d822', 'ff02::5db8:d822', 'fec0::5db8:d822']
+  assert.deepEqual(forbidden.filter((address) => !isForbiddenAddress(address)), [])
+  const publicOnes = [
+    '2606:4700::a00:1', '2a00::ffff:a00:1', '2a00:ff9b::a00:1',
+    // One group away from ::ffff:0:0/96 (the mapped form), each of its first six groups in turn.
+    '0:5::ffff:a00:1', '0:0:5::ffff:a00:1', '::5:0:ffff:a00:1', '::5:ffff:a00:1', '::5:a00:1',
+    // One group away from 64:ff9b::/96 (NAT64), each of its first six groups in turn.
+    '64:ff9a::a00:1', '64:ff9b:5::a00:1', '64:ff9b:0:5::a00:1', '64:ff9b::5:0:a00:1', '64:ff9b::5:a00:1'
+  ]
+  assert.deepEqual(publicOnes.filter((address) => isForbiddenAddress(address)), [])
+})
+
+test('an allowed host passes over http and https only: another scheme is refused on it too', async () => {
+  const options = { allowedHosts: ['localhost'], resolve: resolveTo('127.0.0.1') }
+  for (const url of ['ftp://localhost/', 'ws://localhost/', 'wss://localhost/', 'gopher://localhost/']) {
+    assert.deepEqual(await checkWebhookUrl(url, options), { ok: false, reason: 'scheme_not_allowed' }, url)
+  }
+})
+
+test('each refusal tells the client what to change, and none names an address the server resolved', () => {
+  // These are the messages of the 400 a caller gets when creating or changing an endpoint.
+  assert.deepEqual(URL_REFUSAL_MESSAGES, {
+    invalid_url: 'the webhook URL is not a valid absolute URL',
+    scheme_not_allowed: 'the webhook URL must use https',
+    userinfo_not_allowed: 'the webhook URL must not carry a user name or password',
+    unresolvable: 'the webhook URL host does not resolve',
+    forbidden_address: 'the webhook URL host must resolve only to public addresses'
+  })
 })

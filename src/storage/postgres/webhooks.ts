@@ -4,17 +4,22 @@
 // the same one, and an instance that dies leaves its lease to expire. An endpoint created,
 // changed, rotated, deleted or replayed writes no event: its audit entry is appended here, in the
 // change's transaction (audit.ts).
-import { webhookAuditDraft, type WebhookChange } from '../../audit/audit.rules.ts'
+import type { WebhookChange } from '../../audit/audit.rules.ts'
 import { webhookLimitReached } from '../../errors.ts'
 import type { StoredEvent } from '../../events/events.store.ts'
 import type { Role } from '../../accounts/plans.ts'
 import { typeFilterOf } from '../../webhooks/event-types.ts'
-import type { WebhookStore } from '../../webhooks/webhooks.store.ts'
+import type { ReplayResult, WebhookStore } from '../../webhooks/webhooks.store.ts'
 import { eventFilterSql } from '../event-filters.ts'
 import {
+  ATTEMPT_COLUMNS,
   deliveryEntries,
   fanOutPairs,
+  hourOf,
+  liveOwnerSql,
   liveSecrets,
+  PENDING_COLUMNS,
+  replayRoom,
   toWebhook,
   WEBHOOK_COLUMNS,
   type AttemptRow,
@@ -22,8 +27,7 @@ import {
   type PendingRow,
   type WebhookRow
 } from '../webhook-rows.ts'
-import { currentActor } from '../../shared/actor-context.ts'
-import { appendAuditEntries } from './audit.ts'
+import { appendAudit } from './audit.ts'
 import type { Db, Tx } from './database.ts'
 import { appendEvents } from './events.ts'
 
@@ -47,16 +51,17 @@ const toEvent = (row: EventRow): StoredEvent => ({
 interface ClaimRow extends EventRow {
   delivery_id: string
   attempts: number
+  test_type: string | null
   webhook_id: string
+  owner_key_id: string
   url: string
   secret: string
   previous_secret: string | null
   previous_secret_until: string | null
 }
 
-/** The audit entry of `change`, by the actor of the work running now, in `tx`. */
-const audit = (tx: Tx, change: WebhookChange, now: number): Promise<void> =>
-  appendAuditEntries(tx, [webhookAuditDraft(change, now, currentActor())])
+/** The audit entry of `change`, through the audit door, by the transaction's actor. */
+const audit = (tx: Tx, change: WebhookChange, now: number): Promise<void> => appendAudit(tx, { webhook: change }, now)
 
 const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (webhook_id, event_id, origin, status, next_attempt_at, created_at, updated_at)`
 
@@ -66,37 +71,48 @@ const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (webhook_id, event_id, o
  * (deliveryEntries sorts by it), so these are the ones it can show. Exported, like CLAIM_SQL, for
  * its plan test.
  */
-export const PENDING_SQL = `SELECT d.event_id, e.type, d.attempts, d.next_attempt_at FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+export const PENDING_SQL = `SELECT ${PENDING_COLUMNS} FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
   WHERE d.webhook_id = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at DESC, d.id DESC LIMIT $2`
 
 /**
- * The claim, in one round trip. Per enabled endpoint with room ($1 perEndpoint less this
- * instance's in-flight count in $2: one jsonb lookup per endpoint, not per delivery), a LATERAL
- * read of at most its room from webhook_deliveries_claim, in claim order, locked FOR UPDATE SKIP
- * LOCKED (another instance's claim running now keeps its rows and this one reads on): the cost
- * follows what is claimed, not the backlog, which a window over every pending delivery read
- * before. Endpoints take turns at going first, from the creation order $7 on (see claimDue). The
- * outer LIMIT $4 sorts what the endpoints' reads returned, at most their rooms together: rows
- * read past it stay locked until the statement ends, never leased. Exported for its plan test
- * (test/storage/postgres/stores.test.ts).
+ * The claim, in one round trip. Per enabled endpoint whose owner is live at $3 and has room
+ * ($1 perEndpoint less this instance's in-flight count in $2, and $8 perOwner less the owner's
+ * in $9: jsonb lookups per endpoint, not per delivery), a LATERAL read of at most that room from
+ * webhook_deliveries_claim, in claim order, locked FOR UPDATE SKIP LOCKED (another instance's
+ * claim running now keeps its rows and this one reads on): the cost follows what is claimed, not
+ * the backlog, which a window over every pending delivery read before. An owner's endpoints
+ * together take at most its room (the row number over the owner). The owners with the fewest
+ * attempts in flight go first; among equals, endpoints take turns at going first, from the
+ * creation order $7 on (see claimDue). The outer LIMIT $4 sorts what the endpoints' reads
+ * returned, at most their rooms together: rows read past it stay locked until the statement
+ * ends, never leased. Exported for its plan test (test/storage/postgres/stores.test.ts).
  */
 export const CLAIM_SQL = `WITH endpoints AS (
-    SELECT w.id, w.seq, $1::int - coalesce(($2::jsonb ->> w.id)::int, 0) AS room
-    FROM webhooks w WHERE w.status = 'enabled'
-  ), picked AS (
-    SELECT c.id, e.seq FROM endpoints e CROSS JOIN LATERAL (
+    SELECT w.id, w.seq, w.owner_key_id, $1::int - coalesce(($2::jsonb ->> w.id)::int, 0) AS room,
+      coalesce(($9::jsonb ->> w.owner_key_id::text)::int, 0) AS owner_held
+    FROM webhooks w WHERE w.status = 'enabled' AND ${liveOwnerSql('$3')}
+  ), candidates AS (
+    SELECT c.id, c.next_attempt_at, e.seq, e.owner_key_id, e.owner_held,
+      row_number() OVER (PARTITION BY e.owner_key_id ORDER BY e.seq < $7, e.seq, c.next_attempt_at, c.id) AS n
+    FROM endpoints e CROSS JOIN LATERAL (
       SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
       WHERE d.webhook_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $3)
-      ORDER BY d.next_attempt_at, d.id LIMIT e.room FOR UPDATE SKIP LOCKED
+      ORDER BY d.next_attempt_at, d.id LIMIT least(e.room, $8::int - e.owner_held) FOR UPDATE SKIP LOCKED
     ) c
-    WHERE e.room > 0
-    ORDER BY e.seq < $7, e.seq, c.next_attempt_at, c.id LIMIT $4
+    WHERE e.room > 0 AND e.owner_held < $8::int
+  ), picked AS (
+    SELECT c.id, c.seq FROM candidates c WHERE c.n <= $8::int - c.owner_held
+    ORDER BY c.owner_held, c.seq < $7, c.seq, c.next_attempt_at, c.id LIMIT $4
   ), leased AS (
     UPDATE webhook_deliveries d SET lease_owner = $5, lease_until = $6 FROM picked WHERE d.id = picked.id
-    RETURNING d.id, d.attempts, d.webhook_id, d.event_id, d.next_attempt_at, picked.seq
+    RETURNING d.id, d.attempts, d.test_type, d.webhook_id, d.event_id, d.next_attempt_at, picked.seq
   )
-  SELECT l.id AS delivery_id, l.attempts, w.id AS webhook_id, w.url, w.secret, w.previous_secret, w.previous_secret_until, l.seq AS turn_seq, ${EVENT_COLUMNS}
+  SELECT l.id AS delivery_id, l.attempts, l.test_type, w.id AS webhook_id, w.owner_key_id, w.url, w.secret, w.previous_secret,
+    w.previous_secret_until, l.seq AS turn_seq, ${EVENT_COLUMNS}
   FROM leased l JOIN webhooks w ON w.id = l.webhook_id JOIN events e ON e.id = l.event_id ORDER BY l.next_attempt_at, l.id`
+
+/** perOwner when the claim sets none: no bound ($8 is an int). */
+const UNBOUNDED = 2_147_483_647
 
 export function createPostgresWebhookStore (db: Db): WebhookStore {
   // The creation order (seq) from which the next claim starts: see claimDue.
@@ -141,7 +157,9 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         const before = toWebhook(row)
         const status = patch.status ?? before.status
         const updated = await tx.first<WebhookRow>(`UPDATE webhooks SET url = $1, types = $2, description = $3, status = $4, updated_at = $5,
-            failing_since = CASE WHEN $4 = 'enabled' AND status = 'disabled' THEN NULL ELSE failing_since END, version = version + 1
+            failing_since = CASE WHEN $4 = 'enabled' AND status = 'disabled' THEN NULL ELSE failing_since END,
+            disabled_reason = CASE WHEN $4 = 'enabled' THEN NULL WHEN status = 'enabled' THEN 'manual' ELSE disabled_reason END,
+            version = version + 1
           WHERE id = $6 RETURNING ${WEBHOOK_COLUMNS}`,
         [
           patch.url ?? before.url,
@@ -176,39 +194,91 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         return toWebhook(row!)
       })
     },
-    async queueTest (id, event, now) {
+    async queueTest (id, event, now, testType) {
       return await db.transaction(async (tx) => {
         await appendEvents(tx, [event], now)
         const row = await tx.first<{ id: string }>('SELECT id FROM events WHERE tx = pg_current_xact_id() ORDER BY seq DESC LIMIT 1')
-        await tx.query(`${INSERT_DELIVERY} VALUES ($1, $2, 'test', 'pending', $3, $3, $3)`, [id, row!.id, now])
+        await tx.query(
+          'INSERT INTO webhook_deliveries (webhook_id, event_id, origin, status, next_attempt_at, created_at, updated_at, test_type) '
+          + "VALUES ($1, $2, 'test', 'pending', $3, $3, $3, $4)",
+          [id, row!.id, now, testType ?? null]
+        )
         return row!.id
       })
     },
-    async replay (id, selection, now, max) {
-      return await db.transaction(async (tx) => {
-        const owner = await tx.first<{ owner_key_id: number; role: Role; types: string }>(
-          'SELECT w.owner_key_id, k.role, w.types FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id WHERE w.id = $1', [id])
-        if (owner === undefined) return 0
+    async ownerRole (id) {
+      const row = await db.first<{ role: Role }>('SELECT k.role FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id WHERE w.id = $1', [id])
+      return row?.role ?? null
+    },
+    async replay (id, selection, now, limits) {
+      return await db.transaction(async (tx): Promise<ReplayResult> => {
+        // The endpoint's and its owner's rows, locked: two replays of the owner's endpoints run
+        // one after the other, so neither queues what the other just queued, nor passes the
+        // hour's count the other is raising.
+        const owner = await tx.first<{ owner_key_id: string; role: Role; types: string }>(
+          'SELECT w.owner_key_id, k.role, w.types FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id WHERE w.id = $1 FOR UPDATE OF w, k',
+          [id])
+        if (owner === undefined) return { queued: 0, nextSince: null }
+        const ownerKeyId = Number(owner.owner_key_id)
+        const hour = hourOf(now)
+        const used = await tx.first<{ queued: number }>('SELECT queued FROM webhook_replays WHERE owner_key_id = $1 AND hour = $2', [ownerKeyId, hour])
+        const { room, retryAt } = replayRoom(used?.queued ?? 0, limits.max, limits.perHour, now)
+        if (room === 0) return { refused: 'rate', retryAt }
         const types = JSON.parse(owner.types) as string[]
         const params: unknown[] = [id, now]
         const param = (value: unknown): string => { params.push(value); return `$${params.length}` }
         const range = 'eventIds' in selection
           ? `e.id = ANY(${param(selection.eventIds)}::text[])`
           : `e.created_at >= ${param(selection.since)} AND e.created_at < ${param(selection.until)}`
+        const onlyFailed = !('eventIds' in selection) && selection.onlyFailed === true
         const visibility = owner.role === 'admin'
           ? { role: 'admin' as const }
-          : { role: owner.role, keyId: Number(owner.owner_key_id) }
-        const rows = await tx.query(`${INSERT_DELIVERY}
-          SELECT $1, e.id, 'replay', 'pending', $2, $2, $2 FROM events e
-          WHERE ${range} AND e.type <> 'webhook.test' AND ${eventFilterSql(visibility, typeFilterOf(types), param)} ORDER BY e.seq LIMIT ${param(max)}
-          RETURNING 1`, params)
-        await audit(tx, { action: 'webhook.replay', id, selection, queued: rows.length }, now)
-        return rows.length
+          : { role: owner.role, keyId: ownerKeyId }
+        // An event queued already is not queued twice: one whose delivery to the endpoint is due
+        // or in flight is left out; one whose delivery waits for a later retry comes with it
+        // (`pending`), made due now (hastened). A recovery takes only the events whose delivery
+        // failed for good and that no delivery has brought since nor waits to bring. One more than
+        // the room is read: the first left out says where a next request goes on.
+        const [row] = await tx.query<{ queued: number; next_since: string | null }>(`WITH candidates AS (
+            SELECT e.id, e.created_at, e.seq,
+              (SELECT max(p.id) FROM webhook_deliveries p WHERE p.event_id = e.id AND p.webhook_id = $1 AND p.status = 'pending') AS pending
+            FROM events e
+            WHERE ${range} AND e.type <> 'webhook.test' AND ${eventFilterSql(visibility, typeFilterOf(types), param)}
+            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries q WHERE q.event_id = e.id AND q.webhook_id = $1 AND q.status = 'pending'
+              AND (q.next_attempt_at <= $2 OR q.lease_until >= $2))
+            ${onlyFailed
+              ? `AND EXISTS (SELECT 1 FROM webhook_deliveries f WHERE f.event_id = e.id AND f.webhook_id = $1 AND f.status = 'failed')
+              AND NOT EXISTS (SELECT 1 FROM webhook_deliveries s WHERE s.event_id = e.id AND s.webhook_id = $1
+                AND s.status IN ('pending', 'succeeded'))`
+              : ''}
+            ORDER BY e.created_at, e.seq LIMIT ${param(room + 1)}
+          ), chosen AS (
+            SELECT id, pending FROM candidates ORDER BY created_at, seq LIMIT ${param(room)}
+          ), inserted AS (
+            ${INSERT_DELIVERY}
+            SELECT $1, c.id, 'replay', 'pending', $2, $2, $2 FROM chosen c WHERE c.pending IS NULL
+            RETURNING 1
+          ), hastened AS (
+            UPDATE webhook_deliveries d SET next_attempt_at = $2, updated_at = $2 FROM chosen c
+            WHERE d.id = c.pending AND d.status = 'pending' AND d.next_attempt_at > $2 AND (d.lease_until IS NULL OR d.lease_until < $2)
+            RETURNING 1
+          )
+          SELECT (SELECT count(*)::int FROM chosen) AS queued,
+            (SELECT created_at FROM candidates ORDER BY created_at, seq OFFSET ${param(room)} LIMIT 1) AS next_since`, params)
+        const queued = row?.queued ?? 0
+        if (queued > 0) {
+          await tx.query(`INSERT INTO webhook_replays (owner_key_id, hour, queued) VALUES ($1, $2, $3)
+            ON CONFLICT (owner_key_id, hour) DO UPDATE SET queued = webhook_replays.queued + excluded.queued`, [ownerKeyId, hour, queued])
+          await tx.query('DELETE FROM webhook_replays WHERE owner_key_id = $1 AND hour < $2', [ownerKeyId, hour])
+        }
+        await audit(tx, { action: 'webhook.replay', id, selection, queued }, now)
+        const nextSince = row?.next_since ?? null
+        return { queued, nextSince: nextSince === null ? null : Number(nextSince) }
       })
     },
     async listDeliveries (id, limit) {
       const [attempts, pending] = await Promise.all([
-        db.query<AttemptRow>(`SELECT d.event_id, e.type, a.attempt, a.at, a.outcome, a.status, a.error, a.duration_ms
+        db.query<AttemptRow>(`SELECT ${ATTEMPT_COLUMNS}
           FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id
           WHERE a.webhook_id = $1 ORDER BY a.id DESC LIMIT $2`, [id, limit]),
         db.query<PendingRow>(PENDING_SQL, [id, limit])
@@ -238,7 +308,7 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
           created_at: string
         }>(
           `SELECT w.id, w.types, w.owner_key_id, k.role, w.created_at FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id
-           WHERE w.status = 'enabled' AND k.revoked_at IS NULL`))
+           WHERE w.status = 'enabled' AND ${liveOwnerSql('$1')}`, [now]))
           .map((row) => ({
             id: row.id,
             types: JSON.parse(row.types) as string[],
@@ -258,11 +328,21 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         return rows.length
       })
     },
-    async claimDue ({ now, leaseOwner, leaseUntil, limit, perEndpoint, inFlight }) {
+    async claimDue ({ now, leaseOwner, leaseUntil, limit, perEndpoint, inFlight, perOwner, inFlightByOwner }) {
       if (limit <= 0) return []
       const rows = await db.query<ClaimRow & { turn_seq: string }>(
         CLAIM_SQL,
-        [perEndpoint, JSON.stringify(inFlight), now, limit, leaseOwner, leaseUntil, turnFrom]
+        [
+          perEndpoint,
+          JSON.stringify(inFlight),
+          now,
+          limit,
+          leaseOwner,
+          leaseUntil,
+          turnFrom,
+          Math.min(perOwner ?? UNBOUNDED, UNBOUNDED),
+          JSON.stringify(inFlightByOwner ?? {})
+        ]
       )
       // Endpoints take turns at going first (round robin in creation order): when the limit runs
       // out, the next claim starts after the last endpoint served, so a few endpoints with a
@@ -276,9 +356,11 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
       return rows.map((row) => ({
         id: Number(row.delivery_id),
         webhookId: row.webhook_id,
+        ownerKeyId: Number(row.owner_key_id),
         url: row.url,
         attempts: row.attempts,
         event: toEvent(row),
+        testType: row.test_type,
         secrets: liveSecrets({
           secret: row.secret,
           previousSecret: row.previous_secret,
@@ -287,7 +369,7 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
       }))
     },
     async recordAttempt (record) {
-      await db.transaction(async (tx) => {
+      return await db.transaction(async (tx) => {
         // Not when the delivery is gone (its endpoint deleted while the attempt was in flight).
         await tx.query(`INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, at, outcome, status, error, duration_ms)
           SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $1)`,
@@ -315,18 +397,42 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
           record.leaseOwner
         ])
         if (record.outcome === 'succeeded') {
+          // A success settles the event's other deliveries to the endpoint that wait (a retry
+          // beside a replay): the receiver has it, so none is sent again, and none counts as
+          // pending. One leased by an attempt in flight loses its lease, so that attempt's record
+          // leaves it settled.
+          await tx.query(`UPDATE webhook_deliveries SET status = 'succeeded', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL,
+              updated_at = $2
+            WHERE event_id = (SELECT event_id FROM webhook_deliveries WHERE id = $1) AND webhook_id = $3 AND status = 'pending' AND id <> $1`,
+          [record.deliveryId, record.at, record.webhookId])
           await tx.query('UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [record.webhookId])
-          return
+          return null
         }
         const state = await tx.first<{ failing_since: string; status: string }>(
           'UPDATE webhooks SET failing_since = coalesce(failing_since, $1) WHERE id = $2 RETURNING failing_since, status', [record.at, record.webhookId])
         if (state === undefined || state.status !== 'enabled'
           || Number(state.failing_since) > record.disableIfFailingSince) {
-          return
+          return null
         }
-        const row = await tx.first<WebhookRow>(`UPDATE webhooks SET status = 'disabled', updated_at = $1, version = version + 1
-          WHERE id = $2 AND status = 'enabled' RETURNING ${WEBHOOK_COLUMNS}`, [record.at, record.webhookId])
-        if (row !== undefined) await appendEvents(tx, [record.disabledEvent(toWebhook(row))], record.at)
+        const row = await tx.first<WebhookRow>(`UPDATE webhooks SET status = 'disabled', disabled_reason = 'failing', updated_at = $1,
+          version = version + 1 WHERE id = $2 AND status = 'enabled' RETURNING ${WEBHOOK_COLUMNS}`, [record.at, record.webhookId])
+        if (row === undefined) return null
+        const disabled = toWebhook(row)
+        await appendEvents(tx, [record.disabledEvent(disabled)], record.at)
+        return disabled
+      })
+    },
+    async disableInactiveOwners (now, disabledEvent) {
+      // A read first: almost every round finds none, and then opens no transaction.
+      const found = await db.query<{ id: string }>(
+        `SELECT w.id FROM webhooks w WHERE w.status = 'enabled' AND NOT ${liveOwnerSql('$1')} LIMIT 1`, [now])
+      if (found.length === 0) return []
+      return await db.transaction(async (tx) => {
+        const rows = await tx.query<WebhookRow>(`UPDATE webhooks w SET status = 'disabled', disabled_reason = 'owner_inactive', updated_at = $1,
+          version = version + 1 WHERE w.status = 'enabled' AND NOT ${liveOwnerSql('$1')} RETURNING ${WEBHOOK_COLUMNS}`, [now])
+        const disabled = rows.map(toWebhook)
+        if (disabled.length > 0) await appendEvents(tx, disabled.map(disabledEvent), now)
+        return disabled
       })
     },
     async pendingStats () {

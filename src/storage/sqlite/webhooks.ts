@@ -3,17 +3,22 @@
 // endpoint with room) is one writer callback that no other write can interleave with. An
 // endpoint created, changed, rotated, deleted or replayed writes no event: its audit entry is
 // appended here, in the writer's callback, by the actor taken before the write was queued.
-import { webhookAuditDraft, type WebhookChange } from '../../audit/audit.rules.ts'
+import type { WebhookChange } from '../../audit/audit.rules.ts'
 import { webhookLimitReached } from '../../errors.ts'
 import type { StoredEvent } from '../../events/events.store.ts'
 import type { Role } from '../../accounts/plans.ts'
 import { typeFilterOf } from '../../webhooks/event-types.ts'
-import type { ClaimedDelivery, WebhookStore } from '../../webhooks/webhooks.store.ts'
+import type { ClaimedDelivery, ReplayResult, WebhookRecord, WebhookStore } from '../../webhooks/webhooks.store.ts'
 import { eventFilterSql } from '../event-filters.ts'
 import {
+  ATTEMPT_COLUMNS,
   deliveryEntries,
   fanOutPairs,
+  hourOf,
+  liveOwnerSql,
   liveSecrets,
+  PENDING_COLUMNS,
+  replayRoom,
   toWebhook,
   WEBHOOK_COLUMNS,
   type AttemptRow,
@@ -21,10 +26,10 @@ import {
   type PendingRow,
   type WebhookRow
 } from '../webhook-rows.ts'
-import { currentActor } from '../../shared/actor-context.ts'
-import { createSqliteAuditRecord } from './audit.ts'
+import type { ActorContext, ActorSource } from '../../shared/actor-context.ts'
+import type { SqliteAuditAppend } from './audit.ts'
 import type { Db } from './database.ts'
-import { createSqliteEventLog } from './events.ts'
+import type { SqliteEventLog } from './events.ts'
 import type { Writer } from './writer.ts'
 
 interface EventRow {
@@ -47,7 +52,9 @@ type SqlValue = string | number | null
 interface ClaimRow extends EventRow {
   delivery_id: number
   attempts: number
+  test_type: string | null
   webhook_id: string
+  owner_key_id: number
   url: string
   secret: string
   previous_secret: string | null
@@ -61,7 +68,7 @@ interface ClaimRow extends EventRow {
  * An endpoint's pending deliveries, latest due first: the index read backwards. The list shows a
  * pending one at the time it is due (deliveryEntries sorts by it), so these are the ones it can show.
  */
-export const PENDING_SQL = `SELECT d.event_id, e.type, d.attempts, d.next_attempt_at FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+export const PENDING_SQL = `SELECT ${PENDING_COLUMNS} FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
   WHERE d.webhook_id = ? AND d.status = 'pending' ORDER BY d.next_attempt_at DESC, d.id DESC LIMIT ?`
 /**
  * One endpoint's claim: at most LIMIT of its due deliveries, from webhook_deliveries_claim in
@@ -84,48 +91,65 @@ const BOOKKEEPING = { durable: false }
 /** Deliveries of a deleted endpoint removed per write (with their attempts): about 3 ms each. */
 const PURGE_BATCH = 1000
 
-export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore {
-  const events = createSqliteEventLog(db)
-  const record = createSqliteAuditRecord(db)
+/**
+ * `events`: the event log (webhook.test, webhook.disabled); `auditLog`: the audit door, through
+ * which an endpoint's change (which writes no event) is recorded; `actor`: who makes the change.
+ */
+export function createSqliteWebhookStore (
+  db: Db,
+  writer: Writer,
+  events: SqliteEventLog,
+  auditLog: SqliteAuditAppend,
+  actor: ActorSource
+): WebhookStore {
   /** The audit entry of `change`, by `by` (the actor of the caller, taken when it queued the write). */
-  const audit = (change: WebhookChange, now: number, by: ReturnType<typeof currentActor>): void => {
-    record([webhookAuditDraft(change, now, by)])
+  const audit = (change: WebhookChange, now: number, by: ActorContext): void => {
+    auditLog({ webhook: change }, now, by)
   }
   const byId = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = ?`)
   const countByOwner = db.prepare('SELECT count(*) AS n FROM webhooks WHERE owner_key_id = ?')
   const insert = db.prepare(`INSERT INTO webhooks (id, owner_key_id, url, types, description, status, secret, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, 'enabled', ?, ?, ?) RETURNING ${WEBHOOK_COLUMNS}`)
   const update = db.prepare(`UPDATE webhooks SET url = ?, types = ?, description = ?, status = ?, updated_at = ?,
-    failing_since = CASE WHEN ? = 'enabled' AND status = 'disabled' THEN NULL ELSE failing_since END, version = version + 1
+    failing_since = CASE WHEN ? = 'enabled' AND status = 'disabled' THEN NULL ELSE failing_since END,
+    disabled_reason = CASE WHEN ?6 = 'enabled' THEN NULL WHEN status = 'enabled' THEN 'manual' ELSE disabled_reason END, version = version + 1
     WHERE id = ? RETURNING ${WEBHOOK_COLUMNS}`)
   const remove = db.prepare('DELETE FROM webhooks WHERE id = ?')
   const purge = db.prepare('DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = ? LIMIT ?)')
   const rotate = db.prepare(`UPDATE webhooks SET previous_secret = secret, previous_secret_until = ?, secret = ?, updated_at = ?, version = version + 1
     WHERE id = ? RETURNING ${WEBHOOK_COLUMNS}`)
   const lastEvent = db.prepare('SELECT id FROM events WHERE seq = last_insert_rowid()')
-  const insertDelivery = db.prepare(`INSERT INTO webhook_deliveries (webhook_id, event_id, origin, status, next_attempt_at, created_at, updated_at)
-    VALUES (?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT DO NOTHING`)
+  const insertDelivery = db.prepare(`INSERT INTO webhook_deliveries (webhook_id, event_id, origin, status, next_attempt_at, created_at, updated_at, test_type)
+    VALUES (?, ?, ?, 'pending', ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
   const cursor = db.prepare("SELECT seq FROM event_cursors WHERE name = 'webhooks'")
   const moveCursor = db.prepare("UPDATE event_cursors SET seq = ? WHERE name = 'webhooks'")
   // The fan-out's read: an event's head, not its data (fanOutPairs decides without it).
   const feed = db.prepare('SELECT seq, id, type, created_at, audience, subject_key_id FROM events WHERE seq > ? ORDER BY seq LIMIT ?')
   const endpoints = db.prepare(`SELECT w.id, w.types, w.owner_key_id, k.role, w.created_at FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id
-    WHERE w.status = 'enabled' AND k.revoked_at IS NULL`)
-  const attempts = db.prepare(`SELECT d.event_id, e.type, a.attempt, a.at, a.outcome, a.status, a.error, a.duration_ms
+    WHERE w.status = 'enabled' AND ${liveOwnerSql('?1')}`)
+  const attempts = db.prepare(`SELECT ${ATTEMPT_COLUMNS}
     FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id
     WHERE a.webhook_id = ? ORDER BY a.id DESC LIMIT ?`)
   const pending = db.prepare(PENDING_SQL)
-  const claimable = db.prepare("SELECT id, seq FROM webhooks WHERE status = 'enabled' ORDER BY seq")
+  const claimable = db.prepare(`SELECT w.id, w.seq, w.owner_key_id FROM webhooks w WHERE w.status = 'enabled' AND ${liveOwnerSql('?1')}
+    ORDER BY w.seq`)
   const claim = db.prepare(CLAIM_SQL)
   // The creation order (seq) from which the next claim starts: see claimDue.
   let turnFrom = 0
   const claimed = (ids: number[], now: number): ClaimedDelivery[] => {
     if (ids.length === 0) return []
-    const rows = db.prepare(`SELECT d.id AS delivery_id, d.attempts, w.id AS webhook_id, w.url, w.secret, w.previous_secret, w.previous_secret_until, ${EVENT_COLUMNS}
+    const rows = db.prepare(`SELECT d.id AS delivery_id, d.attempts, d.test_type, w.id AS webhook_id, w.owner_key_id, w.url, w.secret,
+      w.previous_secret, w.previous_secret_until, ${EVENT_COLUMNS}
       FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN events e ON e.id = d.event_id
       WHERE d.id IN (${ids.map(() => '?').join(', ')}) ORDER BY d.next_attempt_at, d.id`).all(...ids) as unknown as ClaimRow[]
     return rows.map((row) => ({
-      id: row.delivery_id, webhookId: row.webhook_id, url: row.url, attempts: row.attempts, event: toEvent(row),
+      id: row.delivery_id,
+      webhookId: row.webhook_id,
+      ownerKeyId: row.owner_key_id,
+      url: row.url,
+      attempts: row.attempts,
+      event: toEvent(row),
+      testType: row.test_type,
       secrets: liveSecrets({
         secret: row.secret,
         previousSecret: row.previous_secret,
@@ -138,18 +162,35 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
     SELECT ?1, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?1)`)
   const settle = db.prepare(`UPDATE webhook_deliveries SET attempts = ?, status = ?, next_attempt_at = ?, lease_owner = NULL, lease_until = NULL,
     last_status = ?, last_error = ?, updated_at = ? WHERE id = ? AND lease_owner = ?`)
+  // A success settles the event's other deliveries to the endpoint that wait (a retry beside a
+  // replay): the receiver has it, so none is sent again, and none counts as pending. One leased
+  // by an attempt in flight loses its lease, so that attempt's record leaves it settled.
+  const settleOthers = db.prepare(`UPDATE webhook_deliveries SET status = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
+    lease_until = NULL, updated_at = ?2
+    WHERE event_id = (SELECT event_id FROM webhook_deliveries WHERE id = ?1) AND webhook_id = ?3 AND status = 'pending' AND id <> ?1`)
   const succeeded = db.prepare('UPDATE webhooks SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL')
   const failed = db.prepare('UPDATE webhooks SET failing_since = coalesce(failing_since, ?) WHERE id = ? RETURNING failing_since, status')
-  const disable = db.prepare(`UPDATE webhooks SET status = 'disabled', updated_at = ?, version = version + 1 WHERE id = ? AND status = 'enabled' RETURNING ${WEBHOOK_COLUMNS}`)
+  const disable = db.prepare(`UPDATE webhooks SET status = 'disabled', disabled_reason = ?, updated_at = ?, version = version + 1
+    WHERE id = ? AND status = 'enabled' RETURNING ${WEBHOOK_COLUMNS}`)
+  const inactive = db.prepare(`SELECT w.id FROM webhooks w WHERE w.status = 'enabled' AND NOT ${liveOwnerSql('?1')}`)
+  const roleOf = db.prepare('SELECT k.role FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id WHERE w.id = ?')
   const stats = db.prepare(`SELECT count(*) AS n, min(d.created_at) AS oldest FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
     WHERE d.status = 'pending' AND w.status = 'enabled'`)
 
   const replayOwner = db.prepare('SELECT w.owner_key_id, k.role, w.types FROM webhooks w JOIN api_keys k ON k.id = w.owner_key_id WHERE w.id = ?')
+  const replayUsed = db.prepare('SELECT queued FROM webhook_replays WHERE owner_key_id = ? AND hour = ?')
+  const replayCount = db.prepare(`INSERT INTO webhook_replays (owner_key_id, hour, queued) VALUES (?, ?, ?)
+    ON CONFLICT (owner_key_id, hour) DO UPDATE SET queued = queued + excluded.queued`)
+  const replayForget = db.prepare('DELETE FROM webhook_replays WHERE owner_key_id = ? AND hour < ?')
+  const insertReplay = db.prepare(`INSERT INTO webhook_deliveries (webhook_id, event_id, origin, status, next_attempt_at, created_at, updated_at)
+    VALUES (?, ?, 'replay', 'pending', ?, ?, ?)`)
+  const hasten = db.prepare(`UPDATE webhook_deliveries SET next_attempt_at = ?1, updated_at = ?1
+    WHERE id = ?2 AND status = 'pending' AND next_attempt_at > ?1 AND (lease_until IS NULL OR lease_until < ?1)`)
   const ownerOf = (id: string): WebhookRow | undefined => byId.get(id) as WebhookRow | undefined
 
   return {
     async createWebhook (input, maxPerOwner) {
-      const by = currentActor()
+      const by = actor()
       return await writer.run(() => {
         const { n } = countByOwner.get(input.ownerKeyId) as { n: number }
         if (n >= maxPerOwner) throw webhookLimitReached(maxPerOwner)
@@ -177,7 +218,7 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
       return (db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE ${where} ORDER BY seq LIMIT ?`).all(...params) as unknown as WebhookRow[]).map(toWebhook)
     },
     async updateWebhook (id, patch, now, disabledEvent) {
-      const by = currentActor()
+      const by = actor()
       return await writer.run(() => {
         const row = ownerOf(id)
         if (row === undefined) return null
@@ -198,7 +239,7 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
       })
     },
     async deleteWebhook (id, now) {
-      const by = currentActor()
+      const by = actor()
       // An endpoint's history (a delivery and its attempts per event) goes first, PURGE_BATCH
       // deliveries a write: in one write, the 170,000 of a bench run held the event loop for
       // 0.5 s and the savepoint's journal, in memory, kept 30 MiB of the heap for good.
@@ -215,7 +256,7 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
       })
     },
     async rotateSecret (id, secret, previousUntil, now) {
-      const by = currentActor()
+      const by = actor()
       return await writer.run(() => {
         const was = ownerOf(id)
         const row = rotate.get(previousUntil, secret, now, id) as WebhookRow | undefined
@@ -228,32 +269,69 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
         return toWebhook(row)
       })
     },
-    async queueTest (id, event, now) {
+    async queueTest (id, event, now, testType) {
       return await writer.run(() => {
         events.append([event], now)
         const { id: eventId } = lastEvent.get() as { id: string }
-        insertDelivery.run(id, eventId, 'test', now, now, now)
+        insertDelivery.run(id, eventId, 'test', now, now, now, testType ?? null)
         return eventId
       })
     },
-    async replay (id, selection, now, max) {
-      const by = currentActor()
-      return await writer.run(() => {
+    async ownerRole (id) {
+      const row = roleOf.get(id) as { role: Role } | undefined
+      return row?.role ?? null
+    },
+    async replay (id, selection, now, limits) {
+      const by = actor()
+      return await writer.run((): ReplayResult => {
         const owner = replayOwner.get(id) as { owner_key_id: number; role: Role; types: string } | undefined
-        if (owner === undefined) return 0
+        if (owner === undefined) return { queued: 0, nextSince: null }
+        const hour = hourOf(now)
+        const used = (replayUsed.get(owner.owner_key_id, hour) as { queued: number } | undefined)?.queued ?? 0
+        const { room, retryAt } = replayRoom(used, limits.max, limits.perHour, now)
+        if (room === 0) return { refused: 'rate', retryAt }
         const types = JSON.parse(owner.types) as string[]
-        const params: SqlValue[] = [id, now, now, now]
+        // Each placeholder is added as the text is built, in the order it appears in it.
+        const params: SqlValue[] = []
         const param = (value: unknown): string => { params.push(value as SqlValue); return '?' }
-        const range = 'eventIds' in selection
+        const range = (): string => 'eventIds' in selection
           ? `e.id IN (${selection.eventIds.map((eventId) => param(eventId)).join(', ')})`
           : `e.created_at >= ${param(selection.since)} AND e.created_at < ${param(selection.until)}`
+        const onlyFailed = !('eventIds' in selection) && selection.onlyFailed === true
         const visibility = owner.role === 'admin' ? { role: 'admin' as const } : { role: owner.role, keyId: owner.owner_key_id }
-        const sql = `INSERT INTO webhook_deliveries (webhook_id, event_id, origin, status, next_attempt_at, created_at, updated_at)
-          SELECT ?, e.id, 'replay', 'pending', ?, ?, ? FROM events e
-          WHERE ${range} AND e.type <> 'webhook.test' AND ${eventFilterSql(visibility, typeFilterOf(types), param)} ORDER BY e.seq LIMIT ${param(max)}`
-        const queued = Number(db.prepare(sql).run(...params).changes)
-        audit({ action: 'webhook.replay', id, selection, queued }, now, by)
-        return queued
+        // An event queued already is not queued twice: one whose delivery to the endpoint is due
+        // or in flight is left out; one whose delivery waits for a later retry comes with it
+        // (`pending`), to be made due now. A recovery takes only the events whose delivery failed
+        // for good and that no delivery has brought since nor waits to bring. One more than the
+        // room is read: the first left out says where a next request goes on.
+        const sql = `SELECT e.id, e.created_at,
+            (SELECT max(p.id) FROM webhook_deliveries p WHERE p.event_id = e.id AND p.webhook_id = ${param(id)} AND p.status = 'pending') AS pending
+          FROM events e
+          WHERE ${range()} AND e.type <> 'webhook.test' AND ${eventFilterSql(visibility, typeFilterOf(types), param)}
+          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries q WHERE q.event_id = e.id AND q.webhook_id = ${param(id)} AND q.status = 'pending'
+            AND (q.next_attempt_at <= ${param(now)} OR q.lease_until >= ${param(now)}))
+          ${onlyFailed
+            ? `AND EXISTS (SELECT 1 FROM webhook_deliveries f WHERE f.event_id = e.id AND f.webhook_id = ${param(id)} AND f.status = 'failed')
+            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries s WHERE s.event_id = e.id AND s.webhook_id = ${param(id)}
+              AND s.status IN ('pending', 'succeeded'))`
+            : ''}
+          ORDER BY e.created_at, e.seq LIMIT ${param(room + 1)}`
+        const found = db.prepare(sql).all(...params) as Array<{
+          id: string
+          created_at: number
+          pending: number | null
+        }>
+        const queue = found.slice(0, room)
+        for (const event of queue) {
+          if (event.pending === null) insertReplay.run(id, event.id, now, now, now)
+          else hasten.run(now, event.pending)
+        }
+        if (queue.length > 0) {
+          replayCount.run(owner.owner_key_id, hour, queue.length)
+          replayForget.run(owner.owner_key_id, hour)
+        }
+        audit({ action: 'webhook.replay', id, selection, queued: queue.length }, now, by)
+        return { queued: queue.length, nextSince: found[room]?.created_at ?? null }
       })
     },
     async listDeliveries (id, limit) {
@@ -276,7 +354,7 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
             subjectKeyId: row.subject_key_id
           }))
         if (rows.length === 0) return 0
-        const owners = (endpoints.all() as Array<{
+        const owners = (endpoints.all(now) as Array<{
           id: string
           types: string
           owner_key_id: number
@@ -290,27 +368,41 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
           createdAt: row.created_at
         }))
         for (const { webhookId, eventId } of fanOutPairs(rows, owners)) {
-          insertDelivery.run(webhookId, eventId, 'feed', now, now, now)
+          insertDelivery.run(webhookId, eventId, 'feed', now, now, now, null)
         }
         moveCursor.run(rows[rows.length - 1]!.seq)
         return rows.length
       }, BOOKKEEPING)
     },
-    async claimDue ({ now, leaseOwner, leaseUntil, limit, perEndpoint, inFlight }) {
+    async claimDue (due) {
+      const { now, leaseOwner, leaseUntil, limit, perEndpoint, inFlight } = due
+      const perOwner = due.perOwner ?? Number.POSITIVE_INFINITY
+      const ownerHeld = due.inFlightByOwner ?? {}
       if (limit <= 0) return []
       const ids = await writer.run(() => {
         // Endpoints take turns at going first (round robin in creation order): when the limit
         // runs out, the next claim starts after the endpoint it ran out at, so a few endpoints
         // with a backlog never keep the others waiting for good. Per store, so per instance.
-        const endpoints = claimable.all() as Array<{ id: string; seq: number }>
+        const endpoints = claimable.all(now) as Array<{ id: string; seq: number; owner_key_id: number }>
         const first = endpoints.findIndex((endpoint) => endpoint.seq >= turnFrom)
         const turns = first <= 0 ? endpoints : [...endpoints.slice(first), ...endpoints.slice(0, first)]
+        // Before the turns, the owners with the fewest attempts in flight (a stable sort keeps
+        // the turns among equals): a slot that frees goes to a key holder who waits.
+        const held = (owner: number): number => ownerHeld[String(owner)] ?? 0
+        turns.sort((a, b) => held(a.owner_key_id) - held(b.owner_key_id))
+        const takenBy = new Map<number, number>()
         const taken: number[] = []
         for (const endpoint of turns) {
-          const room = Math.min(perEndpoint - (inFlight[endpoint.id] ?? 0), limit - taken.length)
+          const owner = endpoint.owner_key_id
+          const room = Math.min(
+            perEndpoint - (inFlight[endpoint.id] ?? 0),
+            perOwner - held(owner) - (takenBy.get(owner) ?? 0),
+            limit - taken.length
+          )
           if (room <= 0) continue
           for (const row of claim.all(leaseOwner, leaseUntil, endpoint.id, now, now, room) as Array<{ id: number }>) {
             taken.push(row.id)
+            takenBy.set(owner, (takenBy.get(owner) ?? 0) + 1)
           }
           if (taken.length === limit) {
             turnFrom = endpoint.seq + 1
@@ -322,7 +414,7 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
       return claimed(ids, now)
     },
     async recordAttempt (record) {
-      await writer.run(() => {
+      return await writer.run(() => {
         insertAttempt.run(
           record.deliveryId,
           record.webhookId,
@@ -345,13 +437,32 @@ export function createSqliteWebhookStore (db: Db, writer: Writer): WebhookStore 
           record.leaseOwner
         )
         if (record.outcome === 'succeeded') {
+          settleOthers.run(record.deliveryId, record.at, record.webhookId)
           succeeded.run(record.webhookId)
-          return
+          return null
         }
         const state = failed.get(record.at, record.webhookId) as { failing_since: number; status: string } | undefined
-        if (state === undefined || state.status !== 'enabled' || state.failing_since > record.disableIfFailingSince) return
-        const row = disable.get(record.at, record.webhookId) as WebhookRow | undefined
-        if (row !== undefined) events.append([record.disabledEvent(toWebhook(row))], record.at)
+        if (state === undefined || state.status !== 'enabled' || state.failing_since > record.disableIfFailingSince) return null
+        const row = disable.get('failing', record.at, record.webhookId) as WebhookRow | undefined
+        if (row === undefined) return null
+        const disabled = toWebhook(row)
+        events.append([record.disabledEvent(disabled)], record.at)
+        return disabled
+      }, BOOKKEEPING)
+    },
+    async disableInactiveOwners (now, disabledEvent) {
+      // A read first: almost every round finds none, and then queues no write.
+      if (inactive.all(now).length === 0) return []
+      return await writer.run(() => {
+        const disabled: WebhookRecord[] = []
+        for (const { id } of inactive.all(now) as Array<{ id: string }>) {
+          const row = disable.get('owner_inactive', now, id) as WebhookRow | undefined
+          if (row === undefined) continue
+          const webhook = toWebhook(row)
+          events.append([disabledEvent(webhook)], now)
+          disabled.push(webhook)
+        }
+        return disabled
       }, BOOKKEEPING)
     },
     async pendingStats () {

@@ -155,7 +155,7 @@ function engineTests (): void {
       await c.query('SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off')
       const explain = async (sql: string, params: unknown[]): Promise<string> =>
         (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN (COSTS OFF) ${sql}`, params)).rows.map((r) => r['QUERY PLAN']).join('\n')
-      const claim = await explain(CLAIM_SQL, [4, '{}', 1000, 64, 'owner', 2000, 0])
+      const claim = await explain(CLAIM_SQL, [4, '{}', 1000, 64, 'owner', 2000, 0, 16, '{}'])
       assert.match(claim, /LockRows\n\s+->\s+Index Scan using webhook_deliveries_claim on webhook_deliveries d\n\s+Index Cond: \(\(webhook_id = \w+\.id\) AND \(next_attempt_at <= /, claim)
       assert.doesNotMatch(claim, /Seq Scan on webhook_deliveries/, claim)
       const pending = await explain(PENDING_SQL, ['wh_x', 100])
