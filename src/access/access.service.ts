@@ -24,9 +24,10 @@ import { createAddressLookups } from './address-lookups.ts'
 import { createBanRecorder, type BanFailureListener, type BanListener } from './ban-record.ts'
 import { subjectOfAddress } from './client-subject.ts'
 import { createDaySeeder } from './day-seed.ts'
+import { createFreeReads } from './free-reads.ts'
 import { createKeyCache, isRefused, type KeyCacheOptions, type Refused } from './key-cache.ts'
 import { ANONYMOUS_QUOTA, type Principal } from './principal.ts'
-import { limited, refusalOf, toRefusal } from './refusals.ts'
+import { freeReadsSpent, limited, refusalOf, toRefusal } from './refusals.ts'
 
 export { BAN_RETRY_MS } from './ban-record.ts'
 
@@ -40,12 +41,16 @@ export interface AccessRequest {
   role: Role | undefined
   /** The scopes the matched operation asks of a restricted key (route config `scope`); none when absent. */
   scope?: ScopeNeed | undefined
-  /** The operation costs no quota to a valid key (GET /rate_limit). */
+  /**
+   * The operation costs a valid key no quota (GET /rate_limit); while the key is banned, within
+   * the free reads' allowance (free-reads.ts).
+   */
   free: boolean
   /**
    * The operation is served to a valid key while it is banned, uncharged (route config
-   * `banExempt`: the key holder's own view and ban history). Bans only: an exhausted window, an
-   * expired or revoked key and a banned address are refused as anywhere.
+   * `banExempt`: the key holder's own view and ban history), within the free reads' allowance
+   * (free-reads.ts). Bans only: an exhausted window, an expired or revoked key and a banned
+   * address are refused as anywhere.
    */
   banExempt?: boolean
   /** A CORS preflight: costs nothing, checks nothing, still gets the headers. */
@@ -121,13 +126,14 @@ interface Charge {
 }
 
 /**
- * Whether a banned key is served anyway: the operation says so (banExempt), the key is valid (the
- * ban is on its quota identity, not on the client address) and the ban was already in force. The
- * request that starts a ban counted a strike and is answered with the ban, like anywhere.
+ * Whether this is a banned key's own read, served within its free reads' allowance (free-reads.ts):
+ * the operation is free or says so (banExempt), the key is valid (the ban is on its quota
+ * identity, not on the client address) and the ban was already in force. The request that starts
+ * a ban counted a strike and is answered with the ban, like anywhere.
  */
-function banExempt (c: Charge, decision: Decision): boolean {
-  return c.request.banExempt === true && c.principal !== null && decision.code === 'api_key_banned'
-    && decision.ban !== null && !decision.banStarted
+function ownReadWhileBanned (c: Charge, decision: Decision): c is Charge & { principal: Principal } {
+  return (c.request.banExempt === true || c.request.free) && c.principal !== null
+    && decision.code === 'api_key_banned' && decision.ban !== null && !decision.banStarted
 }
 
 function isPromise<T> (value: T | Promise<T>): value is Promise<T> {
@@ -140,6 +146,7 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
   const bans = createBanRecorder(options)
   const lookups = createAddressLookups(options.addressLookupMs)
   const days = createDaySeeder(options.keys, limiter)
+  const freeReads = createFreeReads()
 
   const anonymous = (request: AccessRequest): Charge => ({ request, principal: null, failure: null, expiredAt: null })
   const failed = (request: AccessRequest, failure: unknown): Charge =>
@@ -215,11 +222,18 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
   /** Completes the outcome: its refusal, the metrics, and the record of a ban it started. */
   function conclude (c: Charge, outcome: AccessOutcome): AccessOutcome | Promise<AccessOutcome> {
     const { decision } = outcome
-    if (outcome.charged && !decision.allowed && banExempt(c, decision)) {
+    if (ownReadWhileBanned(c, decision)) {
       // A consume while banned charges no window and counts no strike (ratelimit/limiter.ts,
-      // decision 7), so the request is served as it was: uncharged. Role and scope still apply.
+      // decision 7), so the read is served as it was, uncharged (role and scope still apply),
+      // while the key identity and the address have free reads left this minute; past them, it
+      // gets the ban's 429, which says so, and extends nothing either.
       outcome.charged = false
-      outcome.refusal = refusalOf(c.request, c.principal, c.expiredAt)
+      if (freeReads.take(c.principal.caller.subject, subjectOfAddress(c.request.address), outcome.at)) {
+        outcome.refusal = refusalOf(c.request, c.principal, c.expiredAt)
+      } else {
+        outcome.refusal = freeReadsSpent(decision, outcome.at)
+        options.onDecision?.('banned')
+      }
       return outcome
     }
     if (outcome.charged && !decision.allowed) {

@@ -4,7 +4,13 @@
 // keyFormatOf) is refused before both: no hash, no read, whatever the flood. Both caches are
 // bounded in size and time; a resolved key is reused for 2 s, the bound on cross-instance
 // staleness without Redis (docs/architecture.md).
-import { hashKey, isExpired, keyFormatOf } from '../accounts/keys.rules.ts'
+//
+// A legacy key (made before checksums) has no checksum to check, so its shape alone cannot refuse
+// it (issue 48 finding 7: 50 random legacy-form keys cost 50 reads). No legacy key is made any more,
+// so their set only shrinks: the instance holds the display prefixes of those not revoked (12
+// characters each, read at most once a minute, and only when a legacy-form key is presented), and
+// a legacy-form key whose prefix is none of them is refused like a wrong checksum, without a read.
+import { DISPLAY_PREFIX_LENGTH, hashKey, isExpired, keyFormatOf } from '../accounts/keys.rules.ts'
 import type { KeyRecord, KeyStore } from '../accounts/keys.store.ts'
 import { principalOf, type Principal } from './principal.ts'
 
@@ -29,6 +35,8 @@ export interface KeyCacheOptions {
   refusedCacheMax?: number
   /** During a database outage, a key's last principal is used for at most this long after it was read (5 min). */
   staleIfErrorMs?: number
+  /** How long the prefixes of the legacy keys are used before they are read again (60 s). */
+  legacyPrefixesMs?: number
 }
 
 export interface KeyCache {
@@ -47,6 +55,9 @@ interface CachedKey { principal: Principal; expires: number; staleUntil: number 
 /** The instant a stored key expired, when that (and not a revocation) is why it is refused. */
 const expiryRefusal = (record: KeyRecord | null, now: number): number | null =>
   record !== null && record.revokedAt === null && isExpired(record, now) ? record.expiresAt : null
+
+/** The display prefixes of the legacy keys not revoked, as read at `readAt`. */
+interface LegacyPrefixes { prefixes: ReadonlySet<string>; readAt: number }
 
 /**
  * A map bounded by size and time. Entries leave in insertion order when it is full (one delete
@@ -74,50 +85,81 @@ export function createKeyCache (options: KeyCacheOptions): KeyCache {
   const keyCacheMs = options.keyCacheMs ?? 2000
   const refusedCacheMs = options.refusedCacheMs ?? 60_000
   const staleIfErrorMs = options.staleIfErrorMs ?? 5 * 60_000
+  const legacyPrefixesMs = options.legacyPrefixesMs ?? 60_000
   const resolved = new BoundedCache<CachedKey>(options.keyCacheMax ?? 10_000)
   const refused = new BoundedCache<Refused>(options.refusedCacheMax ?? 10_000)
+  let legacy: LegacyPrefixes | null = null
+  /** The read of the legacy prefixes in flight: a flood of legacy-form keys waits for one read. */
+  let legacyRead: Promise<LegacyPrefixes | null> | null = null
+
+  const legacyFresh = (now: number): LegacyPrefixes | null =>
+    legacy !== null && now - legacy.readAt < legacyPrefixesMs ? legacy : null
+  /** Whether a legacy-form key is surely no key of ours: its prefix is no live legacy key's. */
+  const notLegacyKey = (key: string, known: LegacyPrefixes): boolean =>
+    !known.prefixes.has(key.slice(0, DISPLAY_PREFIX_LENGTH.legacy))
+  /** The legacy prefixes, read again when out of date; null when they cannot be read (then the key is). */
+  function legacyPrefixes (now: number): Promise<LegacyPrefixes | null> {
+    const fresh = legacyFresh(now)
+    if (fresh !== null) return Promise.resolve(fresh)
+    legacyRead ??= keys.legacyKeyPrefixes().then((list) => {
+      legacy = { prefixes: new Set(list), readAt: now }
+      return legacy
+    }, () => null).finally(() => { legacyRead = null })
+    return legacyRead
+  }
+
+  /** Reads a key of a valid format from the database, and caches the answer. */
+  function lookUp (key: string, now: number): Promise<Principal | Refused> {
+    const hit = resolved.get(key)
+    const hash = hashKey(key)
+    return keys.findKeyByHash(hash).then((record): Principal | Refused => {
+      const principal = record === null ? null : principalOf(record, now)
+      if (principal === null) {
+        resolved.delete(key)
+        const why: Refused = { expires: now + refusedCacheMs, expiredAt: expiryRefusal(record, now) }
+        refused.set(hash, why)
+        return why
+      }
+      // Never past the key's own expiry, not even as a stale answer during an outage.
+      const end = record!.expiresAt ?? Infinity
+      resolved.set(key, {
+        principal,
+        expires: Math.min(now + keyCacheMs, end),
+        staleUntil: Math.min(now + staleIfErrorMs, end)
+      })
+      return principal
+    }, (error: unknown) => {
+      // The database is out: the key's last principal serves for a bounded time, so the
+      // request is still charged to the right quota (and carries its headers).
+      if (hit !== undefined && hit.staleUntil > now) return hit.principal
+      throw error
+    })
+  }
 
   return {
     cached (key, now) {
       const hit = resolved.get(key)
       if (hit !== undefined && hit.expires > now) return hit.principal
       // Malformed, or a checksummed key whose checksum is wrong: refused without a lookup.
-      if (keyFormatOf(key) === null) return NOT_VALID
+      const format = keyFormatOf(key)
+      if (format === null) return NOT_VALID
+      const known = format === 'legacy' ? legacyFresh(now) : null
+      if (known !== null && notLegacyKey(key, known)) return NOT_VALID
       const hash = hashKey(key)
-      const known = refused.get(hash)
-      if (known !== undefined) {
-        if (known.expires > now) return known
+      const why = refused.get(hash)
+      if (why !== undefined) {
+        if (why.expires > now) return why
         refused.delete(hash)
       }
       return undefined
     },
     read (key, now) {
       // cached() refused it already when the access service asked first; this keeps the rule for any other caller.
-      if (keyFormatOf(key) === null) return Promise.resolve(NOT_VALID)
-      const hit = resolved.get(key)
-      const hash = hashKey(key)
-      return keys.findKeyByHash(hash).then((record): Principal | Refused => {
-        const principal = record === null ? null : principalOf(record, now)
-        if (principal === null) {
-          resolved.delete(key)
-          const why: Refused = { expires: now + refusedCacheMs, expiredAt: expiryRefusal(record, now) }
-          refused.set(hash, why)
-          return why
-        }
-        // Never past the key's own expiry, not even as a stale answer during an outage.
-        const end = record!.expiresAt ?? Infinity
-        resolved.set(key, {
-          principal,
-          expires: Math.min(now + keyCacheMs, end),
-          staleUntil: Math.min(now + staleIfErrorMs, end)
-        })
-        return principal
-      }, (error: unknown) => {
-        // The database is out: the key's last principal serves for a bounded time, so the
-        // request is still charged to the right quota (and carries its headers).
-        if (hit !== undefined && hit.staleUntil > now) return hit.principal
-        throw error
-      })
+      const format = keyFormatOf(key)
+      if (format === null) return Promise.resolve(NOT_VALID)
+      if (format === 'checksummed') return lookUp(key, now)
+      return legacyPrefixes(now).then((known) =>
+        known !== null && notLegacyKey(key, known) ? NOT_VALID : lookUp(key, now))
     },
     knows (key) {
       return resolved.get(key) !== undefined

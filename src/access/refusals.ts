@@ -1,10 +1,11 @@
 // The texts of the access service's refusals (docs/product.md sections 3 and 4). They carry no
 // HTTP headers: the hook (http/access.ts) sets Retry-After and WWW-Authenticate from the decision.
 import { AppError } from '../errors.ts'
-import { ROLE_RANK, type Role } from '../accounts/plans.ts'
-import { missingScope, type ScopeNeed } from '../accounts/scopes.ts'
+import type { Role } from '../accounts/plans.ts'
+import { missingAccess, type ScopeNeed } from '../accounts/scopes.ts'
 import type { Decision } from '../ratelimit/limiter.ts'
 import type { Principal } from './principal.ts'
+import { FREE_READS_PER_ADDRESS, FREE_READS_PER_KEY } from './free-reads.ts'
 
 /** The facts of a request a refusal depends on. */
 export interface RefusalFacts {
@@ -62,18 +63,25 @@ export function refusalOf (
       ? 'an API key is required: send it as X-API-Key or Authorization: Bearer'
       : 'the API key is not valid (unknown or revoked)')
   }
-  if (ROLE_RANK[principal.role] < ROLE_RANK[role]) {
-    return new AppError('forbidden', `this operation needs the ${role} role; the key has ${principal.role}`)
+  const missing = missingAccess(principal, { role, scope: request.scope })
+  if (missing === null) return null
+  if ('role' in missing) {
+    return new AppError('forbidden', `this operation needs the ${missing.role} role; the key has ${principal.role}`)
   }
-  const missing = missingScope(principal.role, principal.scopes, request.scope)
-  if (missing !== null) {
-    const held = [...principal.scopes ?? []].join(', ')
-    return new AppError('insufficient_scope', `this operation needs the ${missing} scope; the key is restricted to ${held === '' ? 'no scope' : held}`)
-  }
-  return null
+  const held = [...principal.scopes ?? []].join(', ')
+  return new AppError('insufficient_scope', `this operation needs the ${missing.scope} scope; the key is restricted to ${held === '' ? 'no scope' : held}`)
 }
 
 /** A failure to read the key: the store's own error (503 when the database is out), or a bug (500). */
 export function toRefusal (failure: unknown): Error {
   return failure instanceof Error ? failure : new Error(String(failure))
+}
+
+/**
+ * 429 api_key_banned for a banned key's own reads (GET /keys/me, /keys/me/bans, /rate_limit) past
+ * their free allowance (free-reads.ts): they are served again next minute; the ban's end is unchanged.
+ */
+export function freeReadsSpent (decision: Decision, now: number): AppError {
+  const until = new Date(decision.ban?.until ?? now).toISOString()
+  return new AppError('api_key_banned', `this key is banned until ${until}; while banned, its own reads (GET /keys/me, /keys/me/bans and /rate_limit) are served free up to ${FREE_READS_PER_KEY} a minute per key and ${FREE_READS_PER_ADDRESS} per client address, and this minute's are spent; the ban's end is unchanged`)
 }

@@ -126,6 +126,18 @@ export interface KeyStore {
   }): Promise<KeyRecord>
   /** Includes revoked keys; the caller decides. */
   findKeyByHash (hash: string): Promise<KeyRecord | null>
+  /**
+   * The keys whose hash is one of `hashes` (at most 100), in one query, in no particular order;
+   * revoked keys included. A leaked-key report looks up all its keys at once (keys.service.ts).
+   */
+  findKeysByHashes (hashes: readonly string[]): Promise<KeyRecord[]>
+  /**
+   * The display prefixes of the legacy keys (accounts/keys.rules.ts DISPLAY_PREFIX_LENGTH) not
+   * revoked, expired ones included: the access check refuses a legacy-form key whose prefix is none
+   * of them without reading it (access/key-cache.ts). No legacy key is made any more, so the list
+   * only shrinks.
+   */
+  legacyKeyPrefixes (): Promise<string[]>
   getKey (id: number): Promise<KeyRecord | null>
   /** In id order; with a filter, only the keys it matches (the console's table). */
   listKeys (page: PageRequest, filter?: KeyFilter): Promise<KeyRecord[]>

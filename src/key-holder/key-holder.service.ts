@@ -34,29 +34,11 @@ export interface KeyHolder {
   rotate (keyId: number, input: RotateApiKey): Promise<KeyState & { key: string }>
 }
 
-/**
- * What a holder's own change leaves for the audit log. The audit log is being built apart
- * (issue 32): this is its seam, called once the rotation is committed. It must not throw: the
- * answer holds the only copy of the new key, so a failing audit write must not lose it (an audit
- * that must be atomic with the change belongs in the port's rotateKey transaction).
- */
-export interface KeyHolderAuditEntry {
-  action: 'key.rotated'
-  /** The key that asked: a holder rotates only itself, so it is also the key rotated. */
-  actorKeyId: number
-  keyId: number
-  successorId: number
-  /** Epoch ms. */
-  at: number
-}
-
 export interface KeyHolderHooks {
   /** This instance's usage not yet flushed (access/usage.ts): written before usage is read. */
   usage?: { flush (): Promise<void>; lastUsedAt (keyId: number): number | null }
   /** The key changed (its expiry, by rotation): forget what every instance cached about it. */
   onKeyChanged?: (record: KeyRecord) => void
-  /** The audit seam (KeyHolderAuditEntry). */
-  audit?: (entry: KeyHolderAuditEntry) => void
 }
 
 const isoOf = (ms: number): string => new Date(ms).toISOString()
@@ -126,11 +108,10 @@ export function createKeyHolder (keys: KeyStore, clock: Clock, hooks: KeyHolderH
       checkWhole(grace, 0, GRACE_PERIOD_MAX_S, '/gracePeriodSeconds')
       const now = clock.now()
       const { key, hash, prefix } = generateKey()
-      // One transaction: refuses a revoked, expired or already replaced key (409), writes key.rotated.
+      // One transaction: refuses a revoked, expired or already replaced key (409), writes key.rotated
+      // and so its audit entry, the actor the key that asked (docs/product.md 14.2).
       const { old, created } = await keys.rotateKey(keyId, { hash, prefix, now, graceEndsAt: now + grace * 1000 })
       hooks.onKeyChanged?.(old)
-      const entry: KeyHolderAuditEntry = { action: 'key.rotated', actorKeyId: keyId, keyId, successorId: created.id, at: now }
-      hooks.audit?.(entry)
       // The successor shares the old key's quota identity, and so its ban, if any.
       return { ...await stateOf(created), key }
     }

@@ -184,19 +184,20 @@ export async function keyRoutes (fastify: FastifyInstance, { admin }: { admin: K
   }, async () => admin.deprecations())
 
   // Anyone who finds a key exposed may report it, without a key of their own (role none), charged
-  // to their address like any request without a valid key. The answer never varies: it must not
-  // tell whether any key sent was valid (docs/product.md, leaked keys).
+  // to their address like any request without a valid key, and per key sent to the address's
+  // reported keys (access/reported-keys.ts). The answer never varies: it must not tell whether any
+  // key sent was valid (docs/product.md, leaked keys).
   app.post('/keys/leaked', {
     schema: {
       operationId: 'reportLeakedKeys', tags, summary: 'Report leaked API keys',
-      description: 'Revokes every valid key among those sent, and the other keys of its rotation, on every instance within seconds, and writes `key.revoked` with `reason: "leaked"`. Needs no key: send it from wherever the keys were found. The answer is `202` and the same body whether or not any key was valid, so it tells nothing about any key. Charged to the client address like any request without a valid key.',
+      description: 'Revokes every valid key among those sent, and the other keys of its rotation, on every instance within seconds, and writes `key.revoked` with `reason: "leaked"`. Needs no key: send it from wherever the keys were found. The answer is `202` and the same body whether or not any key was valid, so it tells nothing about any key. Charged to the client address like any request without a valid key, and besides one per key sent against the address\'s reported keys (100 a minute, 1,000 a day): a report that does not fit is `429 rate_limited` with `Retry-After`, before any key is read.',
       security: [],
       querystring: NoQuery, body: LeakedKeysSchema,
       response: { 202: Reply('Received: every valid key sent is revoked. The same answer whatever was sent.', LeakReportSchema) }
     },
     config: { role: 'none', scope: null, errors: ['validation_failed'] }
   }, async (request, reply) => {
-    await admin.reportLeaked(request.body.keys)
+    await admin.reportLeaked(request.body.keys, { address: request.ip })
     reply.code(202)
     return LEAK_REPORT_ANSWER
   })

@@ -26,6 +26,7 @@ import {
 } from './keys.schema.ts'
 import type { KeyStatus } from '../accounts/keys.status.ts'
 import type { BanRecord, KeyRecord, KeyStore } from '../accounts/keys.store.ts'
+import type { ChargeReport } from '../access/reported-keys.ts'
 
 /**
  * Keys are 43 random base62 characters (over 256 bits) behind a readable prefix and before a
@@ -130,9 +131,10 @@ export interface KeyAdmin {
   unban (id: number): Promise<number>
   /**
    * Revokes every valid key among `presented` (found exposed), with the live keys of its rotation
-   * chain; the reporter needs no key. Answers nothing: the caller must learn nothing about any key.
+   * chain; the reporter needs no key, and is charged per key sent (hooks.chargeReport), before any
+   * key is read. Answers nothing: the caller must learn nothing about any key.
    */
-  reportLeaked (presented: readonly string[]): Promise<void>
+  reportLeaked (presented: readonly string[], reporter: { address: string }): Promise<void>
 }
 
 export interface KeyAdminHooks {
@@ -149,6 +151,11 @@ export interface KeyAdminHooks {
   peek?: (subject: string, quota: Quota) => Decision | Promise<Decision>
   /** The deprecated operations the app serves (known once its routes are declared). */
   deprecatedOperations?: () => readonly DeprecatedOperation[]
+  /**
+   * Charges a leaked-key report's keys to the reporter's address (access/reported-keys.ts), or
+   * throws its 429; uncharged when absent.
+   */
+  chargeReport?: ChargeReport
 }
 
 const isoOf = (ms: number): string => new Date(ms).toISOString()
@@ -336,24 +343,31 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
       const revoked = await keys.revokeKey(id, clock.now(), ifMatch, 'requested')
       hooks.onKeyChanged?.(revoked)
     },
-    async reportLeaked (presented) {
+    async reportLeaked (presented, reporter) {
+      // Every key sent is charged, whatever it is, before anything is read: a report that does not
+      // fit is refused whole, and the charge says nothing about the keys.
+      await hooks.chargeReport?.(reporter.address, presented.length)
       const now = clock.now()
       // The same work for every key sent, garbage included: its format check and its hash, so
-      // the time of the answer says little about what was sent. Only a key of a valid format
-      // (a checksummed one with its right checksum, or a legacy one) is looked up, once.
+      // the time of the answer says little about what was sent. The keys of a valid format (a
+      // checksummed one with its right checksum, or a legacy one) are looked up in one query.
       const hashes = new Set<string>()
       for (const key of presented) {
         const hash = hashKey(key)
         if (keyFormatOf(key) !== null) hashes.add(hash)
       }
-      for (const hash of hashes) {
-        const record = await keys.findKeyByHash(hash)
+      const records = hashes.size === 0 ? [] : await keys.findKeysByHashes([...hashes])
+      // A revocation takes the live keys of the rotation chain with it: one per chain.
+      const chains = new Set<number>()
+      for (const record of records) {
         // An expired or revoked key opens nothing any more; its successor has a secret of its own.
-        if (record === null || record.revokedAt !== null || isExpired(record, now)) continue
+        if (record.revokedAt !== null || isExpired(record, now) || chains.has(record.quotaKeyId)) continue
+        chains.add(record.quotaKeyId)
         const revoked = await keys.revokeKey(record.id, now, null, 'leaked')
         hooks.onKeyChanged?.(revoked)
         // The audit entries are written with the key.revoked events (storage's event append: one
-        // per key, the rotation partner's too, each with its reason), the actor the request's address.
+        // per key, the rotation partner's too, each with its reason), the actor the request's
+        // (docs/product.md 14.2).
       }
     },
     async unban (id) {

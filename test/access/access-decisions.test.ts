@@ -10,7 +10,7 @@ import type { Quota } from '../../src/ratelimit/limiter.ts'
 import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { manualClock } from '../../src/shared/clock.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
-import { countKeyReads } from './key-reads.ts'
+import { countKeyReads, unknownKey } from './key-reads.ts'
 
 const ADDRESS = '192.0.2.1'
 
@@ -61,7 +61,7 @@ test('a free operation costs a valid key nothing, and a wrong key is charged to 
   assert.equal(free.charged, false)
   assert.equal(free.refusal, null)
   assert.equal(free.decision.minute.remaining, 299, 'only the first request was charged')
-  const wrong = await access.decide(request('psk_' + 'z'.repeat(43), { free: true }))
+  const wrong = await access.decide(request(unknownKey('z'), { free: true }))
   assert.equal(wrong.charged, true)
   assert.equal(wrong.subject, subjectOfAddress(ADDRESS))
   assert.equal(wrong.decision.minute.remaining, 59)
@@ -83,7 +83,7 @@ test('an exhausted address gets its 429 for the address without a database read,
   const { access, clock, make, request, reads, decisions } = await setup(t)
   const { key } = await make()
   for (let i = 0; i < 60; i++) await access.decide(request(null))
-  const wrong = await access.decide(request('psk_' + 'w'.repeat(43)))
+  const wrong = await access.decide(request(unknownKey('w')))
   assert.equal(reads(), 1, 'the lookup of this second')
   assert.equal((wrong.refusal as { code?: string } | null)?.code, 'rate_limited')
   const outcome = await access.decide(request(key))
@@ -134,7 +134,7 @@ test('a role below the operation\'s is refused with forbidden, and an unknown ke
   const { key } = await make()
   const forbidden = await access.decide(request(key, { role: 'admin' }))
   assert.equal((forbidden.refusal as { code?: string } | null)?.code, 'forbidden')
-  const unknown = await access.decide(request('psk_' + 'y'.repeat(43)))
+  const unknown = await access.decide(request(unknownKey('y')))
   assert.equal((unknown.refusal as { code?: string } | null)?.code, 'unauthenticated')
 })
 
@@ -175,6 +175,6 @@ test('with a limiter that answers by promise (Redis), decisions and the address 
   assert.equal(first.decision.minute.remaining, 299)
   assert.equal(first.refusal, null)
   for (let i = 0; i < 60; i++) await access.decide(request(null))
-  const gated = await access.decide(request('psk_' + 'x'.repeat(43)))
+  const gated = await access.decide(request(unknownKey('x')))
   assert.equal((gated.refusal as { code?: string } | null)?.code, 'rate_limited')
 })

@@ -9,6 +9,7 @@ import { createKeyAdmin } from '../../src/keys/keys.service.ts'
 import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { manualClock } from '../../src/shared/clock.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
+import { unknownKey } from './key-reads.ts'
 
 test('from an exhausted address, a key resolved before is read again once out of date and served; a key never resolved waits for the address\'s lookup of the second', async (t) => {
   const clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 10))
@@ -39,7 +40,7 @@ test('from an exhausted address, a key resolved before is read again once out of
   assert.equal(again.subject, `key:${known.record.id}`)
   assert.equal(again.decision.minute.remaining, 298)
   // A key never resolved here waits for the address's lookup of the second (a guess took it).
-  await access.decide(request('psk_' + 'g'.repeat(43)))
+  await access.decide(request(unknownKey('g')))
   assert.equal(reads, 3, 'the guess took this second\'s lookup')
   const refused = await access.decide(request(stranger.key))
   assert.equal(reads, 3, 'never resolved here: not read in the same second')

@@ -1,6 +1,5 @@
 // Keys are guessed nowhere for free and never travel in URLs (docs/product.md sections 3 and 4).
 import assert from 'node:assert/strict'
-import { randomBytes } from 'node:crypto'
 import { test } from 'node:test'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
@@ -8,9 +7,10 @@ import { loadConfig } from '../../src/config.ts'
 import { keyParameterOf, redactUrl } from '../../src/http/redact.ts'
 import { createLogger } from '../../src/server.ts'
 import { buildTestApp } from '../helpers/app.ts'
-import { countKeyReads } from './key-reads.ts'
+import { countKeyReads, randomUnknownKey, unknownKey } from './key-reads.ts'
 
-const wellFormed = (i: number) => 'psk_' + String(i).padStart(43, 'x')
+/** The i-th well-formed unknown key: the right checksum, so it must be read to be refused. */
+const wellFormed = (i: number) => unknownKey(String(i).padStart(43, 'x'), 1)
 
 test('wrong keys are charged to the client address on free operations too: GET /v1/rate_limit answers 401 sixty times, then 429', async (t) => {
   const { call, keys } = await buildTestApp(t)
@@ -56,7 +56,7 @@ test('a refused address costs at most one key lookup a second, whatever it flood
   const later = (await makeKey('customer', 'free')).key
   assert.equal((await call({ method: 'GET', url: '/v1/pets', key: known })).statusCode, 200)
   const { reads } = countKeyReads(stores.keys)
-  const random = () => 'psk_' + randomBytes(32).toString('base64url').slice(0, 43)
+  const random = randomUnknownKey
   // Exhausted: 60 wrong keys (60 reads, one each); in the same second, one more lookup only.
   for (let i = 0; i < 60; i++) assert.equal((await call({ method: 'GET', url: '/v1/pets', key: random() })).statusCode, 401)
   assert.equal(reads(), 60)

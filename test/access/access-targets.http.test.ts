@@ -14,6 +14,7 @@ import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
 import type { Quota } from '../../src/ratelimit/limiter.ts'
 import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { buildTestApp } from '../helpers/app.ts'
+import { unknownKey } from './key-reads.ts'
 
 test('a path with an empty segment under /v1 is 404 not_found, charged, with or without a valid key, and without WWW-Authenticate', async (t) => {
   const { app, keys } = await buildTestApp(t)
@@ -82,7 +83,7 @@ test('a malformed URL under /v1 sent with a valid key is charged to that key, an
   assert.deepEqual([first.statusCode, second.statusCode], [400, 400])
   assert.deepEqual([first.headers['x-ratelimit-remaining'], second.headers['x-ratelimit-remaining']], ['59', '58'])
   stores.keys.findKeyByHash = async () => { throw new AppError('service_unavailable', 'the database is unavailable') }
-  const out = await app.inject({ method: 'GET', url: '/v1/pets/%E0%A4%A', headers: { 'x-api-key': 'psk_' + 'u'.repeat(43) } })
+  const out = await app.inject({ method: 'GET', url: '/v1/pets/%E0%A4%A', headers: { 'x-api-key': unknownKey('u') } })
   assert.equal(out.statusCode, 400)
   assert.equal(out.json().code, 'validation_failed')
 })

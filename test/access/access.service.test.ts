@@ -6,6 +6,7 @@ import { createKeyAdmin } from '../../src/keys/keys.service.ts'
 import { createMemoryRateLimiter } from '../../src/ratelimit/memory.ts'
 import { manualClock } from '../../src/shared/clock.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
+import { unknownKey } from './key-reads.ts'
 
 async function setup (t: TestContext, options: { keyCacheMax?: number; refusedCacheMax?: number } = {}) {
   const clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 30))
@@ -61,7 +62,7 @@ test('the key cache holds at most keyCacheMax keys, evicting the oldest first', 
 
 test('the refused-key cache holds at most refusedCacheMax hashes, each for 60 s', async (t) => {
   const { access, clock, request, reads } = await setup(t, { refusedCacheMax: 2 })
-  const wrong = (i: number) => 'psk_' + String(i).padStart(43, 'z')
+  const wrong = (i: number) => unknownKey(String(i).padStart(43, 'z'), 1)
   for (const i of [1, 2, 3]) await access.decide(request(wrong(i)))
   assert.equal(reads(), 3)
   await access.decide(request(wrong(3)))

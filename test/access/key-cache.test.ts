@@ -8,10 +8,11 @@ import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
 import { createKeyCache, isRefused, type KeyCacheOptions, type Refused } from '../../src/access/key-cache.ts'
 import type { Principal } from '../../src/access/principal.ts'
+import { hashKey } from '../../src/accounts/keys.rules.ts'
 import { createKeyAdmin } from '../../src/keys/keys.service.ts'
 import { manualClock } from '../../src/shared/clock.ts'
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts'
-import { countKeyReads } from './key-reads.ts'
+import { countKeyReads, unknownKey } from './key-reads.ts'
 
 const T = Date.UTC(2026, 10, 21, 12, 0, 30)
 
@@ -78,7 +79,7 @@ test('a resolved key is reused for exactly keyCacheMs (2 s by default), then rea
 
 test('a refused key is remembered for exactly refusedCacheMs (60 s by default)', async (t) => {
   const { clock, cache, reads } = setup(t)
-  const wrong = 'psk_' + 'q'.repeat(43)
+  const wrong = unknownKey('q')
   const refused = await cache.read(wrong, clock.now())
   assert.deepEqual(refused, { expires: T + 60_000, expiredAt: null })
   assert.equal(cache.knows(wrong), false, 'a refused key is not a resolved one')
@@ -128,7 +129,7 @@ test('during an outage a key\'s last principal serves for staleIfErrorMs (5 min)
   assert.equal(principalOf(await cache.read(lasting.key, clock.now())).keyId, lasting.record.id)
   clock.set(T + 5 * 60_000)
   await assert.rejects(cache.read(lasting.key, clock.now()), outage)
-  await assert.rejects(cache.read('psk_' + 'n'.repeat(43), clock.now()), outage, 'a key never read has no stale answer')
+  await assert.rejects(cache.read(unknownKey('n'), clock.now()), outage, 'a key never read has no stale answer')
 })
 
 test('staleIfErrorMs can be set', async (t) => {
@@ -158,7 +159,7 @@ test('reading a cached key again keeps the others: a full cache evicts only when
 
 test('a refused-key cache of refusedCacheMax keeps its others when a refused key is refused again', async (t) => {
   const { clock, cache } = setup(t, { refusedCacheMax: 2 })
-  const [x, y, z] = ['x', 'y', 'z'].map((c) => 'psk_' + c.repeat(43)) as [string, string, string]
+  const [x, y, z] = ['x', 'y', 'z'].map((c) => unknownKey(c)) as [string, string, string]
   await cache.read(x, clock.now())
   await cache.read(y, clock.now())
   await cache.read(y, clock.now())
@@ -186,4 +187,54 @@ test('forget(id) forgets the key and every key of its rotation chain, and no oth
   cache.forget(rotated.record.id) // by the key's own id
   assert.equal(cache.cached(rotated.key, clock.now()), undefined)
   principalOf(cache.cached(other.key, clock.now()))
+})
+
+test('a legacy-form key is refused by its prefix, without a read, from the prefixes read for exactly legacyPrefixesMs (60 s by default)', async (t) => {
+  const clock = manualClock(T)
+  const stores = createSqliteStores(':memory:')
+  t.after(() => stores.close())
+  const { reads, failWith } = countKeyReads(stores.keys)
+  let prefixReads = 0
+  const list = stores.keys.legacyKeyPrefixes.bind(stores.keys)
+  stores.keys.legacyKeyPrefixes = async () => { prefixReads++; return await list() }
+  const cache = createKeyCache({ keys: stores.keys })
+  const legacy = (c: string) => 'psk_' + c.repeat(43)
+  const live = legacy('L')
+  await stores.keys.createKey({
+    name: null, role: 'customer', plan: 'pro', perMinute: null, perDay: null,
+    hash: hashKey(live), prefix: live.slice(0, 12), now: T
+  })
+
+  assert.equal(cache.cached(legacy('r'), clock.now()), undefined, 'no prefixes yet: read to decide')
+  assert.deepEqual(await Promise.all([cache.read(legacy('r'), T), cache.read(legacy('s'), T)]), [
+    { expires: Infinity, expiredAt: null }, { expires: Infinity, expiredAt: null }
+  ])
+  assert.deepEqual([prefixReads, reads()], [1, 0], 'one read of the prefixes for both, no key read')
+  assert.deepEqual(cache.cached(legacy('t'), clock.now()), { expires: Infinity, expiredAt: null }, 'refused from memory')
+  principalOf(await cache.read(live, clock.now()))
+  assert.deepEqual([prefixReads, reads()], [1, 1], 'a live legacy key is read')
+
+  clock.set(T + 59_999)
+  assert.deepEqual(cache.cached(legacy('t'), clock.now()), { expires: Infinity, expiredAt: null })
+  clock.set(T + 60_000)
+  assert.equal(cache.cached(legacy('t'), clock.now()), undefined, 'out of date: read again')
+  await cache.read(legacy('t'), clock.now())
+  assert.deepEqual([prefixReads, reads()], [2, 1])
+
+  // When the prefixes cannot be read, the key is read (and its failure is the answer).
+  clock.set(T + 120_000)
+  stores.keys.legacyKeyPrefixes = async () => { prefixReads++; throw new Error('out') }
+  failWith(new Error('the database is out'))
+  await assert.rejects(cache.read(legacy('u'), clock.now()), /the database is out/)
+  assert.deepEqual([prefixReads, reads()], [3, 2])
+})
+
+test('legacyPrefixesMs can be set', async (t) => {
+  const { clock, cache } = setup(t, { legacyPrefixesMs: 1000 })
+  const key = 'psk_' + 'v'.repeat(43)
+  await cache.read(key, clock.now())
+  clock.advance(999)
+  assert.deepEqual(cache.cached(key, clock.now()), { expires: Infinity, expiredAt: null })
+  clock.advance(1)
+  assert.equal(cache.cached(key, clock.now()), undefined)
 })

@@ -1,16 +1,20 @@
 // A key whose checksum is wrong is refused without any storage read, and charged to the client
 // address exactly like an unknown key (issue 32; docs/product.md section 3). Legacy keys, made
-// before checksums, still work. Faults caught: the checksum checked after the lookup (or not at
-// all), so a flood of random well-formed keys costs a read each; a wrong checksum answered
-// without a charge (free guessing) or otherwise than an unknown key (an oracle); legacy keys
-// refused once checksums exist.
+// before checksums, still work, and a legacy-form key that is none of them costs no key read
+// either (issue 48 finding 7): the instance holds the prefixes of the live legacy keys, read at
+// most once a minute. Faults caught: the checksum checked after the lookup (or not at all), so a
+// flood of random well-formed keys costs a read each; the same for random legacy-form keys; a
+// wrong checksum answered without a charge (free guessing) or otherwise than an unknown key (an
+// oracle); legacy keys refused once checksums exist, or for longer than a minute once the
+// prefixes are out of date.
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { test } from 'node:test'
 import { hashKey, keyChecksum } from '../../src/accounts/keys.rules.ts'
+import type { KeyStore } from '../../src/accounts/keys.store.ts'
 import { subjectOfAddress } from '../../src/access/client-subject.ts'
 import { ANONYMOUS_QUOTA } from '../../src/access/principal.ts'
-import { buildTestApp } from '../helpers/app.ts'
+import { buildTestApp, type TestApp } from '../helpers/app.ts'
 import { countKeyReads } from './key-reads.ts'
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
@@ -43,7 +47,8 @@ test('2,000 random well-formed keys with wrong checksums: each 401 unauthenticat
   }
   assert.equal(reads(), 0, 'no key with a wrong checksum is looked up')
 
-  // The spy counts: an unknown key with the right checksum, and an unknown legacy key, are read once each.
+  // The spy counts: an unknown key with the right checksum is read once; an unknown legacy key is
+  // refused by its prefix, which no live legacy key has (test below).
   const random = randomBase62(43)
   const unknownChecksummed = await app.inject({
     method: 'GET',
@@ -59,7 +64,75 @@ test('2,000 random well-formed keys with wrong checksums: each 401 unauthenticat
     headers: { 'x-api-key': 'psk_' + randomBytes(32).toString('base64url') }
   })
   assert.equal(unknownLegacy.statusCode, 401)
-  assert.equal(reads(), 2)
+  assert.equal(reads(), 1)
+})
+
+/** Counts the reads of the legacy keys' prefixes. */
+function countPrefixReads (keys: KeyStore): () => number {
+  let reads = 0
+  const list = keys.legacyKeyPrefixes.bind(keys)
+  keys.legacyKeyPrefixes = async () => { reads++; return await list() }
+  return () => reads
+}
+
+/** A key as the service made them before checksums: its hash and a 12-character prefix stored. */
+async function storeLegacyKey (h: TestApp): Promise<{ id: number; key: string }> {
+  const key = 'psk_' + randomBytes(32).toString('base64url')
+  const record = await h.stores.keys.createKey({
+    name: 'old partner', role: 'customer', plan: 'pro', perMinute: null, perDay: null,
+    hash: hashKey(key), prefix: key.slice(0, 12), now: h.clock.now()
+  })
+  return { id: record.id, key }
+}
+
+test('a flood of random legacy-form keys from one address: each 401 and charged to it, no key read, one read of the prefixes a minute', async (t) => {
+  const h = await buildTestApp(t)
+  const live = await storeLegacyKey(h)
+  const { reads } = countKeyReads(h.stores.keys)
+  const prefixReads = countPrefixReads(h.stores.keys)
+  const address = '198.51.100.50'
+  // Some at once (one read of the prefixes serves them all), then one at a time.
+  const flood = () => h.app.inject({
+    method: 'GET', url: '/v1/pets', remoteAddress: address,
+    headers: { 'x-api-key': 'psk_' + randomBytes(32).toString('base64url') }
+  })
+  const answers = [...await Promise.all(Array.from({ length: 10 }, flood))]
+  for (let i = 0; i < 40; i++) answers.push(await flood())
+  for (const [i, res] of answers.entries()) {
+    assert.equal(res.statusCode, 401, `key ${i}`)
+    assert.equal(res.json().message, 'the API key is not valid (unknown or revoked)', 'the words of an unknown key')
+  }
+  assert.equal(answers.at(-1)!.headers['x-ratelimit-remaining'], String(ANONYMOUS_QUOTA.perMinute - 50), 'charged to the address')
+  assert.equal(reads(), 0, 'no random legacy-form key is looked up')
+  assert.equal(prefixReads(), 1)
+
+  // The live legacy key is read and served; within the minute the prefixes are not read again.
+  assert.equal((await h.call({ method: 'GET', url: '/v1/pets', key: live.key })).statusCode, 200)
+  assert.equal(reads(), 1)
+  assert.equal(prefixReads(), 1)
+
+  // A minute on, the next legacy-form key has them read again, once, whatever the flood.
+  h.clock.advance(60_000)
+  await Promise.all(Array.from({ length: 5 }, flood))
+  assert.equal(prefixReads(), 2)
+  assert.equal(reads(), 1)
+})
+
+test('a legacy key that appears after the prefixes were read is served once they are read again (a minute); a revoked one is refused by its prefix', async (t) => {
+  const h = await buildTestApp(t)
+  const first = await storeLegacyKey(h)
+  assert.equal((await h.call({ method: 'GET', url: '/v1/pets', key: first.key })).statusCode, 200)
+  // Restored from a backup, say: no legacy key is made by the service any more.
+  const late = await storeLegacyKey(h)
+  assert.equal((await h.call({ method: 'GET', url: '/v1/pets', key: late.key })).statusCode, 401, 'not among the prefixes read')
+  h.clock.advance(60_000)
+  assert.equal((await h.call({ method: 'GET', url: '/v1/pets', key: late.key })).statusCode, 200)
+
+  assert.equal((await h.call({ method: 'DELETE', url: `/v1/admin/keys/${first.id}` })).statusCode, 204)
+  h.clock.advance(60_000)
+  const { reads } = countKeyReads(h.stores.keys)
+  assert.equal((await h.call({ method: 'GET', url: '/v1/pets', key: first.key })).statusCode, 401)
+  assert.equal(reads(), 0, 'a revoked legacy key\'s prefix is no longer held')
 })
 
 test('a key refused for its checksum and an unknown key get byte-identical answers but for the request id', async (t) => {

@@ -26,10 +26,11 @@ const SCOPE_OF: Record<string, string[]> = {
   getApiKeyRateLimit: ['keys:admin'], listApiKeyBans: ['keys:admin'], listDeprecations: ['keys:admin'], listAuditEntries: ['keys:admin'], getAuditHead: ['keys:admin'],
   getRateLimit: [], getMyApiKey: [], getMyApiKeyUsage: [], listMyApiKeyBans: [],
   rotateMyApiKey: [], reportLeakedKeys: [],
-  listEvents: FEED, getEvent: FEED,
+  listEvents: FEED, getEvent: FEED, listEventTypes: FEED,
   createWebhook: WEBHOOKS, listWebhooks: WEBHOOKS, getWebhook: WEBHOOKS, updateWebhook: WEBHOOKS,
   deleteWebhook: WEBHOOKS,
-  rotateWebhookSecret: WEBHOOKS, testWebhook: WEBHOOKS, listWebhookDeliveries: WEBHOOKS, replayWebhook: WEBHOOKS
+  rotateWebhookSecret: WEBHOOKS, testWebhook: WEBHOOKS, listWebhookDeliveries: WEBHOOKS, replayWebhook: WEBHOOKS,
+  recoverWebhook: WEBHOOKS
 }
 
 interface Operation {

@@ -153,7 +153,7 @@ test('the reported keys are in no log line, and a database failure is 503 with t
   const valid = await h.makeKey('customer', 'pro')
   const unknown = unknownKey()
   assert.equal((await h.call({ method: 'POST', url: '/v1/keys/leaked', key: null, payload: { keys: [valid.key, unknown] } })).statusCode, 202)
-  h.stores.keys.findKeyByHash = async () => { throw new ServiceUnavailableError('the database is unreachable') }
+  h.stores.keys.findKeysByHashes = async () => { throw new ServiceUnavailableError('the database is unreachable') }
   const failed = await h.call({ method: 'POST', url: '/v1/keys/leaked', key: null, payload: { keys: [unknown] } })
   assert.equal(failed.statusCode, 503)
   assert.equal(failed.json().code, 'service_unavailable')

@@ -1,7 +1,8 @@
 // KeyStore on PostgreSQL. Updates lock the key row first (SELECT ... FOR UPDATE).
-import { rotationRefusal } from '../../accounts/keys.rules.ts'
+import { DISPLAY_PREFIX_LENGTH, rotationRefusal } from '../../accounts/keys.rules.ts'
 import type { KeyRecord, KeyStore, UsageBatch } from '../../accounts/keys.store.ts'
 import { keyBanEvent, keyEvent } from '../../events/events.store.ts'
+import type { EventType } from '../../events/catalogue.ts'
 import { isComplete, noticeInstant, noticesOf, noticeTargets } from '../../events/usage-events.ts'
 import type { IfMatch } from '../../shared/store.ts'
 import { currentRow } from '../checks.ts'
@@ -34,7 +35,7 @@ async function lockCurrent (tx: Tx, id: number, ifMatch: IfMatch): Promise<KeyRo
 /** The key event of a change, in the change's transaction: the key's state, its ban in force at `now` included. */
 async function appendKeyEvent (
   tx: Tx,
-  type: string,
+  type: EventType,
   record: KeyRecord,
   now: number,
   before?: KeyRecord
@@ -142,6 +143,19 @@ export function createPostgresKeyStore (db: Db): KeyStore {
     async findKeyByHash (hash) {
       const row = await db.first<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE key_hash = $1`, [hash])
       return row === undefined ? null : toKey(row)
+    },
+    async findKeysByHashes (hashes) {
+      if (hashes.length === 0) return []
+      // One array parameter: one statement, whatever the number of hashes, on the unique index.
+      const rows = await db.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE key_hash = ANY($1::text[])`, [hashes])
+      return rows.map(toKey)
+    },
+    async legacyKeyPrefixes () {
+      const rows = await db.query<{ key_prefix: string }>(
+        'SELECT key_prefix FROM api_keys WHERE revoked_at IS NULL AND length(key_prefix) = $1',
+        [DISPLAY_PREFIX_LENGTH.legacy]
+      )
+      return rows.map((r) => r.key_prefix)
     },
     async getKey (id) {
       const row = await db.first<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1`, [id])

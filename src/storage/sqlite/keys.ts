@@ -1,7 +1,8 @@
 // KeyStore on SQLite.
-import { rotationRefusal } from '../../accounts/keys.rules.ts'
+import { DISPLAY_PREFIX_LENGTH, rotationRefusal } from '../../accounts/keys.rules.ts'
 import type { KeyRecord, KeyStore, UsageBatch } from '../../accounts/keys.store.ts'
 import { keyBanEvent, keyEvent } from '../../events/events.store.ts'
+import type { EventType } from '../../events/catalogue.ts'
 import { isComplete, noticeInstant, noticesOf, noticeTargets } from '../../events/usage-events.ts'
 import type { IfMatch } from '../../shared/store.ts'
 import { currentRow } from '../checks.ts'
@@ -31,6 +32,9 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
   const insertSuccessor = db.prepare(`INSERT INTO api_keys (name, search_name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, replaces, quota_key_id, scopes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`)
   const markReplaced = db.prepare(`UPDATE api_keys SET expires_at = ?, replaced_by = ?, version = version + 1 WHERE id = ? RETURNING ${KEY_COLUMNS}`)
   const byHash = db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE key_hash = ?`)
+  // The hashes as one JSON array parameter: one statement, whatever their number, on the unique index.
+  const byHashes = db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE key_hash IN (SELECT value FROM json_each(?))`)
+  const legacyPrefixes = db.prepare('SELECT key_prefix FROM api_keys WHERE revoked_at IS NULL AND length(key_prefix) = ?')
   const byId = db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`)
   const list = db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id > ? ORDER BY id LIMIT ?`)
   const update = db.prepare(`UPDATE api_keys SET name = ?, search_name = ?, role = ?, plan = ?, per_minute = ?, per_day = ?, version = version + 1 WHERE id = ? RETURNING ${KEY_COLUMNS}`)
@@ -109,7 +113,7 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
 
   const current = (id: number, ifMatch: IfMatch): KeyRow => currentRow(byId.get(id) as KeyRow | undefined, `key ${id}`, ifMatch)
   /** The key event of a change, in the change's transaction: the key's state, its ban in force at `now` included. */
-  const appendKeyEvent = (type: string, record: KeyRecord, now: number, before?: KeyRecord): void => {
+  const appendKeyEvent = (type: EventType, record: KeyRecord, now: number, before?: KeyRecord): void => {
     const ban = activeBan.get(record.id, now) as BanRow | undefined
     const state = { record, ban: ban === undefined ? null : toBan(ban), lastUsedAt: record.lastUsedAt }
     events.append([keyEvent(type, state)], now, before)
@@ -139,6 +143,14 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
     async findKeyByHash (hash) {
       const row = byHash.get(hash) as KeyRow | undefined
       return row === undefined ? null : toKey(row)
+    },
+    async findKeysByHashes (hashes) {
+      if (hashes.length === 0) return []
+      return (byHashes.all(JSON.stringify(hashes)) as unknown as KeyRow[]).map(toKey)
+    },
+    async legacyKeyPrefixes () {
+      const rows = legacyPrefixes.all(DISPLAY_PREFIX_LENGTH.legacy) as Array<{ key_prefix: string }>
+      return rows.map((r) => r.key_prefix)
     },
     async getKey (id) {
       const row = byId.get(id) as KeyRow | undefined
