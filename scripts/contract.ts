@@ -33,7 +33,7 @@ const { REDIS_URL: _redis, ...env } = process.env
 const keysFile = join(dir, 'keys.txt')
 const server = spawn(process.execPath, [CLI, 'serve', '--sample-data', '--keys-file', keysFile, '--host', '127.0.0.1', '--port', '0'], {
   env: { ...env, DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, LOG_LEVEL: 'silent' },
-  stdio: ['ignore', 'pipe', 'inherit']
+  stdio: ['ignore', 'inherit', 'pipe']
 })
 
 try {
@@ -59,7 +59,7 @@ function started (child: ReturnType<typeof spawn>): Promise<{ url: string; admin
     let output = ''
     const timer = setTimeout(() => { reject(new Error(`the server did not start in 30 s:\n${output}`)) }, 30_000)
     child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`the server exited (${String(code)}):\n${output}`)) })
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
       output += chunk
       const url = /Petstore API on (http:\/\/\S+)\/v1/.exec(output)?.[1]
       if (url === undefined) return

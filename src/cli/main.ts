@@ -45,6 +45,16 @@ export const COMMANDS: Record<string, Command> = {
     subcommands: ['verify'],
     load: async () => (await import('./audit.ts')).audit
   },
+  listen: {
+    synopsis: '--forward-to URL [--types LIST] [--since TIME] [--cursor CURSOR] [--secret SECRET] [--base-url URL] [--poll-ms MS]',
+    summary: 'follow the events of the key in PETSTORE_API_KEY and post each to a local URL, signed as a webhook delivery',
+    load: async () => (await import('./listen.ts')).listen
+  },
+  trigger: {
+    synopsis: 'TYPE [--webhook ID] | TYPE --forward-to URL --secret SECRET',
+    summary: 'send a test event of TYPE, with its documented example: through the server to your endpoints, or straight to a local receiver',
+    load: async () => (await import('./trigger.ts')).trigger
+  },
   openapi: {
     synopsis: '[--out FILE] [--server URL]',
     summary: 'print or write the OpenAPI document',

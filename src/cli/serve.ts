@@ -3,6 +3,7 @@ import { open } from 'node:fs/promises'
 import { isatty } from 'node:tty'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
+import { redactText, redactUrl } from '../http/redact.ts'
 import { loadSampleData, loadSampleKeysAndOrders } from '../sample-data.ts'
 import { systemClock } from '../shared/clock.ts'
 import { startTracingIfEnabled } from '../telemetry/enabled.ts'
@@ -29,8 +30,9 @@ export async function serve (args: string[], io: Io): Promise<number> {
     ...(values.port !== undefined && { PORT: values.port })
   })
   // Tracing starts before the server's modules load, so the drivers it instruments are patched as
-  // they load; off, nothing of OpenTelemetry is imported (telemetry/enabled.ts).
-  const tracing = await startTracingIfEnabled(io.env)
+  // they load; off, nothing of OpenTelemetry is imported (telemetry/enabled.ts). Spans are redacted
+  // as the log lines are (http/redact.ts imports nothing, so nothing loads ahead of the SDK).
+  const tracing = await startTracingIfEnabled(io.env, { url: redactUrl, text: redactText })
   const { createLogger, startServer } = await import('../server.ts')
   // The log goes to file descriptor 1 (server.ts): readable lines when a person watches it there.
   const logger = prettyWanted(config.logFormat, isatty(1)) ? createLogger(config, await prettyStdout()) : undefined
@@ -62,9 +64,11 @@ export async function serve (args: string[], io: Io): Promise<number> {
       io.err(`Sample data loaded. API keys (shown once) written to ${file}`)
     }
   })
-  io.out(`Petstore API on ${server.url}/v1  (docs: ${server.url}/docs, operator console: ${server.url}/console)`)
+  // For people, like the sample keys: on stderr. Stdout is the log stream alone (JSON lines that
+  // jq or a collector reads), from the first line to the last (issue 49 section 5).
+  io.err(`Petstore API on ${server.url}/v1  (docs: ${server.url}/docs, operator console: ${server.url}/console)`)
   const signal = await (io.stopSignal ?? new Promise<string>(() => {}))
-  io.out(`${signal}: finishing requests in flight, then stopping`)
+  io.err(`${signal}: finishing requests in flight, then stopping`)
   await server.close()
   // The last spans go out now; a collector that is gone costs them, never the clean stop.
   await tracing?.shutdown().catch((error: unknown) => { io.err(`serve: traces not flushed at stop: ${(error as Error).message}`) })

@@ -39,9 +39,12 @@ export interface ServerProcess {
    */
   metricsUrl (): Promise<string>
   child: ChildProcessWithoutNullStreams
-  /** Everything the process printed on stdout so far (pino's JSON lines and the banner). */
+  /** Everything the process printed on stdout so far: pino's JSON lines, nothing else. */
   output (): string
-  /** Everything it printed on stderr so far (the sample keys of `serve --sample-data`, a refusal). */
+  /**
+   * Everything it printed on stderr so far: what is for people (the sample keys of `serve
+   * --sample-data`, the banner with the address, the stop notice, a refusal).
+   */
   errors (): string
   /** The JSON log lines printed so far. */
   logs (): Array<Record<string, unknown>>
@@ -89,14 +92,14 @@ export async function startServerProcess (
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the server did not start within 60 s:\n${out}${err}`)), 60_000)
     const onData = () => {
-      const match = /Petstore API on (\S+)\/v1/.exec(out)
+      const match = /Petstore API on (\S+)\/v1/.exec(err)
       if (match !== null) {
         clearTimeout(timer)
-        child.stdout.off('data', onData)
+        child.stderr.off('data', onData)
         resolve(match[1]!)
       }
     }
-    child.stdout.on('data', onData)
+    child.stderr.on('data', onData)
     void exited.then((code) => { clearTimeout(timer); reject(new Error(`the server exited (${code}) before listening:\n${out}${err}`)) })
   })
   const logs = () => out.split('\n').filter((l) => l.startsWith('{')).flatMap((l) => {

@@ -7,10 +7,18 @@ import type { components, operations, paths } from './openapi.ts'
 import { PetstoreError, errorOf } from './errors.ts'
 import { createGate, JITTER_MS } from './gate.ts'
 import { deprecationDate, linksOf, rateLimitOf, secondsToReset, type RateLimitState } from './headers.ts'
+import { listenToFeed, type EventListenOptions, type ListenResult } from './listen.ts'
 
 export { PetstoreError }
-export { verifyWebhook, WebhookVerificationError, type VerifyWebhookOptions, type WebhookHeaders, type WebhookPayload } from './webhooks.ts'
+export {
+  verifyWebhook,
+  WebhookVerificationError,
+  type VerifyWebhookOptions,
+  type WebhookHeaders,
+  type WebhookPayload
+} from './webhooks.ts'
 export type { ErrorCode, ErrorDetail } from './errors.ts'
+export type { EventListenOptions, ListenResult, ListenRetry } from './listen.ts'
 export type { RateLimitState }
 export type { components, operations, paths }
 
@@ -34,7 +42,10 @@ export type CategoryQuery = NonNullable<operations['listCategories']['parameters
 export type OrderQuery = NonNullable<operations['listOrders']['parameters']['query']>
 export type Event = Schemas['Event']
 export type EventQuery = NonNullable<operations['listEvents']['parameters']['query']>
-/** events.list(): the feed from `cursor`; with `follow`, it waits `pollMs` (default 1000) on an empty page and reads on, until the loop stops or `signal` aborts. */
+/**
+ * events.list(): the feed from `cursor`; with `follow`, it waits `pollMs` (default 1000) on an
+ * empty page and reads on, until the loop stops or `signal` aborts.
+ */
 export type EventFeedOptions = EventQuery & { follow?: boolean; pollMs?: number; signal?: AbortSignal }
 
 export interface DeprecationNotice {
@@ -97,7 +108,9 @@ type RequestBody<O> = O extends { requestBody?: { content: { 'application/json':
 type ParamsOf<O> = O extends { parameters: infer P } ? P : never
 type OperationAt<P extends keyof paths, M extends HttpMethod> = paths[P][M]
 /** The paths that have an operation for `M`. */
-export type PathsOf<M extends HttpMethod> = { [P in keyof paths]: paths[P][M] extends { responses: unknown } ? P : never }[keyof paths]
+export type PathsOf<M extends HttpMethod> = {
+  [P in keyof paths]: paths[P][M] extends { responses: unknown } ? P : never
+}[keyof paths]
 
 export interface OperationInit<O> {
   path?: ParamsOf<O> extends { path?: infer X } ? Exclude<X, undefined> : never
@@ -132,7 +145,14 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     requestId: null,
     retryAfter: Math.ceil(waitMs / 1000)
   })
-  const gate = createGate({ maxConcurrency: options.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY, now, sleep, random, maxWaitMs, tooLong })
+  const gate = createGate({
+    maxConcurrency: options.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY,
+    now,
+    sleep,
+    random,
+    maxWaitMs,
+    tooLong
+  })
   const deprecationsSeen = new Set<string>()
   let lastRateLimit: RateLimitState | null = null
 
@@ -172,7 +192,13 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
    * holding every other request meanwhile), and a 503 or a network error of a safe method or of
    * a POST that carries an Idempotency-Key. Every retry counts against maxRetries.
    */
-  async function send (method: string, template: string, url: string, body: unknown, headers: Record<string, string>): Promise<{ data: unknown; response: Response }> {
+  async function send (
+    method: string,
+    template: string,
+    url: string,
+    body: unknown,
+    headers: Record<string, string>
+  ): Promise<{ data: unknown; response: Response }> {
     const retryable = method === 'GET' || (method === 'POST' && headers['idempotency-key'] !== undefined)
     const init: RequestInit = {
       method,
@@ -184,7 +210,9 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     for (let retry = 0; ; retry++) {
       if (retry > maxRetries) throw lastError ?? lastNetworkError
       await gate.acquire()
-      let received: { response: Response; text: string; error: PetstoreError | null; tooLong: boolean } | { failure: unknown }
+      let received:
+        | { response: Response; text: string; error: PetstoreError | null; tooLong: boolean }
+        | { failure: unknown }
       try {
         const response = await fetchImpl(url, init)
         const text = await response.text()
@@ -221,14 +249,20 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
         // A Retry-After past maxWaitMs rejects at once, as a 429's does: the 503 tells when to come back.
         const retryAfterMs = error.retryAfter !== null ? error.retryAfter * 1000 : null
         if (retryAfterMs !== null && retryAfterMs > maxWaitMs) throw error
-        if (retry < maxRetries) await sleep(retryAfterMs !== null ? retryAfterMs + Math.floor(random() * JITTER_MS) : backoffMs(retry + 1))
+        if (retry < maxRetries) {
+          await sleep(retryAfterMs !== null ? retryAfterMs + Math.floor(random() * JITTER_MS) : backoffMs(retry + 1))
+        }
         continue
       }
       throw error
     }
   }
 
-  function urlOf (template: string, path: Record<string, unknown> | undefined, query: Record<string, unknown> | undefined | string): string {
+  function urlOf (
+    template: string,
+    path: Record<string, unknown> | undefined,
+    query: Record<string, unknown> | undefined | string
+  ): string {
     const filled = template.replace(/\{([^}]+)\}/g, (_, name: string) => {
       const value = path?.[name]
       if (value === undefined) throw new TypeError(`missing path parameter ${name} of ${template}`)
@@ -245,13 +279,26 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
   }
 
   /** Any operation of the document, typed by its path and method: the escape hatch under the resource methods. */
-  async function request<M extends HttpMethod, P extends PathsOf<M>> (method: M, path: P, init: OperationInit<OperationAt<P, M>> = {}): Promise<SuccessBody<OperationAt<P, M>>> {
-    const { data } = await send(method.toUpperCase(), path, urlOf(path, init.path as Record<string, unknown> | undefined, init.query as Record<string, unknown> | undefined), init.body, lowerCase(init.headers))
+  async function request<M extends HttpMethod, P extends PathsOf<M>> (
+    method: M,
+    path: P,
+    init: OperationInit<OperationAt<P, M>> = {}
+  ): Promise<SuccessBody<OperationAt<P, M>>> {
+    const { data } = await send(
+      method.toUpperCase(),
+      path,
+      urlOf(path, init.path as Record<string, unknown> | undefined, init.query as Record<string, unknown> | undefined),
+      init.body,
+      lowerCase(init.headers)
+    )
     return data as SuccessBody<OperationAt<P, M>>
   }
 
   /** Every item of a list operation, page after page, following `Link: rel="next"`. */
-  async function * every<T> (template: string, query: Record<string, unknown> | undefined): AsyncGenerator<T, void, undefined> {
+  async function * every<T> (
+    template: string,
+    query: Record<string, unknown> | undefined
+  ): AsyncGenerator<T, void, undefined> {
     let url = urlOf(template, undefined, query)
     for (;;) {
       const { data, response } = await send('GET', template, url, undefined, {})
@@ -264,8 +311,12 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     }
   }
 
-  const idempotency = (options?: CreateOptions): Record<string, string> => ({ 'idempotency-key': options?.idempotencyKey ?? randomKey() })
-  const ifMatch = (options?: WriteOptions): Record<string, string> => options?.ifMatch !== undefined ? { 'if-match': options.ifMatch } : {}
+  const idempotency = (options?: CreateOptions): Record<string, string> => ({
+    'idempotency-key': options?.idempotencyKey ?? randomKey()
+  })
+  const ifMatch = (options?: WriteOptions): Record<string, string> => options?.ifMatch !== undefined
+    ? { 'if-match': options.ifMatch }
+    : {}
 
   const pets = {
     /** One page of pets. */
@@ -280,8 +331,10 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
       throw new PetstoreError({ status: 404, code: 'not_found', message: `pet ${id} not found`, requestId: response.headers.get('request-id'), retryAfter: null })
     },
     create: (pet: NewPet, options?: CreateOptions) => request('post', '/pets', { body: pet, headers: idempotency(options) }),
-    replace: (id: number, pet: NewPet, options?: WriteOptions) => request('put', '/pets/{petId}', { path: { petId: id }, body: pet, headers: ifMatch(options) }),
-    update: (id: number, patch: PetPatch, options?: WriteOptions) => request('patch', '/pets/{petId}', { path: { petId: id }, body: patch, headers: ifMatch(options) }),
+    replace: (id: number, pet: NewPet, options?: WriteOptions) =>
+      request('put', '/pets/{petId}', { path: { petId: id }, body: pet, headers: ifMatch(options) }),
+    update: (id: number, patch: PetPatch, options?: WriteOptions) =>
+      request('patch', '/pets/{petId}', { path: { petId: id }, body: patch, headers: ifMatch(options) }),
     delete: (id: number, options?: WriteOptions) => request('delete', '/pets/{petId}', { path: { petId: id }, headers: ifMatch(options) })
   }
 
@@ -290,7 +343,8 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     all: (query?: Omit<CategoryQuery, 'cursor'>) => every<Category>('/categories', query),
     get: (id: number) => request('get', '/categories/{categoryId}', { path: { categoryId: id } }),
     create: (category: NewCategory) => request('post', '/categories', { body: category }),
-    replace: (id: number, category: NewCategory, options?: WriteOptions) => request('put', '/categories/{categoryId}', { path: { categoryId: id }, body: category, headers: ifMatch(options) }),
+    replace: (id: number, category: NewCategory, options?: WriteOptions) =>
+      request('put', '/categories/{categoryId}', { path: { categoryId: id }, body: category, headers: ifMatch(options) }),
     delete: (id: number, options?: WriteOptions) => request('delete', '/categories/{categoryId}', { path: { categoryId: id }, headers: ifMatch(options) })
   }
 
@@ -300,7 +354,11 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     list: (query?: OrderQuery) => request('get', '/store/orders', query !== undefined ? { query } : {}),
     all: (query?: Omit<OrderQuery, 'cursor'>) => every<Order>('/store/orders', query),
     /** Staff: marks the order complete, shipped now or at `shipDate`. */
-    complete: (id: number, shipDate?: string, options?: WriteOptions) => request('patch', '/store/orders/{orderId}', { path: { orderId: id }, body: { complete: true, ...(shipDate !== undefined && { shipDate }) }, headers: ifMatch(options) }),
+    complete: (id: number, shipDate?: string, options?: WriteOptions) => request('patch', '/store/orders/{orderId}', {
+      path: { orderId: id },
+      body: { complete: true, ...(shipDate !== undefined && { shipDate }) },
+      headers: ifMatch(options)
+    }),
     /** Cancels an open order: its quantity returns to stock, and the order is gone. */
     cancel: (id: number, options?: WriteOptions) => request('delete', '/store/orders/{orderId}', { path: { orderId: id }, headers: ifMatch(options) })
   }
@@ -337,12 +395,50 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
         await sleep(pollMs)
       }
     },
-    get: (id: string) => request('get', '/events/{eventId}', { path: { eventId: id } })
+    get: (id: string) => request('get', '/events/{eventId}', { path: { eventId: id } }),
+    /**
+     * Follows the feed from now on (or from `cursor`, or with the events since `since`), calling
+     * `handler` with each event in feed order, one at a time (it awaits what the handler
+     * returns). It outlives server restarts and rate limits, and hands no event twice; it
+     * resolves with the cursor reached when `signal` aborts, and rejects with what the handler
+     * throws or with an answer retrying cannot change (a 401, a 403, a bad filter). See listen.ts.
+     */
+    listen: (handler: (event: Event) => unknown, listenOptions: EventListenOptions = {}): Promise<ListenResult> =>
+      listenToFeed({
+        firstPage: (query) => urlOf('/events', undefined, query),
+        page: eventPage,
+        sleep: sleepUnlessAborted,
+        random
+      }, handler, listenOptions)
   }
 
+  /**
+   * Waits `ms`, or less when `signal` aborts. The default timer is cleared then, so a stopped
+   * listen leaves nothing that holds the process; an injected sleep is raced.
+   */
+  function sleepUnlessAborted (ms: number, signal: AbortSignal | undefined): Promise<void> {
+    if (signal === undefined) return sleep(ms)
+    if (signal.aborted) return Promise.resolve()
+    return new Promise<void>((resolve) => {
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const done = (): void => {
+        if (timer !== undefined) clearTimeout(timer)
+        signal.removeEventListener('abort', done)
+        resolve()
+      }
+      signal.addEventListener('abort', done)
+      if (options.sleep === undefined) timer = setTimeout(done, ms)
+      else options.sleep(ms).then(done, done)
+    })
+  }
+
+  // The return types are written out: tsc's declaration of the inferred ones copied an unrelated
+  // comment of this file into the middle of `components["schemas"]["PetStatus"]` (it reused the
+  // type's node from openapi.ts with this file's comment positions), and dist/ did not compile.
   const inventory = {
-    get: (petId: number) => request('get', '/store/inventory/{petId}', { path: { petId } }),
-    set: (petId: number, quantity: number, options?: WriteOptions) => request('put', '/store/inventory/{petId}', { path: { petId }, body: { quantity }, headers: ifMatch(options) })
+    get: (petId: number): Promise<InventoryItem> => request('get', '/store/inventory/{petId}', { path: { petId } }),
+    set: (petId: number, quantity: number, options?: WriteOptions): Promise<InventoryItem> =>
+      request('put', '/store/inventory/{petId}', { path: { petId }, body: { quantity }, headers: ifMatch(options) })
   }
 
   /** Webhook endpoints (docs/api.md, "Receive events"): check deliveries with verifyWebhook. */
@@ -353,9 +449,22 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
     update: (id: string, patch: Schemas['WebhookPatch']) => request('patch', '/webhooks/{webhookId}', { path: { webhookId: id }, body: patch }),
     delete: (id: string) => request('delete', '/webhooks/{webhookId}', { path: { webhookId: id } }),
     rotateSecret: (id: string) => request('post', '/webhooks/{webhookId}/rotate_secret', { path: { webhookId: id } }),
-    test: (id: string) => request('post', '/webhooks/{webhookId}/test', { path: { webhookId: id } }),
-    deliveries: (id: string, limit?: number) => request('get', '/webhooks/{webhookId}/deliveries', { path: { webhookId: id }, ...(limit !== undefined && { query: { limit } }) }),
-    replay: (id: string, selection: NonNullable<operations['replayWebhook']['requestBody']>['content']['application/json']) => request('post', '/webhooks/{webhookId}/replay', { path: { webhookId: id }, body: selection })
+    /**
+     * Sends a test event to this endpoint alone: `webhook.test`, or with `type` that type's
+     * documented example (`GET /event_types`), delivered as a real one.
+     */
+    test: (id: string, options?: { type?: string }) => request('post', '/webhooks/{webhookId}/test', {
+      path: { webhookId: id },
+      ...(options?.type !== undefined && { body: { type: options.type } })
+    }),
+    deliveries: (id: string, limit?: number) => request('get', '/webhooks/{webhookId}/deliveries', {
+      path: { webhookId: id },
+      ...(limit !== undefined && { query: { limit } })
+    }),
+    replay: (
+      id: string,
+      selection: NonNullable<operations['replayWebhook']['requestBody']>['content']['application/json']
+    ) => request('post', '/webhooks/{webhookId}/replay', { path: { webhookId: id }, body: selection })
   }
 
   /**
@@ -373,7 +482,11 @@ export function createPetstoreClient (options: PetstoreClientOptions) {
        * which works until the grace period ends (`gracePeriodSeconds`, a day by default; 0 stops
        * it at once): make a new client with the new key.
        */
-      rotate: (options?: { gracePeriodSeconds?: number }) => request('post', '/keys/me/rotate', options?.gracePeriodSeconds !== undefined ? { body: { gracePeriodSeconds: options.gracePeriodSeconds } } : {})
+      rotate: (options?: { gracePeriodSeconds?: number }) => request(
+        'post',
+        '/keys/me/rotate',
+        options?.gracePeriodSeconds !== undefined ? { body: { gracePeriodSeconds: options.gracePeriodSeconds } } : {}
+      )
     }
   }
 
@@ -426,7 +539,9 @@ function isBan (error: PetstoreError): boolean {
 }
 
 function randomKey (): string {
-  const webCrypto = (globalThis as { crypto?: { randomUUID?: () => string; getRandomValues?: (bytes: Uint8Array) => Uint8Array } }).crypto
+  const webCrypto = (globalThis as {
+    crypto?: { randomUUID?: () => string; getRandomValues?: (bytes: Uint8Array) => Uint8Array }
+  }).crypto
   if (typeof webCrypto?.randomUUID === 'function') return webCrypto.randomUUID()
   const bytes = new Uint8Array(16)
   if (typeof webCrypto?.getRandomValues === 'function') webCrypto.getRandomValues(bytes)

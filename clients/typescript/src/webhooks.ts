@@ -3,8 +3,11 @@
 // timestamp within 5 minutes of the receiver's clock, so a captured delivery cannot be replayed
 // later. Deliveries are at least once: deduplicate on `webhook-id` (the event id).
 
-/** What a delivery carries: the event's type, when it happened, and the resource as a GET would show it. */
-export interface WebhookPayload<T = unknown> { type: string; timestamp: string; data: T }
+/**
+ * What a delivery carries: the event's id (the feed's, and the `webhook-id` header's), its type,
+ * when it happened, and the resource as a GET would show it.
+ */
+export interface WebhookPayload<T = unknown> { id: string; type: string; timestamp: string; data: T }
 
 export type WebhookHeaders = Headers | Readonly<Record<string, string | readonly string[] | undefined>>
 
@@ -57,7 +60,12 @@ function sameText (a: string, b: string): boolean {
  * missing, the timestamp is more than 5 minutes off, or no `v1` signature matches the secret.
  * Pass the body exactly as received (the raw text, before any JSON parsing).
  */
-export async function verifyWebhook<T = unknown> (body: string, headers: WebhookHeaders, secret: string, options: VerifyWebhookOptions = {}): Promise<WebhookPayload<T>> {
+export async function verifyWebhook<T = unknown> (
+  body: string,
+  headers: WebhookHeaders,
+  secret: string,
+  options: VerifyWebhookOptions = {}
+): Promise<WebhookPayload<T>> {
   const id = header(headers, 'webhook-id')
   const timestamp = header(headers, 'webhook-timestamp')
   const signatures = header(headers, 'webhook-signature')

@@ -32,7 +32,14 @@ const petstore = createPetstoreClient(options)
 const created: Pet = await petstore.pets.create({ name: 'Packed Rex', categoryId: Number(categoryId) })
 const listed: number[] = (await petstore.pets.list({ limit: 100 })).map((pet) => pet.id)
 const missing: string = await petstore.pets.get(999_999).then(() => 'found', (error: unknown) => error instanceof PetstoreError ? error.code : 'other')
-console.log(JSON.stringify({ created, listed, missing }))
+// The feed followed from now: the category written once listen is ready is the one it hears.
+const stop = new AbortController()
+const heard: string[] = []
+const { cursor } = await petstore.events.listen((event) => {
+  heard.push(\`\${event.type} \${String((event.data as { name?: string }).name)}\`)
+  stop.abort()
+}, { type: 'category.*', pollMs: 50, signal: stop.signal, onReady: () => { void petstore.categories.create({ name: 'Heard' }) } })
+console.log(JSON.stringify({ created, listed, missing, heard, cursor: typeof cursor }))
 
 export function misuse (): void {
   // @ts-expect-error the package's types know that a pet's name is a string
@@ -49,7 +56,13 @@ export async function names (baseUrl: string, apiKey: string): Promise<string[]>
 }
 `
 
-const STRICT = { strict: true, target: 'es2022', skipLibCheck: false, noUncheckedIndexedAccess: true, exactOptionalPropertyTypes: true }
+const STRICT = {
+  strict: true,
+  target: 'es2022',
+  skipLibCheck: false,
+  noUncheckedIndexedAccess: true,
+  exactOptionalPropertyTypes: true
+}
 
 test('the packed client installs in a fresh project, type-checks under strict (Node and bundler resolution) and runs on plain Node against the real server', { timeout: 180_000 }, async (t) => {
   // Catches: a package that ships TypeScript sources (Node refuses to strip types under
@@ -61,7 +74,7 @@ test('the packed client installs in a fresh project, type-checks under strict (N
   const [tarball] = JSON.parse(packed) as PackResult[]
   assert.ok(tarball !== undefined)
   const files = tarball.files.map((f) => f.path).sort()
-  assert.deepEqual(files, ['LICENSE', 'README.md', ...['errors', 'gate', 'headers', 'index', 'openapi', 'webhooks'].flatMap((m) => [`dist/${m}.d.ts`, `dist/${m}.js`]), 'package.json'], 'dist, README, LICENSE and package.json only: no sources, tests or scripts')
+  assert.deepEqual(files, ['LICENSE', 'README.md', ...['errors', 'gate', 'headers', 'index', 'listen', 'openapi', 'webhooks'].flatMap((m) => [`dist/${m}.d.ts`, `dist/${m}.js`]), 'package.json'], 'dist, README, LICENSE and package.json only: no sources, tests or scripts')
 
   const app = join(work, 'app')
   await mkdir(app)
@@ -83,20 +96,35 @@ test('the packed client installs in a fresh project, type-checks under strict (N
     files: ['bundled.ts']
   }))
   for (const project of ['tsconfig.json', 'tsconfig.bundler.json']) {
-    await run(process.execPath, [TSC, '-p', project], { cwd: app }).catch((error: { stdout?: string }) => assert.fail(`tsc -p ${project}:\n${error.stdout ?? String(error)}`))
+    await run(process.execPath, [TSC, '-p', project], { cwd: app })
+      .catch((error: { stdout?: string }) => assert.fail(`tsc -p ${project}:\n${error.stdout ?? String(error)}`))
   }
 
   const server = await serveForClient(t)
   const staff = server.client()
   const category = await staff.categories.create({ name: 'Packed' })
   // Plain Node: the compiled JavaScript, with type stripping off to be sure none is needed.
-  const { stdout } = await run(process.execPath, ['--no-experimental-strip-types', join(app, 'out', 'program.js'), server.baseUrl, server.keys.staff, String(category.id)], { cwd: app })
-  const result = JSON.parse(stdout) as { created: { id: number; name: string; categoryId: number }; listed: number[]; missing: string }
+  const { stdout } = await run(
+    process.execPath,
+    ['--no-experimental-strip-types', join(app, 'out', 'program.js'), server.baseUrl, server.keys.staff, String(category.id)],
+    { cwd: app }
+  )
+  const result = JSON.parse(stdout) as {
+    created: { id: number; name: string; categoryId: number }
+    listed: number[]
+    missing: string
+    heard: string[]
+    cursor: string
+  }
 
   assert.deepEqual(await staff.pets.get(result.created.id), result.created, 'the pet the program created is on the server')
-  assert.deepEqual({ name: result.created.name, categoryId: result.created.categoryId }, { name: 'Packed Rex', categoryId: category.id })
+  assert.deepEqual(
+    { name: result.created.name, categoryId: result.created.categoryId },
+    { name: 'Packed Rex', categoryId: category.id }
+  )
   assert.ok(result.listed.includes(result.created.id), 'and the program listed it')
   assert.equal(result.missing, 'not_found', 'PetstoreError from the package is the class the package throws')
+  assert.deepEqual({ heard: result.heard, cursor: result.cursor }, { heard: ['category.created Heard'], cursor: 'string' }, 'events.listen from the package')
 })
 
 test('npm publish --dry-run is clean: name, version, license (with its text), repository as the root declares it, files and README, with nothing to correct', { timeout: 120_000 }, async () => {
@@ -106,7 +134,14 @@ test('npm publish --dry-run is clean: name, version, license (with its text), re
   const manifest = JSON.parse(await readFile(join(PACKAGE_DIR, 'package.json'), 'utf8')) as Record<string, unknown>
   const root = JSON.parse(await readFile(join(PACKAGE_DIR, '../../package.json'), 'utf8')) as Record<string, unknown>
   assert.deepEqual(
-    { name: manifest.name, version: manifest.version, license: manifest.license, files: manifest.files, type: manifest.type, dependencies: manifest.dependencies },
+    {
+      name: manifest.name,
+      version: manifest.version,
+      license: manifest.license,
+      files: manifest.files,
+      type: manifest.type,
+      dependencies: manifest.dependencies
+    },
     { name: 'petstore-client', version: '1.0.0', license: 'MIT', files: ['dist', 'README.md'], type: 'module', dependencies: undefined }
   )
   // The repository has no canonical URL (the root declares none): the client names none either.
@@ -118,7 +153,10 @@ test('npm publish --dry-run is clean: name, version, license (with its text), re
   const { stdout, stderr } = await run('npm', ['publish', '--dry-run', '--json'], { cwd: PACKAGE_DIR })
   const warnings = stderr.split('\n').filter((line) => /\bwarn\b/i.test(line) && !ENVIRONMENT_NOTICES.test(line))
   assert.deepEqual(warnings, [], 'npm publish --dry-run warned')
-  const published = JSON.parse(stdout.slice(stdout.indexOf('{'))) as Record<string, { files: { path: string }[]; name: string }>
+  const published = JSON.parse(stdout.slice(stdout.indexOf('{'))) as Record<string, {
+    files: { path: string }[]
+    name: string
+  }>
   const summary = published['petstore-client'] ?? (published as unknown as { files: { path: string }[]; name: string })
   assert.equal(summary.name, 'petstore-client')
   const paths = summary.files.map((f) => f.path)
