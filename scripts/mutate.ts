@@ -105,6 +105,53 @@ export const PARTS: Record<string, Part> = {
     // (a retry or pump loop that never ends): a short timeout saves minutes per such mutant.
     timeoutMS: 5000,
     tests: ['clients/typescript/test/headers.test.ts', 'clients/typescript/test/errors.test.ts', 'clients/typescript/test/gate.test.ts', 'clients/typescript/test/requests.test.ts', 'clients/typescript/test/calls.test.ts', 'clients/typescript/test/client.test.ts', 'clients/typescript/test/ratelimit.test.ts']
+  },
+  webhooks: {
+    // The SSRF guard (every address family and spelling), the signature, one attempt, and the
+    // dispatcher's settling and slot rules (issue 52). The unit tests first: the guard's and the
+    // signature's run in under a second with stub resolvers; the attempt's against receivers on
+    // 127.0.0.0/8 in a few; then the dispatcher's HTTP tests, fastest first.
+    mutate: ['src/webhooks/url-guard.ts', 'src/webhooks/signature.ts', 'src/webhooks/attempt.ts', 'src/webhooks/dispatcher.ts'],
+    // A mutant that makes an attempt or a retry loop wait forever would otherwise cost 30 s;
+    // each test file's tests end at 30 s (an attempt that never settles).
+    timeoutMS: 10000,
+    nodeArgs: ['--test-timeout=30000'],
+    tests: ['test/webhooks/url-guard.test.ts', 'test/webhooks/signature.test.ts', 'test/webhooks/attempt.test.ts', 'test/webhooks/schedule.test.ts', 'test/webhooks/settle.http.test.ts', 'test/webhooks/fairness.http.test.ts', 'test/webhooks/owners.http.test.ts', 'test/webhooks/delivery.http.test.ts', 'test/webhooks/webhooks.http.test.ts']
+  },
+  audit: {
+    // The audit chain (issue 52): the rules that make each entry and its hash, the walk of
+    // `petstore audit verify` and its verdicts on the command line. The unit tests of the chain
+    // first (a stand-in store), then the command in process on a SQLite file, then the HTTP tests
+    // that write entries through the API (the entry rules: actors, fields, before and after).
+    // test/cli/audit-verify.test.ts runs the command as a process: it covers nothing for Stryker.
+    mutate: ['src/audit/audit.rules.ts', 'src/audit/audit.service.ts', 'src/cli/audit.ts'],
+    timeoutMS: 10000,
+    tests: ['test/audit/audit-chain.test.ts', 'test/audit/audit-verify-verdicts.test.ts', 'test/audit/audit.http.test.ts', 'test/audit/audit-changes.http.test.ts', 'test/audit/audit-verify.http.test.ts', 'test/key-holder/self-rotation-audit.http.test.ts', 'test/keys/leaked-keys.http.test.ts']
+  },
+  mcp: {
+    // The agent door (issue 52): the handling of every /mcp message, the loop breaker of repeated
+    // tool calls and the mapping of a call's arguments. The unit tests of the breaker and the
+    // arguments first, then the HTTP tests through the official SDK's client, fastest first. Not
+    // listed: inspector.test.ts (a child process: it covers nothing for Stryker), and for time
+    // mcp-flood (1,100 requests from 11 addresses; mcp-messages answers each kind of message
+    // once) and rate-limit.mcp (the whole rate-limit suite over MCP).
+    mutate: ['src/mcp/mcp.routes.ts', 'src/mcp/repeat.ts', 'src/mcp/arguments.ts'],
+    timeoutMS: 10000,
+    nodeArgs: ['--test-timeout=30000'],
+    tests: ['test/mcp/arguments.test.ts', 'test/mcp/repeat-guard.test.ts', 'test/mcp/mcp-messages.http.test.ts', 'test/mcp/mcp.http.test.ts', 'test/mcp/mcp-tools.http.test.ts', 'test/mcp/mcp-scopes.http.test.ts']
+  },
+  transport: {
+    // The connection guard (src/transport/connections.ts): the fair caps and their refusal lane,
+    // the answer deadline and the first-request grace (issue 48 items 1 and 9). Its rules driven
+    // by hand first (stand-in sockets, a mocked clock: under two seconds a run), then the same
+    // over real sockets on servers made in process (the burst of 1,100 connections of
+    // answer-deadline takes about 10 s), then the server tests of Node's own errors (the top of
+    // the file). Not listed: busy-connections.test.ts, whose server is a child process (it
+    // covers nothing for Stryker).
+    mutate: ['src/transport/connections.ts'],
+    timeoutMS: 10000,
+    nodeArgs: ['--test-timeout=60000'],
+    tests: ['test/transport/connection-guard.test.ts', 'test/transport/refusal-lane.test.ts', 'test/transport/address-burst.test.ts', 'test/transport/answer-deadline.test.ts', 'test/server/slow-clients.test.ts', 'test/transport/deadlines.test.ts']
   }
 }
 
@@ -128,12 +175,17 @@ function main (args: string[]): number {
     // A test file that spawns servers can take a while on two busy cores.
     timeoutMS: part.timeoutMS ?? 30000,
     timeoutFactor: 2.5,
+    // The first run of every test file, to see what each covers; Stryker's 5 minutes were too few
+    // for a part's HTTP tests on two cores shared with other runs.
+    dryRunTimeoutMinutes: 20,
     incremental: true,
     incrementalFile: `.stryker/incremental-${name}.json`,
     reporters: ['clear-text', 'progress-append-only', 'json'],
     jsonReporter: { fileName: `.stryker/report-${name}.json` },
     clearTextReporter: { allowColor: false, logTests: false, reportMutants: true, reportScoreTable: true },
-    tempDirName: '.stryker/tmp',
+    // A sandbox per part, so that two parts can run at once (each at concurrency 1 on a shared
+    // machine) without one clearing the other's.
+    tempDirName: `.stryker/tmp-${name}`,
     cleanTempDir: 'always',
     // The sandbox needs no copy of the packages: they are linked (the project's; Stryker's own,
     // under tools/, are not needed there). docs/openapi.json stays: the CLI tests compare
