@@ -2,7 +2,7 @@
 // the architecture of docs/architecture.md as rules (test/lint/architecture.test.ts shows that
 // each one reports a deliberate violation).
 import { readdirSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join, relative, resolve, sep } from 'node:path'
 import js from '@eslint/js'
 import stylistic from '@stylistic/eslint-plugin'
 import tseslint from 'typescript-eslint'
@@ -100,6 +100,27 @@ const HTTP_FROM_ACCESS = {
 // No folder import loop is left: test/lint/folder-graph.test.ts builds the folder graph of src/
 // from its import statements and fails on any cycle, and on any foundation import upwards.
 
+// A feature imports another feature only where this list says so, each with its reason
+// (local/feature-imports, shown by test/lint/feature-imports.test.ts); any other import between
+// features is reported. A feature absent from the list imports no other feature.
+export const FEATURE_IMPORTS = {
+  // Each change's audit action is its event type's, read from the event catalogue.
+  audit: ['events'],
+  // The event catalogue declares each type's data with the feature's own schema, record and view,
+  // so an event shows its resource as a GET of it does.
+  events: ['categories', 'inventory', 'keys', 'orders', 'pets'],
+  // An inventory entry is a view of the pet row (its id, its status), and a stock change sweeps the
+  // pet's lapsed orders under the orders' policy (cool-down, low-stock threshold).
+  inventory: ['orders', 'pets'],
+  // /v1/keys/me is key administration's key seen by its holder: the same schemas, state and view.
+  'key-holder': ['keys'],
+  // Webhooks deliver the event feed: the catalogue's types and audiences (subscriptions, who
+  // receives what), the events port they fan out from, and the rendering of stored data.
+  webhooks: ['events']
+}
+const FEATURE_IMPORTS_MESSAGE = (from, to) =>
+  `src/${from}/ may not import src/${to}/: a feature imports another only where FEATURE_IMPORTS in eslint.config.js allows it, with its reason (docs/architecture.md)`
+
 /**
  * One `no-restricted-imports` setting from several groups (a later config block would replace, not
  * add to, an earlier one).
@@ -174,8 +195,35 @@ const REPEATING_TIMER_MESSAGE = 'a repeating timer is background work: declare a
 const MAX_LINE = 120
 const MAX_LINE_MESSAGE = `a line of at most ${MAX_LINE} columns, string, template and regular expression literals aside: break it`
 
+const SRC = join(import.meta.dirname, 'src')
+
+/** The feature a path under src/ belongs to, or undefined. */
+function featureOf (path) {
+  const [first, second] = relative(SRC, path).split(sep)
+  return second !== undefined && FEATURES.includes(first) ? first : undefined
+}
+
 const LOCAL = {
   rules: {
+    'feature-imports': {
+      meta: { type: 'problem', docs: { description: 'a feature imports another only where FEATURE_IMPORTS allows it' }, schema: [] },
+      create (context) {
+        const from = featureOf(context.filename)
+        if (from === undefined) return {}
+        const check = (source) => {
+          if (source?.type !== 'Literal' || typeof source.value !== 'string' || !source.value.startsWith('.')) return
+          const to = featureOf(resolve(dirname(context.filename), source.value))
+          if (to === undefined || to === from || FEATURE_IMPORTS[from]?.includes(to)) return
+          context.report({ node: source, message: FEATURE_IMPORTS_MESSAGE(from, to) })
+        }
+        return {
+          ImportDeclaration: (node) => { check(node.source) },
+          ExportNamedDeclaration: (node) => { check(node.source) },
+          ExportAllDeclaration: (node) => { check(node.source) },
+          ImportExpression: (node) => { check(node.source) }
+        }
+      }
+    },
     'no-repeating-timer': {
       meta: { type: 'problem', docs: { description: 'forbid setInterval outside src/jobs/' }, schema: [] },
       create (context) {
@@ -371,6 +419,10 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: ['src/jobs/**'],
     rules: { 'local/no-repeating-timer': 'error' }
+  },
+  {
+    files: ['src/**/*.ts'],
+    rules: { 'local/feature-imports': 'error' }
   },
   FORMATTING
 )
