@@ -35,7 +35,10 @@ export const ERROR_CATALOGUE = {
   api_key_banned: { status: 429, description: 'The key kept calling while told to wait and is banned until Retry-After.' },
   address_banned: { status: 429, description: 'Requests without a valid key from this client address kept calling while told to wait, and are banned until Retry-After; the message names the address. A valid key from the same address is still served.' },
   internal_error: { status: 500, description: 'An unexpected error; it is logged with the request id.' },
-  service_unavailable: { status: 503, description: 'A backing service is unreachable; retry after Retry-After seconds.' },
+  service_unavailable: {
+    status: 503,
+    description: 'A backing service is unreachable, or the answer was not ready within REQUEST_TIMEOUT_MS; retry after Retry-After seconds.'
+  },
   connection_limit_reached: { status: 503, description: 'The connection arrived past a connection cap (the client address\'s share, or the whole server\'s) while no connection could make room; retry after Retry-After seconds. Answered before the request is routed, so without rate-limit headers; the connection is closed.' }
 } as const satisfies Record<string, { status: number; description: string }>
 
