@@ -68,7 +68,8 @@ const FIXTURES: Record<string, Fixture> = {
   'POST /webhooks/{webhookId}/rotate_secret': { prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}/rotate_secret` }) },
   'POST /webhooks/{webhookId}/test': { prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}/test` }) },
   'GET /webhooks/{webhookId}/deliveries': { prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}/deliveries` }) },
-  'POST /webhooks/{webhookId}/replay': { prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}/replay` }) }
+  'POST /webhooks/{webhookId}/replay': { prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}/replay` }) },
+  'POST /webhooks/{webhookId}/recover': { prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}/recover` }) }
 }
 
 // A public literal address passes the URL guard without DNS; the test app never connects to it.
