@@ -34,11 +34,10 @@ test('the usage view counts the calls an agent made through MCP: initialize, the
 
   const usage = await api.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=1` })
   assert.equal(usage.statusCode, 200, usage.body)
-  // Through MCP: initialize, tools/list and the 3 tool calls, each a request the endpoint made
-  // in the key's name. The POST /mcp exchanges that carry them are free requests of the key,
-  // counted as allowed (like GET /rate_limit) but not as MCP calls; the REST calls neither.
+  // Through MCP: initialize, tools/list, the 3 tool calls and the refused one: every message is
+  // charged once, as a refused REST call is (docs/product.md 11.2); the REST calls are not MCP calls.
   const [day] = usage.json().days as Array<{ allowed: number; limited: number; banned: number; mcp: number }>
-  assert.equal(day?.mcp, 5)
+  assert.equal(day?.mcp, 6)
   assert.ok(day.allowed >= 2 + 5, `allowed ${day.allowed}`)
   assert.deepEqual([day.limited, day.banned], [0, 0])
   const others = await api.call({ method: 'GET', url: `/v1/admin/keys/${other.id}/usage?days=1` })
