@@ -126,7 +126,7 @@ test('the Redis limiter call and each webhook attempt are spans: the limiter und
     'http.request.method': 'POST',
     'server.address': '127.0.0.1',
     'server.port': good.port,
-    'url.full': `http://127.0.0.1:${good.port}/hooks?token=REDACTED`,
+    'url.full': `http://127.0.0.1:${good.port}/hooks?token=[redacted]`,
     'http.response.status_code': 204,
     'petstore.webhook.attempt': 1,
     'petstore.event.type': 'webhook.test',
