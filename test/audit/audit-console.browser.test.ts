@@ -2,20 +2,15 @@
 // playwright-core, as test/console/*.browser.test.ts do), against the real app on a real socket.
 // What the page shows is compared with the API's entries; a name written like markup stays text.
 import assert from 'node:assert/strict'
-import { existsSync } from 'node:fs'
 import { test } from 'node:test'
-import { chromium, type ConsoleMessage } from 'playwright-core'
+import type { ConsoleMessage } from 'playwright-core'
 import { buildTestApp } from '../helpers/app.ts'
-import { serviceGate } from '../helpers/services.ts'
+import { chromiumGate, launchChromium } from '../helpers/browser.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
 const XSS_NAME = '<img src=x onerror=alert(1)> partner'
 
-const chromiumGate = serviceGate(existsSync(CHROMIUM) ? null : `${CHROMIUM} is missing; install it with apt-get install -y chromium`)
-
 void test('the console shows the audit trail with its filters, and each key\'s history on its page', { skip: chromiumGate.skip, timeout: 60_000 }, async (t) => {
-  chromiumGate.check()
+  const browser = await launchChromium(t)
   const h = await buildTestApp(t)
   const base = await h.app.listen({ host: '127.0.0.1', port: 0 })
   const made = await h.call({ method: 'POST', url: '/v1/admin/keys', payload: { name: XSS_NAME, role: 'customer', plan: 'pro' } })
@@ -25,8 +20,6 @@ void test('the console shows the audit trail with its filters, and each key\'s h
   assert.equal((await h.call({ method: 'POST', url: '/v1/categories', role: 'staff', payload: { name: 'Fish' } })).statusCode, 201)
   const all = (await h.call({ method: 'GET', url: '/v1/admin/audit?limit=100' })).json() as Array<{ id: number; action: string }>
 
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 })
-  t.after(() => browser.close())
   const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } })
   page.setDefaultTimeout(10_000)
   const errors: string[] = []
