@@ -140,6 +140,33 @@ export const PARTS: Record<string, Part> = {
     nodeArgs: ['--test-timeout=30000'],
     tests: ['test/mcp/arguments.test.ts', 'test/mcp/repeat-guard.test.ts', 'test/mcp/mcp-messages.http.test.ts', 'test/mcp/mcp.http.test.ts', 'test/mcp/mcp-tools.http.test.ts', 'test/mcp/mcp-scopes.http.test.ts']
   },
+  'free-reads': {
+    // A banned key's free reads and the leaked-key report's charge per key (issue 48 findings 5
+    // and 6), narrower than `access`: the unit tests on the real memory limiter first (under a
+    // second a run), then the two HTTP tests that reach the same code through the hook and the
+    // report's route (3 to 6 s each).
+    mutate: ['src/access/free-reads.ts', 'src/access/reported-keys.ts'],
+    timeoutMS: 10000,
+    nodeArgs: ['--test-timeout=30000'],
+    tests: ['test/access/free-reads.test.ts', 'test/access/free-reads-order.test.ts', 'test/access/reported-keys.test.ts', 'test/keys/leaked-keys-cost.http.test.ts', 'test/key-holder/free-reads.http.test.ts']
+  },
+  'audit-rules': {
+    // The entry rules and the chain of src/audit/audit.rules.ts with their unit tests only
+    // (auditDraftsOf for each event type and endpoint change; the canonical JSON, hash and walk),
+    // no database: under a second a run. Narrower than `audit`, whose HTTP tests (8 s each, and
+    // every module-level mutant, the field patterns, runs them all) write the same entries
+    // through the API.
+    mutate: ['src/audit/audit.rules.ts'],
+    timeoutMS: 5000,
+    tests: ['test/audit/audit-rules.test.ts', 'test/audit/audit-chain.test.ts']
+  },
+  connections: {
+    // The connection guard's rules driven by hand only (stand-in sockets, a mocked clock, a few
+    // seconds a run), narrower than `transport`, whose real-socket tests take a minute a survivor.
+    mutate: ['src/transport/connections.ts'],
+    timeoutMS: 5000,
+    tests: ['test/transport/connection-guard.test.ts', 'test/transport/connections-choice.test.ts', 'test/transport/refusal-lane.test.ts']
+  },
   transport: {
     // The connection guard (src/transport/connections.ts): the fair caps and their refusal lane,
     // the answer deadline and the first-request grace (issue 48 items 1 and 9). Its rules driven

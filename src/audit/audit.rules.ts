@@ -129,10 +129,13 @@ function factsOf (type: string, data: unknown, before: unknown): Facts {
 
 /**
  * Changes only the service makes, whatever request's turn it runs in: a ban the limiter starts,
- * an endpoint the dispatcher disables after a day of failures (its round may be woken by a request).
+ * an endpoint the dispatcher disables after days of failures or because its owner's key is no
+ * longer live (its round may be woken by a request, whose actor it must not take).
  */
 function isSystems (draft: EventDraft): boolean {
-  return draft.type === 'key.banned' || (draft.type === 'webhook.disabled' && (draft.data as { reason?: string }).reason === 'failing')
+  if (draft.type === 'key.banned') return true
+  const reason = draft.type === 'webhook.disabled' ? (draft.data as { reason?: string }).reason : undefined
+  return reason === 'failing' || reason === 'owner_inactive'
 }
 
 /**
