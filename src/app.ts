@@ -36,6 +36,8 @@ import { mcpFeature } from './mcp/mcp.feature.ts'
 import { ordersFeature } from './orders/orders.feature.ts'
 import { petsFeature } from './pets/pets.feature.ts'
 import { rateLimitStatusFeature } from './rate-limit-status/rate-limit-status.feature.ts'
+import { keyRequestsFeature } from './key-requests/key-requests.feature.ts'
+import { portalFeature } from './portal/portal.feature.ts'
 import { webhooksFeature, type WebhooksShared } from './webhooks/webhooks.feature.ts'
 
 export interface AppDeps {
@@ -63,7 +65,7 @@ export interface AppDeps {
 
 /** The installation steps, in their order. */
 export type StepName = RequestStepName | 'openapi' | 'mcp-tools' | 'v1-routes' | 'mcp-routes' | 'health-routes'
-  | 'metrics-routes' | 'openapi-routes' | 'docs-routes' | 'console-routes'
+  | 'metrics-routes' | 'openapi-routes' | 'docs-routes' | 'console-routes' | 'portal-routes'
 export type AppStep = Step<StepName>
 
 /**
@@ -111,7 +113,11 @@ export async function assembleApp (
     webhooks: webhooksFeature(stores.webhooks, {
       clock, settings: config.webhooks, log: app.log, metrics, ...deps.webhooks
     }),
-    audit: auditFeature(stores.audit)
+    audit: auditFeature(stores.audit),
+    keyRequests: keyRequestsFeature(stores.keyRequests, {
+      enabled: config.requestLog.enabled, registry: metrics.registry
+    }),
+    portal: portalFeature(stores.portal, { clock, keys: stores.keys, limiter, access })
   }
   const mcp = mcpFeature({
     clock, repeatLimit: config.mcp.repeatLimit, describe: describeOperation, version: API_VERSION
@@ -122,7 +128,8 @@ export async function assembleApp (
     // Every request's hooks, parsers and error handler, and the readers of each route as declared.
     ...requestSteps({
       access, clock, usage, deprecated, corsOrigins: config.corsOrigins, metrics: httpMetrics(metrics),
-      onDeprecatedCall: events.onDeprecatedCall, onNearLimit: (window) => { metrics.onNearLimit(window) }
+      onDeprecatedCall: events.onDeprecatedCall, onNearLimit: (window) => { metrics.onNearLimit(window) },
+      requestLog: features.keyRequests.recorder
     }),
     // @fastify/swagger and the error responses, and the MCP tools: both read the routes as declared.
     { name: 'openapi', needs: [], install: registerOpenApi },
@@ -136,7 +143,10 @@ export async function assembleApp (
     { name: 'openapi-routes', needs: ROUTES_NEED, install: (a) => { serveOpenApi(a) } },
     { name: 'docs-routes', needs: ROUTES_NEED, encapsulated: true, install: (a) => docsRoutes(a, { specUrl: '/openapi.json' }) },
     // The operator console (docs/product.md section 10): static files; it works through /v1 only.
-    { name: 'console-routes', needs: ROUTES_NEED, encapsulated: true, install: consoleRoutes }
+    { name: 'console-routes', needs: ROUTES_NEED, encapsulated: true, install: consoleRoutes },
+    // The partner portal (docs/product.md, "Partner portal"): its page, assets and session routes;
+    // its API door /portal/api/v1 is the /v1 routes themselves (http/instance.ts).
+    { name: 'portal-routes', needs: ROUTES_NEED, encapsulated: true, install: features.portal.pages }
   ]
   await installSteps(app, arrange(steps))
   // Background work (jobs/jobs.ts), from ready to close; the bans are restored before the first request.
@@ -144,7 +154,10 @@ export async function assembleApp (
     keys: stores.keys, events: stores.events, limiter, clock, usage, log: app.log,
     orders: features.orders.service, dispatcher: features.webhooks.dispatcher,
     eventRetentionDays: config.events.retentionDays, webhookPollMs: config.webhooks.pollMs,
-    usageFlushMs: deps.usageFlushMs, banSyncMs: deps.banSyncMs
+    usageFlushMs: deps.usageFlushMs, banSyncMs: deps.banSyncMs,
+    requestLog: features.keyRequests.recorder, keyRequests: stores.keyRequests,
+    requestLogFlushMs: config.requestLog.flushMs,
+    portalSessions: features.portal.service
   }), { events: metrics })
   return app
 }

@@ -47,9 +47,17 @@ export interface Config {
   events: { retentionDays: number }
   /** Webhook delivery (docs/product.md, webhooks; SECURITY.md). */
   webhooks: WebhookSettings
+  /**
+   * Each key's own request log (GET /v1/keys/me/requests): REQUEST_LOG=off records nothing and
+   * runs no step per request (the bench compares both); what was kept stays readable. `flushMs`
+   * (REQUEST_LOG_FLUSH_MS): how often it is written; 0, only at stop and when read.
+   */
+  requestLog: { enabled: boolean; flushMs: number }
 }
 
 export const DEFAULT_EVENT_RETENTION_DAYS = 30
+/** Within the second docs/product.md 9.13 promises between an answer and its entry in the request log. */
+export const DEFAULT_REQUEST_LOG_FLUSH_MS = 1000
 
 export const DEFAULT_ORDER_HOLD_MINUTES = DEFAULT_ORDER_HOLD_MS / 60_000
 export const DEFAULT_ORDER_COOLDOWN_MINUTES = DEFAULT_ORDER_COOLDOWN_MS / 60_000
@@ -208,6 +216,13 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
 
   const webhooks = parseWebhookSettings(env, problems)
 
+  const requestLogSetting = (env.REQUEST_LOG ?? '').trim().toLowerCase() || 'on'
+  if (requestLogSetting !== 'on' && requestLogSetting !== 'off') problems.push(`REQUEST_LOG must be on or off, got "${env.REQUEST_LOG}"`)
+  const requestLog = {
+    enabled: requestLogSetting !== 'off',
+    flushMs: readInteger(env, 'REQUEST_LOG_FLUSH_MS', DEFAULT_REQUEST_LOG_FLUSH_MS, 0, 60_000, problems)
+  }
+
   if (problems.length > 0) throw new ConfigError(problems)
   return {
     host,
@@ -226,7 +241,8 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
     orders,
     mcp,
     events,
-    webhooks
+    webhooks,
+    requestLog
   }
 }
 

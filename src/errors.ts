@@ -6,7 +6,10 @@ export const ERROR_CATALOGUE = {
   validation_failed: { status: 400, description: 'The body, path or query is malformed: wrong type, out of bounds, unknown field, malformed JSON or cursor.' },
   unauthenticated: { status: 401, description: 'The API key is missing, unknown or revoked.' },
   api_key_expired: { status: 401, description: 'The API key has expired (its `expiresAt` has passed, at the end of a rotation\'s grace period for instance); the message names the instant. Use its successor or ask an admin for a new key.' },
+  portal_link_invalid: { status: 401, description: 'Partner portal only (POST /portal/session): the one-time link is unknown, already used, expired (15 minutes), or made for a key revoked or expired since; the message says which. Ask for a new link.' },
+  portal_session_ended: { status: 401, description: 'Partner portal only (/portal/session, /portal/api/v1/*): no portal session, or it ended (signed out, idle for an hour, 24 hours old, or its key revoked, expired or rotated past its grace period). Open a new link.' },
   forbidden: { status: 403, description: 'The API key is valid but its role may not do this.' },
+  csrf_token_invalid: { status: 403, description: 'Partner portal only (/portal/api/v1/*, DELETE /portal/session): a request other than GET or HEAD without the session\'s `X-CSRF-Token`, or with another value; nothing was changed.' },
   insufficient_scope: { status: 403, description: 'The API key is restricted to scopes, and this operation needs one it does not hold (the message names it); nothing was changed. Ask an admin for a key with that scope.' },
   not_found: { status: 404, description: 'No such record or path (also: an order that belongs to another customer).' },
   method_not_allowed: { status: 405, description: 'The path exists but not with this method; see the Allow header.' },
@@ -62,7 +65,14 @@ export function clipText (text: string, max = MAX_DETAIL_TEXT): string {
   return `${text.slice(0, end)}…`
 }
 
-/** An error a client can be told about. The handler maps `code` to the status via the catalogue. */
+/**
+ * An error a client can be told about. The handler maps `code` to the status via the catalogue.
+ *
+ * A refusal (a 4xx) is built without a stack trace: it is an answer, not a fault. Nothing reads
+ * its stack (the handler logs the errors of 5xx answers only), and capturing one was 12% of the
+ * CPU of an order refused at the owner's cap (docs/performance.md). Its `stack` is then the
+ * first line alone ("Error: message"). A 5xx (ServiceUnavailableError) keeps its whole stack.
+ */
 export class AppError extends Error {
   readonly code: ErrorCode
   readonly details: ErrorDetail[] | undefined
@@ -74,7 +84,13 @@ export class AppError extends Error {
     message: string,
     options?: { details?: ErrorDetail[]; headers?: Record<string, string>; cause?: unknown }
   ) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause })
+    const limit = Error.stackTraceLimit
+    if (ERROR_CATALOGUE[code].status < 500) Error.stackTraceLimit = 0
+    try {
+      super(message, options?.cause === undefined ? undefined : { cause: options.cause })
+    } finally {
+      Error.stackTraceLimit = limit
+    }
     this.name = 'AppError'
     this.code = code
     this.details = options?.details

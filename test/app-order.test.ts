@@ -40,7 +40,10 @@ const notRegistered = (dependency: string, plugin: string) => (error: Error & { 
 test('the declared order builds an app that answers', async (t) => {
   let names: StepName[] = []
   await buildWith(t, (steps) => { names = steps.map((s) => s.name); return steps })
-  assert.deepEqual(names, ['deprecations', 'roles', 'validation', 'errors', 'json', 'pipeline', 'openapi', 'mcp-tools', 'v1-routes', 'mcp-routes', 'health-routes', 'metrics-routes', 'openapi-routes', 'docs-routes', 'console-routes'])
+  assert.deepEqual(names, [
+    'deprecations', 'roles', 'validation', 'errors', 'json', 'pipeline', 'openapi', 'mcp-tools', 'v1-routes',
+    'mcp-routes', 'health-routes', 'metrics-routes', 'openapi-routes', 'docs-routes', 'console-routes', 'portal-routes'
+  ])
 })
 
 test('the /v1 routes declared before the pipeline fail the build (they would run without the access step)', async (t) => {

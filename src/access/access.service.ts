@@ -25,8 +25,10 @@ import { createBanRecorder, type BanFailureListener, type BanListener } from './
 import { subjectOfAddress } from './client-subject.ts'
 import { createDaySeeder } from './day-seed.ts'
 import { createFreeReads } from './free-reads.ts'
-import { createKeyCache, isRefused, type KeyCacheOptions, type Refused } from './key-cache.ts'
-import { ANONYMOUS_QUOTA, type Principal } from './principal.ts'
+import { createKeyCache, isRefused, refusedKeyOf, type KeyCacheOptions, type Refused, type RefusedKey } from './key-cache.ts'
+import type { PortalCredentials, PortalGate } from './portal-gate.ts'
+import { ANONYMOUS_QUOTA, principalOf, type Principal } from './principal.ts'
+import { AppError } from '../errors.ts'
 import { freeReadsSpent, limited, refusalOf, toRefusal } from './refusals.ts'
 
 export { BAN_RETRY_MS } from './ban-record.ts'
@@ -57,6 +59,11 @@ export interface AccessRequest {
   preflight: boolean
   /** The name of a query parameter that carries a key, if any: refused after the charge. */
   keyInQuery: string | null
+  /**
+   * A request through the partner portal's door (/portal/api/v1, access/portal-gate.ts): its
+   * session stands for the key (`key` is then ignored), decided as the session's key would be.
+   */
+  portal?: PortalCredentials | undefined
 }
 
 export interface AccessOutcome {
@@ -83,6 +90,12 @@ export interface AccessOutcome {
   banNotRecorded?: unknown
   /** The clock's time of the decision (ms): the refusal's wait and the rate-limit headers count from it. */
   at: number
+  /**
+   * The key presented (or the portal session's key) when it is a key of ours that was refused:
+   * revoked, expired, or rotated past its grace period. Its request log keeps the refusal
+   * (key-requests/); null for a valid key, an unknown one, or none.
+   */
+  refusedKey: RefusedKey | null
 }
 
 export interface AccessEvents {
@@ -113,6 +126,8 @@ export interface AccessService {
   forgetKey (keyId: number): void
   /** Records the bans whose record in the database failed; resolves to how many are still pending. */
   retryPendingBans (): Promise<number>
+  /** The partner portal's sessions (portal/portal.service.ts): until given, every portal request is refused. */
+  usePortal (gate: PortalGate): void
 }
 
 /** What a request is charged as: its principal, or none (then why: the failure to read the key, or its expiry). */
@@ -123,6 +138,10 @@ interface Charge {
   failure: unknown
   /** The instant the presented key expired, when that is why there is no principal. */
   expiredAt: number | null
+  /** The presented key, when it is a key of ours refused (revoked, expired): for its request log. */
+  refusedKey?: RefusedKey | null
+  /** A portal request's own refusal (portal_session_ended, csrf_token_invalid), answered unless it is limited. */
+  portalRefusal?: AppError
 }
 
 /**
@@ -147,6 +166,7 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
   const lookups = createAddressLookups(options.addressLookupMs)
   const days = createDaySeeder(options.keys, limiter)
   const freeReads = createFreeReads()
+  let portal: PortalGate | null = null
 
   const anonymous = (request: AccessRequest): Charge => ({ request, principal: null, failure: null, expiredAt: null })
   const failed = (request: AccessRequest, failure: unknown): Charge =>
@@ -154,12 +174,13 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
   const found = (request: AccessRequest, f: Principal | Refused): Charge => isRefused(f)
     // A refused key (an expired one too) is charged to the client address, like no key: the
     // forgotten deployment of a rotated key must not eat its successor's quota.
-    ? { request, principal: null, failure: null, expiredAt: f.expiredAt }
+    ? { request, principal: null, failure: null, expiredAt: f.expiredAt, refusedKey: f.key }
     : { request, principal: f, failure: null, expiredAt: null }
 
   function decide (request: AccessRequest): AccessOutcome | Promise<AccessOutcome> {
     // A preflight never reads its key: its headers describe the client address, so it cannot
     // tell whether a guessed key is valid, nor cost a database read.
+    if (request.portal !== undefined && !request.preflight) return portalThenCharge(request, request.portal)
     if (request.key === null || request.preflight) return charge(anonymous(request))
     const key = request.key
     const now = clock.now()
@@ -198,6 +219,42 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
     return read.then((f) => charge(found(request, f)), (error: unknown) => charge(failed(request, error)))
   }
 
+  /**
+   * A portal request: its session's key read (one session and one key row), then charged and
+   * decided like that key's own request. Without a live session it is charged to the client
+   * address, like a request without a valid key (so guessing cookies is throttled), and answered
+   * 401 portal_session_ended; a change without the session's CSRF token is charged to the key and
+   * answered 403 csrf_token_invalid.
+   */
+  function portalThenCharge (
+    request: AccessRequest,
+    credentials: PortalCredentials
+  ): Promise<AccessOutcome> | AccessOutcome {
+    const ended = (why: string, refusedKey: RefusedKey | null = null): Charge =>
+      ({ ...anonymous(request), portalRefusal: new AppError('portal_session_ended', why), refusedKey })
+    if (portal === null || credentials.session === null) return charge(ended('no portal session: open a new link'))
+    const token = credentials.session
+    const now = clock.now()
+    // The session's key, and when it is refused (revoked, expired), which key: its request log
+    // keeps the refusal, as for the key presented itself.
+    let read: Promise<Principal | RefusedKey | null>
+    try {
+      read = portal.sessionKey(token, now).then((record) =>
+        record === null ? null : principalOf(record, now) ?? refusedKeyOf(record, now))
+    } catch (error) {
+      return charge(failed(request, error), now)
+    }
+    return read.then((found) => {
+      if (found === null || !('role' in found)) return charge(ended('the portal session ended (signed out, idle for an hour, 24 hours old, or its key revoked or expired): open a new link', found))
+      const principal: Principal = found
+      const c: Charge = { request, principal, failure: null, expiredAt: null }
+      if (!credentials.safe && !portal!.csrfMatches(token, credentials.csrf)) {
+        c.portalRefusal = new AppError('csrf_token_invalid', 'a change through the portal needs the session\'s X-CSRF-Token header (GET /portal/session gives it)')
+      }
+      return charge(c)
+    }, (error: unknown) => charge(failed(request, error)))
+  }
+
   function charge (c: Charge, now: number = clock.now()): AccessOutcome | Promise<AccessOutcome> {
     const { principal } = c
     const subject = principal === null ? subjectOfAddress(c.request.address) : principal.caller.subject
@@ -211,12 +268,13 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
     // limiter may have lost it (day-seed.ts).
     if (principal !== null) days.check(principal, now)
     const decision = charged ? limiter.consume(subject, quota) : limiter.peek(subject, quota)
+    const refusedKey = c.refusedKey ?? null
     if (isPromise(decision)) {
       return decision.then((d) => conclude(c, {
-        principal, decision: d, quota, subject, charged, refusal: null, at: clock.now()
+        principal, decision: d, quota, subject, charged, refusal: null, at: clock.now(), refusedKey
       }))
     }
-    return conclude(c, { principal, decision, quota, subject, charged, refusal: null, at: now })
+    return conclude(c, { principal, decision, quota, subject, charged, refusal: null, at: now, refusedKey })
   }
 
   /** Completes the outcome: its refusal, the metrics, and the record of a ban it started. */
@@ -257,13 +315,16 @@ export function createAccessService (options: AccessServiceOptions): AccessServi
       return outcome
     }
     if (outcome.charged) options.onDecision?.('allowed')
-    outcome.refusal = c.failure === null ? refusalOf(c.request, c.principal, c.expiredAt) : toRefusal(c.failure)
+    outcome.refusal = c.failure !== null
+      ? toRefusal(c.failure)
+      : c.portalRefusal ?? refusalOf(c.request, c.principal, c.expiredAt)
     return outcome
   }
 
   return {
     decide,
     retryPendingBans: bans.retryPending,
-    forgetKey: cache.forget
+    forgetKey: cache.forget,
+    usePortal: (gate) => { portal = gate }
   }
 }

@@ -1,6 +1,7 @@
 // The allowance of a banned key's free reads (docs/product.md 4.8 and 9.11; issue 48 finding 5).
-// A banned key is still served `GET /rate_limit` and its own view and ban history (`GET /keys/me`,
-// `/keys/me/bans`), uncharged, so that a client can always learn how long to wait. Free must not
+// A banned key is still served `GET /rate_limit`, its own view and ban history (`GET /keys/me`,
+// `/keys/me/bans`) and its request log (`GET /keys/me/requests`), uncharged, so that a client can
+// always learn how long to wait and why. Free must not
 // mean unbounded: a banned key once read its own record 28,862 times in 8 s, each a database
 // read, and nothing it did could extend its ban. So such a read is served only while the key's
 // identity (its rotation chain) and the client address both have some of this minute's allowance

@@ -15,12 +15,42 @@ import type { KeyRecord, KeyStore } from '../accounts/keys.store.ts'
 import { principalOf, type Principal } from './principal.ts'
 
 /**
- * Why a presented key gives no principal: `expiredAt` when it is a key past its expiry (401
- * api_key_expired names the instant), null when it is unknown, revoked or malformed. Refused
- * keys are remembered as this very object.
+ * A key of ours that was found and refused (revoked, expired, or rotated and past its grace
+ * period): the request log keeps the refusal in that key's own log (key-requests/). Its id and
+ * state only, never the key; an unknown or malformed key has none.
  */
-export interface Refused { expires: number; expiredAt: number | null }
-const NOT_VALID: Refused = Object.freeze({ expires: Infinity, expiredAt: null })
+export interface RefusedKey {
+  keyId: number
+  /** `rotated`: a successor replaces it and its grace period is over (an expiry by rotation). */
+  state: 'revoked' | 'expired' | 'rotated'
+  /** When it was revoked, or expired (epoch ms). */
+  since: number
+  /** The key that replaced it by rotation, or null. */
+  replacedBy: number | null
+}
+
+/**
+ * Why a presented key gives no principal: `expiredAt` when it is a key past its expiry (401
+ * api_key_expired names the instant), null when it is unknown, revoked or malformed; `key` when
+ * it is a key of ours (revoked or expired), null otherwise. Refused keys are remembered as this
+ * very object.
+ */
+export interface Refused { expires: number; expiredAt: number | null; key: RefusedKey | null }
+const NOT_VALID: Refused = Object.freeze({ expires: Infinity, expiredAt: null, key: null })
+
+/** The state of a stored key that gives no principal (principalOf: null), or null for a live key. */
+export function refusedKeyOf (record: KeyRecord, now: number): RefusedKey | null {
+  if (record.revokedAt !== null) {
+    return { keyId: record.id, state: 'revoked', since: record.revokedAt, replacedBy: record.replacedBy }
+  }
+  if (!isExpired(record, now)) return null
+  return {
+    keyId: record.id,
+    state: record.replacedBy === null ? 'expired' : 'rotated',
+    since: record.expiresAt!,
+    replacedBy: record.replacedBy
+  }
+}
 
 export const isRefused = (value: Principal | Refused): value is Refused => !('keyId' in value)
 
@@ -116,7 +146,11 @@ export function createKeyCache (options: KeyCacheOptions): KeyCache {
       const principal = record === null ? null : principalOf(record, now)
       if (principal === null) {
         resolved.delete(key)
-        const why: Refused = { expires: now + refusedCacheMs, expiredAt: expiryRefusal(record, now) }
+        const why: Refused = {
+          expires: now + refusedCacheMs,
+          expiredAt: expiryRefusal(record, now),
+          key: record === null ? null : refusedKeyOf(record, now)
+        }
         refused.set(hash, why)
         return why
       }

@@ -78,10 +78,11 @@ export function toRefusal (failure: unknown): Error {
 }
 
 /**
- * 429 api_key_banned for a banned key's own reads (GET /keys/me, /keys/me/bans, /rate_limit) past
- * their free allowance (free-reads.ts): they are served again next minute; the ban's end is unchanged.
+ * 429 api_key_banned for a banned key's own reads (GET /keys/me, /keys/me/bans, /keys/me/requests,
+ * /rate_limit: the routes `banExempt` or `quota: 'free'`) past their free allowance
+ * (free-reads.ts): they are served again next minute; the ban's end is unchanged.
  */
 export function freeReadsSpent (decision: Decision, now: number): AppError {
   const until = new Date(decision.ban?.until ?? now).toISOString()
-  return new AppError('api_key_banned', `this key is banned until ${until}; while banned, its own reads (GET /keys/me, /keys/me/bans and /rate_limit) are served free up to ${FREE_READS_PER_KEY} a minute per key and ${FREE_READS_PER_ADDRESS} per client address, and this minute's are spent; the ban's end is unchanged`)
+  return new AppError('api_key_banned', `this key is banned until ${until}; while banned, its own reads (GET /keys/me, /keys/me/bans, /keys/me/requests and /rate_limit) are served free up to ${FREE_READS_PER_KEY} a minute per key and ${FREE_READS_PER_ADDRESS} per client address, and this minute's are spent; the ban's end is unchanged`)
 }

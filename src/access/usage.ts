@@ -21,13 +21,31 @@ import type { DeprecatedOperation } from '../shared/deprecation.ts'
 /** Well within the 5 seconds the product allows before counts and lastUsedAt reach the database. */
 export const USAGE_FLUSH_INTERVAL_MS = 2000
 
-/** allowed: 2xx to 4xx but 429; limited: 429 rate_limited; banned: 429 api_key_banned. */
-export type UsageOutcome = 'allowed' | 'limited' | 'banned'
+/**
+ * allowed: charged to the key's windows (the limiter let it through), whatever the answer;
+ * other4xx: allowed too, and answered 4xx (validation, not found, conflict, role, scope, sunset):
+ * counted in both, so `allowed` stays what the windows charged and the portal's chart draws
+ * allowed - other4xx, other4xx, limited and banned, each request in exactly one bar;
+ * limited: 429 rate_limited; banned: 429 api_key_banned.
+ */
+export type UsageOutcome = 'allowed' | 'other4xx' | 'limited' | 'banned'
 
-/** How a finished request counts for its key; null: not counted (a 5xx), only a use. */
-export function usageOutcome (status: number, decision: Pick<Decision, 'code'> | null): UsageOutcome | null {
+/**
+ * How a finished request counts for its key; null: not counted, only a use. `allowed` is what the
+ * limiter charged, so that a key's day of usage is its day window's `used` (the console shows
+ * both side by side), the day count put back from it after the limiter lost its state
+ * (day-seed.ts) is the one lost, and quota.threshold measures what the quota measures (issue 49:
+ * "Allowed 54" beside "day window used 35"). So a request answered from a peek is not counted (a
+ * free operation such as GET /rate_limit, a banned key's free reads of itself), and a charged one
+ * is, a 5xx included (the windows do not give it back).
+ */
+export function usageOutcome (
+  status: number, decision: Pick<Decision, 'code'> | null, charged: boolean
+): UsageOutcome | null {
   if (status === 429) return decision?.code === 'api_key_banned' ? 'banned' : 'limited'
-  return status < 500 ? 'allowed' : null
+  if (!charged) return null
+  // A free call answered 4xx stays uncounted, as every free call: the bars count what was charged.
+  return status >= 400 && status < 500 ? 'other4xx' : 'allowed'
 }
 
 /** "Near the limit": fewer than 10% of the window's requests left after this one (ratelimit_near_limit_total). */
@@ -35,15 +53,21 @@ export const NEAR_LIMIT_SHARE = 0.1
 
 export interface UsageRecorder {
   /**
-   * One request made with the key at `now`: counted under `outcome`, or only marking the key as
-   * used when the outcome is null (a 5xx is none of the three). `viaMcp`: an agent made it through
-   * the MCP endpoint; it is counted in `mcp` too. Memory only; never awaits.
+   * One request made with the key at `now`: counted under `outcome` (other4xx: under allowed
+   * too), or only marking the key as used when the outcome is null (a free call is none of them).
+   * `viaMcp`: an agent made it through the MCP endpoint; it is counted in `mcp` too. Memory only;
+   * never awaits.
    */
   record (keyId: number, outcome: UsageOutcome | null, now: number, viaMcp?: boolean): void
   /** One call of a deprecated operation (its operationId) with the key at `now`. Memory only. */
   recordDeprecated (operation: string, keyId: number, now: number): void
   /** The key's latest use counted here and not yet in the database, if any. */
   lastUsedAt (keyId: number): number | null
+  /**
+   * The deprecated operations as the routes declare them (the `deprecations` option; none
+   * without it): a key holder's usage view names their successor and sunset from here.
+   */
+  deprecatedOperations (): readonly DeprecatedOperation[]
   /** Writes what is pending now (one store call); flushes never overlap. */
   flush (): Promise<void>
 }
@@ -141,6 +165,7 @@ export function createUsageRecorder (keys: KeyStore, options: UsageRecorderOptio
         const row = rowOf(r.day, r.keyId)
         row.allowed += r.allowed; row.limited += r.limited; row.banned += r.banned
         if (r.mcp !== undefined) row.mcp = (row.mcp ?? 0) + r.mcp
+        if (r.other4xx !== undefined) row.other4xx = (row.other4xx ?? 0) + r.other4xx
       }
       for (const [keyId, at] of writing) if ((lastUsed.get(keyId) ?? -Infinity) < at) lastUsed.set(keyId, at)
       for (const c of calls) addDeprecated(c.operation, c.keyId, c.day, c.calls, c.lastCallAt)
@@ -172,7 +197,10 @@ export function createUsageRecorder (keys: KeyStore, options: UsageRecorderOptio
         row = { keyId, day: dayText, allowed: 0, limited: 0, banned: 0 }
         today.set(keyId, row)
       }
-      row[outcome]++
+      if (outcome === 'other4xx') {
+        row.allowed++
+        row.other4xx = (row.other4xx ?? 0) + 1
+      } else row[outcome]++
       if (viaMcp) row.mcp = (row.mcp ?? 0) + 1
     },
     recordDeprecated (operation, keyId, now) {
@@ -189,6 +217,7 @@ export function createUsageRecorder (keys: KeyStore, options: UsageRecorderOptio
       if (pending === undefined) return inFlight ?? null
       return inFlight === undefined || pending > inFlight ? pending : inFlight
     },
+    deprecatedOperations: () => options.deprecations?.() ?? [],
     flush
   }
 }

@@ -61,6 +61,12 @@ export interface UsageCounts {
   banned: number
   /** Of these three, the requests an agent made through MCP (shared/channel.ts); absent in a batch: none. */
   mcp?: number
+  /**
+   * Of `allowed`, the requests answered 4xx (a 429 is never among them): refused for another
+   * reason than a window or a ban (validation, not found, conflict, role, scope). Counted inside
+   * `allowed`, which stays what the windows charged (day-seed.ts, quota.threshold); absent: none.
+   */
+  other4xx?: number
 }
 
 export interface UsageRow extends UsageCounts {
@@ -200,8 +206,11 @@ export interface KeyStore {
   recordUsage (batch: UsageBatch): Promise<void>
   /** The key's usage rows from `fromDay` (YYYY-MM-DD, inclusive) on, oldest first. */
   usage (keyId: number, fromDay: string): Promise<UsageRow[]>
-  /** Calls of deprecated operations from `fromDay` (inclusive) on, by operation, key and day. */
-  deprecatedCalls (fromDay: string): Promise<DeprecatedCallRow[]>
+  /**
+   * Calls of deprecated operations from `fromDay` (inclusive) on, by operation, key and day; of
+   * the one key `keyId` only when given (its holder's usage view).
+   */
+  deprecatedCalls (fromDay: string, keyId?: number): Promise<DeprecatedCallRow[]>
   /** The bans of the key's quota identity (its rotation chain), latest start first, at most `limit`. */
   banHistory (keyId: number, limit: number): Promise<BanRecord[]>
   /**

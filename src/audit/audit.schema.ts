@@ -9,7 +9,8 @@ export const AuditActorSchema = Type.Object({
   type: StringEnum(['key', 'cli', 'system', 'address'] as const, { description: '`key`: a request made with an API key; `cli`: `petstore keys …` on a server\'s machine; `system`: the service itself (a ban the limiter started, a background job); `address`: a request without a valid key (reporting leaked keys), known by `address`.' }),
   keyId: Type.Optional(Int64({ description: 'The key presented (actor `key`).' })),
   role: Type.Optional(Type.String({ description: 'The key\'s role at the time (actor `key`).' })),
-  user: Type.Optional(Type.String({ description: 'The operating system user who ran the command (actor `cli`).' }))
+  user: Type.Optional(Type.String({ description: 'The operating system user who ran the command (actor `cli`).' })),
+  via: Type.Optional(StringEnum(['portal'] as const, { description: '`portal`: the key\'s holder made the change in the partner portal (`/portal`), which acts as the key (actor `key`); absent for a request made with the key itself.' }))
 }, { title: 'AuditActor', additionalProperties: false, description: 'Who made the change.', examples: [{ type: 'key', keyId: 3, role: 'admin' }] })
 
 const FieldChangeSchema = Type.Object({

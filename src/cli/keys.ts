@@ -1,17 +1,18 @@
-// petstore keys create|list|revoke|unban|rotate|usage: key administration from the shell,
+// petstore keys create|list|revoke|unban|rotate|usage|portal-link: key administration from the shell,
 // through the same service as the admin API, straight to the database. No message reaches a
 // running server; each sees the change within 5 s (docs/product.md 2.4) because it keeps a key for
 // at most 2 s (access/key-cache.ts) and polls ban lifts every 2 s (access/ban-sync.ts).
 // test/cli/effects.test.ts checks each command's effect on the database and on running servers.
 import { parseArgs } from 'node:util'
 import type { TSchema } from 'typebox'
-import { loadConfig } from '../config.ts'
+import { loadConfig, type Config } from '../config.ts'
 import { openStores } from '../infra.ts'
 import { PLANS, type Plan, type Role } from '../accounts/plans.ts'
 import type { Scope } from '../accounts/scopes.ts'
 import type { Problem } from '../http/validation.ts'
 import { NewApiKeySchema, type NewApiKey } from '../keys/keys.schema.ts'
 import { createKeyAdmin, type KeyAdmin } from '../keys/keys.service.ts'
+import { createPortal, type Portal } from '../portal/portal.service.ts'
 import { toApiKey } from '../keys/keys.view.ts'
 import { systemClock } from '../shared/clock.ts'
 import { withActor } from '../shared/actor-context.ts'
@@ -26,11 +27,12 @@ export const KEYS_USAGE = `usage:
   petstore keys unban ID
   petstore keys rotate ID [--grace DURATION] [--json]
   petstore keys usage ID [--days N] [--json]
+  petstore keys portal-link ID [--base-url URL] [--json]
 DURATION is a whole number and a unit: 90s, 15m, 12h, 30d.
 SCOPE restricts the key (within its role): catalog:read, catalog:write, orders:read, orders:write, inventory:read, inventory:write, webhooks:manage, keys:admin.`
 
 /** The subcommands this module runs; main.ts's command table lists the same (test/cli/usage.test.ts). */
-export const KEY_SUBCOMMANDS = ['create', 'list', 'revoke', 'unban', 'rotate', 'usage'] as const
+export const KEY_SUBCOMMANDS = ['create', 'list', 'revoke', 'unban', 'rotate', 'usage', 'portal-link'] as const
 
 export async function keys (args: string[], io: Io): Promise<number> {
   const [sub, ...rest] = args
@@ -48,6 +50,7 @@ export async function keys (args: string[], io: Io): Promise<number> {
       if (sub === 'list') return await list(admin, rest, io)
       if (sub === 'rotate') return await rotate(admin, rest, io)
       if (sub === 'usage') return await usage(admin, rest, io)
+      if (sub === 'portal-link') return await portalLink(createPortal(stores.portal, stores.keys, systemClock), config, rest, io)
       return await byId(admin, sub as 'revoke' | 'unban', rest, io)
     })
   } finally {
@@ -144,6 +147,39 @@ async function usage (admin: KeyAdmin, args: string[], io: Io): Promise<number> 
       io.out(`${d.date}  ${String(d.allowed).padStart(9)}  ${String(d.limited).padStart(9)}  ${String(d.banned).padStart(9)}`)
     }
   }
+  return 0
+}
+
+/**
+ * A one-time link to the partner portal for key ID, as POST /v1/admin/keys/{keyId}/portal makes
+ * it. The CLI has no request to take the server's address from: --base-url names it (the address
+ * the key holder reaches the API at, e.g. https://api.shop.example), else this machine's
+ * HOST and PORT.
+ */
+async function portalLink (portal: Portal, config: Config, args: string[], io: Io): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args, strict: true, allowPositionals: true,
+    options: { 'base-url': { type: 'string' }, json: { type: 'boolean', default: false } }
+  })
+  const id = oneId(positionals, io)
+  if (id === false) return 2
+  const given = values['base-url']
+  let origin: string
+  if (given === undefined) {
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host
+    origin = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${config.port}`
+  } else {
+    const url = URL.canParse(given) ? new URL(given) : null
+    if (url === null || !['https:', 'http:'].includes(url.protocol) || url.username !== '' || url.password !== '') {
+      io.err(`--base-url must be an http(s) URL such as https://api.shop.example, got "${given}"`)
+      return 2
+    }
+    // The portal is at the server's root: a path given with the URL (…/v1) is not part of it.
+    origin = url.origin
+  }
+  const link = await portal.makeLink(id, origin)
+  if (values.json) io.out(JSON.stringify(link))
+  else io.out(`${link.url}\nOpens the partner portal as key ${id}, once, until ${link.expiresAt}.`)
   return 0
 }
 

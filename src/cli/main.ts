@@ -34,9 +34,9 @@ export const COMMANDS: Record<string, Command> = {
     load: async () => (await import('./migrate.ts')).migrate
   },
   keys: {
-    synopsis: 'create|list|revoke|unban|rotate|usage …',
+    synopsis: 'create|list|revoke|unban|rotate|usage|portal-link …',
     summary: 'administer API keys (`petstore keys` alone shows each subcommand\'s arguments)',
-    subcommands: ['create', 'list', 'revoke', 'unban', 'rotate', 'usage'],
+    subcommands: ['create', 'list', 'revoke', 'unban', 'rotate', 'usage', 'portal-link'],
     load: async () => (await import('./keys.ts')).keys
   },
   audit: {

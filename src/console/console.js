@@ -1,5 +1,5 @@
-/* global document, window, Node, Element, setInterval, setTimeout, sessionStorage, fetch, location, history,
-   FormData, URLSearchParams, URL, navigator, getSelection */
+/* global document, window, Element, setTimeout, sessionStorage, fetch, location, history,
+   FormData, URLSearchParams, navigator, getSelection */
 // The operator console (docs/product.md section 10). Plain DOM, one module, no framework.
 // Rules kept here:
 // - The admin key lives in sessionStorage only (this tab), goes out in X-API-Key only, never in
@@ -16,52 +16,11 @@ const EXPIRING_WITHIN_MS = 7 * DAY_MS // accounts/keys.status.ts
 const $ = (id) => document.getElementById(id)
 const views = ['sign-in', 'keys-view', 'key-view', 'deprecations-view', 'webhooks-view', 'webhook-view', 'audit-view']
 
-// ---- small DOM helpers (text only) ---------------------------------------------------------
+// ---- the helpers /console shares with /portal (shared.js, loaded first) ---------------------
 
-function el (tag, attributes = {}, ...children) {
-  const node = document.createElement(tag)
-  for (const [name, value] of Object.entries(attributes)) {
-    if (name === 'text') node.textContent = value
-    else node.setAttribute(name, value)
-  }
-  for (const child of children) node.append(child)
-  return node
-}
-
-function link (href, text) { return el('a', { href, text }) }
-
-function cell (content, attributes = {}) {
-  const td = el('td', attributes)
-  if (content instanceof Node) td.append(content)
-  else td.textContent = content === null || content === undefined ? '—' : String(content)
-  return td
-}
-
-function dateTime (iso) {
-  if (iso === null || iso === undefined) return '—'
-  return iso.replace('T', ' ').replace(/\.\d+Z$/, ' UTC').replace(/Z$/, ' UTC')
-}
-
-/** "in 2 d 3 h", "in 4 min", "5 h ago". */
-function relative (iso, now = Date.now()) {
-  const ms = Date.parse(iso) - now
-  const abs = Math.abs(ms)
-  let text
-  if (abs >= DAY_MS) text = `${Math.floor(abs / DAY_MS)} d ${Math.floor((abs % DAY_MS) / 3_600_000)} h`
-  else if (abs >= 3_600_000) text = `${Math.floor(abs / 3_600_000)} h ${Math.floor((abs % 3_600_000) / 60_000)} min`
-  else if (abs >= 60_000) text = `${Math.floor(abs / 60_000)} min`
-  else text = `${Math.floor(abs / 1000)} s`
-  return ms >= 0 ? `in ${text}` : `${text} ago`
-}
-
-/** A live countdown: refreshed every second by tick(). */
-function countdown (iso) {
-  const span = el('span', { 'data-until': iso, text: relative(iso) })
-  return span
-}
-setInterval(() => {
-  for (const span of document.querySelectorAll('[data-until]')) span.textContent = relative(span.getAttribute('data-until'))
-}, 1000)
+const { el, link, cell, countdown, usageChart } = globalThis.PetstoreUI
+const dateTime = globalThis.PetstoreUI.utcText
+const nextFromLink = (header, base = '/v1/admin/keys') => globalThis.PetstoreUI.nextFromLink(header, base)
 
 function say (text) { $('status').textContent = text; $('alert').textContent = '' }
 function warn (text) { $('alert').textContent = text; $('status').textContent = '' }
@@ -201,14 +160,6 @@ function listUrl () {
   return `/v1/admin/keys${query === '' ? '' : `?${query}`}`
 }
 
-function nextFromLink (header, base = '/v1/admin/keys') {
-  if (header === null) return null
-  const match = /<([^>]+)>;\s*rel="next"/.exec(header)
-  if (match === null) return null
-  const url = new URL(match[1], new URL(base, location.href))
-  return url.origin === location.origin ? url.pathname + url.search : null
-}
-
 async function loadKeys (url) {
   const { data, link: header } = await api(url)
   current = url
@@ -326,67 +277,13 @@ async function loadUsage (id) {
   $('usage-chart').replaceChildren(chart(data.days, days))
 }
 
-// ---- the usage chart: hand-written SVG, one stacked bar per UTC day -------------------------
+// ---- the usage chart (shared.js), one stacked bar per UTC day -------------------------------
 
-const SVG = 'http://www.w3.org/2000/svg'
-function svg (tag, attributes = {}) {
-  const node = document.createElementNS(SVG, tag)
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value))
-  return node
-}
-
+const USAGE_PARTS = [
+  { key: 'allowed', label: 'allowed' }, { key: 'limited', label: 'limited' }, { key: 'banned', label: 'banned' }
+]
 function chart (rows, days) {
-  const byDate = new Map(rows.map((r) => [r.date, r]))
-  const today = Math.floor(Date.now() / DAY_MS)
-  const series = []
-  for (let i = days - 1; i >= 0; i--) {
-    const date = new Date((today - i) * DAY_MS).toISOString().slice(0, 10)
-    series.push(byDate.get(date) ?? { date, allowed: 0, limited: 0, banned: 0 })
-  }
-  const width = 720; const height = 220; const left = 48; const bottom = 24; const top = 10
-  const plotW = width - left - 8; const plotH = height - top - bottom
-  const max = Math.max(1, ...series.map((d) => d.allowed + d.limited + d.banned))
-  const step = plotW / series.length
-  const barW = Math.max(1, step * 0.8)
-  const total = series.reduce((sum, d) => sum + d.allowed + d.limited + d.banned, 0)
-  const root = svg('svg', { class: 'chart', viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', 'aria-labelledby': 'usage-chart-title' })
-  const title = svg('title', { id: 'usage-chart-title' })
-  title.textContent = `Requests per UTC day over the last ${days} days: ${total} in all. The table below lists the days with traffic.`
-  root.append(title)
-  for (const fraction of [0, 0.5, 1]) {
-    const y = top + plotH - fraction * plotH
-    root.append(svg('line', { class: fraction === 0 ? 'axis' : 'grid', x1: left, x2: width - 8, y1: y, y2: y }))
-    const label = svg('text', { x: left - 6, y: y + 4, 'text-anchor': 'end' })
-    label.textContent = String(Math.round(max * fraction))
-    root.append(label)
-  }
-  series.forEach((d, i) => {
-    const x = left + i * step + (step - barW) / 2
-    const group = svg('g', { 'data-date': d.date, 'data-allowed': d.allowed, 'data-limited': d.limited, 'data-banned': d.banned })
-    const tip = svg('title')
-    tip.textContent = `${d.date}: ${d.allowed} allowed, ${d.limited} limited, ${d.banned} banned`
-    group.append(tip)
-    let y = top + plotH
-    for (const part of ['allowed', 'limited', 'banned']) {
-      const h = (d[part] / max) * plotH
-      if (h <= 0) continue
-      y -= h
-      group.append(svg('rect', {
-        class: part,
-        x: x.toFixed(1),
-        y: y.toFixed(1),
-        width: barW.toFixed(1),
-        height: h.toFixed(1)
-      }))
-    }
-    root.append(group)
-    if (i === 0 || i === series.length - 1 || (series.length > 10 && i % Math.ceil(series.length / 6) === 0)) {
-      const label = svg('text', { x: (x + barW / 2).toFixed(1), y: height - 6, 'text-anchor': 'middle' })
-      label.textContent = d.date.slice(5)
-      root.append(label)
-    }
-  })
-  return root
+  return usageChart(rows, { days, parts: USAGE_PARTS, titleId: 'usage-chart-title' })
 }
 
 // ---- the deprecation view ------------------------------------------------------------------

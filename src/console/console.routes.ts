@@ -1,6 +1,6 @@
 // /console: the operator console (docs/product.md section 10), served by the API like /docs.
-// GET /console is a small HTML page naming its two assets by versioned names; GET
-// /console/assets/* serves them (console.js, console.css) compressed, with the same caching as
+// GET /console is a small HTML page naming its assets by versioned names; GET
+// /console/assets/* serves them (shared.js, shared.css, console.js, console.css) compressed, with the same caching as
 // the docs assets (transport/static.ts servePage: immutable for a year, the page revalidates).
 // Everything the page does goes through the public admin API with the operator's key.
 //
@@ -23,7 +23,10 @@ export const CONSOLE_CSP = [
   "frame-ancestors 'none'"
 ].join('; ')
 
+// shared.{js,css}: the layout, tables and chart /portal uses too (src/portal/ui/assets.json names them).
 const FILES = [
+  { file: 'shared.js', base: 'shared', extension: 'js', type: 'text/javascript; charset=utf-8' },
+  { file: 'shared.css', base: 'shared', extension: 'css', type: 'text/css; charset=utf-8' },
   { file: 'console.js', base: 'console', extension: 'js', type: 'text/javascript; charset=utf-8' },
   { file: 'console.css', base: 'console', extension: 'css', type: 'text/css; charset=utf-8' }
 ] as const

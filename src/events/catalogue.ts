@@ -112,7 +112,7 @@ const QuotaThresholdDataSchema = Type.Object({
   keyId: Int64({ description: 'The key (its quota identity).' }),
   window: StringEnum(['day'] as const, { description: 'The quota window.' }),
   limit: Type.Integer({ minimum: 0, description: 'Requests allowed in the window.' }),
-  used: Type.Integer({ minimum: 0, description: 'Requests of the key (its rotation chain) counted that UTC day by the usage flush that passed the threshold: answered 2xx to 4xx, 429 excepted.' }),
+  used: Type.Integer({ minimum: 0, description: 'Requests of the key (its rotation chain) counted that UTC day by the usage flush that passed the threshold: charged to its windows, whatever the answer.' }),
   percent: Type.Integer({ description: 'The threshold passed: 80, 95 or 100.' })
 }, {
   title: 'QuotaThresholdEventData',

@@ -5,8 +5,10 @@
 // what a wrong target is answered (access/targets.ts).
 import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify'
 import type { Principal } from '../access/principal.ts'
+import { cookieValue, isPortalFreeRead, PORTAL_COOKIE, type PortalCredentials } from '../access/portal-gate.ts'
 import type { ScopeNeed } from '../accounts/scopes.ts'
 import type { AccessOutcome, AccessService } from '../access/access.service.ts'
+import type { RefusedKey } from '../access/key-cache.ts'
 import { asksForKey, isGuarded, isPreflight, malformedUrl, malformedUrlRefusal, refusalFor } from '../access/targets.ts'
 import type { Decision } from '../ratelimit/limiter.ts'
 import { isApiPath } from '../shared/api-path.ts'
@@ -14,6 +16,7 @@ import type { Clock } from '../shared/clock.ts'
 import { withActor } from '../shared/actor-context.ts'
 import { sendError, toAppError } from './errors.ts'
 import { setRateLimitHeaders } from './rate-limit-headers.ts'
+import { viaPortal } from './instance.ts'
 import { keyParameterOf } from './redact.ts'
 
 export type { AccessEvents } from '../access/access.service.ts'
@@ -24,6 +27,12 @@ declare module 'fastify' {
     rateLimit: Decision | null
     /** Whether the request was charged to its windows, as the access service decided (AccessOutcome.charged). */
     charged: boolean
+    /**
+     * The key of ours the request presented (or its portal session's) when it was refused:
+     * revoked, expired, rotated past its grace period (AccessOutcome.refusedKey). The key's own
+     * request log keeps the refusal (http/request-steps.ts); null otherwise, and for an unknown key.
+     */
+    refusedKey: RefusedKey | null
   }
 }
 
@@ -41,6 +50,8 @@ export interface RouteAccess {
   readonly role: Principal['role'] | undefined
   readonly scope: ScopeNeed | undefined
   readonly free: boolean
+  /** Free through the partner portal's door (access/portal-gate.ts), charged otherwise. */
+  readonly portalFree: boolean
   readonly banExempt: boolean
 }
 
@@ -49,10 +60,13 @@ export interface RouteAccess {
  * matched no role, charged and never refused for its key.
  */
 export function routeAccessOf (config: FastifyContextConfig): RouteAccess {
+  // Fastify adds the route's url and method to the config object it makes per route.
+  const { url, method } = config as { url?: string; method?: string | string[] }
   return {
     role: config.role === 'none' ? undefined : config.role,
     scope: config.scope,
     free: config.quota === 'free',
+    portalFree: config.quota === 'free' || isPortalFreeRead(method, url),
     banExempt: config.banExempt === true
   }
 }
@@ -62,6 +76,7 @@ export function decorateAccess (app: FastifyInstance): void {
   app.decorateRequest('principal', null)
   app.decorateRequest('rateLimit', null)
   app.decorateRequest('charged', false)
+  app.decorateRequest('refusedKey', null)
 }
 
 /**
@@ -76,15 +91,18 @@ export function accessStep ({ access }: AccessHookOptions): (
 ) => Error | undefined | Promise<Error | undefined> {
   return (request, reply, route) => {
     if (!isGuarded(route.role, request.url)) return undefined
+    // Through the portal's door the session is the credential: a key header sent with it is not read.
+    const portal = viaPortal(request) ? portalCredentials(request) : undefined
     const outcome = access.decide({
-      key: presentedKey(request),
+      key: portal === undefined ? presentedKey(request) : null,
       address: request.ip,
       role: route.role,
       scope: route.scope,
-      free: route.free,
+      free: portal === undefined ? route.free : route.portalFree,
       banExempt: route.banExempt,
       preflight: isPreflight(request.method, route.role),
-      keyInQuery: keyParameterOf(request.url)
+      keyInQuery: keyParameterOf(request.url),
+      portal
     })
     return outcome instanceof Promise ? outcome.then((o) => apply(request, reply, o)) : apply(request, reply, outcome)
   }
@@ -95,6 +113,7 @@ export function accessStep ({ access }: AccessHookOptions): (
     request.principal = principal
     request.rateLimit = decision
     request.charged = outcome.charged
+    request.refusedKey = outcome.refusedKey
     // The request's logger reads the key id from request.principal (http/request-log.ts): no
     // child logger is built here.
     setRateLimitHeaders(reply, decision, outcome.quota, outcome.at)
@@ -119,7 +138,9 @@ export function accessStep ({ access }: AccessHookOptions): (
 export const actorStep: preHandlerHookHandler = (request, _reply, done) => {
   const p = request.principal
   withActor({
-    actor: p === null ? { type: 'address' } : { type: 'key', keyId: p.keyId, role: p.role },
+    actor: p === null
+      ? { type: 'address' }
+      : { type: 'key', keyId: p.keyId, role: p.role, ...(viaPortal(request) && { via: 'portal' as const }) },
     requestId: request.id,
     address: request.ip
   }, done)
@@ -157,6 +178,16 @@ export function answerMalformedUrl (access: AccessService, clock: Clock) {
     } catch (error) {
       sendError(request, reply, toAppError(error))
     }
+  }
+}
+
+/** What a request through the portal's door presents: its session cookie and CSRF header. */
+export function portalCredentials (request: FastifyRequest): PortalCredentials {
+  const csrf = request.headers['x-csrf-token']
+  return {
+    session: cookieValue(request.headers.cookie, PORTAL_COOKIE),
+    csrf: typeof csrf === 'string' ? csrf : null,
+    safe: request.method === 'GET' || request.method === 'HEAD'
   }
 }
 

@@ -6,8 +6,10 @@
 // - each request's logger is a lazy child: it becomes a real pino child only when something is
 //   logged through it, and it is bound to the request id and, once known, the key id;
 // - one line per request, "request completed", written when the response is finished, with the
-//   request id, the key id, the method, the URL (secrets redacted), the status, the time and, for
-//   an error, its code and message;
+//   request id, the key id, how it came when not plainly (`via`: `portal` for the partner portal's
+//   door, `mcp` for an agent's tool call that failed on our side), the method, the URL (secrets
+//   redacted, the door's as routed: /v1/…), the status, the time and, for an error, its code and
+//   message;
 // - refusals (429) are aggregated: the first of each window is written in full, the others of the
 //   window are counted and written as one "requests refused" line when the next window begins
 //   (or the app closes), so 20,000 refused calls write a handful of lines, not 20,000.
@@ -16,6 +18,7 @@ import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyR
 import { pino } from 'pino'
 import type { Clock } from '../shared/clock.ts'
 import { RandomPool } from '../shared/random-pool.ts'
+import { viaPortal } from './instance.ts'
 import { errorLogView, logArgumentView, redactText, redactUrl } from './redact.ts'
 import { telemetry } from '../telemetry/hooks.ts'
 
@@ -209,10 +212,11 @@ export class RequestLog extends LogController {
       // The common line, built here as pino would build it (docs/performance.md).
       if (!fast.enabled()) return
       const keyId = request.principal?.keyId
+      const via = viaOf(request)
       // The id (a UUID, or a caller's id of [A-Za-z0-9._:-]: acceptedRequestId) and the method
       // (a token: Node's parser accepts no other) never need escaping; the URL may.
       fast.write(`${fast.head()},"reqId":"${request.id}"${keyId === undefined ? '' : `,"keyId":${keyId}`}`
-        + `${viaMcp(request.headers) ? ',"via":"mcp"' : ''},"method":"${request.method}"`
+        + `${via === undefined ? '' : `,"via":"${via}"`},"method":"${request.method}"`
         + `,"url":${quoted(redactUrl(request.url))},"statusCode":${statusCode},"responseTime":${JSON.stringify(responseTime)}`
         + `${traceId === undefined ? '' : `,"traceId":"${traceId}"`},"msg":"request completed"${fast.end}`)
       return
@@ -227,7 +231,8 @@ export class RequestLog extends LogController {
       responseTime,
       traceId
     }
-    if (viaMcp(request.headers)) line.via = 'mcp'
+    const via = viaOf(request)
+    if (via !== undefined) line.via = via
     const failure = request.failure
     if (failure !== null) {
       line.code = failure.code
@@ -266,6 +271,10 @@ export class RequestLog extends LogController {
   }
 }
 
+/** How a request came, for its line: an agent's tool call (MCP), the partner portal's door, or plainly (undefined). */
+const viaOf = (request: FastifyRequest): 'mcp' | 'portal' | undefined =>
+  viaMcp(request.headers) ? 'mcp' : viaPortal(request) ? 'portal' : undefined
+
 type FrameworkErrorHandler = (error: Error, request: FastifyRequest, reply: FastifyReply) => void
 
 /**
@@ -296,7 +305,7 @@ interface FastLineWriter {
   write (line: string): void
 }
 
-const LINE_KEYS = ['reqId', 'keyId', 'method', 'url', 'statusCode', 'responseTime', 'msg']
+const LINE_KEYS = ['reqId', 'keyId', 'via', 'method', 'url', 'statusCode', 'responseTime', 'msg']
 
 /**
  * The parts of `logger` that make its info lines, when the line built from them is exactly the

@@ -22,7 +22,8 @@ export function usageStep (options: UsageHookOptions): (request: FastifyRequest,
       // Only requests made with a valid key count for it (a 401 has no key to count for).
       // A tool call of the MCP endpoint is a request of its own, marked by the process's secret header.
       if (principal !== null) {
-        recorder.record(principal.keyId, usageOutcome(reply.statusCode, decision), clock.now(), viaMcp(request.headers))
+        const outcome = usageOutcome(reply.statusCode, decision, request.charged)
+        recorder.record(principal.keyId, outcome, clock.now(), viaMcp(request.headers))
       }
       // A request answered from a peek (not charged) left the windows as they were.
       if (onNearLimit !== undefined && decision.allowed && request.charged) {

@@ -12,7 +12,9 @@ import type { Clock } from '../shared/clock.ts'
 import { banRestoreJob, banSyncJob } from './ban-sync.ts'
 import { eventPruneJob } from './event-prune.ts'
 import { keyExpiringJob } from './key-expiring.ts'
+import { keyRequestJobs, type KeyRequestJobDeps } from './key-requests-prune.ts'
 import { orderSweepJob } from './order-sweep.ts'
+import { portalSessionsPruneJob, type PortalSessionsPruneDeps } from './portal-sessions-prune.ts'
 import { createJobRunner, type Job, type JobEvents, type JobTimers } from './runner.ts'
 import { usageFlushJob } from './usage-flush.ts'
 import { usageNoticePruneJob } from './usage-notice-prune.ts'
@@ -39,6 +41,12 @@ export interface JobDeps {
   webhookPollMs: number
   /** The app's logger: what a job reports besides its failures (the bans restored). */
   log: { info (fields: object, message: string): void }
+  /** The request log's recorder (null: REQUEST_LOG=off), its store and flush interval (key-requests-prune.ts). */
+  requestLog: KeyRequestJobDeps['requestLog']
+  keyRequests: KeyRequestJobDeps['keyRequests']
+  requestLogFlushMs?: number | undefined
+  /** The partner portal's sessions and links (portal-sessions-prune.ts). */
+  portalSessions: PortalSessionsPruneDeps['portalSessions']
 }
 
 export function backgroundJobs (deps: JobDeps): Job[] {
@@ -51,7 +59,9 @@ export function backgroundJobs (deps: JobDeps): Job[] {
     keyExpiringJob(deps),
     usageNoticePruneJob(deps),
     usagePruneJob(deps),
-    ...webhookJobs(deps)
+    ...webhookJobs(deps),
+    ...keyRequestJobs(deps),
+    portalSessionsPruneJob(deps)
   ]
 }
 

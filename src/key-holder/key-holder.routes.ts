@@ -54,7 +54,7 @@ export async function keyHolderRoutes (fastify: FastifyInstance, { holder }: { h
   app.get('/keys/me/usage', {
     schema: {
       operationId: 'getMyApiKeyUsage', tags, summary: 'Your key\'s requests per day',
-      description: 'The requests made with this key per UTC day, as `GET /admin/keys/{keyId}/usage` shows them to an admin: `allowed` (2xx to 4xx, 429 excepted), `limited` (`429 rate_limited`), `banned` (`429 api_key_banned`); days with traffic only, oldest first. Each key of a rotated pair counts its own.',
+      description: 'The requests made with this key per UTC day, as `GET /admin/keys/{keyId}/usage` shows them to an admin: `allowed` (charged to the key\'s windows, whatever the answer), of which `other4xx` (answered 4xx: refused for another reason than a window or a ban), `limited` (`429 rate_limited`), `banned` (`429 api_key_banned`); days with traffic only, oldest first. `allowed - other4xx`, `other4xx`, `limited` and `banned` partition the counted requests. `deprecated` lists this key\'s own calls of deprecated operations over the same days, with the successor and sunset of each. Each key of a rotated pair counts its own.',
       querystring: KeyUsageQuery,
       response: { 200: Reply('Your key\'s usage per day.', KeyUsageSchema, NoStoreHeader) }
     },

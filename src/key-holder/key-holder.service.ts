@@ -9,6 +9,8 @@ import { DAY_MS } from '../ratelimit/limiter.ts'
 import { utcDay } from '../accounts/keys.rules.ts'
 import type { KeyRecord, KeyStore } from '../accounts/keys.store.ts'
 import { generateKey, type KeyState } from '../keys/keys.service.ts'
+import { toKeyUsage } from '../keys/keys.view.ts'
+import type { DeprecatedOperation } from '../shared/deprecation.ts'
 import {
   BAN_HISTORY_MAX,
   GRACE_PERIOD_DEFAULT_S,
@@ -23,7 +25,10 @@ import {
 export interface KeyHolder {
   /** The key's record, its ban in force and its last use: the admin's key view of it. */
   view (keyId: number): Promise<KeyState>
-  /** Requests per UTC day over the last `days` days (today included), days with traffic only. */
+  /**
+   * Requests per UTC day over the last `days` days (today included), days with traffic only, and
+   * the key's own calls of deprecated operations over those days.
+   */
   usage (keyId: number, query: { days?: number }): Promise<KeyUsage>
   /** The bans of the key's rotation chain (one quota identity, one ban), latest first. */
   bans (keyId: number): Promise<KeyBans>
@@ -39,6 +44,8 @@ export interface KeyHolderHooks {
   usage?: { flush (): Promise<void>; lastUsedAt (keyId: number): number | null }
   /** The key changed (its expiry, by rotation): forget what every instance cached about it. */
   onKeyChanged?: (record: KeyRecord) => void
+  /** The deprecated operations the app serves (known once its routes are declared). */
+  deprecatedOperations?: () => readonly DeprecatedOperation[]
 }
 
 const isoOf = (ms: number): string => new Date(ms).toISOString()
@@ -79,16 +86,9 @@ export function createKeyHolder (keys: KeyStore, clock: Clock, hooks: KeyHolderH
       await hooks.usage?.flush()
       const fromDay = utcDay(clock.now() - (days - 1) * DAY_MS)
       const rows = await keys.usage(keyId, fromDay)
-      return {
-        keyId,
-        days: rows.map((r) => ({
-          date: r.day,
-          allowed: r.allowed,
-          limited: r.limited,
-          banned: r.banned,
-          mcp: r.mcp ?? 0
-        }))
-      }
+      // Its own rows only: another key's calls are never read, let alone shown.
+      const calls = await keys.deprecatedCalls(fromDay, keyId)
+      return toKeyUsage(keyId, rows, calls, hooks.deprecatedOperations?.() ?? [])
     },
     async bans (keyId) {
       const rows = await keys.banHistory(keyId, BAN_HISTORY_MAX)

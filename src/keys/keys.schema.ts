@@ -213,24 +213,61 @@ export const KeyUsageQuery = Type.Object({
 
 export const KeyUsageDaySchema = Type.Object({
   date: Type.String({ format: 'date', description: 'The UTC day.' }),
-  allowed: Type.Integer({ minimum: 0, description: 'Requests answered 2xx to 4xx, 429 excepted.' }),
+  allowed: Type.Integer({ minimum: 0, description: 'Requests charged to the key\'s windows, whatever the answer (what the day window\'s used counts); free calls are not counted.' }),
   limited: Type.Integer({ minimum: 0, description: 'Requests answered `429 rate_limited`.' }),
   banned: Type.Integer({ minimum: 0, description: 'Requests answered `429 api_key_banned`.' }),
-  mcp: Type.Integer({ minimum: 0, description: 'Of the requests counted above, those an agent made through the MCP endpoint: each tool call, `initialize` and the lists. The `POST /mcp` exchanges that carry them are free requests of the key, counted in `allowed` but not here.' })
-}, { title: 'KeyUsageDay', additionalProperties: false, example: { date: '2026-11-21', allowed: 1250, limited: 3, banned: 0, mcp: 40 } })
+  mcp: Type.Integer({ minimum: 0, description: 'Of the requests counted above, those an agent made through the MCP endpoint: each tool call, `initialize` and the lists. The `POST /mcp` exchanges that carry them are free requests of the key, counted in `allowed` but not here.' }),
+  other4xx: Type.Integer({ minimum: 0, description: 'Of `allowed`, the requests answered 4xx: refused for another reason than a window or a ban (`400 validation_failed`, `403` for the role or a scope, `404`, `409`, `410 operation_sunset`, …). They stay in `allowed`, which is what the windows charged; so `allowed - other4xx` (answered 2xx, 3xx or 5xx), `other4xx`, `limited` and `banned` partition the day\'s counted requests, each in exactly one, as the partner portal\'s stacked chart draws them.' })
+}, {
+  title: 'KeyUsageDay',
+  additionalProperties: false,
+  example: { date: '2026-11-21', allowed: 1250, limited: 3, banned: 0, mcp: 40, other4xx: 12 }
+})
+
+/** A deprecated operation's successor, as the route declares it. */
+const SuccessorSchema = Type.Union([
+  Type.Object({
+    method: Type.String({ description: 'The successor\'s HTTP method.' }),
+    path: Type.String({ description: 'The successor\'s path template, as in this document.' }),
+    operationId: Type.String({ description: 'The successor\'s operationId.' })
+  }, { additionalProperties: false }),
+  Type.Null()
+], { description: 'The operation to call instead; null: none.' })
+
+export const KeyDeprecatedCallsSchema = Type.Object({
+  operationId: Type.String({ description: 'The deprecated operation.' }),
+  method: Type.String({ description: 'Its HTTP method.' }),
+  path: Type.String({ description: 'Its path template, as in this document.' }),
+  deprecatedAt: Type.String({ format: 'date-time', description: 'When it was deprecated.' }),
+  sunsetAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'From this instant the operation answers `410 operation_sunset`; null: no sunset set.' }),
+  successor: SuccessorSchema,
+  calls: Type.Integer({ minimum: 1, description: 'Calls of it with this key over the days covered, whatever the answer.' }),
+  lastCallAt: Type.String({ format: 'date-time', description: 'The last of those calls.' })
+}, { title: 'KeyDeprecatedCalls', additionalProperties: false })
 
 export const KeyUsageSchema = Type.Object({
   keyId: Int64(),
-  days: Type.Array(KeyUsageDaySchema, { description: 'One entry per UTC day with traffic, oldest first.' })
+  days: Type.Array(KeyUsageDaySchema, { description: 'One entry per UTC day with traffic, oldest first.' }),
+  deprecated: Type.Array(KeyDeprecatedCallsSchema, { description: 'The deprecated operations this key called over the same days, latest call first, each with its successor and sunset; empty: none. Per key: each key of a rotated pair lists its own calls. Calls reach it with the usage counts (within 5 seconds); this instance\'s are written before the answer.' })
 }, {
   title: 'KeyUsage',
   additionalProperties: false,
   example: {
     keyId: 3,
     days: [
-      { date: '2026-11-20', allowed: 980, limited: 0, banned: 0, mcp: 0 },
-      { date: '2026-11-21', allowed: 1250, limited: 3, banned: 0, mcp: 40 }
-    ]
+      { date: '2026-11-20', allowed: 980, limited: 0, banned: 0, mcp: 0, other4xx: 0 },
+      { date: '2026-11-21', allowed: 1250, limited: 3, banned: 0, mcp: 40, other4xx: 12 }
+    ],
+    deprecated: [{
+      operationId: 'getPet',
+      method: 'GET',
+      path: '/v1/pets/{petId}',
+      deprecatedAt: '2026-11-21T00:00:00.000Z',
+      sunsetAt: '2027-05-21T00:00:00.000Z',
+      successor: { method: 'GET', path: '/v1/pets?id={petId}', operationId: 'listPets' },
+      calls: 14,
+      lastCallAt: '2026-11-21T09:12:41.087Z'
+    }]
   }
 })
 export type KeyUsage = Static<typeof KeyUsageSchema>

@@ -27,6 +27,7 @@ import {
 import type { KeyStatus } from '../accounts/keys.status.ts'
 import type { BanRecord, KeyRecord, KeyStore } from '../accounts/keys.store.ts'
 import type { ChargeReport } from '../access/reported-keys.ts'
+import { toKeyUsage } from './keys.view.ts'
 
 /**
  * Keys are 43 random base62 characters (over 256 bits) behind a readable prefix and before a
@@ -208,16 +209,8 @@ export function createKeyAdmin (keys: KeyStore, clock: Clock, hooks: KeyAdminHoo
       await hooks.usage?.flush()
       const fromDay = utcDay(clock.now() - (days - 1) * DAY_MS)
       const rows = await keys.usage(id, fromDay)
-      return {
-        keyId: id,
-        days: rows.map((r) => ({
-          date: r.day,
-          allowed: r.allowed,
-          limited: r.limited,
-          banned: r.banned,
-          mcp: r.mcp ?? 0
-        }))
-      }
+      const calls = await keys.deprecatedCalls(fromDay, id)
+      return toKeyUsage(id, rows, calls, hooks.deprecatedOperations?.() ?? [])
     },
     async list (query) {
       const page = pageRequest(query)

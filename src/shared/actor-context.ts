@@ -16,7 +16,8 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 
 /** Who acted: a key (its id and role), a user of the command line, or the system itself. */
 export type AuditActor =
-  | { type: 'key'; keyId: number; role: string }
+  /** `via: 'portal'`: the request came through the partner portal's door (/portal/api/v1), acting as the key. */
+  | { type: 'key'; keyId: number; role: string; via?: 'portal' }
   | { type: 'cli'; user: string }
   | { type: 'system' }
   /** A request without a valid key (reporting leaked keys): known only by its address. */

@@ -3,7 +3,7 @@
 import type { AuditEntry, AuditFilter } from '../audit/audit.store.ts'
 import type { AuditActor } from '../shared/actor-context.ts'
 
-export const AUDIT_COLUMNS = 'id, at, actor_type, actor_key_id, actor_role, actor_user, action, target_type, target_id, request_id, address, changes, hash'
+export const AUDIT_COLUMNS = 'id, at, actor_type, actor_key_id, actor_role, actor_user, actor_via, action, target_type, target_id, request_id, address, changes, hash'
 
 export interface AuditRow {
   id: number | string
@@ -12,6 +12,8 @@ export interface AuditRow {
   actor_key_id: number | string | null
   actor_role: string | null
   actor_user: string | null
+  /** 'portal' for a change made through the partner portal (absent from rows read before it existed). */
+  actor_via?: string | null
   action: string
   target_type: string
   target_id: string
@@ -23,7 +25,10 @@ export interface AuditRow {
 
 function actorOf (row: AuditRow): AuditActor {
   switch (row.actor_type) {
-    case 'key': return { type: 'key', keyId: Number(row.actor_key_id), role: row.actor_role ?? '' }
+    case 'key': return {
+      type: 'key', keyId: Number(row.actor_key_id), role: row.actor_role ?? '',
+      ...(row.actor_via === 'portal' && { via: 'portal' as const })
+    }
     case 'cli': return { type: 'cli', user: row.actor_user ?? '' }
     case 'address': return { type: 'address' }
     // Whatever else a row says is kept as it is, so that a changed row fails its hash.

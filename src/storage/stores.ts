@@ -14,6 +14,10 @@ import type { KeyStore } from '../accounts/keys.store.ts'
 import type { OrderStore } from '../orders/orders.store.ts'
 import type { PetStore } from '../pets/pets.store.ts'
 import type { WebhookStore } from '../webhooks/webhooks.store.ts'
+import type { KeyRequestStore } from '../key-requests/key-requests.store.ts'
+import { createSqliteKeyRequestStore } from './sqlite/key-requests.ts'
+import { createPostgresKeyRequestStore } from './postgres/key-requests.ts'
+import type { PortalStore } from '../portal/portal.store.ts'
 import type { ActorSource } from '../shared/actor-context.ts'
 import type { SqliteAuditAppend } from './sqlite/audit.ts'
 import type { Db as SqliteDb } from './sqlite/database.ts'
@@ -33,6 +37,7 @@ import { createSqliteKeyStore } from './sqlite/keys.ts'
 import { createSqliteOrderStore } from './sqlite/orders.ts'
 import { createSqlitePetStore } from './sqlite/pets.ts'
 import { createSqliteWebhookStore } from './sqlite/webhooks.ts'
+import { createSqlitePortalStore } from './sqlite/portal.ts'
 import { createPostgresAuditStore } from './postgres/audit.ts'
 import { createPostgresCategoryStore } from './postgres/categories.ts'
 import { createPostgresEventStore } from './postgres/events.ts'
@@ -41,6 +46,7 @@ import { createPostgresKeyStore } from './postgres/keys.ts'
 import { createPostgresOrderStore } from './postgres/orders.ts'
 import { createPostgresPetStore } from './postgres/pets.ts'
 import { createPostgresWebhookStore } from './postgres/webhooks.ts'
+import { createPostgresPortalStore } from './postgres/portal.ts'
 
 /** What sqlite/index.ts opened, that SQLite's ports are built on. */
 export interface SqliteContext {
@@ -115,6 +121,16 @@ export const PORTS = {
   audit: port<AuditStore>({
     sqlite: (c) => createSqliteAuditStore(c.db),
     postgres: (c) => createPostgresAuditStore(c.db)
+  }),
+  /** Each key's own request log, written in batches by the recorder (key-requests/). */
+  keyRequests: port<KeyRequestStore>({
+    sqlite: (c) => createSqliteKeyRequestStore(c.db),
+    postgres: (c) => createPostgresKeyRequestStore(c.db)
+  }),
+  /** The partner portal's one-time links and sessions (portal/). */
+  portal: port<PortalStore>({
+    sqlite: (c) => createSqlitePortalStore(c.db, c.writer),
+    postgres: (c) => createPostgresPortalStore(c.db)
   })
 }
 

@@ -1,7 +1,8 @@
 // The webhook tables' rows as both engines read them (column for column alike), mapped once.
 import type { StoredEvent } from '../events/events.store.ts'
 import { matchesTypes, maySee } from '../webhooks/event-types.ts'
-import type { AttemptKind, DeliveryEntry, WebhookRecord } from '../webhooks/webhooks.store.ts'
+import type { AttemptResponse, HeaderPair } from '../webhooks/attempt.ts'
+import type { AttemptDetail, AttemptKind, AttemptRecord, DeliveryEntry, WebhookRecord } from '../webhooks/webhooks.store.ts'
 
 export const WEBHOOK_COLUMNS = 'seq, id, owner_key_id, url, types, description, status, disabled_reason, secret, previous_secret, previous_secret_until, created_at, updated_at, failing_since, version'
 
@@ -54,13 +55,15 @@ export function liveSecrets (webhook: Pick<WebhookRecord, 'secret' | 'previousSe
 }
 
 /** A delivery's origin, as webhook_deliveries.origin keeps it. */
-type Origin = 'feed' | 'replay' | 'test'
+export type Origin = 'feed' | 'replay' | 'test'
 
 export interface AttemptRow {
   id: number | string
   event_id: string
   type: string
   attempt: number
+  /** NULL for an attempt recorded before kinds were kept: kindOf tells it from the delivery. */
+  kind: AttemptKind | null
   origin: Origin
   at: number | string
   outcome: 'succeeded' | 'failed'
@@ -73,19 +76,91 @@ export interface PendingRow {
   type: string
   attempts: number
   origin: Origin
+  replay_due: boolean | number
   next_attempt_at: number | string
+}
+/** An attempt with its details (getAttempt). */
+export interface AttemptDetailRow extends AttemptRow {
+  webhook_id: string
+  request_url: string | null
+  request_headers: string | null
+  request_body: string | null
+  response_headers: string | null
+  response_body: string | null
+  response_truncated: boolean | number | null
 }
 
 /**
  * The columns of an attempt row and of a pending row, the same on both engines (`a` the attempt,
  * `d` its delivery, `e` its event). A test delivery shows the type it sends.
  */
-export const ATTEMPT_COLUMNS = 'a.id, d.event_id, coalesce(d.test_type, e.type) AS type, a.attempt, d.origin, a.at, a.outcome, a.status, a.error, a.duration_ms'
-export const PENDING_COLUMNS = 'd.event_id, coalesce(d.test_type, e.type) AS type, d.attempts, d.origin, d.next_attempt_at'
+export const ATTEMPT_COLUMNS = 'a.id, d.event_id, coalesce(d.test_type, e.type) AS type, a.attempt, a.kind, d.origin, a.at, a.outcome, a.status, a.error, a.duration_ms'
+export const ATTEMPT_DETAIL_COLUMNS = `${ATTEMPT_COLUMNS}, a.webhook_id, a.request_url, a.request_headers, d.request_body, a.response_headers,
+  a.response_body, a.response_truncated`
+export const PENDING_COLUMNS = 'd.event_id, coalesce(d.test_type, e.type) AS type, d.attempts, d.origin, d.replay_due, d.next_attempt_at'
 
-/** The first attempt of a replayed delivery is a replay; any later one, a retry. */
-const kindOf = (attempt: number, origin: Origin): AttemptKind =>
-  attempt > 1 ? 'retry' : origin === 'replay' ? 'replay' : 'first'
+/**
+ * The kind of an attempt: the first of a replayed delivery is a replay, and so is a waiting retry
+ * that a replay made due (`replayDue`); any other later one, a retry.
+ */
+export const kindOf = (attempt: number, origin: Origin, replayDue = false): AttemptKind =>
+  replayDue ? 'replay' : attempt > 1 ? 'retry' : origin === 'replay' ? 'replay' : 'first'
+
+const attemptEntry = (row: AttemptRow): DeliveryEntry => ({
+  id: Number(row.id),
+  eventId: row.event_id,
+  type: row.type,
+  attempt: row.attempt,
+  kind: row.kind ?? kindOf(row.attempt, row.origin),
+  at: Number(row.at),
+  outcome: row.outcome,
+  status: row.status,
+  error: row.error,
+  durationMs: row.duration_ms
+})
+
+/** The attempt's details as the API shows them; request and response null when not kept. */
+export function toAttemptDetail (row: AttemptDetailRow): AttemptDetail {
+  const entry = attemptEntry(row)
+  const request = row.request_url === null || row.request_headers === null || row.request_body === null
+    ? null
+    : { url: row.request_url, headers: JSON.parse(row.request_headers) as HeaderPair[], body: row.request_body }
+  const response: AttemptResponse | null = row.response_headers === null || row.status === null
+    ? null
+    : {
+        status: row.status,
+        headers: JSON.parse(row.response_headers) as HeaderPair[],
+        body: row.response_body ?? '',
+        truncated: row.response_truncated === true || row.response_truncated === 1
+      }
+  return {
+    ...entry,
+    id: Number(row.id),
+    webhookId: row.webhook_id,
+    outcome: row.outcome,
+    durationMs: row.duration_ms ?? 0,
+    request,
+    response
+  }
+}
+
+/**
+ * An attempt's details as columns: request_url, request_headers, response_headers, response_body,
+ * response_truncated.
+ */
+export function attemptDetailValues (record: Pick<AttemptRecord, 'request' | 'response'>): [
+  string | null, string | null, string | null, string | null, boolean | null
+] {
+  const request = record.request ?? null
+  const response = record.response ?? null
+  return [
+    request?.url ?? null,
+    request === null ? null : JSON.stringify(request.headers),
+    response === null ? null : JSON.stringify(response.headers),
+    response?.body ?? null,
+    response?.truncated ?? null
+  ]
+}
 
 /** Attempts made and deliveries still pending, newest first, at most `limit`. */
 export function deliveryEntries (
@@ -93,24 +168,13 @@ export function deliveryEntries (
   pending: readonly PendingRow[],
   limit: number
 ): DeliveryEntry[] {
-  const made: DeliveryEntry[] = attempts.map((row) => ({
-    id: Number(row.id),
-    eventId: row.event_id,
-    type: row.type,
-    attempt: row.attempt,
-    kind: kindOf(row.attempt, row.origin),
-    at: Number(row.at),
-    outcome: row.outcome,
-    status: row.status,
-    error: row.error,
-    durationMs: row.duration_ms
-  }))
+  const made: DeliveryEntry[] = attempts.map(attemptEntry)
   const waiting: DeliveryEntry[] = pending.map((row) => ({
     id: null,
     eventId: row.event_id,
     type: row.type,
     attempt: row.attempts + 1,
-    kind: kindOf(row.attempts + 1, row.origin),
+    kind: kindOf(row.attempts + 1, row.origin, row.replay_due === true || row.replay_due === 1),
     at: Number(row.next_attempt_at),
     outcome: 'pending',
     status: null,

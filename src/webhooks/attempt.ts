@@ -1,6 +1,8 @@
 // One delivery attempt: a POST to the address url-guard.ts checked, and nowhere else. The Host
 // header, TLS SNI and the certificate check use the URL's host name; only the connection is
-// pinned, through a lookup that answers the checked address whatever DNS says now.
+// pinned, through a lookup that answers the checked address whatever DNS says now. What was sent
+// and what the endpoint answered come back with the outcome, for the attempt's record (issue 50):
+// the answer is untrusted, so only a bounded part of it is kept, as text, never interpreted.
 import type { IncomingMessage, RequestOptions } from 'node:http'
 import { isIP, type LookupFunction } from 'node:net'
 import { performance } from 'node:perf_hooks'
@@ -13,12 +15,35 @@ const { request: httpsRequest } = process.getBuiltinModule('node:https')
 
 /** The most of an answer's body that is read before the connection is closed (issue 31: 64 KiB). */
 export const MAX_RESPONSE_BYTES = 65_536
+/**
+ * The most of an answer's body kept with its attempt (issue 50: the first 4 KiB), in bytes of
+ * UTF-8 as stored. A failing answer is read no further than this; a 2xx on, to MAX_RESPONSE_BYTES.
+ */
+export const RESPONSE_BODY_KEPT_BYTES = 4096
+/** At most this many of an answer's headers are kept, each name and value cut to the lengths below. */
+export const MAX_KEPT_HEADERS = 64
+const MAX_HEADER_NAME = 256
+const MAX_HEADER_VALUE = 1024
+/**
+ * What an attempt sent and got (its request and response) is kept this long, then pruned
+ * (jobs/attempt-prune.ts); the attempt's line stays until its event goes (EVENT_RETENTION_DAYS).
+ */
+export const ATTEMPT_DETAILS_KEPT_DAYS = 7
+export const ATTEMPT_DETAILS_KEPT_MS = ATTEMPT_DETAILS_KEPT_DAYS * 24 * 3_600_000
+/** Who is calling, for the receiver's logs and firewalls. */
+export const USER_AGENT = 'Petstore-Webhooks/1.0'
+
+/** A header as sent or received: name and value, in their order (a name can come twice). */
+export type HeaderPair = [name: string, value: string]
 
 export interface AttemptInput {
   url: URL
   /** One of the addresses checkWebhookUrl returned for this URL. */
   address: ResolvedAddress
-  /** The webhook-* headers (and traceparent, when tracing); content-type and content-length are set here. */
+  /**
+   * The webhook-* headers (and traceparent, when tracing); content-type, content-length and
+   * user-agent are set here.
+   */
   headers: Readonly<Record<string, string>>
   body: string
   /** The whole attempt (connect, headers and body of the answer) must end within this. */
@@ -26,6 +51,17 @@ export interface AttemptInput {
   maxResponseBytes?: number
   /** Certificate authorities trusted instead of the system's for this attempt (tests' self-signed receivers). */
   tls?: { ca?: string | Buffer }
+}
+
+/** What the endpoint answered, as kept: bounded, and text whatever the bytes were. */
+export interface AttemptResponse {
+  status: number
+  /** At most MAX_KEPT_HEADERS, as received (names in their case), each cut to a bounded length. */
+  headers: HeaderPair[]
+  /** The first RESPONSE_BODY_KEPT_BYTES of the body as UTF-8 text (invalid bytes and NUL replaced by U+FFFD). */
+  body: string
+  /** Whether the body went on past what is kept, or was cut (the deadline, a reset) before its end. */
+  truncated: boolean
 }
 
 export interface AttemptResult {
@@ -37,6 +73,10 @@ export interface AttemptResult {
   /** A failure without an answer: the network error's code (ECONNREFUSED…) or `timeout`, for the attempt's span. */
   errorType?: string
   durationMs: number
+  /** The headers sent, when a request was made (absent when the attempt was refused before connecting). */
+  requestHeaders?: HeaderPair[]
+  /** The answer, when its status line and headers came. */
+  response?: AttemptResponse
 }
 
 // Short words for the errors a receiver's side can cause. Anything else shows its code only:
@@ -96,16 +136,62 @@ function precondition ({ url, address }: AttemptInput): string | null {
   return null
 }
 
+/** The headers of the POST, in the order they are sent. */
+export function requestHeaders (headers: Readonly<Record<string, string>>, body: Buffer): HeaderPair[] {
+  return [
+    ...Object.entries(headers),
+    ['content-type', 'application/json'],
+    ['content-length', String(body.length)],
+    ['user-agent', USER_AGENT]
+  ]
+}
+
+// Control characters (tab aside) and NUL in a receiver's text: PostgreSQL's text holds no NUL, and
+// no reader should meet a terminal escape.
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g
+
+/** At most `max` characters of `text`, controls replaced: a receiver's header name or value. */
+function keptText (text: string, max: number): string {
+  return (text.length > max ? text.slice(0, max) : text).replace(CONTROLS, '\ufffd')
+}
+
+/** The answer's headers as kept: the first MAX_KEPT_HEADERS, each bounded. */
+function keptHeaders (raw: readonly string[]): HeaderPair[] {
+  const pairs: HeaderPair[] = []
+  for (let i = 0; i + 1 < raw.length && pairs.length < MAX_KEPT_HEADERS; i += 2) {
+    pairs.push([keptText(raw[i]!, MAX_HEADER_NAME), keptText(raw[i + 1]!, MAX_HEADER_VALUE)])
+  }
+  return pairs
+}
+
+/**
+ * The first bytes of a body as text of at most RESPONSE_BODY_KEPT_BYTES of UTF-8: invalid bytes
+ * become U+FFFD (which takes 3 bytes), NUL too, and a character cut at the end is left out.
+ */
+export function keptBody (bytes: Buffer, more: boolean): { body: string; truncated: boolean } {
+  let truncated = more || bytes.length > RESPONSE_BODY_KEPT_BYTES
+  const head = bytes.subarray(0, RESPONSE_BODY_KEPT_BYTES)
+  // stream: true leaves out an incomplete character at the end (the cut, when there is one).
+  let body = new TextDecoder('utf-8').decode(head, { stream: truncated }).replaceAll('\u0000', '\ufffd')
+  if (Buffer.byteLength(body) > RESPONSE_BODY_KEPT_BYTES) {
+    truncated = true
+    body = new TextDecoder('utf-8').decode(Buffer.from(body).subarray(0, RESPONSE_BODY_KEPT_BYTES), { stream: true })
+  }
+  return { body, truncated }
+}
+
 function send (input: AttemptInput): Promise<AttemptResult> {
   const started = performance.now()
   const limit = input.maxResponseBytes ?? MAX_RESPONSE_BYTES
   const body = Buffer.from(input.body)
+  const sent = requestHeaders(input.headers, body)
   const options: RequestOptions = {
     method: 'POST',
     host: bareHostname(input.url),
     port: input.url.port === '' ? undefined : Number(input.url.port),
     path: input.url.pathname + input.url.search,
-    headers: { ...input.headers, 'content-type': 'application/json', 'content-length': String(body.length) },
+    headers: Object.fromEntries(sent),
     lookup: pinnedLookup(input.address),
     // A fresh connection per attempt: a pooled socket could have been opened to another address.
     agent: false
@@ -113,6 +199,11 @@ function send (input: AttemptInput): Promise<AttemptResult> {
 
   return new Promise((resolve) => {
     let status: number | undefined
+    let headers: HeaderPair[] = []
+    // The answer's first bytes (at most RESPONSE_BODY_KEPT_BYTES + 1: one more says it went on).
+    const kept: Buffer[] = []
+    let keptBytes = 0
+    let ended = false
     let done = false
     const finish = (outcome: AttemptResult['outcome'], error?: string, errorType?: string): void => {
       if (done) return
@@ -120,8 +211,12 @@ function send (input: AttemptInput): Promise<AttemptResult> {
       clearTimeout(deadline)
       // Nothing more is read: a receiver that streams forever or answers slowly cannot hold us.
       req.destroy()
-      const result: AttemptResult = { outcome, durationMs: Math.round(performance.now() - started) }
-      if (status !== undefined) result.status = status
+      const durationMs = Math.round(performance.now() - started)
+      const result: AttemptResult = { outcome, durationMs, requestHeaders: sent }
+      if (status !== undefined) {
+        result.status = status
+        result.response = { status, headers, ...keptBody(Buffer.concat(kept), !ended) }
+      }
       if (error !== undefined) result.error = error
       if (errorType !== undefined) result.errorType = errorType
       resolve(result)
@@ -129,25 +224,46 @@ function send (input: AttemptInput): Promise<AttemptResult> {
 
     const onResponse = (res: IncomingMessage): void => {
       status = res.statusCode ?? 0
-      if (status < 200 || status >= 300) {
-        finish('failed', status >= 300 && status < 400 ? 'redirect not followed' : `HTTP ${status}`)
-        return
-      }
-      // A 2xx counts once its body has come within the deadline too, or the first
-      // maxResponseBytes of it: success means the receiver finished answering in time.
+      headers = keptHeaders(res.rawHeaders)
+      const failure = status < 200 || status >= 300
+        ? status >= 300 && status < 400 ? 'redirect not followed' : `HTTP ${status}`
+        : null
+      // A failing answer is read only for what is kept of it; a 2xx counts once its body has come
+      // within the deadline too, or the first maxResponseBytes of it: success means the receiver
+      // finished answering in time.
+      const readLimit = failure === null ? limit : RESPONSE_BODY_KEPT_BYTES + 1
+      const end = (): void => { if (failure === null) finish('succeeded'); else finish('failed', failure) }
       let read = 0
       res.on('data', (chunk: Buffer) => {
+        if (keptBytes <= RESPONSE_BODY_KEPT_BYTES) {
+          const part = chunk.subarray(0, RESPONSE_BODY_KEPT_BYTES + 1 - keptBytes)
+          kept.push(part)
+          keptBytes += part.length
+        }
         read += chunk.length
-        if (read >= limit) finish('succeeded')
+        if (read >= readLimit) end()
       })
-      res.on('end', () => { finish('succeeded') })
-      res.on('error', (err) => { finish('failed', errorText(err), errorCode(err)) })
+      res.on('end', () => { ended = true; end() })
+      res.on('error', (err) => { if (failure === null) finish('failed', errorText(err), errorCode(err)); else end() })
+      // Closed before its end without an error event: a 2xx cut short is no success; of a failing
+      // answer, what came is what is kept.
+      res.on('close', () => {
+        if (failure === null && !ended) finish('failed', 'connection closed while answering')
+        else end()
+      })
+      if (failure !== null) deadlineError = failure
     }
 
+    // Past the deadline a failing answer still fails for its status (its body is cut there);
+    // anything else fails for the time.
+    let deadlineError: string | null = null
     const req = input.url.protocol === 'https:'
       ? httpsRequest({ ...options, ...(input.tls?.ca === undefined ? {} : { ca: input.tls.ca }) }, onResponse)
       : httpRequest(options, onResponse)
-    const deadline = setTimeout(() => { finish('failed', `timed out after ${input.timeoutMs} ms`, 'timeout') }, input.timeoutMs)
+    const deadline = setTimeout(() => {
+      if (deadlineError !== null) finish('failed', deadlineError)
+      else finish('failed', `timed out after ${input.timeoutMs} ms`, 'timeout')
+    }, input.timeoutMs)
     deadline.unref()
     req.on('error', (err) => { finish('failed', errorText(err), errorCode(err)) })
     req.end(body)

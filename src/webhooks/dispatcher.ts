@@ -14,7 +14,7 @@ import { nextAttemptAt } from './schedule.ts'
 import { webhookHeaders } from './signature.ts'
 import { checkWebhookUrl, URL_REFUSAL_MESSAGES, type Resolve } from './url-guard.ts'
 import { disabledEvent } from './webhooks.view.ts'
-import type { ClaimedDelivery, DisabledReason, WebhookRecord, WebhookStore } from './webhooks.store.ts'
+import type { AttemptRequest, ClaimedDelivery, DisabledReason, WebhookRecord, WebhookStore } from './webhooks.store.ts'
 
 /** The delivery settings (config.ts reads them from the environment). */
 export interface WebhookSettings {
@@ -67,6 +67,9 @@ const DRAIN_MS = 2_000
 
 export type DeliveryOutcome = 'succeeded' | 'retrying' | 'failed'
 
+/** An attempt's result with what was sent (null: nothing, the URL was refused before connecting). */
+type SentAttempt = AttemptResult & { request: AttemptRequest | null }
+
 /**
  * A key holder's share of an instance's attempts in flight (issue 48 finding 2): a quarter of
  * them (16 of 64), and never less than one endpoint's, so that the endpoints of three holders
@@ -113,6 +116,11 @@ export interface Dispatcher {
   drain (): Promise<void>
   /** Attempts in flight on this instance. */
   inFlight (): number
+  /**
+   * Forgets what attempts made before `before` sent and got (jobs/attempt-prune.ts), up to `max`
+   * rows; returns how many it changed.
+   */
+  pruneAttemptDetails (before: number, max: number): Promise<number>
 }
 
 export function createDispatcher (deps: DispatcherDeps): Dispatcher {
@@ -260,7 +268,7 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
           eventType: delivery.testType ?? delivery.event.type,
           attempt: number
         })
-    let result: AttemptResult
+    let result: SentAttempt
     try {
       result = await send(delivery, at, span)
     } catch (error) {
@@ -274,11 +282,14 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
       webhookId: delivery.webhookId,
       leaseOwner,
       attempt: number,
+      kind: delivery.kind,
       at,
       outcome: result.outcome,
       status: result.status ?? null,
       error: result.error ?? null,
       durationMs: result.durationMs,
+      request: result.request,
+      response: result.response ?? null,
       nextAttemptAt: next,
       disableIfFailingSince: at - DISABLE_AFTER_MS,
       disabledEvent: disabledEvent('failing')
@@ -289,41 +300,49 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
     deps.metrics?.onWebhookOutcome(result.outcome === 'succeeded' ? 'succeeded' : next === null ? 'failed' : 'retrying')
   }
 
-  /** The URL is checked again at every attempt, and the attempt connects to the address just checked. */
-  async function send (
-    delivery: ClaimedDelivery,
-    at: number,
-    span: WebhookAttemptSpan | undefined
-  ): Promise<AttemptResult> {
-    const check = await checkWebhookUrl(delivery.url, {
-      allowedHosts: settings.allowedHosts,
-      ...(deps.resolve !== undefined && { resolve: deps.resolve })
-    })
-    if (!check.ok) return { outcome: 'failed', error: URL_REFUSAL_MESSAGES[check.reason], durationMs: 0 }
-    const address = check.addresses[0]!
-    if (deps.mayConnect !== undefined && !deps.mayConnect(address.address)) return { outcome: 'failed', error: 'address not reachable from here', durationMs: 0 }
+  /** The body of a delivery: the one its earlier attempts sent, else rendered now from its event. */
+  function bodyOf (delivery: ClaimedDelivery): string {
+    if (delivery.requestBody !== null) return delivery.requestBody
     const { event } = delivery
     // The id too (Standard Webhooks allows more fields than three): a receiver that stores the
     // body keeps the event's id, the feed's and the webhook-id header's.
-    const body = JSON.stringify({
+    return JSON.stringify({
       id: event.id,
       type: delivery.testType ?? event.type,
       timestamp: new Date(event.createdAt).toISOString(),
       data: delivery.testType === null ? render(event) : testData(delivery.testType)
     })
-    const signed = webhookHeaders({ id: event.id, timestamp: Math.floor(at / 1000), body, secrets: delivery.secrets })
-    if (span === undefined) {
-      return await attemptDelivery({ url: check.url, address, headers: signed, body, timeoutMs: settings.timeoutMs })
+  }
+
+  /**
+   * The URL is checked again at every attempt, and the attempt connects to the address just
+   * checked. What was sent comes back with the result (null when the URL was refused: nothing was).
+   */
+  async function send (
+    delivery: ClaimedDelivery,
+    at: number,
+    span: WebhookAttemptSpan | undefined
+  ): Promise<SentAttempt> {
+    const check = await checkWebhookUrl(delivery.url, {
+      allowedHosts: settings.allowedHosts,
+      ...(deps.resolve !== undefined && { resolve: deps.resolve })
+    })
+    if (!check.ok) return { outcome: 'failed', error: URL_REFUSAL_MESSAGES[check.reason], durationMs: 0, request: null }
+    const address = check.addresses[0]!
+    if (deps.mayConnect !== undefined && !deps.mayConnect(address.address)) {
+      return { outcome: 'failed', error: 'address not reachable from here', durationMs: 0, request: null }
     }
+    const body = bodyOf(delivery)
+    const timestamp = Math.floor(at / 1000)
+    const signed = webhookHeaders({ id: delivery.event.id, timestamp, body, secrets: delivery.secrets })
     // The receiver may join the attempt's trace; the header is not part of the signed content.
-    const headers = { ...signed, traceparent: span.traceparent }
-    return await span.run(() => attemptDelivery({
-      url: check.url,
-      address,
-      headers,
-      body,
-      timeoutMs: settings.timeoutMs
-    }))
+    const headers = span === undefined ? signed : { ...signed, traceparent: span.traceparent }
+    const input = { url: check.url, address, headers, body, timeoutMs: settings.timeoutMs }
+    const result = span === undefined ? await attemptDelivery(input) : await span.run(() => attemptDelivery(input))
+    const request: AttemptRequest | null = result.requestHeaders === undefined
+      ? null
+      : { url: check.url.href, headers: result.requestHeaders, body }
+    return { ...result, request }
   }
 
   function tick (): Promise<void> {
@@ -367,6 +386,7 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
       await Promise.race([Promise.all(attempts), bound])
       clearTimeout(timer)
     },
-    inFlight: () => attempts.size
+    inFlight: () => attempts.size,
+    pruneAttemptDetails: (before, max) => store.pruneAttemptDetails(before, max)
   }
 }

@@ -6,6 +6,8 @@ import { requireCaller } from '../access/principal.ts'
 import { setNextLink } from '../routing/conditional.ts'
 import { LinkHeader, LocationHeader, NoContent, NoQuery, Reply } from '../shared/schemas.ts'
 import {
+  AttemptParams,
+  AttemptSchema,
   DeliveriesQuery,
   DeliveriesSchema,
   NewWebhookSchema,
@@ -24,7 +26,7 @@ import {
 } from './webhooks.schema.ts'
 import type { Queued, WebhookService } from './webhooks.service.ts'
 import type { DeliveryEntry, WebhookRecord } from './webhooks.store.ts'
-import { webhookView } from './webhooks.view.ts'
+import { attemptView, webhookView } from './webhooks.view.ts'
 
 export interface WebhookRoutesOptions { webhooks: WebhookService }
 
@@ -119,7 +121,7 @@ export async function webhookRoutes (fastify: FastifyInstance, { webhooks }: Web
   app.get('/webhooks/:webhookId/deliveries', {
     schema: {
       operationId: 'listWebhookDeliveries', tags, summary: 'List an endpoint\'s delivery attempts',
-      description: 'The attempts, newest first, and the deliveries waiting for their next attempt (`pending`, at the time it is due).',
+      description: 'The attempts, newest first, and the deliveries waiting for their next attempt (`pending`, at the time it is due). What an attempt sent and what the endpoint answered: GET /v1/webhooks/{webhookId}/attempts/{attemptId}.',
       params: WebhookIdParams, querystring: DeliveriesQuery,
       response: { 200: Reply('The latest attempts.', DeliveriesSchema) }
     },
@@ -129,6 +131,20 @@ export async function webhookRoutes (fastify: FastifyInstance, { webhooks }: Web
     request.params.webhookId,
     request.query.limit ?? 20
   )).map(deliveryView))
+
+  app.get('/webhooks/:webhookId/attempts/:attemptId', {
+    schema: {
+      operationId: 'getWebhookAttempt', tags, summary: 'Get a delivery attempt with what was sent and answered',
+      description: 'One attempt of the deliveries list (its `id`) with what was sent (`request`: the URL, the headers, the signed body; never the secret) and what the endpoint answered (`response`: the status, the headers, the first 4 KiB of the body as text, and whether it was cut). The answer is the endpoint\'s own text, untrusted: show it escaped. Both are kept 7 days (`keptUntil`), then `null`.',
+      params: AttemptParams, querystring: NoQuery,
+      response: { 200: Reply('The attempt.', AttemptSchema) }
+    },
+    config: { role, scope: WEBHOOK_SCOPES, errors: ['validation_failed', 'not_found'] }
+  }, async (request) => attemptView(await webhooks.attempt(
+    requireCaller(request.principal),
+    request.params.webhookId,
+    Number(request.params.attemptId.slice('att_'.length))
+  )))
 
   app.post('/webhooks/:webhookId/replay', {
     schema: {

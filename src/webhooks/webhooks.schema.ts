@@ -10,6 +10,7 @@ import {
   WebhookSchema,
   WebhookStatusSchema
 } from '../events/webhook.schema.ts'
+import { ATTEMPT_DETAILS_KEPT_DAYS } from './attempt.ts'
 
 export { DisabledReasonSchema, WebhookSchema, type Webhook } from '../events/webhook.schema.ts'
 
@@ -79,6 +80,97 @@ export const DeliveriesSchema = Type.Array(DeliverySchema, {
     { id: 'att_1038', eventId: 'evt_0b7c4e9a2f3d4c1e8a6b5d7f9e0c1a2b', type: 'order.created', attempt: 1, kind: 'first', at: '2026-11-21T12:00:01.000Z', outcome: 'failed', status: 503, error: 'HTTP 503', durationMs: 40 }
   ]]
 })
+
+export const AttemptParams = Type.Object({
+  webhookId: WebhookIdParams.properties.webhookId,
+  attemptId: Type.String({
+    pattern: '^att_[0-9]{1,15}$',
+    description: 'The attempt\'s id, as the deliveries list gives it (`att_` and a number).',
+    examples: ['att_1038']
+  })
+}, { additionalProperties: false })
+
+const HeaderSchema = Type.Object({
+  name: Type.String({ description: 'As sent or received (a received name in its own case, at most 256 characters).' }),
+  value: Type.String({ description: 'As sent or received; a received value cut to 1,024 characters, control characters replaced by U+FFFD.' })
+}, { title: 'WebhookHeader', additionalProperties: false })
+
+const AttemptRequestSchema = Type.Object({
+  url: Type.String({ description: 'The URL the attempt was POSTed to (the endpoint\'s at that time).' }),
+  headers: Type.Array(HeaderSchema, {
+    description: 'The headers sent, in order: `webhook-id`, `webhook-timestamp`, `webhook-signature` (one `v1,` signature per live secret; never the secret), `traceparent` when tracing is on, `content-type`, `content-length`, `user-agent`.'
+  }),
+  body: Type.String({ description: 'The exact body sent and signed: every attempt of a delivery sends the same bytes. Verify it with the `webhook-*` headers above and the endpoint\'s secret.' })
+}, { title: 'WebhookAttemptRequest', additionalProperties: false })
+
+const AttemptResponseSchema = Type.Object({
+  status: Type.Integer({ description: 'The HTTP status the endpoint answered.' }),
+  headers: Type.Array(HeaderSchema, { maxItems: 64, description: 'The answer\'s headers as received, in order: at most 64, each value cut to 1,024 characters.' }),
+  body: Type.String({
+    description: 'The first 4 KiB of the answer\'s body, as UTF-8 text (invalid bytes and NUL replaced by U+FFFD; at most 4,096 bytes of UTF-8). Untrusted text the endpoint chose: show it escaped, never as HTML.'
+  }),
+  truncated: Type.Boolean({ description: 'True when the body went on past what is kept, or was cut (the attempt\'s deadline, a reset) before its end.' })
+}, { title: 'WebhookAttemptResponse', additionalProperties: false })
+
+export const AttemptSchema = Type.Object({
+  id: Type.String({ pattern: '^att_[0-9]+$', description: 'The attempt\'s id.' }),
+  webhookId: Type.String({ description: 'The endpoint it was made for.' }),
+  eventId: DeliverySchema.properties.eventId,
+  type: DeliverySchema.properties.type,
+  attempt: DeliverySchema.properties.attempt,
+  kind: DeliverySchema.properties.kind,
+  at: Type.String({ format: 'date-time', description: 'When the attempt started.' }),
+  outcome: StringEnum(['succeeded', 'failed'] as const, { title: 'WebhookAttemptOutcome' }),
+  status: DeliverySchema.properties.status,
+  error: DeliverySchema.properties.error,
+  durationMs: Type.Integer({ description: 'From the start of the attempt to its end (the answer read, the deadline, or the error).' }),
+  request: Type.Union([AttemptRequestSchema, Type.Null()], {
+    description: 'What was sent. Null when nothing was (the URL was refused before connecting), for attempts made before details were kept, and once `keptUntil` has passed.'
+  }),
+  response: Type.Union([AttemptResponseSchema, Type.Null()], {
+    description: 'What the endpoint answered. Null when no answer came (a network error, the deadline before the status line), and when `request` is null for its age.'
+  }),
+  keptUntil: Type.String({
+    format: 'date-time',
+    description: `When \`request\` and \`response\` are removed (${ATTEMPT_DETAILS_KEPT_DAYS} days after the attempt); the attempt itself stays in the deliveries list until its event is pruned (EVENT_RETENTION_DAYS).`
+  })
+}, {
+  title: 'WebhookAttempt',
+  additionalProperties: false,
+  examples: [{
+    id: 'att_1038',
+    webhookId: EXAMPLE_ID,
+    eventId: 'evt_0b7c4e9a2f3d4c1e8a6b5d7f9e0c1a2b',
+    type: 'order.created',
+    attempt: 1,
+    kind: 'first',
+    at: '2026-11-21T12:00:01.000Z',
+    outcome: 'failed',
+    status: 503,
+    error: 'HTTP 503',
+    durationMs: 40,
+    request: {
+      url: EXAMPLE_URL,
+      headers: [
+        { name: 'webhook-id', value: 'evt_0b7c4e9a2f3d4c1e8a6b5d7f9e0c1a2b' },
+        { name: 'webhook-timestamp', value: '1795262401' },
+        { name: 'webhook-signature', value: 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=' },
+        { name: 'content-type', value: 'application/json' },
+        { name: 'content-length', value: '113' },
+        { name: 'user-agent', value: 'Petstore-Webhooks/1.0' }
+      ],
+      body: '{"id":"evt_0b7c4e9a2f3d4c1e8a6b5d7f9e0c1a2b","type":"order.created","timestamp":"2026-11-21T12:00:00.000Z","data":{}}'
+    },
+    response: {
+      status: 503,
+      headers: [{ name: 'content-type', value: 'text/plain' }, { name: 'retry-after', value: '30' }],
+      body: 'upstream unavailable',
+      truncated: false
+    },
+    keptUntil: '2026-11-28T12:00:01.000Z'
+  }]
+})
+export type Attempt = Static<typeof AttemptSchema>
 
 const EventId = Type.String({ pattern: '^evt_[0-9a-f]{32}$' })
 export const ReplaySchema = Type.Union([

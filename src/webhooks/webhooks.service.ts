@@ -12,7 +12,7 @@ import { isKnownPattern, mayEverSee } from './event-types.ts'
 import { newSecret } from './signature.ts'
 import { checkWebhookUrl, URL_REFUSAL_MESSAGES, type Resolve } from './url-guard.ts'
 import type { NewWebhook, Recover, Replay, WebhookListQuery, WebhookPatch } from './webhooks.schema.ts'
-import type { DeliveryEntry, ReplayLimits, ReplaySelection, WebhookRecord, WebhookStore } from './webhooks.store.ts'
+import type { AttemptDetail, DeliveryEntry, ReplayLimits, ReplaySelection, WebhookRecord, WebhookStore } from './webhooks.store.ts'
 import { disabledEvent } from './webhooks.view.ts'
 
 /** At most this many endpoints per key holder (issue 31). */
@@ -51,6 +51,8 @@ export interface WebhookService {
   /** `type`: the event type sent with its example; webhook.test when absent. Returns the event id. */
   test (caller: Caller, id: string, type?: string): Promise<string>
   deliveries (caller: Caller, id: string, limit: number): Promise<DeliveryEntry[]>
+  /** One attempt of the endpoint with what it sent and got; 404 when absent (or another holder's). */
+  attempt (caller: Caller, id: string, attemptId: number): Promise<AttemptDetail>
   replay (caller: Caller, id: string, input: Replay): Promise<Queued>
   recover (caller: Caller, id: string, input: Recover): Promise<Queued>
 }
@@ -179,6 +181,12 @@ export function createWebhookService (
     async deliveries (caller, id, limit) {
       await owned(caller, id)
       return await store.listDeliveries(id, limit)
+    },
+    async attempt (caller, id, attemptId) {
+      await owned(caller, id)
+      const found = await store.getAttempt(id, attemptId)
+      if (found === null) throw notFound(`attempt att_${attemptId} of webhook ${id}`)
+      return found
     },
     async replay (caller, id, input) {
       await owned(caller, id)

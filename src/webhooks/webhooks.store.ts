@@ -3,6 +3,7 @@
 // transaction on both engines, with the events it writes (webhook.test, webhook.disabled).
 import type { Role } from '../accounts/plans.ts'
 import type { EventDraft, StoredEvent } from '../events/events.store.ts'
+import type { AttemptResponse, HeaderPair } from './attempt.ts'
 
 export type WebhookStatus = 'enabled' | 'disabled'
 /**
@@ -55,7 +56,8 @@ export interface WebhookPatch {
 
 /**
  * What started an attempt: the first of a delivery the feed or a test queued, a retry after a
- * failure (the schedule), or the first of a delivery a replay or a recovery queued.
+ * failure (the schedule), or a replay: the first of a delivery a replay or a recovery queued, or
+ * the waiting retry a replay or a recovery made due at once (issue 49).
  */
 export type AttemptKind = 'first' | 'retry' | 'replay'
 
@@ -74,6 +76,29 @@ export interface DeliveryEntry {
   status: number | null
   error: string | null
   durationMs: number | null
+}
+
+/** What an attempt sent: the URL, the headers in their order, the signed body. Never the secret. */
+export interface AttemptRequest {
+  url: string
+  headers: HeaderPair[]
+  body: string
+}
+
+/**
+ * One attempt with what it sent and what the endpoint answered (GET
+ * /webhooks/{id}/attempts/{attemptId}). `request` is null when nothing was sent (the URL was
+ * refused before connecting) and once the details are pruned (ATTEMPT_DETAILS_KEPT_DAYS), as is
+ * `response`, which is also null when no answer came (a network error, the deadline before the
+ * status line).
+ */
+export interface AttemptDetail extends DeliveryEntry {
+  id: number
+  webhookId: string
+  outcome: 'succeeded' | 'failed'
+  durationMs: number
+  request: AttemptRequest | null
+  response: AttemptResponse | null
 }
 
 /**
@@ -112,6 +137,13 @@ export interface ClaimedDelivery {
   event: StoredEvent
   /** The type a test delivery sends, with its documented example, in place of the event's; null: the event's. */
   testType: string | null
+  /** What this attempt is: first, retry, or replay (also a retry a replay made due). */
+  kind: AttemptKind
+  /**
+   * The body an earlier attempt of this delivery sent: sent again as it was, so every attempt of a
+   * delivery carries the same bytes; null before the first.
+   */
+  requestBody: string | null
 }
 
 export interface DueClaim {
@@ -133,11 +165,17 @@ export interface AttemptRecord {
   webhookId: string
   leaseOwner: string
   attempt: number
+  /** The claim's (ClaimedDelivery.kind); absent, the list tells it from the delivery, as before kinds were kept. */
+  kind?: AttemptKind
   at: number
   outcome: 'succeeded' | 'failed'
   status: number | null
   error: string | null
   durationMs: number
+  /** What was sent; null or absent when nothing was (the URL refused before connecting). */
+  request?: AttemptRequest | null
+  /** What the endpoint answered; null or absent when no answer came. */
+  response?: AttemptResponse | null
   /** When the next attempt is due after a failure; null: the delivery is failed for good. */
   nextAttemptAt: number | null
   /** An endpoint failing since this instant or earlier is disabled by this failure. */
@@ -175,6 +213,15 @@ export interface WebhookStore {
    */
   replay (id: string, selection: ReplaySelection, now: number, limits: ReplayLimits): Promise<ReplayResult>
   listDeliveries (id: string, limit: number): Promise<DeliveryEntry[]>
+  /** One attempt of the endpoint, with what it sent and what the endpoint answered; null when absent. */
+  getAttempt (webhookId: string, attemptId: number): Promise<AttemptDetail | null>
+  /**
+   * Forgets what up to `max` attempts made before `before` sent and got (request and response),
+   * and the bodies of their deliveries that no longer wait and whose last change was before it
+   * (a delivery's body goes with its last attempt's details; one settled later by another's
+   * success keeps it until its event is pruned). Returns how many attempts it changed (0: none left).
+   */
+  pruneAttemptDetails (before: number, max: number): Promise<number>
 
   /**
    * The dispatcher's fan-out: reads the feed after the 'webhooks' cursor (under its lock), adds one
@@ -200,7 +247,8 @@ export interface WebhookStore {
    */
   claimDue (claim: DueClaim): Promise<ClaimedDelivery[]>
   /**
-   * Records an attempt and its delivery's new state; a success settles every other delivery of
+   * Records an attempt, what it sent and what it got, and its delivery's new state (the body sent is
+   * kept once per delivery, by its first attempt); a success settles every other delivery of
    * the same event to the endpoint that waits (none is sent again). Returns the endpoint when
    * this failure disabled it (see AttemptRecord), else null.
    */

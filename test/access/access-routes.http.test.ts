@@ -6,7 +6,8 @@
 // not the canonical path. Who may call and what succeeds are read from the document, not from
 // the routes' config, so a guard that disagrees with the document fails here.
 import assert from 'node:assert/strict'
-import { connect } from 'node:net'
+import { createServer } from 'node:http'
+import { connect, type AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import type { FeedPosition } from '../../src/events/events.store.ts'
 import { ROLES, ROLE_RANK, type Role } from '../../src/accounts/plans.ts'
@@ -42,6 +43,8 @@ interface Harness extends TestApp {
     order: (role: Role) => Promise<number>
     event: (role: Role) => Promise<string>
     webhook: (role: Role) => Promise<string>
+    /** An attempt of one of the caller's endpoints, made to a real receiver on 127.0.0.1. */
+    attempt: (role: Role) => Promise<{ webhookId: string; attemptId: string }>
     clearWebhooks: (role: Role) => Promise<void>
   }
 }
@@ -69,7 +72,13 @@ const FIXTURES: Record<string, Fixture> = {
   'POST /webhooks/{webhookId}/test': { prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}/test` }) },
   'GET /webhooks/{webhookId}/deliveries': { prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}/deliveries` }) },
   'POST /webhooks/{webhookId}/replay': { prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}/replay` }) },
-  'POST /webhooks/{webhookId}/recover': { prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}/recover` }) }
+  'POST /webhooks/{webhookId}/recover': { prepare: async (h, caller) => ({ path: `/webhooks/${await h.ids.webhook(caller)}/recover` }) },
+  'GET /webhooks/{webhookId}/attempts/{attemptId}': {
+    prepare: async (h, caller) => {
+      const { webhookId, attemptId } = await h.ids.attempt(caller)
+      return { path: `/webhooks/${webhookId}/attempts/${attemptId}` }
+    }
+  }
 }
 
 // A public literal address passes the URL guard without DNS; the test app never connects to it.
@@ -176,7 +185,13 @@ async function raw (
 }
 
 async function harness (t: Parameters<typeof buildTestApp>[0]): Promise<{ h: Harness; port: number }> {
-  const base = await buildTestApp(t)
+  // A receiver for the endpoints whose attempts are read (the others name a public address the
+  // test app never reaches).
+  const receiver = createServer((_request, response) => { response.writeHead(204).end() })
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+  t.after(() => new Promise<void>((resolve) => { receiver.closeAllConnections(); receiver.close(() => { resolve() }) }))
+  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+  const base = await buildTestApp(t, { env: { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' } })
   // The document's examples name records of the sample data (category 1 of POST /pets).
   assert.equal(await loadSampleData(base.stores, base.clock), true)
   const create = async (url: string, payload: unknown, key?: string) => {
@@ -227,6 +242,22 @@ async function harness (t: Parameters<typeof buildTestApp>[0]): Promise<{ h: Har
       const res = await base.call({ method: 'POST', url: '/v1/webhooks', payload: { url: HOOK_URL, types: ['order.created'] }, key: base.keys[role] })
       assert.equal(res.statusCode, 201, `setup POST /v1/webhooks: ${res.body}`)
       return res.json().id as string
+    },
+    attempt: async (role) => {
+      await ids.clearWebhooks(role)
+      const key = base.keys[role]
+      const made = await base.call({ method: 'POST', url: '/v1/webhooks', payload: { url: receiverUrl, types: ['order.created'] }, key })
+      assert.equal(made.statusCode, 201, `setup POST /v1/webhooks: ${made.body}`)
+      const webhookId = made.json().id as string
+      const sent = await base.call({ method: 'POST', url: `/v1/webhooks/${webhookId}/test`, key })
+      assert.equal(sent.statusCode, 202, `setup POST /v1/webhooks/${webhookId}/test: ${sent.body}`)
+      for (let i = 0; i < 200; i++) {
+        const listed = await base.call({ method: 'GET', url: `/v1/webhooks/${webhookId}/deliveries`, key })
+        const attempt = (listed.json() as Array<{ id?: string }>).find((d) => d.id !== undefined)
+        if (attempt?.id !== undefined) return { webhookId, attemptId: attempt.id }
+        await new Promise((resolve) => setTimeout(resolve, 25))
+      }
+      throw new Error(`no attempt of ${webhookId} recorded`)
     }
   }
   await base.app.listen({ port: 0, host: '127.0.0.1' })

@@ -52,7 +52,7 @@ test('a key not of the form psk_ and 43 base64url characters is refused without 
   for (const key of malformed) {
     const answer = cache.cached(key, clock.now())
     assert.ok(answer !== undefined && isRefused(answer), JSON.stringify(key))
-    assert.deepEqual(answer, { expires: Infinity, expiredAt: null })
+    assert.deepEqual(answer, { expires: Infinity, expiredAt: null, key: null })
   }
 })
 
@@ -81,7 +81,7 @@ test('a refused key is remembered for exactly refusedCacheMs (60 s by default)',
   const { clock, cache, reads } = setup(t)
   const wrong = unknownKey('q')
   const refused = await cache.read(wrong, clock.now())
-  assert.deepEqual(refused, { expires: T + 60_000, expiredAt: null })
+  assert.deepEqual(refused, { expires: T + 60_000, expiredAt: null, key: null })
   assert.equal(cache.knows(wrong), false, 'a refused key is not a resolved one')
   clock.advance(59_999)
   assert.equal(cache.cached(wrong, clock.now()), refused)
@@ -93,13 +93,18 @@ test('a refused key is remembered for exactly refusedCacheMs (60 s by default)',
 
 test('a key that expires is cached no longer than its expiry, and refused as expired after it', async (t) => {
   const { clock, cache, make } = setup(t)
-  const { key } = await make({ expiresAt: new Date(T + 1000).toISOString() })
+  const { key, record } = await make({ expiresAt: new Date(T + 1000).toISOString() })
   principalOf(await cache.read(key, clock.now()))
   clock.advance(999)
   principalOf(cache.cached(key, clock.now()))
   clock.advance(1)
   assert.equal(cache.cached(key, clock.now()), undefined, 'expired: not served from the cache')
-  assert.deepEqual(await cache.read(key, clock.now()), { expires: T + 1000 + 60_000, expiredAt: T + 1000 })
+  assert.deepEqual(await cache.read(key, clock.now()), {
+    expires: T + 1000 + 60_000,
+    expiredAt: T + 1000,
+    // Whose request log keeps the refusal (key-requests/): the key's id and state, never the key.
+    key: { keyId: record.id, state: 'expired', since: T + 1000, replacedBy: null }
+  })
   assert.equal(cache.knows(key), false, 'a refused key is forgotten as a resolved one')
 })
 
@@ -107,9 +112,12 @@ test('a revoked key is refused without an expiry, even past its expiry', async (
   const { clock, cache, admin, make } = setup(t)
   const created = await make({ expiresAt: new Date(T + 1000).toISOString() })
   await admin.revoke(created.record.id, null)
-  assert.deepEqual(await cache.read(created.key, clock.now()), { expires: T + 60_000, expiredAt: null })
+  const revoked = { keyId: created.record.id, state: 'revoked', since: T, replacedBy: null }
+  assert.deepEqual(await cache.read(created.key, clock.now()), { expires: T + 60_000, expiredAt: null, key: revoked })
   clock.advance(5000)
-  assert.deepEqual(await cache.read(created.key, clock.now()), { expires: T + 5000 + 60_000, expiredAt: null })
+  assert.deepEqual(await cache.read(created.key, clock.now()), {
+    expires: T + 5000 + 60_000, expiredAt: null, key: revoked
+  })
 })
 
 test('during an outage a key\'s last principal serves for staleIfErrorMs (5 min) after it was read, never past its expiry', async (t) => {
@@ -207,15 +215,15 @@ test('a legacy-form key is refused by its prefix, without a read, from the prefi
 
   assert.equal(cache.cached(legacy('r'), clock.now()), undefined, 'no prefixes yet: read to decide')
   assert.deepEqual(await Promise.all([cache.read(legacy('r'), T), cache.read(legacy('s'), T)]), [
-    { expires: Infinity, expiredAt: null }, { expires: Infinity, expiredAt: null }
+    { expires: Infinity, expiredAt: null, key: null }, { expires: Infinity, expiredAt: null, key: null }
   ])
   assert.deepEqual([prefixReads, reads()], [1, 0], 'one read of the prefixes for both, no key read')
-  assert.deepEqual(cache.cached(legacy('t'), clock.now()), { expires: Infinity, expiredAt: null }, 'refused from memory')
+  assert.deepEqual(cache.cached(legacy('t'), clock.now()), { expires: Infinity, expiredAt: null, key: null }, 'refused from memory')
   principalOf(await cache.read(live, clock.now()))
   assert.deepEqual([prefixReads, reads()], [1, 1], 'a live legacy key is read')
 
   clock.set(T + 59_999)
-  assert.deepEqual(cache.cached(legacy('t'), clock.now()), { expires: Infinity, expiredAt: null })
+  assert.deepEqual(cache.cached(legacy('t'), clock.now()), { expires: Infinity, expiredAt: null, key: null })
   clock.set(T + 60_000)
   assert.equal(cache.cached(legacy('t'), clock.now()), undefined, 'out of date: read again')
   await cache.read(legacy('t'), clock.now())
@@ -234,7 +242,7 @@ test('legacyPrefixesMs can be set', async (t) => {
   const key = 'psk_' + 'v'.repeat(43)
   await cache.read(key, clock.now())
   clock.advance(999)
-  assert.deepEqual(cache.cached(key, clock.now()), { expires: Infinity, expiredAt: null })
+  assert.deepEqual(cache.cached(key, clock.now()), { expires: Infinity, expiredAt: null, key: null })
   clock.advance(1)
   assert.equal(cache.cached(key, clock.now()), undefined)
 })

@@ -24,13 +24,13 @@ const SCOPE_OF: Record<string, string[]> = {
   listApiKeys: ['keys:admin'], createApiKey: ['keys:admin'], getApiKey: ['keys:admin'], updateApiKey: ['keys:admin'],
   revokeApiKey: ['keys:admin'], liftApiKeyBan: ['keys:admin'], rotateApiKey: ['keys:admin'], getApiKeyUsage: ['keys:admin'],
   getApiKeyRateLimit: ['keys:admin'], listApiKeyBans: ['keys:admin'], listDeprecations: ['keys:admin'], listAuditEntries: ['keys:admin'], getAuditHead: ['keys:admin'],
-  getRateLimit: [], getMyApiKey: [], getMyApiKeyUsage: [], listMyApiKeyBans: [],
-  rotateMyApiKey: [], reportLeakedKeys: [],
+  getRateLimit: [], getMyApiKey: [], getMyApiKeyUsage: [], listMyApiKeyBans: [], listMyApiKeyRequests: [],
+  rotateMyApiKey: [], reportLeakedKeys: [], createMyPortalLink: [], createPortalLink: ['keys:admin'],
   listEvents: FEED, getEvent: FEED, listEventTypes: FEED,
   createWebhook: WEBHOOKS, listWebhooks: WEBHOOKS, getWebhook: WEBHOOKS, updateWebhook: WEBHOOKS,
   deleteWebhook: WEBHOOKS,
   rotateWebhookSecret: WEBHOOKS, testWebhook: WEBHOOKS, listWebhookDeliveries: WEBHOOKS, replayWebhook: WEBHOOKS,
-  recoverWebhook: WEBHOOKS
+  recoverWebhook: WEBHOOKS, getWebhookAttempt: WEBHOOKS
 }
 
 interface Operation {

@@ -50,16 +50,21 @@ async function setup (t: TestContext) {
   }
 }
 
-test('usageOutcome: 429 is banned or limited by the code, below 500 allowed, 5xx not counted', () => {
-  assert.equal(usageOutcome(429, { code: 'api_key_banned' }), 'banned')
-  assert.equal(usageOutcome(429, { code: 'rate_limited' }), 'limited')
-  assert.equal(usageOutcome(429, null), 'limited')
-  assert.equal(usageOutcome(200, { code: 'api_key_banned' }), 'allowed', 'only a 429 is banned')
-  assert.equal(usageOutcome(200, null), 'allowed')
-  assert.equal(usageOutcome(404, null), 'allowed')
-  assert.equal(usageOutcome(499, null), 'allowed')
-  assert.equal(usageOutcome(500, null), null)
-  assert.equal(usageOutcome(503, null), null)
+test('usageOutcome: 429 is banned or limited by the code; any other answer counts as allowed (a 4xx as other4xx, which is allowed too) if it was charged, else only as a use', () => {
+  assert.equal(usageOutcome(429, { code: 'api_key_banned' }, true), 'banned')
+  assert.equal(usageOutcome(429, { code: 'rate_limited' }, true), 'limited')
+  assert.equal(usageOutcome(429, null, true), 'limited')
+  // A banned key's free read past its allowance: refused, charged nothing, still a refusal.
+  assert.equal(usageOutcome(429, { code: 'api_key_banned' }, false), 'banned')
+  assert.equal(usageOutcome(200, { code: 'api_key_banned' }, true), 'allowed', 'only a 429 is banned')
+  for (const status of [200, 204, 304, 399]) assert.equal(usageOutcome(status, null, true), 'allowed', String(status))
+  // Refused for another reason than a window or a ban: validation, role or scope, not found, conflict, sunset.
+  for (const status of [400, 403, 404, 409, 410, 499]) assert.equal(usageOutcome(status, null, true), 'other4xx', String(status))
+  // The windows do not give a 5xx back: it is counted as the day window counts it.
+  assert.equal(usageOutcome(500, null, true), 'allowed')
+  assert.equal(usageOutcome(503, null, true), 'allowed')
+  // Answered from a peek (GET /rate_limit, a banned key's free reads): the windows did not move.
+  for (const status of [200, 400, 404, 500]) assert.equal(usageOutcome(status, null, false), null, String(status))
 })
 
 test('a flush writes a use alone, or deprecated calls alone; with nothing pending it writes nothing', async (t) => {
@@ -67,7 +72,7 @@ test('a flush writes a use alone, or deprecated calls alone; with nothing pendin
   const recorder = createUsageRecorder(stores.keys)
   await recorder.flush()
   assert.equal(writes(), 0, 'idle')
-  recorder.record(a, null, T) // a 5xx: only a use
+  recorder.record(a, null, T) // a free call: only a use
   await recorder.flush()
   assert.equal(writes(), 1)
   assert.equal(await lastUsed(a), T)
@@ -92,10 +97,11 @@ test('counts made after a flush, on the same day, are written by the next flush'
   assert.deepEqual(await counts(a), [[DAY, 1, 1, 1]])
 })
 
-test('a failed flush gives back every count (allowed, limited, banned) and the latest use, newer uses winning', async (t) => {
+test('a failed flush gives back every count (allowed, other4xx, limited, banned) and the latest use, newer uses winning', async (t) => {
   const { stores, a, b, counts, lastUsed, failWith, hold, release } = await setup(t)
   const recorder = createUsageRecorder(stores.keys)
   recorder.record(a, 'allowed', T)
+  recorder.record(a, 'other4xx', T)
   recorder.record(a, 'limited', T + 1)
   recorder.record(a, 'limited', T + 2)
   recorder.record(a, 'banned', T + 3)
@@ -112,8 +118,11 @@ test('a failed flush gives back every count (allowed, limited, banned) and the l
   assert.equal(recorder.lastUsedAt(b), T + 10)
   failWith(null)
   await recorder.flush()
-  assert.deepEqual(await counts(a), [[DAY, 1, 2, 2]])
+  // The other 4xx is allowed too: two charged, one of them refused.
+  assert.deepEqual(await counts(a), [[DAY, 2, 2, 2]])
   assert.deepEqual(await counts(b), [[DAY, 1, 0, 0]])
+  assert.deepEqual((await stores.keys.usage(a, DAY)).map((r) => r.other4xx), [1])
+  assert.deepEqual((await stores.keys.usage(b, DAY)).map((r) => r.other4xx), [0])
   assert.equal(await lastUsed(a), T + 20)
   assert.equal(await lastUsed(b), T + 10)
 })

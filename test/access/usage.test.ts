@@ -55,7 +55,9 @@ test('a flush writes one batch: counts per key and UTC day (across midnight), an
   recorder.record(1, 'limited', T + 400)
   recorder.record(2, 'banned', T + 200)
   recorder.record(1, 'allowed', T + 600) // the next UTC day
-  recorder.record(2, null, T + 700) // a 5xx: a use, not a count
+  recorder.record(1, 'other4xx', T + 650) // charged and answered 4xx: allowed, and of it other4xx
+  recorder.record(1, 'other4xx', T + 660)
+  recorder.record(2, null, T + 700) // a free call: a use, not a count
   await recorder.flush()
   await recorder.flush()
   assert.equal(batches.length, 1)
@@ -63,9 +65,9 @@ test('a flush writes one batch: counts per key and UTC day (across midnight), an
     counts: [
       { keyId: 1, day: '2026-11-21', allowed: 2, limited: 1, banned: 0 },
       { keyId: 2, day: '2026-11-21', allowed: 0, limited: 0, banned: 1 },
-      { keyId: 1, day: '2026-11-22', allowed: 1, limited: 0, banned: 0 }
+      { keyId: 1, day: '2026-11-22', allowed: 3, limited: 0, banned: 0, other4xx: 2 }
     ],
-    lastUsed: [{ keyId: 1, at: T + 600 }, { keyId: 2, at: T + 700 }]
+    lastUsed: [{ keyId: 1, at: T + 660 }, { keyId: 2, at: T + 700 }]
   })
 })
 

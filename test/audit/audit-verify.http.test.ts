@@ -78,7 +78,7 @@ test('petstore audit verify exits 0 on an intact chain, and 1 naming the entry c
     ['a hash changed', "UPDATE audit_log SET hash = '" + '0'.repeat(64) + "' WHERE id = 2", /broken at entry 2 \(changed\)/],
     ['a middle row deleted', 'DELETE FROM audit_log WHERE id = 3', /broken at entry 3 \(removed\)/],
     ['the last row deleted', 'DELETE FROM audit_log WHERE id = 6', /broken at entry 6 \(removed\)/],
-    ['a row inserted', 'INSERT INTO audit_log SELECT 7, at, actor_type, actor_key_id, actor_role, actor_user, action, target_type, target_id, request_id, address, changes, hash FROM audit_log WHERE id = 6', /broken at entry 7 \(inserted\)/]
+    ['a row inserted', 'INSERT INTO audit_log SELECT 7, at, actor_type, actor_key_id, actor_role, actor_user, action, target_type, target_id, request_id, address, changes, hash, actor_via FROM audit_log WHERE id = 6', /broken at entry 7 \(inserted\)/]
   ]
   for (const [what, statement, named] of cases) {
     await db.sql(statement)

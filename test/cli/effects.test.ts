@@ -327,7 +327,7 @@ async function commandEffects (t: TestContext, engine: Engine, servers: ServerPr
       const report = JSON.parse(lines[0]!) as { days: Array<{ date: string; allowed: number }> }
       return report.days.some((d) => d.allowed >= 3) ? report : undefined
     }, { timeoutMs: 6000, intervalMs: 200, message: 'the usage was not written' })
-    assert.deepEqual(value.days, [{ date: today, allowed: 3, limited: 0, banned: 0, mcp: 0 }])
+    assert.deepEqual(value.days, [{ date: today, allowed: 3, limited: 0, banned: 0, mcp: 0, other4xx: 0 }])
     assert.ok((await record(engine, made.id)).lastUsedAt !== null, 'lastUsedAt is written too')
   })
 

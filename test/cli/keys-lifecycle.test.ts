@@ -130,9 +130,10 @@ test('keys usage ID prints the flushed counts per UTC day (--json: the API\'s ob
   assert.deepEqual(JSON.parse(json.lines[0]!), {
     keyId: made.id,
     days: [
-      { date: yesterday, allowed: 12, limited: 3, banned: 1, mcp: 0 },
-      { date: today, allowed: 5, limited: 0, banned: 0, mcp: 0 }
-    ]
+      { date: yesterday, allowed: 12, limited: 3, banned: 1, mcp: 0, other4xx: 0 },
+      { date: today, allowed: 5, limited: 0, banned: 0, mcp: 0, other4xx: 0 }
+    ],
+    deprecated: []
   })
   const table = await run(env, 'usage', String(made.id), '--days', '1')
   assert.equal(table.code, 0)

@@ -1,7 +1,8 @@
 // A new event type is one row of the catalogue (issue 49 section 3, "done when"): a row added
 // here, and nothing else, reaches the document (its Event schema and its x-webhooks delivery),
-// GET /v1/event_types, a webhook subscription, a test send of its example to a real receiver
-// (verified with the standardwebhooks package) and the feed with its type filter.
+// GET /v1/event_types, a webhook subscription, a test send of its example through the public
+// POST /v1/webhooks/{id}/test to a real receiver (verified with the standardwebhooks package) and
+// the feed with its type filter.
 //
 // Everything that derives from the catalogue builds its schemas when its module loads, so the
 // row is added first and the app is imported after it (dynamic imports only: a static import of
@@ -60,16 +61,35 @@ test('a type added as one catalogue row is in the document, GET /v1/event_types,
 
   const receiver = await startReceiver(t)
   const endpoint = await subscribe(h, receiver, [ADOPTED], staff.key)
-  // The test send: what POST /v1/webhooks/{id}/test queues, with the type's documented example.
+  // The test send, through the public API: POST /v1/webhooks/{id}/test with the type sends its
+  // documented example, signed as any delivery, under the id of the webhook.test event it writes.
+  const sent = await h.call({
+    method: 'POST', url: `/v1/webhooks/${endpoint.id}/test`, key: staff.key, payload: { type: ADOPTED }
+  })
+  assert.equal(sent.statusCode, 202, sent.body)
+  const { eventId: testId } = sent.json() as { eventId: string }
+  const [delivery] = await received(receiver, 1, 5000)
+  const { timestamp: sentAt, ...body } = verified(delivery!, endpoint.secret)
+  assert.deepEqual(body, { id: testId, type: ADOPTED, data: EXAMPLE })
+  assert.ok(!Number.isNaN(Date.parse(sentAt)))
+
+  // The feed with its type filter: an event of the type, written through the outbox as a change
+  // writes its events (no operation writes pet.adopted: the row is this test's). The endpoint is
+  // disabled first, so this event reaches the feed only. The test send is not in it: the feed
+  // shows a webhook.test event under its id, never a fake pet.adopted.
+  const off = await h.call({
+    method: 'PATCH', url: `/v1/webhooks/${endpoint.id}`, key: staff.key, payload: { status: 'disabled' }
+  })
+  assert.equal(off.statusCode, 200)
   const draft = exampleDraft(ADOPTED as EventType, staff.id)
   const eventId = await h.stores.webhooks.queueTest(endpoint.id, draft, Date.now())
-  const [delivery] = await received(receiver, 1, 5000)
-  const { timestamp, ...body } = verified(delivery!, endpoint.secret)
-  assert.deepEqual(body, { id: eventId, type: ADOPTED, data: EXAMPLE })
-
   for (const filter of [ADOPTED, 'pet.*']) {
-    assert.deepEqual(await feedOf(h, filter, staff.key), [
-      { id: eventId, type: ADOPTED, createdAt: timestamp, data: EXAMPLE }
+    const feed = await feedOf(h, filter, staff.key) as Array<{ id: string; createdAt: string }>
+    assert.deepEqual(feed, [
+      { id: eventId, type: ADOPTED, createdAt: feed[0]?.createdAt, data: EXAMPLE }
     ], `the feed, filtered on ${filter}`)
+    assert.notEqual(feed[0]?.id, testId)
   }
+  const tests = await feedOf(h, 'webhook.test', staff.key) as Array<{ id: string }>
+  assert.deepEqual(tests.map((e) => e.id), [testId], 'the test send is a webhook.test event in the feed')
 })

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { buildTestApp } from '../helpers/app.ts'
-import { ERROR_CATALOGUE } from '../../src/errors.ts'
+import { AppError, ERROR_CATALOGUE, orderLimitReached, ServiceUnavailableError } from '../../src/errors.ts'
 
 test('an unknown path under /v1 is 404 not_found with the error object and request id', async (t) => {
   const { call } = await buildTestApp(t)
@@ -137,4 +137,18 @@ test('a JSON body that is not an object is 400 validation_failed on every operat
     }
   }
   assert.ok(checked >= 50, `only ${checked} requests were checked`)
+})
+
+// A refusal is an answer, not a fault: capturing its stack was 12% of the CPU of an order refused
+// at the owner's cap (docs/performance.md). A 5xx keeps its stack for the log line.
+test('a 4xx AppError is built without a stack trace; a 5xx keeps its frames; the limit is restored', () => {
+  const limit = Error.stackTraceLimit
+  const refused = orderLimitReached('the key holds 1000 open orders, its cap')
+  assert.equal(refused.stack, 'AppError: the key holds 1000 open orders, its cap')
+  assert.equal(new AppError('not_found', 'pet 7 not found').stack, 'AppError: pet 7 not found')
+  assert.equal(Error.stackTraceLimit, limit)
+  const unavailable = new ServiceUnavailableError('the database is unreachable')
+  assert.match(unavailable.stack ?? '', /\n\s+at .*errors\.http\.test\.ts/)
+  assert.equal(unavailable.status, 503)
+  assert.equal(Error.stackTraceLimit, limit)
 })

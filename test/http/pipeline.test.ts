@@ -41,8 +41,8 @@ test('every route runs the one request step and the one response step; only writ
   assert.ok(routes.length >= 60, `the routes were read (${routes.length})`)
   for (const { route, hooks } of routes) {
     const reads = /^(GET|HEAD|OPTIONS)(, (GET|HEAD|OPTIONS))*\s/.test(route)
-    // The console adds a hook of its own for its static files.
-    const ownOnRequest = /^\S+ \/console/.test(route) ? 1 : 0
+    // The console and the portal add a hook of their own (their CSP) for their pages.
+    const ownOnRequest = /^[A-Z, ]+ \/(console|portal)/.test(route) ? 1 : 0
     const onRequest = hooks.get('onRequest') ?? []
     assert.equal(onRequest[0], 'requestStep()', `${route}: the request step is its first onRequest hook`)
     assert.equal(onRequest.length, 1 + ownOnRequest, `${route}: onRequest hooks ${JSON.stringify(onRequest)}`)

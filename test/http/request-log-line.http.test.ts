@@ -21,7 +21,9 @@ function captured (
 const clock = { now: () => 0 }
 const completed = (url: string, keyId?: number): Completed => [
   null,
-  { id: 'req-1', principal: keyId === undefined ? null : { keyId }, method: 'GET', url, failure: null } as unknown as Completed[1],
+  // `raw`: an unmarked request (http/instance.ts marks the portal door's on it).
+  { id: 'req-1', principal: keyId === undefined ? null : { keyId }, method: 'GET', url, failure: null, raw: {} } as
+    unknown as Completed[1],
   { statusCode: 200, elapsedTime: 1.25 } as unknown as Completed[2]
 ]
 

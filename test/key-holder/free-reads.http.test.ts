@@ -69,7 +69,7 @@ test('a banned key\'s own reads are free up to 30 a minute, then 429 api_key_ban
     const res = await h.call({ method: 'GET', url, key })
     assert.equal(res.statusCode, 429, `${url} past the allowance`)
     assert.equal(res.json().code, 'api_key_banned')
-    assert.match(res.json().message, /its own reads \(GET \/keys\/me, \/keys\/me\/bans and \/rate_limit\) are served free up to 30 a minute per key and 120 per client address, and this minute's are spent; the ban's end is unchanged$/)
+    assert.match(res.json().message, /its own reads \(GET \/keys\/me, \/keys\/me\/bans, \/keys\/me\/requests and \/rate_limit\) are served free up to 30 a minute per key and 120 per client address, and this minute's are spent; the ban's end is unchanged$/)
     assert.equal(res.headers['retry-after'], String(13 * 60), 'Retry-After: until the ban ends, as before')
   }
   assert.equal(reads(), served, 'a refused read costs no database read')

@@ -80,17 +80,19 @@ test('GET /v1/keys/me/usage answers 200 with exactly the admin usage view of the
   const own = await h.call({ method: 'GET', url: '/v1/keys/me/usage?days=7', key: mine.key })
   assert.equal(own.statusCode, 200)
   assert.deepEqual(own.json(), admin.json())
+  // The 403 (the role) was charged: in allowed, and of it in other4xx.
   assert.deepEqual(own.json(), {
     keyId: mine.id,
     days: [
-      { date: '2026-11-21', allowed: 4, limited: 0, banned: 0, mcp: 0 },
-      { date: '2026-11-22', allowed: 1, limited: 0, banned: 0, mcp: 0 }
-    ]
+      { date: '2026-11-21', allowed: 4, limited: 0, banned: 0, mcp: 0, other4xx: 1 },
+      { date: '2026-11-22', allowed: 1, limited: 0, banned: 0, mcp: 0, other4xx: 0 }
+    ],
+    deprecated: []
   })
   // days=1: today only, the read of the usage just made counted; days outside 1..90: 400.
   assert.deepEqual(
     (await h.call({ method: 'GET', url: '/v1/keys/me/usage?days=1', key: mine.key })).json().days,
-    [{ date: '2026-11-22', allowed: 2, limited: 0, banned: 0, mcp: 0 }]
+    [{ date: '2026-11-22', allowed: 2, limited: 0, banned: 0, mcp: 0, other4xx: 0 }]
   )
   const bad = await h.call({ method: 'GET', url: '/v1/keys/me/usage?days=91', key: mine.key })
   assert.equal(bad.statusCode, 400)
@@ -206,9 +208,10 @@ test('a banned key reads GET /v1/keys/me and /me/bans with 200, uncharged, while
   const status = (await h.call({ method: 'GET', url: '/v1/rate_limit', key })).json()
   assert.equal(status.windows.minute.remaining, 60)
   assert.equal(status.ban.until, until)
-  // They count as requests the key made (answered 200), as GET /rate_limit does; the refusals as banned.
+  // Charged nothing, they are not counted as allowed (nor is GET /rate_limit): allowed is what the
+  // windows were charged. The refusals count as banned.
   const usage = (await h.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=1` })).json()
-  assert.deepEqual(usage.days, [{ date: '2026-11-21', allowed: 60 + 3 + 1, limited: 20, banned: 1 + 3, mcp: 0 }])
+  assert.deepEqual(usage.days, [{ date: '2026-11-21', allowed: 60, limited: 20, banned: 1 + 3, mcp: 0, other4xx: 0 }])
 
   // Once the ban is over the reads are charged again, as any request.
   h.clock.set(T0 + 15 * MINUTE)

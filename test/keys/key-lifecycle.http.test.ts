@@ -156,8 +156,8 @@ test('rotating a revoked, an expired or an already rotated key answers 409 api_k
 test('GET /v1/admin/keys/{keyId}/usage counts allowed, limited and banned requests exactly, per UTC day, oldest first', async (t) => {
   const app = await buildTestApp(t, { deps: { usageFlushMs: 0 } })
   const { id, key } = await app.makeKey('customer', 'free')
-  // Day 1: 61 allowed (2xx and 4xx: a 404, a 403 and a 400 among them; GET /rate_limit costs no
-  // quota but is a request of the key), and the minute's 60 are spent.
+  // Day 1: 60 allowed (charged: 2xx and 4xx, of which other4xx counts the 404, the 403 and the
+  // 400; GET /rate_limit costs no quota and is not counted), and the minute's 60 are spent.
   for (let i = 0; i < 56; i++) assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key })).statusCode, 200)
   assert.equal((await app.call({ method: 'GET', url: '/v1/no/such/path', key })).statusCode, 404)
   assert.equal((await app.call({ method: 'POST', url: '/v1/categories', key, payload: { name: 'x' } })).statusCode, 403)
@@ -179,21 +179,22 @@ test('GET /v1/admin/keys/{keyId}/usage counts allowed, limited and banned reques
   assert.deepEqual(res.json(), {
     keyId: id,
     days: [
-      { date: '2026-11-21', allowed: 61, limited: 20, banned: 5, mcp: 0 },
-      { date: '2026-11-23', allowed: 7, limited: 0, banned: 0, mcp: 0 }
-    ]
+      { date: '2026-11-21', allowed: 60, limited: 20, banned: 5, mcp: 0, other4xx: 3 },
+      { date: '2026-11-23', allowed: 7, limited: 0, banned: 0, mcp: 0, other4xx: 0 }
+    ],
+    deprecated: []
   })
   // days=1 is today only; days=3 reaches back to the first day.
   assert.deepEqual(
     (await app.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=1` })).json().days,
-    [{ date: '2026-11-23', allowed: 7, limited: 0, banned: 0, mcp: 0 }]
+    [{ date: '2026-11-23', allowed: 7, limited: 0, banned: 0, mcp: 0, other4xx: 0 }]
   )
   assert.equal((await app.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=2` })).json().days.length, 1)
   assert.equal((await app.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=3` })).json().days.length, 2)
   // The store holds the same figures (the read flushed this instance's counts first).
   assert.deepEqual(
     (await app.stores.keys.usage(id, '2026-11-01')).map((r) => [r.day, r.allowed, r.limited, r.banned]),
-    [['2026-11-21', 61, 20, 5], ['2026-11-23', 7, 0, 0]]
+    [['2026-11-21', 60, 20, 5], ['2026-11-23', 7, 0, 0]]
   )
 })
 
@@ -206,7 +207,7 @@ test('GET /v1/admin/keys/{keyId}/usage answers 400 for days outside 1..90 and 40
     assert.equal(res.json().code, 'validation_failed')
   }
   assert.equal((await app.call({ method: 'GET', url: '/v1/admin/keys/999999/usage' })).statusCode, 404)
-  assert.deepEqual((await app.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=90` })).json(), { keyId: id, days: [] })
+  assert.deepEqual((await app.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage?days=90` })).json(), { keyId: id, days: [], deprecated: [] })
 })
 
 test('lastUsedAt is null for a new key and moves with each request, in the view at once and in the database after a flush', async (t) => {
@@ -257,15 +258,15 @@ test('a burst of 300 requests from 3 keys, 429s included, writes nothing to the 
   assert.deepEqual(writes, none)
   // One read of the usage flushes everything this instance counted, in one store call.
   const first = await app.call({ method: 'GET', url: `/v1/admin/keys/${keys[0]!.id}/usage` })
-  assert.deepEqual(first.json().days, [{ date: '2026-11-21', allowed: 60, limited: 20, banned: 0, mcp: 0 }])
+  assert.deepEqual(first.json().days, [{ date: '2026-11-21', allowed: 60, limited: 20, banned: 0, mcp: 0, other4xx: 0 }])
   assert.deepEqual(writes, { ...none, recordUsage: 1 })
   assert.deepEqual(
     await app.stores.keys.usage(keys[1]!.id, '2026-11-21'),
-    [{ keyId: keys[1]!.id, day: '2026-11-21', allowed: 110, limited: 0, banned: 0, mcp: 0 }]
+    [{ keyId: keys[1]!.id, day: '2026-11-21', allowed: 110, limited: 0, banned: 0, mcp: 0, other4xx: 0 }]
   )
   assert.deepEqual(
     await app.stores.keys.usage(keys[2]!.id, '2026-11-21'),
-    [{ keyId: keys[2]!.id, day: '2026-11-21', allowed: 110, limited: 0, banned: 0, mcp: 0 }]
+    [{ keyId: keys[2]!.id, day: '2026-11-21', allowed: 110, limited: 0, banned: 0, mcp: 0, other4xx: 0 }]
   )
 })
 
@@ -281,7 +282,9 @@ test('usage reaches the database within one flush interval (2 s), by the timer, 
   assert.deepEqual(await app.stores.keys.usage(id, '2026-11-21'), [])
   t.mock.timers.tick(2000)
   await written
-  assert.deepEqual(await app.stores.keys.usage(id, '2026-11-21'), [{ keyId: id, day: '2026-11-21', allowed: 3, limited: 0, banned: 0, mcp: 0 }])
+  assert.deepEqual(await app.stores.keys.usage(id, '2026-11-21'), [
+    { keyId: id, day: '2026-11-21', allowed: 3, limited: 0, banned: 0, mcp: 0, other4xx: 0 }
+  ])
   assert.equal((await app.stores.keys.getKey(id))!.lastUsedAt, T0)
 })
 
@@ -290,7 +293,9 @@ test('closing the app (a graceful stop) flushes the usage counted since the last
   const { id, key } = await app.makeKey('customer', 'free')
   for (let i = 0; i < 4; i++) await app.call({ method: 'GET', url: '/v1/pets', key })
   await app.app.close()
-  assert.deepEqual(await app.stores.keys.usage(id, '2026-11-21'), [{ keyId: id, day: '2026-11-21', allowed: 4, limited: 0, banned: 0, mcp: 0 }])
+  assert.deepEqual(await app.stores.keys.usage(id, '2026-11-21'), [
+    { keyId: id, day: '2026-11-21', allowed: 4, limited: 0, banned: 0, mcp: 0, other4xx: 0 }
+  ])
 })
 
 test('a server stopped gracefully (startServer\'s close, as on SIGTERM) writes the usage it counted before it exits', async (t) => {
@@ -319,11 +324,11 @@ test('two instances on one database count one key\'s usage independently and the
   // Each instance writes its own counts when it reads usage (or on its timer, or at close).
   assert.deepEqual(
     (await a.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage` })).json().days,
-    [{ date: '2026-11-21', allowed: 7, limited: 0, banned: 0, mcp: 0 }]
+    [{ date: '2026-11-21', allowed: 7, limited: 0, banned: 0, mcp: 0, other4xx: 0 }]
   )
   assert.deepEqual(
     (await b.call({ method: 'GET', url: `/v1/admin/keys/${id}/usage` })).json().days,
-    [{ date: '2026-11-21', allowed: 12, limited: 0, banned: 0, mcp: 0 }]
+    [{ date: '2026-11-21', allowed: 12, limited: 0, banned: 0, mcp: 0, other4xx: 0 }]
   )
   assert.equal((await a.stores.keys.getKey(id))!.lastUsedAt, T0 + 30_000, 'the later use, whichever instance wrote first')
 })
@@ -336,11 +341,11 @@ test('a rotated pair reports its usage under each key separately', async (t) => 
   for (let i = 0; i < 5; i++) assert.equal((await app.call({ method: 'GET', url: '/v1/pets', key: successor.key })).statusCode, 200)
   assert.deepEqual(
     (await app.call({ method: 'GET', url: `/v1/admin/keys/${old.id}/usage` })).json().days,
-    [{ date: '2026-11-21', allowed: 3, limited: 0, banned: 0, mcp: 0 }]
+    [{ date: '2026-11-21', allowed: 3, limited: 0, banned: 0, mcp: 0, other4xx: 0 }]
   )
   assert.deepEqual(
     (await app.call({ method: 'GET', url: `/v1/admin/keys/${successor.id}/usage` })).json().days,
-    [{ date: '2026-11-21', allowed: 5, limited: 0, banned: 0, mcp: 0 }]
+    [{ date: '2026-11-21', allowed: 5, limited: 0, banned: 0, mcp: 0, other4xx: 0 }]
   )
 })
 

@@ -147,7 +147,8 @@ test('usage: days from 1 to the maximum (default 30), today included; the instan
   assert.deepEqual((await admin.usage(id, {})).days.map((d) => d.date), ['2026-10-23', '2026-11-21'], '30 days back from 2026-11-21 is 2026-10-23')
   assert.deepEqual(await admin.usage(id, { days: 1 }), {
     keyId: id,
-    days: [{ date: '2026-11-21', allowed: 3, limited: 1, banned: 2, mcp: 0 }]
+    days: [{ date: '2026-11-21', allowed: 3, limited: 1, banned: 2, mcp: 0, other4xx: 0 }],
+    deprecated: []
   })
   assert.equal((await admin.usage(id, { days: USAGE_DAYS_MAX })).days.length, 3)
   assert.equal(flushed, 3)

@@ -31,7 +31,9 @@ test('tools/list of a catalog:read key has only the catalogue reads; placeOrder 
 
   const agent = await connect(t, root, key)
   const names = (await agent.listTools()).tools.map((tool) => tool.name).sort()
-  assert.deepEqual(names, ['getCategory', 'getMyApiKey', 'getMyApiKeyUsage', 'getPet', 'getRateLimit', 'listCategories', 'listMyApiKeyBans', 'listPets', 'reportLeakedKeys', 'rotateMyApiKey'])
+  // The catalogue reads, and the key holder's own operations (no scope needed).
+  const own = ['createMyPortalLink', 'getMyApiKey', 'getMyApiKeyUsage', 'getRateLimit', 'listMyApiKeyBans', 'listMyApiKeyRequests', 'reportLeakedKeys', 'rotateMyApiKey']
+  assert.deepEqual(names, [...own, 'getCategory', 'getPet', 'listCategories', 'listPets'].sort())
 
   const listed = await agent.callTool({ name: 'listPets', arguments: {} }) as {
     isError?: boolean

@@ -138,9 +138,11 @@ test('every id parameter is an int64 from 1 to 2^53-1', async () => {
   for (const operations of Object.values(doc.paths)) {
     for (const op of Object.values(operations)) {
       for (const p of op.parameters ?? []) {
-        // Event and webhook ids are opaque strings (evt_…, wh_…), not row ids; so is the audit
-        // log's targetId, which names a key, a pet … or a webhook.
-        if (!/(^id$|Id$)/.test(p.name) || p.name === 'eventId' || p.name === 'webhookId' || p.name === 'targetId') continue
+        // Event, webhook and attempt ids are opaque strings (evt_…, wh_…, att_…), not row ids; so
+        // is the audit log's targetId, which names a key, a pet … or a webhook; and the request
+        // log's filters name an operation (operationId) and a Request-Id (any visible text).
+        const named = ['eventId', 'webhookId', 'attemptId', 'targetId', 'operationId', 'requestId']
+        if (!/(^id$|Id$)/.test(p.name) || named.includes(p.name)) continue
         seen++
         const schema = (p.schema.type === 'array' ? p.schema.items : p.schema) as Record<string, unknown>
         assert.deepEqual(

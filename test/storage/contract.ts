@@ -817,11 +817,15 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
         lastUsed: [{ keyId: a.id, at: NOW + 200 }, { keyId: b.id, at: NOW + 900 }]
       })
       assert.deepEqual(await keys.usage(a.id, '2026-11-01'), [
-        { keyId: a.id, day: '2026-11-19', allowed: 1, limited: 0, banned: 0, mcp: 0 },
-        { keyId: a.id, day: '2026-11-21', allowed: 13, limited: 4, banned: 3, mcp: 2 }
+        { keyId: a.id, day: '2026-11-19', allowed: 1, limited: 0, banned: 0, mcp: 0, other4xx: 0 },
+        { keyId: a.id, day: '2026-11-21', allowed: 13, limited: 4, banned: 3, mcp: 2, other4xx: 0 }
       ])
-      assert.deepEqual(await keys.usage(a.id, '2026-11-20'), [{ keyId: a.id, day: '2026-11-21', allowed: 13, limited: 4, banned: 3, mcp: 2 }])
-      assert.deepEqual(await keys.usage(b.id, '2026-11-21'), [{ keyId: b.id, day: '2026-11-21', allowed: 5, limited: 1, banned: 0, mcp: 0 }])
+      assert.deepEqual(await keys.usage(a.id, '2026-11-20'), [
+        { keyId: a.id, day: '2026-11-21', allowed: 13, limited: 4, banned: 3, mcp: 2, other4xx: 0 }
+      ])
+      assert.deepEqual(await keys.usage(b.id, '2026-11-21'), [
+        { keyId: b.id, day: '2026-11-21', allowed: 5, limited: 1, banned: 0, mcp: 0, other4xx: 0 }
+      ])
       assert.equal((await keys.getKey(a.id))!.lastUsedAt, NOW + 500)
       const bNow = (await keys.getKey(b.id))!
       assert.equal(bNow.lastUsedAt, NOW + 900)
@@ -843,7 +847,7 @@ export function runStoreContract (engine: string, open: (t: TestContext) => Prom
       assert.deepEqual(first.map((d) => [d.webhookId, d.event.id]), [[b, bEvents[0]], [b, bEvents[1]]])
       assert.deepEqual({ ...first[0]!, event: first[0]!.event.type }, {
         id: first[0]!.id, webhookId: b, ownerKeyId: owner.id, url: 'http://127.0.0.1:9/1', secrets: ['whsec_contract'],
-        attempts: 0, event: 'webhook.test', testType: null
+        attempts: 0, event: 'webhook.test', testType: null, kind: 'first', requestBody: null
       })
       // One slot of A left: its oldest due; B is full now; the one due at NOW + 5000 waits.
       const second = await claim({ now, perEndpoint: 2, inFlight: { [a!]: 1, [b!]: 2 } })

@@ -105,16 +105,71 @@ test('a redirect is a failure and is never followed: its target receives nothing
   assert.equal(target.received.length, 0)
 })
 
-test('a failing answer ends the attempt at its status line: its body is neither waited for nor reported', BOUNDED, async (t) => {
+// Issue 50 changed this test: a failing answer used to end the attempt at its status line, its
+// body neither read nor reported; now its first 4 KiB are kept, read within the same deadline.
+test('a failing answer whose body never ends is read until the deadline: what came is kept, marked truncated, and the secret is nowhere', BOUNDED, async (t) => {
   const secret = newSecret()
   const headers = signed(secret)
   // The receiver echoes the request's headers and never ends its body.
-  const receiver = await startReceiver(t, (req, res) => { res.writeHead(500).write(JSON.stringify(req.headers)) })
-  const result = await attemptDelivery(input(`http://hooks.test:${receiver.port}/`, { headers, timeoutMs: 3000 }))
+  const receiver = await startReceiver(t, (req, res) => {
+    res.writeHead(500, { 'x-echo': 'yes' }).write(JSON.stringify(req.headers))
+  })
+  const result = await attemptDelivery(input(`http://hooks.test:${receiver.port}/`, { headers, timeoutMs: 1000 }))
   assert.deepEqual([result.outcome, result.status, result.error], ['failed', 500, 'HTTP 500'])
+  assert.ok(result.durationMs >= 990 && result.durationMs < 2500, `took ${result.durationMs} ms`)
+  assert.equal(result.response?.truncated, true)
+  assert.deepEqual(JSON.parse(result.response.body)['webhook-signature'], headers['webhook-signature'])
+  assert.ok(result.response.headers.some(([name, value]) => name === 'x-echo' && value === 'yes'))
+  assert.ok(!JSON.stringify(result).includes(secret.slice(6, 20)), 'the secret is not in the result')
+})
+
+test('a failing answer is read no further than 4 KiB: a 10 MB body ends the attempt at once, kept as 4 KiB of text, truncated', BOUNDED, async (t) => {
+  let finished: boolean | undefined
+  let closed!: Promise<unknown>
+  const receiver = await startReceiver(t, (_req, res) => {
+    closed = once(res, 'close').then(() => { finished = res.writableFinished })
+    res.writeHead(503, { 'content-type': 'text/html' }).end(Buffer.alloc(10 * 1024 * 1024, '<b>'))
+  })
+  const result = await attemptDelivery(input(`http://hooks.test:${receiver.port}/`, { timeoutMs: 5000 }))
+  assert.deepEqual([result.outcome, result.status, result.error], ['failed', 503, 'HTTP 503'])
   assert.ok(result.durationMs < 2000, `took ${result.durationMs} ms`)
-  const reported = JSON.stringify(result)
-  assert.ok(!reported.includes(headers['webhook-signature'].slice(3, 20)) && !reported.includes(secret.slice(6, 20)))
+  assert.equal(result.response?.truncated, true)
+  assert.equal(result.response.body, '<b>'.repeat(2000).slice(0, 4096))
+  await closed
+  assert.equal(finished, false, 'the receiver saw the connection closed before it finished writing')
+})
+
+test('a failing answer\'s body is kept as text: invalid UTF-8 and NUL become U+FFFD, within 4 KiB of UTF-8, and headers are bounded', BOUNDED, async (t) => {
+  const receiver = await startReceiver(t, (_req, res) => {
+    // Within Node's 16 KiB of headers: 80 short ones, and one long.
+    const many = Object.fromEntries(Array.from({ length: 80 }, (_, i) => [`x-h${i}`, 'v'.repeat(60)]))
+    res.writeHead(500, { 'x-long': 'w'.repeat(5000), ...many }).end(Buffer.concat([Buffer.from('ok\u0000'), Buffer.alloc(3000, 0xff)]))
+  })
+  const result = await attemptDelivery(input(`http://hooks.test:${receiver.port}/`))
+  const response = result.response
+  assert.ok(response)
+  assert.equal(response.body.slice(0, 3), 'ok\ufffd')
+  assert.ok(/^ok\ufffd+$/.test(response.body))
+  assert.ok(Buffer.byteLength(response.body) <= 4096, `${Buffer.byteLength(response.body)} bytes`)
+  assert.equal(response.truncated, true, 'the text was cut to fit')
+  assert.equal(response.headers.length, 64)
+  assert.deepEqual(response.headers[0], ['x-long', 'w'.repeat(1024)])
+})
+
+test('a failing answer with a short body that ends is kept whole, not truncated, with its headers in their order', BOUNDED, async (t) => {
+  const receiver = await startReceiver(t, (_req, res) => {
+    res.writeHead(422, [['X-Reason', 'bad <script>'], ['Set-Cookie', 'a=1'], ['Set-Cookie', 'b=2'], ['Content-Type', 'text/plain']])
+    res.end('no such order')
+  })
+  const result = await attemptDelivery(input(`http://hooks.test:${receiver.port}/`))
+  assert.deepEqual(result.response && { ...result.response, headers: result.response.headers.slice(0, 4) }, {
+    status: 422,
+    headers: [['X-Reason', 'bad <script>'], ['Set-Cookie', 'a=1'], ['Set-Cookie', 'b=2'], ['Content-Type', 'text/plain']],
+    body: 'no such order',
+    truncated: false
+  })
+  assert.deepEqual(result.requestHeaders?.map(([name]) => name),
+    ['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type', 'content-length', 'user-agent'])
 })
 
 test('a receiver that never answers fails the attempt at the deadline', BOUNDED, async (t) => {

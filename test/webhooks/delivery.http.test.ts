@@ -104,6 +104,12 @@ test('the feed fans out to each enabled endpoint whose types match and whose own
   assert.deepEqual(replay.json(), { queued: 1 })
   const [, again] = await received(mine, 2)
   assert.equal(again!.headers['webhook-id'], toMe!.headers['webhook-id'])
+  // The replay's attempt is recorded a moment after the receiver has it; until then its delivery is
+  // in flight, and a replay of its event rightly skips it (this raced on PostgreSQL).
+  await pollUntil(async () => {
+    const list = (await app.call({ method: 'GET', url: `/v1/webhooks/${mineEndpoint.id}/deliveries`, role: 'customer' })).json() as Array<{ outcome: string }>
+    return list.length > 0 && list.every((d) => d.outcome !== 'pending') && list.length >= 2 ? true : undefined
+  }, { timeoutMs: 5000, intervalMs: 20, message: 'the replay\'s attempt recorded' })
   const byId = await app.call({
     method: 'POST',
     url: `/v1/webhooks/${mineEndpoint.id}/replay`,

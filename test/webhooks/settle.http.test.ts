@@ -66,9 +66,17 @@ test('a replay while a retry waits sends the event once more: as many deliveries
   await sleep(2500)
 
   const list = await deliveries(app, endpoint.id)
-  assert.deepEqual(list.map((d) => [d.attempt, d.kind, d.outcome, d.status]), [[2, 'retry', 'succeeded', 204], [1, 'first', 'failed', 500]])
+  // The waiting retry the replay made due is the replay's attempt (issue 49: it was listed as a retry).
+  assert.deepEqual(list.map((d) => [d.attempt, d.kind, d.outcome, d.status]), [[2, 'replay', 'succeeded', 204], [1, 'first', 'failed', 500]])
   assert.ok(list.every((d) => /^att_\d+$/.test(d.id ?? '')), 'every attempt has an id')
   assert.notEqual(list[0]!.id, list[1]!.id)
+  // Its own page says so too, and it sent the very body of the first attempt (one body per delivery).
+  const detail = async (attemptId: string) => (await app.call({
+    method: 'GET', url: `/v1/webhooks/${endpoint.id}/attempts/${attemptId}`, role: 'staff'
+  })).json() as { kind: string; request: { body: string } | null }
+  const [replayed, firstTry] = [await detail(list[0]!.id!), await detail(list[1]!.id!)]
+  assert.equal(replayed.kind, 'replay')
+  assert.ok(replayed.request !== null && replayed.request.body === firstTry.request?.body)
   assert.equal(receiver.received.length, list.length, 'the receiver got exactly what the attempts say')
   for (const delivery of receiver.received) {
     const payload = verified(delivery, endpoint.secret)

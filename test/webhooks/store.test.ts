@@ -70,7 +70,7 @@ async function setup (t: TestContext): Promise<{
     }),
     async record (d, at, outcome, nextAttemptAt = null) {
       await stores.webhooks.recordAttempt({
-        deliveryId: d.id, webhookId: d.webhookId, leaseOwner: 'instance-a', attempt: d.attempts + 1, at, outcome,
+        deliveryId: d.id, webhookId: d.webhookId, leaseOwner: 'instance-a', attempt: d.attempts + 1, kind: d.kind, at, outcome,
         status: outcome === 'succeeded' ? 204 : 500, error: outcome === 'succeeded' ? null : 'HTTP 500', durationMs: 1,
         nextAttemptAt: outcome === 'succeeded' ? null : nextAttemptAt, disableIfFailingSince: at - 5 * 24 * HOUR,
         disabledEvent: disabledEvent('failing')
@@ -165,22 +165,28 @@ test('a replay queues at most its cap, oldest first, says where the rest begins,
   assert.equal((await stores.webhooks.pendingStats()).pending, 9)
 })
 
-test('a replay of an event whose retry waits makes that delivery due now instead of queuing another', async (t) => {
+// Issue 49: the attempt a replay made due was listed as a retry; it is the replay's (kind replay),
+// and only the retries after it, on the schedule, are retries again.
+test('a replay of an event whose retry waits makes that delivery due now instead of queuing another, and that attempt is a replay', async (t) => {
   const { stores, key, endpoint, categories, claim, record } = await setup(t)
   const admin = await key('admin')
   const id = await endpoint(admin)
   await categories(1)
   await stores.webhooks.fanOut(T0 + 10, 500)
   const [first] = await claim({ now: T0 + 20 })
+  assert.equal(first!.kind, 'first')
   await record(first!, T0 + 30, 'failed', T0 + HOUR)
+  const kinds = async () => (await stores.webhooks.listDeliveries(id, 10)).map((d) => [d.attempt, d.kind, d.outcome])
+  assert.deepEqual(await kinds(), [[2, 'retry', 'pending'], [1, 'first', 'failed']])
   assert.deepEqual(await stores.webhooks.replay(id, RANGE, T0 + 40, LIMITS), { queued: 1, nextSince: null })
+  assert.deepEqual(await kinds(), [[2, 'replay', 'pending'], [1, 'first', 'failed']], 'the waiting retry is now the replay')
   const [again] = await claim({ now: T0 + 40 })
-  assert.deepEqual([again!.id, again!.attempts], [first!.id, 1], 'the same delivery, its second attempt')
-  await record(again!, T0 + 50, 'succeeded')
-  assert.deepEqual((await stores.webhooks.listDeliveries(id, 10)).map((d) => [d.attempt, d.kind, d.outcome]), [
-    [2, 'retry', 'succeeded'],
-    [1, 'first', 'failed']
-  ])
+  assert.deepEqual([again!.id, again!.attempts, again!.kind], [first!.id, 1, 'replay'], 'the same delivery, its second attempt, a replay')
+  await record(again!, T0 + 50, 'failed', T0 + 2 * HOUR)
+  assert.deepEqual(await kinds(), [[3, 'retry', 'pending'], [2, 'replay', 'failed'], [1, 'first', 'failed']], 'the next on the schedule is a retry')
+  const [third] = await claim({ now: T0 + 2 * HOUR })
+  await record(third!, T0 + 2 * HOUR, 'succeeded')
+  assert.deepEqual(await kinds(), [[3, 'retry', 'succeeded'], [2, 'replay', 'failed'], [1, 'first', 'failed']])
   assert.equal((await stores.webhooks.pendingStats()).pending, 0)
 })
 

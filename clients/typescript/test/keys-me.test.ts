@@ -15,7 +15,11 @@ test('keys.me.get(), usage() and bans() read the key the client sends; rotate() 
     { id: mine.id, role: 'customer', plan: 'pro', replacedBy: null }
   )
   const usage = await client.keys.me.usage(1)
-  assert.deepEqual(usage, { keyId: mine.id, days: [{ date: '2026-11-21', allowed: 1, limited: 0, banned: 0, mcp: 0 }] })
+  assert.deepEqual(usage, {
+    keyId: mine.id,
+    days: [{ date: '2026-11-21', allowed: 1, limited: 0, banned: 0, mcp: 0, other4xx: 0 }],
+    deprecated: []
+  })
   assert.deepEqual(await client.keys.me.bans(), { keyId: mine.id, bans: [] })
 
   const successor = await client.keys.me.rotate({ gracePeriodSeconds: 60 })

@@ -30,8 +30,8 @@ export async function appendAudit (tx: Tx, change: AuditedChange, at: number): P
   const keyActor = (entry: typeof made[number]) => entry.actor.type === 'key' ? entry.actor : null
   await tx.query(
     `WITH moved AS (UPDATE audit_head SET count = $14, hash = $15 WHERE id = 1)
-     INSERT INTO audit_log (id, at, actor_type, actor_key_id, actor_role, actor_user, action, target_type, target_id, request_id, address, changes, hash)
-     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[])`,
+     INSERT INTO audit_log (id, at, actor_type, actor_key_id, actor_role, actor_user, action, target_type, target_id, request_id, address, changes, hash, actor_via)
+     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $16::text[])`,
     [
       column((e) => e.id),
       column((e) => e.at),
@@ -47,7 +47,8 @@ export async function appendAudit (tx: Tx, change: AuditedChange, at: number): P
       column((e) => JSON.stringify(e.changes)),
       column((e) => e.hash),
       head.count,
-      head.hash
+      head.hash,
+      column((e) => keyActor(e)?.via ?? null)
     ])
 }
 

@@ -24,6 +24,9 @@ import {
   type DeprecatedCallSql
 } from '../rows.ts'
 
+/** A key_usage row with its other_4xx (read beside USAGE_COLUMNS). */
+type Other4xxSql = UsageRowSql & { other_4xx: number }
+
 /** The ids of every key sharing the quota identity of key $n (its rotation chain). */
 const sameIdentity = (n: number): string =>
   `SELECT k.id FROM api_keys k, (SELECT coalesce(quota_key_id, id) AS q FROM api_keys WHERE id = $${n}) i WHERE k.id = i.q OR k.quota_key_id = i.q`
@@ -291,17 +294,18 @@ export function createPostgresKeyStore (db: Db): KeyStore {
       await db.transaction(async (tx) => {
         if (counts.length > 0) {
           await tx.query(
-            `INSERT INTO key_usage (key_id, day, allowed, limited, banned, mcp)
-             SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
+            `INSERT INTO key_usage (key_id, day, allowed, limited, banned, mcp, other_4xx)
+             SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[])
              ON CONFLICT (key_id, day) DO UPDATE SET allowed = key_usage.allowed + excluded.allowed, limited = key_usage.limited + excluded.limited, banned = key_usage.banned + excluded.banned,
-               mcp = key_usage.mcp + excluded.mcp`,
+               mcp = key_usage.mcp + excluded.mcp, other_4xx = key_usage.other_4xx + excluded.other_4xx`,
             [
               counts.map((c) => c.keyId),
               counts.map((c) => c.day),
               counts.map((c) => c.allowed),
               counts.map((c) => c.limited),
               counts.map((c) => c.banned),
-              counts.map((c) => c.mcp ?? 0)
+              counts.map((c) => c.mcp ?? 0),
+              counts.map((c) => c.other4xx ?? 0)
             ])
         }
         if (lastUsed.length > 0) {
@@ -327,10 +331,15 @@ export function createPostgresKeyStore (db: Db): KeyStore {
       })
     },
     async usage (keyId, fromDay) {
-      return (await db.query<UsageRowSql>(`SELECT ${USAGE_COLUMNS} FROM key_usage WHERE key_id = $1 AND day >= $2 ORDER BY day`, [keyId, fromDay])).map(toUsage)
+      return (await db.query<Other4xxSql>(`SELECT ${USAGE_COLUMNS}, other_4xx FROM key_usage WHERE key_id = $1 AND day >= $2 ORDER BY day`, [keyId, fromDay]))
+        .map((r) => ({ ...toUsage(r), other4xx: r.other_4xx }))
     },
-    async deprecatedCalls (fromDay) {
-      return (await db.query<DeprecatedCallSql>('SELECT operation, key_id, day, calls, last_call_at FROM deprecated_calls WHERE day >= $1 ORDER BY operation, key_id, day', [fromDay])).map(toDeprecatedCall)
+    async deprecatedCalls (fromDay, keyId) {
+      // One key's rows (deprecated_calls_by_key) for its holder's usage view; every key's for the admin's.
+      const rows = keyId === undefined
+        ? await db.query<DeprecatedCallSql>('SELECT operation, key_id, day, calls, last_call_at FROM deprecated_calls WHERE day >= $1 ORDER BY operation, key_id, day', [fromDay])
+        : await db.query<DeprecatedCallSql>('SELECT operation, key_id, day, calls, last_call_at FROM deprecated_calls WHERE key_id = $1 AND day >= $2 ORDER BY operation, day', [keyId, fromDay])
+      return rows.map(toDeprecatedCall)
     },
     async banHistory (keyId, limit) {
       return (await db.query<BanRow>(`SELECT ${BAN_COLUMNS} FROM bans WHERE key_id IN (${sameIdentity(1)}) ORDER BY started_at DESC, id DESC LIMIT $2`, [keyId, limit])).map(toBan)

@@ -816,5 +816,66 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     queued       integer NOT NULL,
     PRIMARY KEY (owner_key_id, hour)
   );
+  `,
+  // What each delivery attempt sent and what the endpoint answered, as SQLite's "attempt bodies"
+  // version (see there).
+  `
+  ALTER TABLE webhook_attempts ADD COLUMN kind text CHECK (kind IN ('first', 'retry', 'replay'));
+  ALTER TABLE webhook_attempts ADD COLUMN request_url text;
+  ALTER TABLE webhook_attempts ADD COLUMN request_headers text;
+  ALTER TABLE webhook_attempts ADD COLUMN response_headers text;
+  ALTER TABLE webhook_attempts ADD COLUMN response_body text;
+  ALTER TABLE webhook_attempts ADD COLUMN response_truncated boolean;
+  ALTER TABLE webhook_deliveries ADD COLUMN request_body text;
+  ALTER TABLE webhook_deliveries ADD COLUMN replay_due boolean NOT NULL DEFAULT false;
+  CREATE INDEX webhook_attempts_details ON webhook_attempts (at) WHERE request_headers IS NOT NULL;
+  `,
+  // The key's own request log, as SQLite's (key-requests/, issue 50).
+  `
+  CREATE TABLE key_requests (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    key_id       bigint           NOT NULL,
+    at           bigint           NOT NULL,
+    method       text             NOT NULL,
+    route        text             NOT NULL,
+    operation_id text,
+    query        text,
+    status       integer          NOT NULL,
+    code         text,
+    request_id   text             NOT NULL,
+    latency_ms   double precision NOT NULL,
+    via          text,
+    refusal      text
+  );
+  CREATE INDEX key_requests_by_key ON key_requests (key_id, id);
+  CREATE INDEX key_requests_refusals ON key_requests (at) WHERE refusal IS NOT NULL;
+  `,
+  // The partner portal, as SQLite's: one-time links and sessions by the hash of their token, and
+  // the audit actor's mark of a change made through the portal.
+  `
+  CREATE TABLE portal_links (
+    hash       text    PRIMARY KEY,
+    key_id     bigint  NOT NULL REFERENCES api_keys (id),
+    created_at bigint  NOT NULL,
+    expires_at bigint  NOT NULL,
+    used_at    bigint
+  );
+  CREATE INDEX portal_links_by_expiry ON portal_links (expires_at);
+  CREATE TABLE portal_sessions (
+    hash         text   PRIMARY KEY,
+    key_id       bigint NOT NULL REFERENCES api_keys (id),
+    created_at   bigint NOT NULL,
+    last_seen_at bigint NOT NULL,
+    expires_at   bigint NOT NULL
+  );
+  CREATE INDEX portal_sessions_by_expiry ON portal_sessions (expires_at);
+  CREATE INDEX portal_sessions_by_last_seen ON portal_sessions (last_seen_at);
+  ALTER TABLE audit_log ADD COLUMN actor_via text;
+  `,
+  // Usage by outcome for the partner portal's chart, as SQLite's: of `allowed`, the requests
+  // answered 4xx other than 429; and a key's own calls of deprecated operations read by key.
+  `
+  ALTER TABLE key_usage ADD COLUMN other_4xx bigint NOT NULL DEFAULT 0;
+  CREATE INDEX deprecated_calls_by_key ON deprecated_calls (key_id, day);
   `
 ]

@@ -13,17 +13,23 @@ import type { ReplayResult, WebhookStore } from '../../webhooks/webhooks.store.t
 import { eventFilterSql } from '../event-filters.ts'
 import {
   ATTEMPT_COLUMNS,
+  ATTEMPT_DETAIL_COLUMNS,
+  attemptDetailValues,
   deliveryEntries,
   fanOutPairs,
   hourOf,
+  kindOf,
   liveOwnerSql,
   liveSecrets,
   PENDING_COLUMNS,
   replayRoom,
+  toAttemptDetail,
   toWebhook,
   WEBHOOK_COLUMNS,
+  type AttemptDetailRow,
   type AttemptRow,
   type EndpointOwner,
+  type Origin,
   type PendingRow,
   type WebhookRow
 } from '../webhook-rows.ts'
@@ -52,6 +58,9 @@ interface ClaimRow extends EventRow {
   delivery_id: string
   attempts: number
   test_type: string | null
+  origin: Origin
+  replay_due: boolean
+  request_body: string | null
   webhook_id: string
   owner_key_id: string
   url: string
@@ -105,9 +114,9 @@ export const CLAIM_SQL = `WITH endpoints AS (
     ORDER BY c.owner_held, c.seq < $7, c.seq, c.next_attempt_at, c.id LIMIT $4
   ), leased AS (
     UPDATE webhook_deliveries d SET lease_owner = $5, lease_until = $6 FROM picked WHERE d.id = picked.id
-    RETURNING d.id, d.attempts, d.test_type, d.webhook_id, d.event_id, d.next_attempt_at, picked.seq
+    RETURNING d.id, d.attempts, d.test_type, d.origin, d.replay_due, d.request_body, d.webhook_id, d.event_id, d.next_attempt_at, picked.seq
   )
-  SELECT l.id AS delivery_id, l.attempts, l.test_type, w.id AS webhook_id, w.owner_key_id, w.url, w.secret, w.previous_secret,
+  SELECT l.id AS delivery_id, l.attempts, l.test_type, l.origin, l.replay_due, l.request_body, w.id AS webhook_id, w.owner_key_id, w.url, w.secret, w.previous_secret,
     w.previous_secret_until, l.seq AS turn_seq, ${EVENT_COLUMNS}
   FROM leased l JOIN webhooks w ON w.id = l.webhook_id JOIN events e ON e.id = l.event_id ORDER BY l.next_attempt_at, l.id`
 
@@ -259,7 +268,7 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
             SELECT $1, c.id, 'replay', 'pending', $2, $2, $2 FROM chosen c WHERE c.pending IS NULL
             RETURNING 1
           ), hastened AS (
-            UPDATE webhook_deliveries d SET next_attempt_at = $2, updated_at = $2 FROM chosen c
+            UPDATE webhook_deliveries d SET next_attempt_at = $2, updated_at = $2, replay_due = true FROM chosen c
             WHERE d.id = c.pending AND d.status = 'pending' AND d.next_attempt_at > $2 AND (d.lease_until IS NULL OR d.lease_until < $2)
             RETURNING 1
           )
@@ -284,6 +293,32 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         db.query<PendingRow>(PENDING_SQL, [id, limit])
       ])
       return deliveryEntries(attempts, pending, limit)
+    },
+    async getAttempt (webhookId, attemptId) {
+      const row = await db.first<AttemptDetailRow>(`SELECT ${ATTEMPT_DETAIL_COLUMNS}
+        FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id
+        WHERE a.id = $1 AND a.webhook_id = $2`, [attemptId, webhookId])
+      return row === undefined ? null : toAttemptDetail(row)
+    },
+    async pruneAttemptDetails (before, max) {
+      // One statement: a batch of attempts past retention (webhook_attempts_details; rows another
+      // instance's prune holds are skipped), the bodies of their deliveries that no longer wait
+      // and whose last change is as old, and the attempts' details.
+      const [row] = await db.query<{ n: number }>(`WITH batch AS (
+          SELECT id, delivery_id FROM webhook_attempts WHERE request_headers IS NOT NULL AND at < $1
+          ORDER BY at LIMIT $2 FOR UPDATE SKIP LOCKED
+        ), bodies AS (
+          UPDATE webhook_deliveries d SET request_body = NULL FROM batch b
+          WHERE d.id = b.delivery_id AND d.request_body IS NOT NULL AND d.status <> 'pending' AND d.updated_at < $1
+          RETURNING 1
+        ), pruned AS (
+          UPDATE webhook_attempts a SET request_url = NULL, request_headers = NULL, response_headers = NULL, response_body = NULL,
+            response_truncated = NULL
+          FROM batch b WHERE a.id = b.id
+          RETURNING 1
+        )
+        SELECT (SELECT count(*)::int FROM pruned) AS n`, [before, max])
+      return row?.n ?? 0
     },
     async fanOut (now, batch) {
       return await db.transaction(async (tx) => {
@@ -361,6 +396,8 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         attempts: row.attempts,
         event: toEvent(row),
         testType: row.test_type,
+        kind: kindOf(row.attempts + 1, row.origin, row.replay_due),
+        requestBody: row.request_body,
         secrets: liveSecrets({
           secret: row.secret,
           previousSecret: row.previous_secret,
@@ -371,21 +408,27 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
     async recordAttempt (record) {
       return await db.transaction(async (tx) => {
         // Not when the delivery is gone (its endpoint deleted while the attempt was in flight).
-        await tx.query(`INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, at, outcome, status, error, duration_ms)
-          SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $1)`,
+        await tx.query(`INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, kind, at, outcome, status, error, duration_ms,
+            request_url, request_headers, response_headers, response_body, response_truncated)
+          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $1)`,
         [
           record.deliveryId,
           record.webhookId,
           record.attempt,
+          record.kind ?? null,
           record.at,
           record.outcome,
           record.status,
           record.error,
-          record.durationMs
+          record.durationMs,
+          ...attemptDetailValues(record)
         ])
         const status = record.outcome === 'succeeded' ? 'succeeded' : record.nextAttemptAt === null ? 'failed' : 'pending'
+        // The body is kept once per delivery, by its first attempt that sent one (every later
+        // attempt sends it again: ClaimedDelivery.requestBody).
         await tx.query(`UPDATE webhook_deliveries SET attempts = $1, status = $2, next_attempt_at = $3, lease_owner = NULL, lease_until = NULL,
-          last_status = $4, last_error = $5, updated_at = $6 WHERE id = $7 AND lease_owner = $8`,
+          last_status = $4, last_error = $5, updated_at = $6, replay_due = false, request_body = coalesce(request_body, $9)
+          WHERE id = $7 AND lease_owner = $8`,
         [
           record.attempt,
           status,
@@ -394,7 +437,8 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
           record.error,
           record.at,
           record.deliveryId,
-          record.leaseOwner
+          record.leaseOwner,
+          record.request?.body ?? null
         ])
         if (record.outcome === 'succeeded') {
           // A success settles the event's other deliveries to the endpoint that wait (a retry

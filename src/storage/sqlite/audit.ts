@@ -17,8 +17,8 @@ export type SqliteAuditAppend = (change: AuditedChange, at: number, by: ActorCon
 
 export function createSqliteAuditAppend (db: Db): SqliteAuditAppend {
   const head = db.prepare('SELECT count, hash FROM audit_head WHERE id = 1')
-  const insert = db.prepare(`INSERT INTO audit_log (id, at, actor_type, actor_key_id, actor_role, actor_user, action, target_type, target_id, request_id, address, changes, hash)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+  const insert = db.prepare(`INSERT INTO audit_log (id, at, actor_type, actor_key_id, actor_role, actor_user, actor_via, action, target_type, target_id, request_id, address, changes, hash)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
   const move = db.prepare('UPDATE audit_head SET count = ?, hash = ? WHERE id = 1')
   return (change, at, by) => {
     const entries = auditDraftsOf(change, at, by)
@@ -34,6 +34,7 @@ export function createSqliteAuditAppend (db: Db): SqliteAuditAppend {
         actor.type === 'key' ? actor.keyId : null,
         actor.type === 'key' ? actor.role : null,
         actor.type === 'cli' ? actor.user : null,
+        actor.type === 'key' ? actor.via ?? null : null,
         entry.action,
         entry.target.type,
         entry.target.id,

@@ -24,6 +24,9 @@ import {
   type DeprecatedCallSql
 } from '../rows.ts'
 
+/** A key_usage row with its other_4xx (read beside USAGE_COLUMNS). */
+type Other4xxSql = UsageRowSql & { other_4xx: number }
+
 /** The ids of every key sharing the quota identity of key `?` (its rotation chain). */
 const SAME_IDENTITY = `SELECT k.id FROM api_keys k, (SELECT coalesce(quota_key_id, id) AS q FROM api_keys WHERE id = ?) i WHERE k.id = i.q OR k.quota_key_id = i.q`
 
@@ -50,14 +53,16 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
   const lift = db.prepare(`UPDATE bans SET lifted_at = ? WHERE key_id IN (${SAME_IDENTITY}) AND lifted_at IS NULL AND ends_at > ? RETURNING strike`)
   const inForce = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at IS NULL AND ends_at > ? ORDER BY ends_at DESC LIMIT ?`)
   const liftedSince = db.prepare(`SELECT ${BAN_COLUMNS} FROM bans WHERE lifted_at > ? AND ends_at > ? ORDER BY lifted_at, id LIMIT 10000`)
-  const addUsage = db.prepare(`INSERT INTO key_usage (key_id, day, allowed, limited, banned, mcp) VALUES (?, ?, ?, ?, ?, ?)
+  const addUsage = db.prepare(`INSERT INTO key_usage (key_id, day, allowed, limited, banned, mcp, other_4xx) VALUES (?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (key_id, day) DO UPDATE SET allowed = key_usage.allowed + excluded.allowed, limited = key_usage.limited + excluded.limited, banned = key_usage.banned + excluded.banned,
-      mcp = key_usage.mcp + excluded.mcp`)
+      mcp = key_usage.mcp + excluded.mcp, other_4xx = key_usage.other_4xx + excluded.other_4xx`)
   const touch = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)')
-  const usage = db.prepare(`SELECT ${USAGE_COLUMNS} FROM key_usage WHERE key_id = ? AND day >= ? ORDER BY day`)
+  const usage = db.prepare(`SELECT ${USAGE_COLUMNS}, other_4xx FROM key_usage WHERE key_id = ? AND day >= ? ORDER BY day`)
   const addDeprecated = db.prepare(`INSERT INTO deprecated_calls (operation, key_id, day, calls, last_call_at) VALUES (?, ?, ?, ?, ?)
     ON CONFLICT (operation, key_id, day) DO UPDATE SET calls = deprecated_calls.calls + excluded.calls, last_call_at = max(deprecated_calls.last_call_at, excluded.last_call_at)`)
   const deprecatedSince = db.prepare('SELECT operation, key_id, day, calls, last_call_at FROM deprecated_calls WHERE day >= ? ORDER BY operation, key_id, day')
+  // One key's (deprecated_calls_by_key): its holder's usage view reads its own rows only.
+  const deprecatedOfKey = db.prepare('SELECT operation, key_id, day, calls, last_call_at FROM deprecated_calls WHERE key_id = ? AND day >= ? ORDER BY operation, day')
   // The usage events (events/usage-events.ts): the identity of a key, what its chain counts that
   // day, and what was announced already. One writer at a time: no row needs locking here.
   const identityOf = db.prepare('SELECT i.id, i.plan, i.per_minute, i.per_day FROM api_keys k JOIN api_keys i ON i.id = coalesce(k.quota_key_id, k.id) WHERE k.id = ?')
@@ -265,17 +270,21 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
     async recordUsage (batch) {
       if (batch.counts.length === 0 && batch.lastUsed.length === 0 && (batch.deprecated ?? []).length === 0) return
       transaction(db, () => {
-        for (const c of batch.counts) addUsage.run(c.keyId, c.day, c.allowed, c.limited, c.banned, c.mcp ?? 0)
+        for (const c of batch.counts) {
+          addUsage.run(c.keyId, c.day, c.allowed, c.limited, c.banned, c.mcp ?? 0, c.other4xx ?? 0)
+        }
         for (const u of batch.lastUsed) touch.run(u.at, u.keyId, u.at)
         for (const d of batch.deprecated ?? []) addDeprecated.run(d.operation, d.keyId, d.day, d.calls, d.lastCallAt)
         announce(batch)
       })
     },
     async usage (keyId, fromDay) {
-      return (usage.all(keyId, fromDay) as unknown as UsageRowSql[]).map(toUsage)
+      return (usage.all(keyId, fromDay) as unknown as Other4xxSql[])
+        .map((r) => ({ ...toUsage(r), other4xx: r.other_4xx }))
     },
-    async deprecatedCalls (fromDay) {
-      return (deprecatedSince.all(fromDay) as unknown as DeprecatedCallSql[]).map(toDeprecatedCall)
+    async deprecatedCalls (fromDay, keyId) {
+      const rows = keyId === undefined ? deprecatedSince.all(fromDay) : deprecatedOfKey.all(keyId, fromDay)
+      return (rows as unknown as DeprecatedCallSql[]).map(toDeprecatedCall)
     },
     async banHistory (keyId, limit) {
       return (banHistory.all(keyId, limit) as unknown as BanRow[]).map(toBan)

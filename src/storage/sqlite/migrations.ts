@@ -323,5 +323,77 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
     queued       INTEGER NOT NULL,
     PRIMARY KEY (owner_key_id, hour)
   );
+  `,
+  // What each delivery attempt sent and what the endpoint answered (issue 50; docs/product.md
+  // 13.9, 13.11): per attempt its kind (NULL before this version: read from the delivery), the URL
+  // and headers sent, the answer's headers, the first 4 KiB of its body as text and whether it was
+  // cut; the body sent once per delivery (every attempt of a delivery sends the same bytes). A
+  // replay that makes a waiting retry due marks it (`replay_due`), so that attempt is a replay.
+  // The details go after ATTEMPT_DETAILS_KEPT_DAYS (jobs/attempt-prune.ts), a delivery's body with
+  // its last attempt's: the partial index finds what is left to prune without reading every attempt.
+  `
+  ALTER TABLE webhook_attempts ADD COLUMN kind TEXT CHECK (kind IN ('first', 'retry', 'replay'));
+  ALTER TABLE webhook_attempts ADD COLUMN request_url TEXT;
+  ALTER TABLE webhook_attempts ADD COLUMN request_headers TEXT;
+  ALTER TABLE webhook_attempts ADD COLUMN response_headers TEXT;
+  ALTER TABLE webhook_attempts ADD COLUMN response_body TEXT;
+  ALTER TABLE webhook_attempts ADD COLUMN response_truncated INTEGER;
+  ALTER TABLE webhook_deliveries ADD COLUMN request_body TEXT;
+  ALTER TABLE webhook_deliveries ADD COLUMN replay_due INTEGER NOT NULL DEFAULT 0;
+  CREATE INDEX webhook_attempts_details ON webhook_attempts (at) WHERE request_headers IS NOT NULL;
+  `,
+  // The key's own request log (key-requests/, issue 50): every request made with a key, written by
+  // the recorder's flush in one statement per batch, bounded per key by the prune job (its newest
+  // 1,000, and its refusals of 7 days, at most 10,000). AUTOINCREMENT: an id is never reused, so a
+  // cursor never names a newer request than the one it was made from. Its pages and prune walk
+  // key_requests_by_key; the prune finds the keys with stale refusals by key_requests_refusals.
+  `
+  CREATE TABLE key_requests (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    key_id       INTEGER NOT NULL,
+    at           INTEGER NOT NULL, -- epoch ms
+    method       TEXT    NOT NULL,
+    route        TEXT    NOT NULL,
+    operation_id TEXT,
+    query        TEXT,
+    status       INTEGER NOT NULL,
+    code         TEXT,
+    request_id   TEXT    NOT NULL,
+    latency_ms   REAL    NOT NULL,
+    via          TEXT,
+    refusal      TEXT -- JSON: the rule and its facts (key-requests.schema.ts RefusalSchema)
+  );
+  CREATE INDEX key_requests_by_key ON key_requests (key_id, id);
+  CREATE INDEX key_requests_refusals ON key_requests (at) WHERE refusal IS NOT NULL;
+  `,
+  // The partner portal (issue 50, docs/product.md "Partner portal"): one-time links and sessions,
+  // by the SHA-256 of their token (never the token, never the key); and the audit actor's mark of a
+  // change made through the portal (`via`, NULL for any other).
+  `
+  CREATE TABLE portal_links (
+    hash       TEXT PRIMARY KEY,
+    key_id     INTEGER NOT NULL REFERENCES api_keys (id),
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    used_at    INTEGER
+  );
+  CREATE INDEX portal_links_by_expiry ON portal_links (expires_at);
+  CREATE TABLE portal_sessions (
+    hash         TEXT PRIMARY KEY,
+    key_id       INTEGER NOT NULL REFERENCES api_keys (id),
+    created_at   INTEGER NOT NULL,
+    last_seen_at INTEGER NOT NULL,
+    expires_at   INTEGER NOT NULL
+  );
+  CREATE INDEX portal_sessions_by_expiry ON portal_sessions (expires_at);
+  CREATE INDEX portal_sessions_by_last_seen ON portal_sessions (last_seen_at);
+  ALTER TABLE audit_log ADD COLUMN actor_via TEXT;
+  `,
+  // Usage by outcome for the partner portal's chart (docs/product.md 9.11): of `allowed`, the
+  // requests answered 4xx other than 429 (access/usage.ts); and a key's own calls of deprecated
+  // operations read by key, without scanning every key's rows of the period.
+  `
+  ALTER TABLE key_usage ADD COLUMN other_4xx INTEGER NOT NULL DEFAULT 0;
+  CREATE INDEX deprecated_calls_by_key ON deprecated_calls (key_id, day);
   `
 ]

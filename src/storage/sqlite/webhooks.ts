@@ -12,17 +12,23 @@ import type { ClaimedDelivery, ReplayResult, WebhookRecord, WebhookStore } from 
 import { eventFilterSql } from '../event-filters.ts'
 import {
   ATTEMPT_COLUMNS,
+  ATTEMPT_DETAIL_COLUMNS,
+  attemptDetailValues,
   deliveryEntries,
   fanOutPairs,
   hourOf,
+  kindOf,
   liveOwnerSql,
   liveSecrets,
   PENDING_COLUMNS,
   replayRoom,
+  toAttemptDetail,
   toWebhook,
   WEBHOOK_COLUMNS,
+  type AttemptDetailRow,
   type AttemptRow,
   type EndpointOwner,
+  type Origin,
   type PendingRow,
   type WebhookRow
 } from '../webhook-rows.ts'
@@ -53,6 +59,9 @@ interface ClaimRow extends EventRow {
   delivery_id: number
   attempts: number
   test_type: string | null
+  origin: Origin
+  replay_due: number
+  request_body: string | null
   webhook_id: string
   owner_key_id: number
   url: string
@@ -138,7 +147,7 @@ export function createSqliteWebhookStore (
   let turnFrom = 0
   const claimed = (ids: number[], now: number): ClaimedDelivery[] => {
     if (ids.length === 0) return []
-    const rows = db.prepare(`SELECT d.id AS delivery_id, d.attempts, d.test_type, w.id AS webhook_id, w.owner_key_id, w.url, w.secret,
+    const rows = db.prepare(`SELECT d.id AS delivery_id, d.attempts, d.test_type, d.origin, d.replay_due, d.request_body, w.id AS webhook_id, w.owner_key_id, w.url, w.secret,
       w.previous_secret, w.previous_secret_until, ${EVENT_COLUMNS}
       FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN events e ON e.id = d.event_id
       WHERE d.id IN (${ids.map(() => '?').join(', ')}) ORDER BY d.next_attempt_at, d.id`).all(...ids) as unknown as ClaimRow[]
@@ -150,6 +159,8 @@ export function createSqliteWebhookStore (
       attempts: row.attempts,
       event: toEvent(row),
       testType: row.test_type,
+      kind: kindOf(row.attempts + 1, row.origin, row.replay_due === 1),
+      requestBody: row.request_body,
       secrets: liveSecrets({
         secret: row.secret,
         previousSecret: row.previous_secret,
@@ -158,10 +169,26 @@ export function createSqliteWebhookStore (
     }))
   }
   // Not when the delivery is gone (its endpoint deleted while the attempt was in flight).
-  const insertAttempt = db.prepare(`INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, at, outcome, status, error, duration_ms)
-    SELECT ?1, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?1)`)
+  const insertAttempt = db.prepare(`INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, kind, at, outcome, status, error, duration_ms,
+    request_url, request_headers, response_headers, response_body, response_truncated)
+    SELECT ?1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?1)`)
+  // The body is kept once per delivery, by its first attempt that sent one (every later attempt
+  // sends it again: ClaimedDelivery.requestBody).
   const settle = db.prepare(`UPDATE webhook_deliveries SET attempts = ?, status = ?, next_attempt_at = ?, lease_owner = NULL, lease_until = NULL,
-    last_status = ?, last_error = ?, updated_at = ? WHERE id = ? AND lease_owner = ?`)
+    last_status = ?, last_error = ?, updated_at = ?, replay_due = 0, request_body = coalesce(request_body, ?) WHERE id = ? AND lease_owner = ?`)
+  // The same WHERE as the attempts' list, and the endpoint: an attempt of another endpoint does not exist here.
+  const attemptById = db.prepare(`SELECT ${ATTEMPT_DETAIL_COLUMNS}
+    FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN events e ON e.id = d.event_id
+    WHERE a.id = ? AND a.webhook_id = ?`)
+  // A batch of attempts past retention (webhook_attempts_details): first the bodies of their
+  // deliveries that no longer wait and whose last change is as old, then the attempts' details.
+  // Both in one writer callback, so they read the same batch.
+  const PRUNE_BATCH_SQL = 'SELECT id FROM webhook_attempts WHERE request_headers IS NOT NULL AND at < ?1 ORDER BY at LIMIT ?2'
+  const pruneBodies = db.prepare(`UPDATE webhook_deliveries SET request_body = NULL
+    WHERE id IN (SELECT delivery_id FROM webhook_attempts WHERE id IN (${PRUNE_BATCH_SQL}))
+    AND request_body IS NOT NULL AND status <> 'pending' AND updated_at < ?1`)
+  const pruneAttempts = db.prepare(`UPDATE webhook_attempts SET request_url = NULL, request_headers = NULL, response_headers = NULL,
+    response_body = NULL, response_truncated = NULL WHERE id IN (${PRUNE_BATCH_SQL})`)
   // A success settles the event's other deliveries to the endpoint that wait (a retry beside a
   // replay): the receiver has it, so none is sent again, and none counts as pending. One leased
   // by an attempt in flight loses its lease, so that attempt's record leaves it settled.
@@ -184,7 +211,8 @@ export function createSqliteWebhookStore (
   const replayForget = db.prepare('DELETE FROM webhook_replays WHERE owner_key_id = ? AND hour < ?')
   const insertReplay = db.prepare(`INSERT INTO webhook_deliveries (webhook_id, event_id, origin, status, next_attempt_at, created_at, updated_at)
     VALUES (?, ?, 'replay', 'pending', ?, ?, ?)`)
-  const hasten = db.prepare(`UPDATE webhook_deliveries SET next_attempt_at = ?1, updated_at = ?1
+  // The retry made due now is this replay's attempt: its kind says so (replay_due).
+  const hasten = db.prepare(`UPDATE webhook_deliveries SET next_attempt_at = ?1, updated_at = ?1, replay_due = 1
     WHERE id = ?2 AND status = 'pending' AND next_attempt_at > ?1 AND (lease_until IS NULL OR lease_until < ?1)`)
   const ownerOf = (id: string): WebhookRow | undefined => byId.get(id) as WebhookRow | undefined
 
@@ -341,6 +369,16 @@ export function createSqliteWebhookStore (
         limit
       )
     },
+    async getAttempt (webhookId, attemptId) {
+      const row = attemptById.get(attemptId, webhookId) as AttemptDetailRow | undefined
+      return row === undefined ? null : toAttemptDetail(row)
+    },
+    async pruneAttemptDetails (before, max) {
+      return await writer.run(() => {
+        pruneBodies.run(before, max)
+        return Number(pruneAttempts.run(before, max).changes)
+      }, BOOKKEEPING)
+    },
     async fanOut (now, batch) {
       return await writer.run(() => {
         const { seq } = cursor.get() as { seq: number }
@@ -415,15 +453,22 @@ export function createSqliteWebhookStore (
     },
     async recordAttempt (record) {
       return await writer.run(() => {
+        const [url, sent, headers, body, truncated] = attemptDetailValues(record)
         insertAttempt.run(
           record.deliveryId,
           record.webhookId,
           record.attempt,
+          record.kind ?? null,
           record.at,
           record.outcome,
           record.status,
           record.error,
-          record.durationMs
+          record.durationMs,
+          url,
+          sent,
+          headers,
+          body,
+          truncated === null ? null : Number(truncated)
         )
         const status = record.outcome === 'succeeded' ? 'succeeded' : record.nextAttemptAt === null ? 'failed' : 'pending'
         settle.run(
@@ -433,6 +478,7 @@ export function createSqliteWebhookStore (
           record.status,
           record.error,
           record.at,
+          record.request?.body ?? null,
           record.deliveryId,
           record.leaseOwner
         )

@@ -1,0 +1,100 @@
+// The request log's recorder on its own (key-requests/key-requests.recorder.ts): the buffer is
+// bounded (the oldest ordinary request goes first, counted; refusals are kept apart), a flush is
+// one store call oldest first, and a failed flush keeps its batch. Faults caught: an unbounded
+// buffer under a flood; refusals pushed out by ordinary traffic; a batch lost to one failure.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { createRequestRecorder, refusalOf, type RequestFacts } from '../../src/key-requests/key-requests.recorder.ts'
+import type { KeyRequestRecord, KeyRequestStore } from '../../src/key-requests/key-requests.store.ts'
+
+function facts (keyId: number, at: number, status = 200): RequestFacts {
+  return {
+    keyId, at, method: 'GET', route: '/v1/pets', operationId: 'listPets', query: null, status,
+    code: status === 403 ? 'forbidden' : null, message: status === 403 ? 'needs admin' : null,
+    requestId: `r${at}`, latencyMs: 1, via: null, decision: null, role: 'admin', scope: null,
+    keyRole: 'customer', keyScopes: null
+  }
+}
+
+function fakeStore (): KeyRequestStore & { batches: KeyRequestRecord[][]; fail: boolean } {
+  const store = {
+    batches: [] as KeyRequestRecord[][],
+    fail: false,
+    async append (records: readonly KeyRequestRecord[]) {
+      if (store.fail) throw new Error('database down')
+      store.batches.push([...records])
+    },
+    async list () { return [] },
+    async prune () { return 0 },
+    async keysWithRefusalsBefore () { return [] }
+  }
+  return store
+}
+
+test('a full buffer drops its oldest ordinary requests, counted, and keeps every refusal; a flush is one call, oldest first', async () => {
+  const store = fakeStore()
+  const recorder = createRequestRecorder(store, { pendingMax: 4 })
+  recorder.record(facts(1, 1, 403))
+  for (let at = 2; at <= 7; at++) recorder.record(facts(at, at))
+  assert.equal(recorder.dropped(), 2, 'two ordinary requests of keys with nothing newer were lost')
+  await recorder.flush()
+  assert.equal(store.batches.length, 1)
+  assert.deepEqual(store.batches[0]!.map((r) => [r.at, r.refusal?.rule ?? null]), [
+    [1, 'role'], [4, null], [5, null], [6, null], [7, null]
+  ])
+  assert.deepEqual(recorder.takeWritten().sort(), [1, 4, 5, 6, 7])
+  assert.deepEqual(recorder.takeWritten(), [])
+  await recorder.flush()
+  assert.equal(store.batches.length, 1, 'nothing pending: no call')
+})
+
+test('a failed flush keeps its batch for the next one', async () => {
+  const store = fakeStore()
+  const recorder = createRequestRecorder(store)
+  recorder.record(facts(1, 1))
+  store.fail = true
+  await assert.rejects(recorder.flush(), /database down/)
+  store.fail = false
+  recorder.record(facts(1, 2))
+  await recorder.flush()
+  assert.deepEqual(store.batches.map((b) => b.map((r) => r.at)), [[1, 2]])
+})
+
+test('the rule of a refusal: the window used up (the day when both are), the ban, the role, the scope lacked', () => {
+  const window = (remaining: number, resetAt: number) => ({ limit: 60, remaining, resetAt })
+  const decision = (minute: number, day: number) => ({
+    allowed: false, code: 'rate_limited' as const, minute: window(minute, 60_000), day: window(day, 86_400_000),
+    retryAfterSeconds: 1, ban: null, banStarted: false
+  })
+  const limited = (d: ReturnType<typeof decision>) => refusalOf({ ...facts(1, 0, 429), code: 'rate_limited', message: 'm', decision: d })
+  assert.deepEqual(limited(decision(0, 5)), { rule: 'minute_window', message: 'm', limit: 60, resetAt: '1970-01-01T00:01:00.000Z' })
+  assert.deepEqual(limited(decision(0, 0)), { rule: 'day_window', message: 'm', limit: 60, resetAt: '1970-01-02T00:00:00.000Z' })
+  assert.deepEqual(refusalOf({
+    ...facts(1, 0, 429), code: 'api_key_banned', message: 'b',
+    decision: { ...decision(0, 5), code: 'api_key_banned', ban: { until: 900_000, reason: 'r', startedAt: 0, level: 1 } }
+  }), { rule: 'ban', message: 'b', until: '1970-01-01T00:15:00.000Z', reason: 'r' })
+  assert.deepEqual(refusalOf(facts(1, 0, 403)), { rule: 'role', message: 'needs admin', needed: 'admin' })
+  assert.deepEqual(refusalOf({
+    ...facts(1, 0, 403), code: 'insufficient_scope', message: 's', role: 'customer',
+    scope: ['catalog:read', 'orders:write'], keyScopes: new Set(['catalog:read'])
+  }), { rule: 'scope', message: 's', needed: 'orders:write' })
+  assert.equal(refusalOf({ ...facts(1, 0, 404), code: 'not_found' }), null)
+})
+
+// The pipeline's common case passes values (no object per request): what it writes must be what
+// record() writes of the same request, and a flood of one key writes only its newest KEEP_LAST.
+test('add() writes what record() writes; a key flooding past KEEP_LAST writes its newest, oldest first', async () => {
+  const store = fakeStore()
+  const recorder = createRequestRecorder(store, { pendingMax: 5000 })
+  recorder.record({ ...facts(9, 1), query: 'limit=2', via: 'mcp', status: 404, code: 'not_found' })
+  recorder.add(9, 2, 'GET', '/v1/pets', 'listPets', 'limit=2', 404, 'not_found', 'r2', 1, 'mcp')
+  await recorder.flush()
+  const [first, second] = store.batches[0]!
+  assert.deepEqual({ ...second, at: 1, requestId: 'r1' }, first)
+  for (let at = 1; at <= 1500; at++) recorder.add(3, at, 'GET', '/v1/pets/{petId}', 'getPetById', null, 200, null, `r${at}`, 0.5, null)
+  await recorder.flush()
+  const flood = store.batches[1]!
+  assert.equal(flood.length, 1000)
+  assert.deepEqual([flood[0]!.at, flood.at(-1)!.at, flood[0]!.requestId], [501, 1500, 'r501'])
+  assert.equal(recorder.dropped(), 0, 'the 500 older ones: the store would not keep them; nothing lost')
+})
