@@ -9,7 +9,7 @@ export function serverInstructions ({ repeatLimit, freeTools, feeds }: {
   /** The list tools whose every result carries the next cursor (a feed to poll). */
   feeds: readonly string[]
 }): string {
-  const free = freeTools.length === 0 ? '' : ` (${freeTools.join(', ')} costs nothing)`
+  const free = freeTools.length === 0 ? '' : ` (${freeTools.join(', ')} ${freeTools.length === 1 ? 'costs' : 'cost'} nothing)`
   const feed = feeds.length === 0
     ? ''
     : ` ${feeds.join(', ')} is a feed: its results always carry \`nextCursor\`; call again with it later for the events that came after.`
@@ -20,6 +20,8 @@ export function serverInstructions ({ repeatLimit, freeTools, feeds }: {
     `Loop breaker: the same tool with the same arguments more than ${repeatLimit} times in a minute is refused with \`tool_call_repeated\` (429): change the arguments, or wait \`retryAfter\` seconds.`,
     'Arguments are checked against each tool\'s inputSchema: a missing, unknown or malformed one is `validation_failed`, and `error.details` names each argument at fault.',
     `Lists: a result with more to come carries \`nextCursor\`: call the tool again with it as \`cursor\` and the other arguments unchanged.${feed}`,
-    'A deprecated tool says DEPRECATED in its description, and its results carry `deprecation` (since when, its sunset, what to call instead).'
+    'A result with `etag` is a version of a record: pass it as `ifMatch` to a change of that record, which is then refused with `412 precondition_failed` if the record changed since.',
+    'A deprecated tool says DEPRECATED in its description, and its results carry `deprecation` (since when, its sunset, what to call instead).',
+    'A tool\'s description is its operation\'s summary and the first sentences of its text; the API reference (`/docs`, `/openapi.json` on this server) has the rest, under the same operationId.'
   ].join('\n\n')
 }

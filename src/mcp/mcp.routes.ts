@@ -30,6 +30,7 @@ import { telemetry, type McpMessageFacts, type McpMessageSpan } from '../telemet
 import { argumentProblems } from './arguments.ts'
 import { toolDescription } from './describe.ts'
 import { serverInstructions } from './instructions.ts'
+import { listedInputSchema } from './listing.ts'
 import { PROMPTS, promptMessages } from './prompts.ts'
 import { createRepeatGuard } from './repeat.ts'
 import { answerResult, refusalContent, refusalResult, type ToolResult } from './results.ts'
@@ -180,6 +181,16 @@ export async function mcpRoutes (app: FastifyInstance, options: McpOptions): Pro
     }
     return text
   }
+  // The input schemas as tools/list shows them (listing.ts), made once per tool.
+  const listedInputs = new Map<string, { type: 'object' }>()
+  const listedInputOf = (tool: Tool): { type: 'object' } => {
+    let schema = listedInputs.get(tool.name)
+    if (schema === undefined) {
+      schema = listedInputSchema(tool.inputSchema) as { type: 'object' }
+      listedInputs.set(tool.name, schema)
+    }
+    return schema
+  }
   const toolsFor = (principal: Parameters<typeof mayCall>[1]): Tool[] =>
     options.tools.filter((tool) => mayCall(tool, principal))
   const instructions = serverInstructions({
@@ -310,9 +321,9 @@ export async function mcpRoutes (app: FastifyInstance, options: McpOptions): Pro
         name: t.name,
         title: t.title,
         description: descriptionOf(t),
-        inputSchema: t.inputSchema as { type: 'object' },
+        inputSchema: listedInputOf(t),
         outputSchema: t.outputSchema as { type: 'object' },
-        annotations: { title: t.title, ...t.annotations }
+        annotations: listedAnnotations(t.annotations)
       }))
     }))
     server.setRequestHandler(types.CallToolRequestSchema, async (call) => callTool(
@@ -427,6 +438,20 @@ export async function mcpRoutes (app: FastifyInstance, options: McpOptions): Pro
     request.rateLimit = null
     return reply.code(204).send()
   })
+}
+
+/**
+ * A tool's annotations as listed: a read's (readOnlyHint) destructive and idempotent hints mean
+ * nothing (MCP 2025-06-18), and a false one is what its absence says; the title is the tool's own
+ * (`title`). openWorldHint is always said: its absence would mean true.
+ */
+export function listedAnnotations (hints: Tool['annotations']): Partial<Tool['annotations']> {
+  if (hints.readOnlyHint) return { readOnlyHint: true, openWorldHint: false }
+  return {
+    destructiveHint: hints.destructiveHint,
+    ...(hints.idempotentHint && { idempotentHint: true }),
+    openWorldHint: false
+  }
 }
 
 /** An answer's JSON (every answer of the API is JSON, errors included), or its text if it is not. */

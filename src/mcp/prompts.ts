@@ -20,7 +20,7 @@ export const PROMPTS: Prompt[] = [
 export function promptMessages (name: string, args: Record<string, string>): GetPromptResult {
   const text = name === 'order-available-pet'
     ? [
-        `1. Call listPets with status "available"${args.name !== undefined ? ` and q "${args.name}"` : ''} and limit 20.`,
+        `1. Call listPets with status "available"${args.name !== undefined ? ` and name "${args.name}"` : ''} and limit 20.`,
         '2. Pick a pet; call getInventory to check its quantity covers the order.',
         `3. Call placeOrder with body { "petId": <the pet's id>, "quantity": ${args.quantity ?? '1'} }. Do not repeat the call on a timeout: the same call in this session creates one order.`,
         '4. If the result is an error with status 409 insufficient_stock or pet_not_available, pick another pet; with 429, wait retryAfter seconds.'

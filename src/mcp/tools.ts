@@ -94,7 +94,7 @@ export function toolOf (route: Pick<RouteOptions, 'method' | 'url' | 'schema' | 
   const idempotent = 'idempotency-key' in headers
   const ifMatch = 'if-match' in headers
   if (idempotent) {
-    properties.idempotencyKey = { ...plain(headers['idempotency-key']), description: 'Makes the create safe to retry. When absent, one is derived from the MCP session, the tool and its arguments, so the same call repeated in a session creates once.' }
+    properties.idempotencyKey = { ...plain(headers['idempotency-key']), description: 'Makes a retry safe across sessions; when absent, one is derived from the session, the tool and its arguments.' }
   }
   if (ifMatch) properties.ifMatch = { ...plain(headers['if-match']), description: 'The ETag the change applies to (If-Match).' }
   const deprecated = schema.deprecated === true || config.lifecycle?.deprecatedAt !== undefined
