@@ -16,7 +16,18 @@ const AUTOCANNON_SCRIPT = path.join(HERE, 'autocannon.ts')
 
 /** What one scenario sends; headers go on every request. */
 export type Load =
-  | { kind: 'static'; method: 'GET' | 'POST'; path: string; body?: string; headers: Record<string, string> }
+  | {
+    kind: 'static'
+    method: 'GET' | 'POST'
+    path: string
+    body?: string
+    headers: Record<string, string>
+    /**
+     * The status every answer must have when it is not a 2xx (the refusal row: 409): an answer
+     * with any other counts as a status error, and one with this status does not.
+     */
+    expectStatus?: number
+  }
   /** GET one of the paths per request, picked at random (so a cache sees the whole catalogue). */
   | { kind: 'paths'; paths: string[]; headers: Record<string, string> }
   /** Orders (a POST) on `orderers` connections, while the others GET the paths as 'paths' does. */
@@ -163,9 +174,24 @@ function luaHeaders (headers: Record<string, string>): string {
 function wrkScript (load: Load): string {
   const head = `-- Written by bench/load.ts for one slice of load (${load.kind}).\n${LUA_COMMON}${luaHeaders(load.headers)}`
   if (load.kind === 'static') {
-    return head + `wrk.method = ${lua(load.method)}\n`
-      + (load.body === undefined ? '' : `wrk.body = ${lua(load.body)}\nwrk.headers["content-type"] = "application/json"\n`) + `
+    const body = `wrk.method = ${lua(load.method)}\n`
+      + (load.body === undefined ? '' : `wrk.body = ${lua(load.body)}\nwrk.headers["content-type"] = "application/json"\n`)
+    if (load.expectStatus === undefined) {
+      return head + body + `
 function done (summary, latency, requests)
+  io.write('${RESULT_MARK}{' .. summary_json(summary, latency) .. '}\\n')
+end
+`
+    }
+    // wrk counts every answer >= 400 as a status error: here only those without the expected
+    // status are. The per-reply callback costs the generator (one thread, -t1), not the server.
+    return head + body + `
+unexpected = 0
+function response (status, headers, body)
+  if status ~= ${load.expectStatus} and (status < 200 or status > 299) then unexpected = unexpected + 1 end
+end
+function done (summary, latency, requests)
+  summary.errors.status = unexpected
   io.write('${RESULT_MARK}{' .. summary_json(summary, latency) .. '}\\n')
 end
 `
@@ -397,6 +423,42 @@ async function slice (
   const measured = await generator.run(target.base, load, connections, seconds)
   const stats = await target.stats?.()
   return stats === undefined ? measured : { ...measured, server: stats }
+}
+
+/**
+ * Several servers under the same load in the same rounds (--peers: ours and the peers): each round
+ * runs the bare server and every target one after the other, in an order that reverses every
+ * other round (ABBA, as measure), so each target's per-round ratio is to the bare slice of its
+ * own round, and two targets' per-round ratios to each other compare slices a few seconds apart.
+ */
+export async function measureTogether (
+  generator: Generator,
+  targets: { target: Target; load: Load }[],
+  bare: Target & { load: Load; slices: Slice[] },
+  options: { connections: number; slice: number; rounds: number; warmup: number }
+): Promise<Measured[]> {
+  for (const { target, load } of targets) {
+    if (options.warmup > 0) await generator.run(target.base, load, options.connections, options.warmup)
+  }
+  const out: Measured[] = targets.map(() => ({ slices: [], bare: [], ratios: [] }))
+  for (let round = 0; round < options.rounds; round++) {
+    const order = [-1, ...targets.keys()]
+    if (!(round % 4 === 0 || round % 4 === 3)) order.reverse()
+    const mine: Slice[] = []
+    let bareSlice: Slice | null = null
+    for (const i of order) {
+      if (i === -1) bareSlice = await slice(generator, bare, bare.load, options.connections, options.slice)
+      else mine[i] = await slice(generator, targets[i]!.target, targets[i]!.load, options.connections, options.slice)
+    }
+    bare.slices.push(bareSlice!)
+    const bareRate = bareSlice!.requests / bareSlice!.seconds
+    out.forEach((m, i) => {
+      m.slices.push(mine[i]!)
+      m.bare.push(bareSlice!)
+      m.ratios.push((mine[i]!.requests / mine[i]!.seconds) / bareRate)
+    })
+  }
+  return out
 }
 
 export async function measure (

@@ -13,8 +13,12 @@ export const USAGE = `usage: npm run bench -- [options]
                       the run fails (default 15)
   --connections N     concurrent connections (default 50)
   --pets N            pets in the catalogue the reads pick from (default 10000)
-  --only LIST         scenarios to run, comma-separated: get, id, list, rate_limit, orders, mixed,
-                      webhooks (default all)
+  --only LIST         scenarios to run, comma-separated: get, id, list, rate_limit, orders, refused,
+                      log (the read with the request log on vs REQUEST_LOG=off), mixed, webhooks
+                      (default all)
+  --peers             on SQLite, the reads by id and the orders also by two peers in the same rounds
+                      (json-server at its defaults, and bench/peers/afternoon.ts: node:sqlite, a key
+                      lookup, X-RateLimit headers), with our ratio to each (default off)
   --drain S           after the webhooks scenario's load, how long to wait at most for every
                       order.created to reach the receiver (default 120)
   --server-env LIST   extra environment for the API servers, comma-separated NAME=VALUE pairs (for
@@ -32,7 +36,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --out DIR           where latest.json and latest.md go (default bench/results, ignored by git)
   --no-pin            do not pin the server and the generator to their own cores with taskset`
 
-export const SCENARIO_IDS = ['get', 'id', 'list', 'rate_limit', 'orders', 'mixed', 'webhooks'] as const
+export const SCENARIO_IDS = ['get', 'id', 'list', 'rate_limit', 'orders', 'refused', 'log', 'mixed', 'webhooks'] as const
 export type ScenarioId = typeof SCENARIO_IDS[number]
 
 export type GeneratorChoice = 'auto' | 'wrk' | 'autocannon'
@@ -54,6 +58,8 @@ export interface Options {
   serverEnv: Record<string, string>
   /** 1: the usual setups; 2 or more: one instance against this many behind a proxy. */
   instances: number
+  /** --peers: json-server and the afternoon app beside our SQLite reads by id and orders. */
+  peers: boolean
   only: ReadonlySet<ScenarioId>
   generator: GeneratorChoice
   logLevel: string
@@ -91,6 +97,7 @@ export function parseOptions (args: string[]): Options | null {
       micro: { type: 'string', default: '1' },
       out: { type: 'string' },
       'no-pin': { type: 'boolean', default: false },
+      peers: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false }
     }
   })
@@ -130,6 +137,7 @@ export function parseOptions (args: string[]): Options | null {
     drain: integer('drain', values.drain, 1, 3600),
     instances: integer('instances', values.instances, 1, 16),
     serverEnv,
+    peers: values.peers,
     only,
     generator: values.generator,
     logLevel: values['log-level'],

@@ -94,16 +94,20 @@ export function killChildren (signal: NodeJS.Signals): void {
   for (const child of children) child.kill(signal)
 }
 
-/** `node bench/server.ts bare`, `… receiver` or `… petstore <settings>`, pinned to the CPUs given. */
+/** A peer of --peers (bench/peers/) on its seeded file. */
+export type PeerName = 'afternoon' | 'json-server'
+
+/** `node bench/server.ts bare`, `… receiver`, `… petstore <settings>` or a peer, pinned to the CPUs given. */
 export async function startServer (
   label: string,
   cpus: string | null,
-  mode: { bare: true } | { receiver: true } | { petstore: PetstoreChildSettings }
+  mode: { bare: true } | { receiver: true } | { petstore: PetstoreChildSettings } | { peer: PeerName; file: string }
 ): Promise<ChildServer> {
   const start = 'petstore' in mode ? startCommand() : { env: {}, flags: [] }
+  // A peer starts as its user would start it: plain `node`, none of our start command's flags.
   const args = 'petstore' in mode
     ? [...start.flags, SERVER_SCRIPT, 'petstore', JSON.stringify(mode.petstore)]
-    : [SERVER_SCRIPT, 'bare' in mode ? 'bare' : 'receiver']
+    : 'peer' in mode ? [SERVER_SCRIPT, mode.peer, mode.file] : [SERVER_SCRIPT, 'bare' in mode ? 'bare' : 'receiver']
   const [command, argv] = pinned(cpus, process.execPath, args)
   const child = spawn(command, argv, {
     // The server's settings (--server-env among them) are its process environment too, as with

@@ -9,6 +9,7 @@ import type { ScenarioId } from './options.ts'
 import type { MemoryParts, Stall, ThreadKind } from './server.ts'
 
 export type SetupId = 'sqlite' | 'postgres' | 'postgres-redis' | 'redis' | 'instances-1' | 'instances-n'
+  | 'peer-afternoon' | 'peer-json-server'
 
 export const SETUP_TITLES: Record<SetupId, string> = {
   sqlite: 'SQLite',
@@ -17,7 +18,10 @@ export const SETUP_TITLES: Record<SetupId, string> = {
   redis: 'SQLite + Redis limiter',
   // Named by instanceTitles once the run knows the count and the proxy.
   'instances-1': 'PostgreSQL + Redis, 1 instance behind a proxy',
-  'instances-n': 'PostgreSQL + Redis, N instances behind a proxy'
+  'instances-n': 'PostgreSQL + Redis, N instances behind a proxy',
+  // --peers (issue 51 item 4): the same read and order by what a user might pick instead.
+  'peer-afternoon': 'peer: afternoon Fastify app',
+  'peer-json-server': 'peer: json-server 0.17.4'
 }
 
 /** `--instances N`: the two setups' titles name the count and the proxy (nginx, or the node:http stand-in). */
@@ -63,6 +67,19 @@ export interface Row {
     deliveredPerSecDuringLoad: number
     drainSeconds: number | null
   }
+  /**
+   * A peer's row (--peers): our row of the same scenario over this one, measured in the same
+   * rounds. `ratio` is the median over the rounds of our req/s over the peer's, `range` their
+   * range; `cpuRatio` the peer's CPU µs/req over ours (above 1: we spend less a request).
+   */
+  versus?: { ours: string; ratio: number; range: [number, number]; cpuRatio: number | null }
+  /**
+   * The request log's row (scenario 'log'): the read's CPU µs/req on the setup's server (log on)
+   * and on one started with REQUEST_LOG=off, in the same rounds; the difference as a percentage
+   * of the log-on figure, overall (`pct`, from the sums of every round) and round by round
+   * (`range`), and the log-off server's req/s.
+   */
+  logCost?: { onUs: number; offUs: number; pct: number; range: [number, number]; offReqPerSec: number }
   /** Mixed run only. */
   mixed?: { readsPerSec: number; ordersPerSec: number; ordersShare: number; ordersP99Ms: number | null }
   /**
@@ -161,7 +178,94 @@ const TARGETS: Record<SetupId, Partial<Record<ScenarioId, Target>>> = {
   'postgres-redis': { get: { ratio: 0.33, p99Ratio: READ_P99.p99Ratio, text: `>= 0.33x, ${READ_P99.text}` } },
   redis: { get: READ_P99, id: READ_P99, mixed: MIXED_P99 },
   'instances-1': { get: READ_P99 },
-  'instances-n': { get: READ_P99 }
+  'instances-n': { get: READ_P99 },
+  // Their targets are on our ratio to them: versusRow.
+  'peer-afternoon': {},
+  'peer-json-server': {}
+}
+
+/**
+ * Issue 51 item 4: our reads at least 0.9x the afternoon app's, our orders at least 1x its
+ * durable ones. json-server's rows have no target: it keeps nothing durable (a file rewritten
+ * after the answer) and checks nothing, so the ratio is printed for what it is.
+ */
+const PEER_TARGETS: Partial<Record<SetupId, Partial<Record<ScenarioId, number>>>> = {
+  'peer-afternoon': { get: 0.9, orders: 1 }
+}
+
+/**
+ * A peer's row with our ratio to it, round by round (both measured in the same rounds by
+ * measureTogether), and its target when it has one.
+ */
+export function versusRow (peer: Row, ours: Row, peerMeasured: Measured, ourMeasured: Measured): Row {
+  if (peer.status !== 'ok' || ours.status !== 'ok') return peer
+  const rate = (s: Slice): number => s.requests / s.seconds
+  const ratios = ourMeasured.slices.map((s, i) => rate(s) / rate(peerMeasured.slices[i]!))
+  const cpuRatio = peer.cpuUsPerReq != null && ours.cpuUsPerReq != null && ours.cpuUsPerReq > 0
+    ? peer.cpuUsPerReq / ours.cpuUsPerReq
+    : null
+  const range: [number, number] = [Math.min(...ratios), Math.max(...ratios)]
+  const row: Row = { ...peer, versus: { ours: ours.title, ratio: median(ratios), range, cpuRatio } }
+  const target = PEER_TARGETS[peer.setup as SetupId]?.[peer.scenario as ScenarioId]
+  if (target !== undefined) {
+    row.target = `ours >= ${target}x its req/s`
+    row.met = row.versus!.ratio >= target
+  }
+  return row
+}
+
+/** Issue 50 (2.3), issue 51 (5): what the request log may add to a read's CPU, in percent. */
+export const LOG_COST_TARGET_PCT = 5
+
+/**
+ * The request log's row: the log-on server's figures (`on`, its row), with the CPU µs/req the
+ * log-off server spent in the same rounds subtracted, as a share of the log-on figure. CPU time
+ * per request, not req/s: on a shared machine it moves far less, and it is what the log adds.
+ */
+export function toggleRow (on: Row, onMeasured: Measured, offMeasured: Measured): Row {
+  if (on.status !== 'ok') return on
+  const offRow = cpuOf(offMeasured.slices, undefined)
+  const wrong = problems(offMeasured.slices)
+  if (wrong.length > 0) return { ...on, status: 'failed', reason: `the log-off server: ${wrong.join('; ')}` }
+  if (on.cpuUsPerReq == null || offRow.cpuUsPerReq === null) return on
+  const perRound = onMeasured.slices.map((s, i) => {
+    const off = offMeasured.slices[i]!
+    const onUs = s.server!.cpuUs / s.requests
+    return (onUs - off.server!.cpuUs / off.requests) / onUs * 100
+  })
+  const offRequests = sum(offMeasured.slices.map((s) => s.requests))
+  const offSeconds = sum(offMeasured.slices.map((s) => s.seconds))
+  const pct = (on.cpuUsPerReq - offRow.cpuUsPerReq) / on.cpuUsPerReq * 100
+  return {
+    ...on,
+    logCost: {
+      onUs: on.cpuUsPerReq,
+      offUs: offRow.cpuUsPerReq,
+      pct,
+      range: [Math.min(...perRound), Math.max(...perRound)],
+      offReqPerSec: offSeconds > 0 ? offRequests / offSeconds : 0
+    },
+    target: `log <= ${LOG_COST_TARGET_PCT}% of the read's CPU µs/req`,
+    met: pct <= LOG_COST_TARGET_PCT
+  }
+}
+
+/** The request log's row, in a few words. */
+export function logCostText (c: NonNullable<Row['logCost']>): string {
+  return `log ${c.pct.toFixed(1)}% of the read's CPU: ${c.onUs.toFixed(1)} µs/req on, ${c.offUs.toFixed(1)} off `
+    + `(${fmtInt(c.offReqPerSec)} req/s), rounds ${c.range[0].toFixed(1)}% to ${c.range[1].toFixed(1)}%`
+}
+
+/**
+ * Issue 51 item 1: an order refused at the owner's cap costs no more than a placed one: its CPU
+ * per request at most the orders row's, measured beside it on the same setup.
+ */
+export function refusalCheck (rows: Row[]): void {
+  const placed = rows.find((r) => r.scenario === 'orders' && r.status === 'ok')
+  const refused = rows.find((r) => r.scenario === 'refused' && r.status === 'ok')
+  if (placed?.cpuUsPerReq == null || refused?.cpuUsPerReq == null) return
+  refused.target = `CPU µs/req <= the placed orders' (${placed.cpuUsPerReq.toFixed(1)})`
+  refused.met = refused.cpuUsPerReq <= placed.cpuUsPerReq
 }
 const RSS_TARGET = { afterMiB: 128, text: '< 128 MiB after' }
 
@@ -396,7 +500,11 @@ function cells (row: Row): string[] {
   if (row.status !== 'ok') return [setup, row.title, '-', '-', '-', '-', '-', row.status === 'skipped' ? 'skipped (below)' : 'FAILED (below)', '', '-', '-', row.target ?? '', '', load]
   const title = row.mixed !== undefined
     ? `${row.title} (orders ${(row.mixed.ordersShare * 100).toFixed(0)}%, their p99 ${fmtMs(row.mixed.ordersP99Ms)} ms)`
-    : row.webhook !== undefined ? `${row.title} (${webhookText(row.webhook)})` : row.title
+    : row.webhook !== undefined
+      ? `${row.title} (${webhookText(row.webhook)})`
+      : row.versus !== undefined
+        ? `${row.title} (${versusText(row.versus)})`
+        : row.logCost !== undefined ? `${row.title} (${logCostText(row.logCost)})` : row.title
   const reference = row.ratioRange === null
   return [
     setup, title, fmtInt(row.reqPerSec), fmtMs(row.p50Ms), fmtMs(row.p99Ms),
@@ -407,6 +515,12 @@ function cells (row: Row): string[] {
     reference ? '1' : row.cpuRatio === null || row.cpuRatio === undefined ? '-' : fmtRatio(row.cpuRatio),
     row.target ?? '', fmtMet(row.met), load
   ]
+}
+
+/** A peer row's comparison, in a few words. */
+export function versusText (v: NonNullable<Row['versus']>): string {
+  const cpu = v.cpuRatio === null ? '' : `; its CPU µs/req ${fmtRatio(v.cpuRatio)} ours`
+  return `ours ${fmtRatio(v.ratio)} its req/s in the same rounds, ${fmtRatio(v.range[0])}-${fmtRatio(v.range[1])}${cpu}`
 }
 
 /** The webhooks row's deliveries, in a few words. */

@@ -27,21 +27,37 @@ import { createSqliteStores } from '../src/storage/sqlite/index.ts'
 import type { Stores } from '../src/storage/stores.ts'
 import { deleteRedisKeys, postgresUnavailableReason, redisUnavailableReason, safeUrl, withPostgres } from '../scripts/services.ts'
 import { microBenchmark } from './limiter.ts'
-import { GeneratorMissing, measure, openGenerator, plainWrk, type Generator, type PlainRun, type Slice } from './load.ts'
+import {
+  GeneratorMissing,
+  measure,
+  measureTogether,
+  openGenerator,
+  plainWrk,
+  type Generator,
+  type Load,
+  type Measured,
+  type PlainRun,
+  type Slice
+} from './load.ts'
 import { parseOptions, USAGE, type Options } from './options.ts'
 import { hasCommand, killChildren, placement, startServer, type ChildServer, type Placement } from './processes.ts'
 import {
   bareRow,
   failedRow,
   instanceTitles,
+  logCostText,
   memoryRow,
   notesOf,
   referenceCheck,
+  refusalCheck,
   renderText,
   save,
   scenarioRow,
   SETUP_TITLES,
   successorCheck,
+  toggleRow,
+  versusRow,
+  versusText,
   webhookText,
   type Document,
   type Memory,
@@ -50,7 +66,18 @@ import {
   type Row,
   type SetupId
 } from './report.ts'
-import { BARE_LOAD, BARE_PROBE, probe, scenarios, seed, type Seeded } from './scenarios.ts'
+import {
+  BARE_LOAD,
+  BARE_PROBE,
+  ORDER_STOCK,
+  probe,
+  scenarios,
+  seed,
+  type Probe,
+  type Scenario,
+  type Seeded
+} from './scenarios.ts'
+import { seedPeers, type PeerFiles } from './peers/seed.ts'
 import type { PetstoreChildSettings, ProcessStats } from './server.ts'
 import { instanceLayout, startInstances } from './instances.ts'
 import { RECEIVER_HOST, withWebhook } from './webhooks.ts'
@@ -108,6 +135,51 @@ interface Run {
   memory: Memory[]
   /** The webhook receiver, started on the generator's core for the first webhooks scenario. */
   receiver: () => Promise<ChildServer>
+  /** --peers: the two peers, started on the servers' core, measured beside the SQLite setup. */
+  peers: Peers | null
+}
+
+interface Peer {
+  setup: 'peer-afternoon' | 'peer-json-server'
+  server: ChildServer
+  load: (scenario: Scenario) => Load
+  probe: (scenario: Scenario) => Probe
+}
+type Peers = Peer[]
+
+/**
+ * The peers of --peers on their seeded files, each the same read (a random pet of the catalogue)
+ * and the same order (one unit of the stocked pet) as ours, by its own paths and key.
+ */
+async function startPeers (place: Placement, files: PeerFiles, seeded: Seeded): Promise<Peers> {
+  const orderBody = JSON.stringify({ petId: seeded.orderPetId, quantity: 1 })
+  const probeId = seeded.petIds[Math.floor(seeded.petIds.length / 2)]!
+  const peer = (
+    setup: Peer['setup'],
+    server: ChildServer,
+    paths: { pet: string; orders: string },
+    headers: Record<string, string>
+  ): Peer => ({
+    setup,
+    server,
+    load: (scenario) => scenario.id === 'get'
+      ? { kind: 'paths', paths: seeded.petIds.map((id) => `${paths.pet}${id}`), headers }
+      : { kind: 'static', method: 'POST', path: paths.orders, body: orderBody, headers },
+    probe: (scenario) => scenario.id === 'get'
+      ? {
+          method: 'GET', path: `${paths.pet}${probeId}`, expectStatus: 200,
+          check: (_r, body) => (body as { id?: number } | null)?.id === probeId ? null : 'expected the pet'
+        }
+      : { method: 'POST', path: paths.orders, body: orderBody, expectStatus: 201, check: () => null }
+  })
+  const [afternoon, jsonServer] = await Promise.all([
+    startServer('afternoon app', place.server, { peer: 'afternoon', file: files.afternoonFile }),
+    startServer('json-server', place.server, { peer: 'json-server', file: files.jsonServerFile })
+  ])
+  return [
+    peer('peer-afternoon', afternoon, { pet: '/v1/pets/', orders: '/v1/store/orders' }, { 'x-api-key': files.afternoonKey }),
+    peer('peer-json-server', jsonServer, { pet: '/pets/', orders: '/orders' }, {})
+  ]
 }
 
 function report (run: Run, row: Row): void {
@@ -120,7 +192,11 @@ function report (run: Run, row: Row): void {
     ? ''
     : ` (${row.p99Ratio.toFixed(2)}x bare's ${row.bareP99Ms?.toFixed(2) ?? '-'} ms)`
   const rate = `${Math.round(row.reqPerSec ?? 0).toLocaleString('en-US')} ${row.webhook === undefined ? 'req/s' : 'orders/s'}`
-  const hooks = row.webhook === undefined ? '' : `; ${webhookText(row.webhook)}`
+  const hooks = row.webhook !== undefined
+    ? `; ${webhookText(row.webhook)}`
+    : row.versus !== undefined
+      ? `; ${versusText(row.versus)}`
+      : row.logCost !== undefined ? `; ${logCostText(row.logCost)}` : ''
   const figures = row.status === 'ok'
     ? `${rate}, p50 ${row.p50Ms?.toFixed(2)} ms, p99 ${row.p99Ms?.toFixed(2)} ms${p99}, ${row.ratio?.toFixed(2)}x of bare node:http${cpu}${hooks}`
     : `${row.status.toUpperCase()}: ${row.reason ?? ''}`
@@ -159,56 +235,200 @@ async function runSetup (
     ? await startServer(SETUP_TITLES[setup], run.place.server, settings)
     : await start(settings.petstore)
   const rows: Row[] = []
+  const all = scenarios(seeded, run.opts.only, run.opts.connections)
+  // A scenario with an environment of its own (the refusal row's cap) runs on a server of its
+  // own, after this one has stopped, on the same database.
+  const apart = all.filter((scenario) => scenario.serverEnv !== undefined)
+  // A row of two servers (the request log on vs off) runs while this one is up, beside a second.
+  const toggled = all.filter((scenario) => scenario.versusEnv !== undefined)
   try {
     const rssStart = await server.rss()
-    const headers = { 'x-api-key': seeded.apiKey }
-    for (const scenario of scenarios(seeded, run.opts.only, run.opts.connections)) {
-      let row: Row
-      const loadAverage = Math.round(os.loadavg()[0]! * 10) / 10
-      const probeAndMeasure = async (): Promise<Row> => {
-        const wrong = await probe(server.base, headers, scenario.probe).catch((error: unknown) => `the probe failed: ${describe(error)}`)
-        if (wrong !== null) return failedRow(setup, scenario, wrong)
-        const slice = scenario.id === 'mixed' ? run.opts.mixedSlice : run.opts.slice
-        return await measure(
-          run.generator,
-          { base: server.base, stats: () => server.stats() },
-          scenario.load,
-          { ...run.bare, load: BARE_LOAD },
-          { ...run.opts, slice }
-        ).then(
-          (measured) => scenarioRow(setup, scenario, measured),
-          (error: unknown) => failedRow(setup, scenario, describe(error))
-        )
-      }
-      if (scenario.webhookPetId === undefined) {
-        row = await probeAndMeasure()
-      } else {
-        const petId = scenario.webhookPetId
-        row = await run.receiver()
-          .then((receiver) => withWebhook(
-            { base: server.base, headers },
-            receiver,
-            { hookPath: `/hooks/${setup}`, petId, drainSeconds: run.opts.drain },
-            probeAndMeasure
-          ))
-          .then(({ result, webhook }) => {
-            const measured: Row = { ...result, webhook }
-            if (result.status === 'ok' && webhook.drainSeconds === null) {
-              return { ...measured, status: 'failed' as const, reason: `${webhook.delivered} of ${webhook.orders} order.created reached the receiver within ${run.opts.drain} s after the load (--drain)` }
-            }
-            return measured
-          }, (error: unknown) => failedRow(setup, scenario, describe(error)))
-      }
-      row.loadAverage = loadAverage
-      rows.push(row)
-      report(run, row)
-    }
+    const together = all.filter((scenario) => scenario.serverEnv === undefined && scenario.versusEnv === undefined)
+    await measureOn(run, setup, server, together, rows)
     successorCheck(rows)
     run.memory.push(memoryRow(setup, rssStart, await server.rss()))
+    for (const scenario of toggled) {
+      const own = { petstore: { env: { ...settings.petstore.env, ...scenario.versusEnv } } }
+      const label = `${SETUP_TITLES[setup]}, ${Object.entries(scenario.versusEnv!).map(([k, v]) => `${k}=${v}`).join(' ')}`
+      const other = start === undefined
+        ? await startServer(label, run.place.server, own)
+        : await start(own.petstore)
+      try {
+        const loadAverage = Math.round(os.loadavg()[0]! * 10) / 10
+        const row = await measureToggle(run, setup, scenario, server, other)
+        row.loadAverage = loadAverage
+        rows.push(row)
+        report(run, row)
+      } finally {
+        await other.stop()
+      }
+    }
   } finally {
     await server.stop()
   }
+  for (const scenario of apart) {
+    const own = { petstore: { env: { ...settings.petstore.env, ...scenario.serverEnv } } }
+    const alone = start === undefined
+      ? await startServer(SETUP_TITLES[setup], run.place.server, own)
+      : await start(own.petstore)
+    try {
+      await measureOn(run, setup, alone, [scenario], rows)
+    } finally {
+      await alone.stop()
+    }
+  }
+  refusalCheck(rows)
   return rows
+}
+
+/** Measures the scenarios, one after the other, against one server; adds their rows to `rows`. */
+async function measureOn (run: Run, setup: SetupId, server: ChildServer, list: Scenario[], rows: Row[]): Promise<void> {
+  for (const scenario of list) {
+    const headers = scenario.load.headers
+    let row: Row
+    const loadAverage = Math.round(os.loadavg()[0]! * 10) / 10
+    const prepared = await scenario.prepare?.(server.base).catch((error: unknown) => `preparing failed: ${describe(error)}`) ?? null
+    if (prepared !== null) {
+      row = failedRow(setup, scenario, prepared)
+      row.loadAverage = loadAverage
+      rows.push(row)
+      report(run, row)
+      continue
+    }
+    const peers = setup === 'sqlite' && (scenario.id === 'get' || scenario.id === 'orders') ? run.peers : null
+    if (peers !== null) {
+      for (const r of await measureWithPeers(run, setup, scenario, server, headers, peers)) {
+        r.loadAverage = loadAverage
+        rows.push(r)
+        report(run, r)
+      }
+      continue
+    }
+    const probeAndMeasure = async (): Promise<Row> => {
+      const wrong = await probe(server.base, headers, scenario.probe).catch((error: unknown) => `the probe failed: ${describe(error)}`)
+      if (wrong !== null) return failedRow(setup, scenario, wrong)
+      const slice = scenario.id === 'mixed' ? run.opts.mixedSlice : run.opts.slice
+      return await measure(
+        run.generator,
+        { base: server.base, stats: () => server.stats() },
+        scenario.load,
+        { ...run.bare, load: BARE_LOAD },
+        { ...run.opts, slice }
+      ).then(
+        (measured) => scenarioRow(setup, scenario, measured),
+        (error: unknown) => failedRow(setup, scenario, describe(error))
+      )
+    }
+    if (scenario.webhookPetId === undefined) {
+      row = await probeAndMeasure()
+    } else {
+      const petId = scenario.webhookPetId
+      row = await run.receiver()
+        .then((receiver) => withWebhook(
+          { base: server.base, headers },
+          receiver,
+          { hookPath: `/hooks/${setup}`, petId, drainSeconds: run.opts.drain },
+          probeAndMeasure
+        ))
+        .then(({ result, webhook }) => {
+          const measured: Row = { ...result, webhook }
+          if (result.status === 'ok' && webhook.drainSeconds === null) {
+            return { ...measured, status: 'failed' as const, reason: `${webhook.delivered} of ${webhook.orders} order.created reached the receiver within ${run.opts.drain} s after the load (--drain)` }
+          }
+          return measured
+        }, (error: unknown) => failedRow(setup, scenario, describe(error)))
+    }
+    row.loadAverage = loadAverage
+    rows.push(row)
+    report(run, row)
+  }
+}
+
+/**
+ * The request log's row: the same load against `on` (the setup's server) and `off` (one started
+ * with the scenario's versusEnv) in the same rounds; the row is `on`'s, with the CPU `off` spared.
+ */
+async function measureToggle (
+  run: Run,
+  setup: SetupId,
+  scenario: Scenario,
+  on: ChildServer,
+  off: ChildServer
+): Promise<Row> {
+  for (const server of [on, off]) {
+    const wrong = await probe(server.base, scenario.load.headers, scenario.probe)
+      .catch((error: unknown) => `the probe failed: ${describe(error)}`)
+    if (wrong !== null) return failedRow(setup, scenario, wrong)
+  }
+  try {
+    const [onMeasured, offMeasured] = await measureTogether(
+      run.generator,
+      [on, off].map((server) => ({ target: { base: server.base, stats: () => server.stats() }, load: scenario.load })),
+      { ...run.bare, load: BARE_LOAD },
+      run.opts
+    )
+    return toggleRow(scenarioRow(setup, scenario, onMeasured!), onMeasured!, offMeasured!)
+  } catch (error) {
+    return failedRow(setup, scenario, describe(error))
+  }
+}
+
+/**
+ * --peers: our scenario and each peer's, in the same rounds (measureTogether); our row, then each
+ * peer's row with our ratio to it.
+ */
+async function measureWithPeers (
+  run: Run,
+  setup: SetupId,
+  scenario: Scenario,
+  server: ChildServer,
+  headers: Record<string, string>,
+  peers: Peers
+): Promise<Row[]> {
+  const peerScenario = (of: Scenario): Scenario => ({ ...scenario, title: of.id === 'get' ? 'GET a pet by id' : 'POST an order',
+    note: of.id === 'get'
+      ? 'the same random pet per request as ours, by the peer\'s own path; the afternoon app is bench/peers/afternoon.ts '
+      + '(Fastify, node:sqlite, a key lookup per request, X-RateLimit-Limit and -Remaining), json-server runs at its '
+      + 'defaults (request log, CORS, gzip, lowdb file)'
+      : 'one unit of the same pet per order, by the peer\'s own path: the afternoon app commits each order alone '
+        + '(synchronous=FULL, an fsync per order); json-server rewrites its db.json, keeps no stock'
+  })
+  const wrong = await probe(server.base, headers, scenario.probe).catch((error: unknown) => `the probe failed: ${describe(error)}`)
+  if (wrong !== null) return [failedRow(setup, scenario, wrong)]
+  const measured: Peer[] = []
+  const failed: Row[] = []
+  for (const peer of peers) {
+    const peerWrong = await probe(peer.server.base, peer.load(scenario).headers, peer.probe(scenario))
+      .catch((error: unknown) => `the probe failed: ${describe(error)}`)
+    if (peerWrong === null) measured.push(peer)
+    else failed.push(failedRow(peer.setup, peerScenario(scenario), peerWrong))
+  }
+  let results: Measured[]
+  try {
+    results = await measureTogether(
+      run.generator,
+      [
+        { target: { base: server.base, stats: () => server.stats() }, load: scenario.load },
+        ...measured.map((peer) => ({
+          target: { base: peer.server.base, stats: () => peer.server.stats() },
+          load: peer.load(scenario)
+        }))
+      ],
+      { ...run.bare, load: BARE_LOAD },
+      run.opts
+    )
+  } catch (error) {
+    return [failedRow(setup, scenario, describe(error)), ...failed]
+  }
+  const ours = scenarioRow(setup, scenario, results[0]!)
+  return [
+    ours,
+    ...measured.map((peer, i) => {
+      const theirs = results[i + 1]!
+      return versusRow(scenarioRow(peer.setup, peerScenario(scenario), theirs), ours, theirs, results[0]!)
+    }),
+    ...failed
+  ]
 }
 
 /** The sum of the day counters under the prefix: proof that the requests went through Redis. */
@@ -383,7 +603,16 @@ async function main (): Promise<number> {
       bare: { base: bare.base, stats: () => bare.stats(), slices: bareSlices },
       rows,
       memory,
-      receiver: startReceiver
+      receiver: startReceiver,
+      peers: null
+    }
+    if (opts.peers && opts.instances === 1) {
+      // The peers' files on the real disk beside ours: their commits pay for durability as ours do.
+      const files = await seedPeers(dir, sqliteSeed!.pets, sqliteSeed!.orderPetId, ORDER_STOCK)
+      const peers = await startPeers(place, files, sqliteSeed!)
+      cleanups.push(() => Promise.all(peers.map((peer) => peer.server.stop())))
+      run.peers = peers
+      process.stdout.write(`  (peers: ${peers.map((peer) => SETUP_TITLES[peer.setup]).join('; ')}; on SQLite's reads by id and orders, in the same rounds)\n`)
     }
     const redisReason = opts.redisUrl === null ? 'turned off with --redis off' : await redisUnavailableReason(opts.redisUrl)
     if (opts.instances > 1) {
@@ -445,8 +674,10 @@ async function main (): Promise<number> {
         client.on('error', () => {})
         await client.connect()
         cleanups.push(async () => { await deleteRedisKeys(client, prefix); client.disconnect() })
-        // The webhooks scenario runs on SQLite and PostgreSQL only (issue 31).
-        const only = new Set([...opts.only].filter((id) => id !== 'webhooks'))
+        // The webhooks scenario runs on SQLite and PostgreSQL only (issue 31), and so do the
+        // refusal at the cap (issue 51: the store's count, which the limiter does not change) and
+        // the request log's row (its cost is the recording and the flush, not the limiter).
+        const only = new Set([...opts.only].filter((id) => id !== 'webhooks' && id !== 'refused' && id !== 'log'))
         const redisRows = await runSetup(
           { ...run, opts: { ...opts, only } },
           'redis',

@@ -7,6 +7,8 @@
 //                                             startServer, as `petstore serve` starts it
 //   node bench/server.ts receiver             a webhook receiver: answers 204 to every POST
 //                                             and counts the deliveries by path and event type
+//   node bench/server.ts afternoon FILE       a peer (--peers): bench/peers/afternoon.ts on FILE
+//   node bench/server.ts json-server FILE     a peer (--peers): json-server at its defaults on FILE
 //
 // Either way it listens on 127.0.0.1, port 0, and tells the parent the port over IPC
 // ({ type: 'ready', port }). It answers 'rss' with its resident set size (and its parts), 'stats' with what the
@@ -19,8 +21,6 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { getHeapSpaceStatistics } from 'node:v8'
 import type { AddressInfo } from 'node:net'
 import { constants, monitorEventLoopDelay, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks'
-import { loadConfig } from '../src/config.ts'
-import { startServer } from '../src/server.ts'
 
 /** What the parent passes to a petstore child, as JSON in argv[3]. */
 export interface PetstoreChildSettings {
@@ -355,10 +355,29 @@ async function receiver (): Promise<{ stop: () => Promise<void>; deliveries: () 
 
 /** The very composition `petstore serve` runs (logger, metrics, ban sync, drain), on port 0. */
 async function petstore (settings: PetstoreChildSettings): Promise<() => Promise<void>> {
+  // Imported here, not at the top: the peers' children (--peers) never load the API.
+  const [{ loadConfig }, { startServer }] = await Promise.all([import('../src/config.ts'), import('../src/server.ts')])
   const config = loadConfig({ ...settings.env, HOST: '127.0.0.1', PORT: '0' })
   const running = await startServer(config)
   send({ type: 'ready', port: Number(new URL(running.url).port) })
   return () => running.close()
+}
+
+/** The afternoon app (bench/peers/afternoon.ts) on its seeded file. */
+async function afternoon (file: string): Promise<() => Promise<void>> {
+  const { buildAfternoonApp } = await import('./peers/afternoon.ts')
+  const app = buildAfternoonApp(file)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  send({ type: 'ready', port: (app.server.address() as AddressInfo).port })
+  return () => app.close()
+}
+
+/** json-server at its defaults (bench/peers/json-server.ts) on its db.json. */
+async function jsonServer (file: string): Promise<() => Promise<void>> {
+  const { startJsonServer } = await import('./peers/json-server.ts')
+  const running = await startJsonServer(file)
+  send({ type: 'ready', port: running.port })
+  return running.close
 }
 
 async function main (): Promise<void> {
@@ -368,7 +387,9 @@ async function main (): Promise<void> {
   if (mode === 'bare') stop = await bare()
   else if (mode === 'petstore' && json !== undefined) stop = await petstore(JSON.parse(json) as PetstoreChildSettings)
   else if (mode === 'receiver') ({ stop, deliveries } = await receiver())
-  else throw new Error('usage: node bench/server.ts bare | petstore <settings json> | receiver (started by bench/run.ts)')
+  else if (mode === 'afternoon' && json !== undefined) stop = await afternoon(json)
+  else if (mode === 'json-server' && json !== undefined) stop = await jsonServer(json)
+  else throw new Error('usage: node bench/server.ts bare | petstore <settings json> | receiver | afternoon FILE | json-server FILE (started by bench/run.ts)')
 
   let stopping = false
   const shutdown = (): void => {

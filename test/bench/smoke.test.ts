@@ -115,6 +115,49 @@ test('npm run bench, one second per slice: the reference, a random-pet read, ord
   assert.match(markdown, /\| SQLite \| POST \/v1\/store\/orders \| [\d,]+ \|/)
 })
 
+test('npm run bench -- --peers: json-server and the afternoon app in the same rounds as our reads and orders, each with our ratio to it; the refusal at the cap beside the orders; the request log on vs off', { timeout: 150_000 }, async (t) => {
+  wrk.check()
+  const { stdout, doc } = await bench(t, ['--only', 'get,orders,refused,log', '--peers'])
+  assert.equal(doc.ok, true, doc.failures.join('\n'))
+  assert.deepEqual(doc.rows.map((r) => [r.setup, r.scenario, r.status]), [
+    ['bare', 'bare', 'ok'],
+    ['sqlite', 'get', 'ok'],
+    ['peer-afternoon', 'get', 'ok'],
+    ['peer-json-server', 'get', 'ok'],
+    ['sqlite', 'orders', 'ok'],
+    ['peer-afternoon', 'orders', 'ok'],
+    ['peer-json-server', 'orders', 'ok'],
+    ['sqlite', 'log', 'ok'],
+    ['sqlite', 'refused', 'ok'],
+    ['postgres', 'all', 'skipped'],
+    ['redis', 'all', 'skipped']
+  ])
+  for (const row of doc.rows.filter((r) => r.status === 'ok')) assertMeasured(row, row.title)
+  // Same rounds: as many slices of each peer as of ours, and a ratio to it from each round.
+  for (const peer of doc.rows.filter((r) => r.setup.startsWith('peer-'))) {
+    const ours = doc.rows.find((r) => r.setup === 'sqlite' && r.scenario === peer.scenario)!
+    assert.equal(peer.roundStats?.length, ours.roundStats?.length)
+    assert.ok(peer.versus !== undefined, peer.title)
+    assert.ok(peer.versus.ratio > 0 && peer.versus.ours === ours.title, JSON.stringify(peer.versus))
+    assert.ok(peer.versus.range[0] <= peer.versus.ratio && peer.versus.ratio <= peer.versus.range[1])
+    assert.ok((peer.versus.cpuRatio ?? 0) > 0)
+  }
+  assert.deepEqual(doc.rows.filter((r) => r.setup.startsWith('peer-')).map((r) => r.target),
+    ['ours >= 0.9x its req/s', null, 'ours >= 1x its req/s', null])
+  const refused = doc.rows.find((r) => r.scenario === 'refused')!
+  assert.match(refused.target ?? '', /^CPU µs\/req <= the placed orders' \([\d.]+\)$/)
+  // The request log's row: both servers measured (CPU of each), the difference as a share of the
+  // log-on server's, its target and a verdict.
+  const log = doc.rows.find((r) => r.scenario === 'log')!
+  assert.ok(log.logCost !== undefined, JSON.stringify(log))
+  assert.ok(log.logCost.onUs > 0 && log.logCost.offUs > 0 && log.logCost.offReqPerSec > 0, JSON.stringify(log.logCost))
+  assert.ok(Math.abs(log.logCost.pct - (log.logCost.onUs - log.logCost.offUs) / log.logCost.onUs * 100) < 1e-9)
+  assert.equal(log.target, 'log <= 5% of the read\'s CPU µs/req')
+  assert.equal(log.met, log.logCost.pct <= 5)
+  assert.match(stdout, /GET \/v1\/pets\/\{id\}, request log on vs off: .*log -?[\d.]+% of the read's CPU: [\d.]+ µs\/req on, [\d.]+ off/)
+  assert.match(stdout, /peer: json-server 0\.17\.4, GET a pet by id: .*ours [\d.]+x its req\/s in the same rounds/)
+})
+
 test('the autocannon fallback: a static GET, a POST, random paths and the mixed run, each from its own process, parsed into counts and latencies', { timeout: 60_000 }, async (t) => {
   // A local server that answers 201 to POST and 200 to GET, and counts what it saw.
   const seen = { get: 0, post: 0 }
@@ -123,7 +166,8 @@ test('the autocannon fallback: a static GET, a POST, random paths and the mixed 
     request.on('end', () => {
       if (request.method === 'POST') seen.post++
       else seen.get++
-      response.writeHead(request.method === 'POST' ? 201 : 200, { 'content-type': 'application/json' }).end('{}')
+      const status = request.url === '/refuse' ? 409 : request.method === 'POST' ? 201 : 200
+      response.writeHead(status, { 'content-type': 'application/json' }).end('{}')
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -138,7 +182,9 @@ test('the autocannon fallback: a static GET, a POST, random paths and the mixed 
     { kind: 'static', method: 'GET', path: '/x', headers },
     { kind: 'static', method: 'POST', path: order.path, body: order.body, headers },
     { kind: 'paths', paths: ['/a', '/b'], headers },
-    { kind: 'mixed', paths: ['/a', '/b'], orderers: 1, order, headers }
+    { kind: 'mixed', paths: ['/a', '/b'], orderers: 1, order, headers },
+    // The refusal row's load: a 409 is what it expects, so not a status error.
+    { kind: 'static', method: 'POST', path: '/refuse', body: order.body, headers, expectStatus: 409 }
   ]
   // One after the other: they share this process's server.
   for (const load of loads) slices.push(await generator.run(base, load, 2, 1))

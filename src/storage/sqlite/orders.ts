@@ -11,7 +11,7 @@ import {
   type OrderStore
 } from '../../orders/orders.store.ts'
 import type { IfMatch } from '../../shared/store.ts'
-import { notFound } from '../../errors.ts'
+import { AppError, notFound } from '../../errors.ts'
 import { cooldownRefusal, lapsed, openOrder, orderLimitRefusal, orderRefusal, visibleOrder } from '../checks.ts'
 import { idempotentCreate } from '../idempotency.ts'
 import { lowStockEvents, orderEvent } from '../order-events.ts'
@@ -22,8 +22,12 @@ import type { SqliteIdempotency } from './idempotency.ts'
 import type { SqliteEventLog } from './events.ts'
 import { INVENTORY_COLUMNS, ORDER_COLUMNS, toInventory, toOrder, type InventoryRow, type OrderRow } from '../rows.ts'
 
-/** Rule 10's sweep of one pet, for the stores whose changes must not count its lapsed orders (orders, inventory). */
-export type PetSweep = (petId: number, now: number, cooldownMs: number) => number
+/**
+ * Rule 10's sweep of one pet, for the stores whose changes must not count its lapsed orders
+ * (orders, inventory). Skipped while none of the pet's open orders can have lapsed (PetHolds);
+ * `force` sweeps anyway (the periodic sweep, which found the pet by its lapsed orders).
+ */
+export type PetSweep = (petId: number, now: number, cooldownMs: number, force?: boolean) => number
 
 /**
  * Inside a writer transaction: deletes the pet's open orders expired at `now` and returns their
@@ -34,15 +38,26 @@ export function createPetSweep (db: Db, cache: PetCache, events: SqliteEventLog)
   const expiredOf = db.prepare(`DELETE FROM orders WHERE pet_id = ? AND complete = 0 AND expires_at <= ? RETURNING ${ORDER_COLUMNS}`)
   const returnStock = db.prepare(`UPDATE pets SET stock = stock + ?,
     status = CASE WHEN status = 'pending' THEN 'available' ELSE status END, version = version + 1 WHERE id = ?`)
+  const earliestOf = db.prepare('SELECT min(expires_at) AS earliest FROM orders WHERE pet_id = ? AND complete = 0')
   const coolDown = createCooldowns(db)
-  return (petId, now, cooldownMs) => {
+  return (petId, now, cooldownMs, force = false) => {
+    // About 5 µs an order when it deletes nothing (docs/performance.md, "Orders").
+    if (!force && !cache.holds.due(petId, now)) return 0
     const gone = (expiredOf.all(petId, now) as unknown as OrderRow[]).map(toOrder).sort((a, b) => a.id - b.id)
-    if (gone.length === 0) return 0
+    if (gone.length === 0) {
+      cache.holds.known(petId, (earliestOf.get(petId) as { earliest: number | null }).earliest ?? Infinity)
+      return 0
+    }
+    // Deleted: unknown again until a sweep deletes nothing (this one may yet be rolled back).
+    cache.holds.forget(petId)
     cache.forget(petId)
     returnStock.run(gone.reduce((sum, o) => sum + o.quantity, 0), petId)
     events.append(gone.map((order) => orderEvent('order.expired', order)), now)
     // Rule 11 runs from the lapse itself (rule 10: expiresAt), whenever the sweep comes.
     for (const order of gone) coolDown(order.ownerKeyId, petId, order.expiresAt!, cooldownMs)
+    // Last: should the transaction be lost after all, the counts of these lapsed orders are one
+    // low, but their owners' earliest lapse stays before now, so the next cap check reloads them.
+    for (const order of gone) cache.orders.closed(order.ownerKeyId, petId, order.quantity)
     return gone.length
   }
 }
@@ -68,9 +83,6 @@ export function createSqliteOrderStore (
 ): OrderStore {
   const byId = db.prepare(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ?`)
   const insert = db.prepare(`INSERT INTO orders (pet_id, owner_key_id, quantity, ship_date, complete, created_at, expires_at) VALUES (?, ?, ?, ?, 0, ?, ?) RETURNING ${ORDER_COLUMNS}`)
-  // Rule 9: the owner's live open orders, and its units of one pet in them.
-  const held = db.prepare(`SELECT count(*) AS orders, coalesce(sum(CASE WHEN pet_id = :pet THEN quantity END), 0) AS units
-    FROM orders WHERE owner_key_id = :owner AND complete = 0 AND expires_at > :now`)
   const petsToSweep = db.prepare('SELECT DISTINCT pet_id FROM orders WHERE complete = 0 AND expires_at <= ? LIMIT ?')
   const petState = db.prepare('SELECT status, stock FROM pets WHERE id = ?')
   // Rules 2 and 3 in one conditional UPDATE: it takes the stock only while the pet is available
@@ -109,6 +121,26 @@ export function createSqliteOrderStore (
     return openOrder(found, id, owner, ifMatch)
   }
 
+  /**
+   * writer.run for a write that changes the open-order counts: when its transaction is lost after
+   * `fn` changed them (the group commit failed, or fn threw after), the owners it touched are
+   * forgotten, so their counts are loaded again from the table. fn calls `touch` with each owner
+   * as it changes its counts, before the change; a write touching none (a refusal) forgets nothing.
+   */
+  async function counted<T> (fn: (touch: (owner: number | null) => void) => T): Promise<T> {
+    const touched = new Set<number>()
+    const touch = (owner: number | null): void => { if (owner !== null) touched.add(owner) }
+    try {
+      return await writer.run(() => fn(touch))
+    } catch (error) {
+      if (touched.size > 0) cache.orders.forget(touched)
+      // Not a refusal (which undoes its own savepoint only): the transaction may be lost, and
+      // with it orders closed by other writes of its batch, which the known holds left out.
+      if (!(error instanceof AppError)) cache.holds.clear()
+      throw error
+    }
+  }
+
   function listStatement (filter: OrderFilter & { live?: boolean }) {
     const shape = `${filter.petId !== undefined ? 'p' : ''}${filter.complete !== undefined ? 'c' : ''}`
       + `${filter.ownerKeyId !== undefined ? 'o' : ''}${filter.live === true ? 'l' : ''}`
@@ -143,15 +175,11 @@ export function createSqliteOrderStore (
 
     async placeOrder (input, claim) {
       const policy = input.policy ?? DEFAULT_ORDER_POLICY
-      return await writer.run(() => idempotentCreate<OrderRecord>(claim, () => {
+      return await counted((touch) => idempotentCreate<OrderRecord>(claim, () => {
         if (input.limits != null) {
           const refusal = orderLimitRefusal(
             input.limits,
-            held.get({
-              owner: input.ownerKeyId,
-              pet: input.petId,
-              now: input.now
-            }) as { orders: number; units: number },
+            cache.orders.held(input.ownerKeyId, input.petId, input.now),
             input.petId,
             input.quantity
           )
@@ -190,12 +218,15 @@ export function createSqliteOrderStore (
           orderEvent('order.created', order),
           ...lowStockEvents(item.quantity + input.quantity, item, policy.lowStockThreshold)
         ], input.now)
+        touch(order.ownerKeyId)
+        cache.orders.opened(order.ownerKeyId, order.petId, order.quantity, input.expiresAt)
+        cache.holds.opened(order.petId, input.expiresAt)
         return order
       }, idempotency))
     },
 
     async updateOrder (id, changes: OrderChanges, ifMatch, now, policy = DEFAULT_ORDER_POLICY) {
-      const result = await writer.run(() => {
+      const result = await counted((touch) => {
         const row = openAt(id, null, ifMatch, now, policy.cooldownMs)
         if (row === null) return null
         if (changes.complete === true) {
@@ -205,6 +236,8 @@ export function createSqliteOrderStore (
           cache.forget(row.pet_id)
           sellIfDone.run({ id: row.pet_id })
           events.append([orderEvent('order.completed', updated)], now, toOrder(row))
+          touch(row.owner_key_id)
+          cache.orders.closed(row.owner_key_id, row.pet_id, row.quantity)
           return updated
         }
         const updated = toOrder(setShipDate.get(changes.shipDate ?? row.ship_date, id) as unknown as OrderRow)
@@ -216,7 +249,7 @@ export function createSqliteOrderStore (
     },
 
     async cancelOrder (id, owner, ifMatch, now, policy = DEFAULT_ORDER_POLICY) {
-      const cancelled = await writer.run(() => {
+      const cancelled = await counted((touch) => {
         const row = openAt(id, owner, ifMatch, now, policy.cooldownMs)
         if (row === null) return false
         remove.run(id)
@@ -226,6 +259,8 @@ export function createSqliteOrderStore (
         events.append([orderEvent('order.cancelled', toOrder(row))], now)
         // Rule 11: a customer cancelling its own order; staff cancelling one starts no cool-down.
         if (owner !== null) coolDown(row.owner_key_id, row.pet_id, now, policy.cooldownMs)
+        touch(row.owner_key_id)
+        cache.orders.closed(row.owner_key_id, row.pet_id, row.quantity)
         return true
       })
       if (!cancelled) throw notFound(`order ${id}`)
@@ -235,7 +270,7 @@ export function createSqliteOrderStore (
       return await writer.run(() => {
         const pets = (petsToSweep.all(now, maxPets) as unknown as Array<{ pet_id: number }>).map((row) => row.pet_id)
         let orders = 0
-        for (const petId of pets) orders += sweepPet(petId, now, policy.cooldownMs)
+        for (const petId of pets) orders += sweepPet(petId, now, policy.cooldownMs, true)
         pruneCooldowns.run(now, MAX_COOLDOWNS_PRUNED)
         return { orders, pets: pets.length }
       })
