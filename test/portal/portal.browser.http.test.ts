@@ -1,6 +1,7 @@
 // The partner portal's pages in a real browser (issue 50, sections 2 and 3): Debian's Chromium
 // driven by playwright-core, against the real app on a real socket (SQLite, or PostgreSQL with
-// PETSTORE_TEST_ENGINE=postgres) and real receivers on 127.0.0.1. A partner with a customer key
+// PETSTORE_TEST_ENGINE=postgres: named .http.test.ts, npm test's PostgreSQL phase runs it too) and
+// real receivers on 127.0.0.1. A partner with a customer key
 // and a link answers, alone: what is left and when it resets; why request X was refused; what
 // its endpoint answered; replay what failed; what event type Z looks like, and send one. Each
 // step is asserted by what the API, the receiver or the database says too, not only the page.
