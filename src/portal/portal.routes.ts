@@ -1,7 +1,8 @@
 // /portal: the partner portal (docs/product.md, "Partner portal"), served by the API like /console.
 // GET /portal is the page (src/portal/ui/portal.html) naming its assets by versioned names, the
 // files src/portal/ui/assets.json lists (a file may come from another folder, `from`: the
-// console's shared layout, tables and chart); GET /portal/assets/* serves them (transport/static.ts).
+// console's shared layout, tables and chart); GET /portal/assets/* serves them (transport/static-ui.ts,
+// as it serves /console).
 //
 // The session routes (outside /v1, described in docs/api.md, hidden from the document like /mcp):
 // - POST /portal/session exchanges a one-time link for a session: 201, the session, and the
@@ -9,8 +10,9 @@
 // - GET /portal/session: 200, the session; 401 portal_session_ended.
 // - DELETE /portal/session: sign out, 204; 403 csrf_token_invalid without the session's token.
 //
-// Every answer under /portal carries the console's Content-Security-Policy (no inline script or
-// style, nothing from another host, no framing) and no Referer.
+// Every answer under /portal, the session routes' too, carries the console's Content-Security-Policy
+// (no inline script or style, nothing from another host, no framing) and no Referer: static-ui.ts
+// adds them to every route of this plugin.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { readFile } from 'node:fs/promises'
@@ -18,7 +20,7 @@ import { subjectOfAddress } from '../access/client-subject.ts'
 import { cookieValue, PORTAL_COOKIE } from '../access/portal-gate.ts'
 import { AppError } from '../errors.ts'
 import type { Quota, RateLimiter } from '../ratelimit/limiter.ts'
-import { onceSucceeded, servePage, staticEntity, versionedAsset } from '../transport/static.ts'
+import { staticUi, UI_CSP, type UiFile } from '../transport/static-ui.ts'
 import { PortalExchangeBody } from './portal.schema.ts'
 import { SESSION_MAX_MS, type Portal } from './portal.service.ts'
 
@@ -28,36 +30,21 @@ import { SESSION_MAX_MS, type Portal } from './portal.service.ts'
  */
 export const EXCHANGES_PER_ADDRESS: Quota = { perMinute: 10, perDay: 500 }
 
-/**
- * The console's Content-Security-Policy (console/console.routes.ts CONSOLE_CSP), the same directive
- * for directive: a feature imports no other feature but where eslint.config.js allows it, so it is
- * repeated here and test/portal/portal-pages.http.test.ts holds the two equal.
- */
-export const PORTAL_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'"
-].join('; ')
+/** The console's Content-Security-Policy: the one every UI of the API has (transport/static-ui.ts). */
+export const PORTAL_CSP = UI_CSP
 
 interface AssetEntry { file: string; from?: string; type: string }
 
 const UI = new URL('./ui/', import.meta.url)
 
-// Read and compressed on the first request, then kept, once for every app of the process.
-const loadFiles = onceSucceeded(async () => {
-  const list = JSON.parse(await readFile(new URL('assets.json', UI), 'utf8')) as AssetEntry[]
-  const assets = await Promise.all(list.map(async (entry) => {
-    const dot = entry.file.lastIndexOf('.')
-    const content = await readFile(new URL(entry.from ?? entry.file, UI))
-    const asset = await versionedAsset(content, entry.file.slice(0, dot), entry.file.slice(dot + 1), entry.type)
-    return { ...asset, file: entry.file }
-  }))
-  return { assets, html: await readFile(new URL('portal.html', UI), 'utf8') }
+const servePortal = staticUi({
+  path: '/portal',
+  html: new URL('portal.html', UI),
+  // The files ui/assets.json lists, each from ui/ or from where its `from` says (the console's folder).
+  files: async (): Promise<UiFile[]> => {
+    const list = JSON.parse(await readFile(new URL('assets.json', UI), 'utf8')) as AssetEntry[]
+    return list.map((entry) => ({ file: entry.file, source: new URL(entry.from ?? entry.file, UI), type: entry.type }))
+  }
 })
 
 /** The cookie that holds a session: never readable by the page, sent only to /portal, same site only. */
@@ -77,20 +64,9 @@ export async function portalRoutes (
   { portal, limiter }: { portal: Portal; limiter: RateLimiter }
 ): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  // This plugin's routes only (Fastify encapsulation): the page, its assets, the session routes, their 404s.
-  app.addHook('onRequest', async (_request, reply) => {
-    reply.header('content-security-policy', PORTAL_CSP).header('referrer-policy', 'no-referrer')
-  })
-
-  servePage(app, {
-    path: '/portal',
-    load: async (assetsPath) => {
-      const { assets, html } = await loadFiles()
-      let page = html
-      for (const asset of assets) page = page.replaceAll(`{{${asset.file}}}`, assetsPath + asset.name)
-      return { page: await staticEntity(page, 'text/html; charset=utf-8'), assets }
-    }
-  })
+  // The page and its assets, and the CSP on this plugin's routes (Fastify encapsulation): the page,
+  // its assets, the session routes, their 404s.
+  servePortal(app)
 
   /** Charges one exchange to the client address; throws 429 rate_limited (with Retry-After) past the bound. */
   async function chargeExchange (request: FastifyRequest, reply: FastifyReply): Promise<void> {
