@@ -115,7 +115,7 @@ export async function assembleApp (
     }),
     audit: auditFeature(stores.audit),
     keyRequests: keyRequestsFeature(stores.keyRequests, {
-      enabled: config.requestLog.enabled, registry: metrics.registry
+      enabled: config.requestLog.enabled, registry: metrics.registry, keys: stores.keys
     }),
     portal: portalFeature(stores.portal, { clock, keys: stores.keys, limiter, access })
   }

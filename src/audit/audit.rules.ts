@@ -215,7 +215,13 @@ export type WebhookChange =
   | { action: 'webhook.delete'; before: WebhookFields }
   /** Instants (epoch ms) until which the previous secret signs, before and after the rotation. */
   | { action: 'webhook.rotate_secret'; id: string; previousUntil: { before: number | null; after: number } }
-  | { action: 'webhook.replay'; id: string; selection: { since: number; until: number } | { eventIds: string[] }; queued: number }
+  /** A recovery (`POST …/recover`) is a replay of the failed deliveries only: its entry is `webhook.recover`. */
+  | {
+    action: 'webhook.replay'
+    id: string
+    selection: { since: number; until: number; onlyFailed?: true } | { eventIds: string[] }
+    queued: number
+  }
 
 /** The entry of a change to a webhook endpoint, by `context`'s actor. */
 function webhookDraft (change: WebhookChange, at: number, context: ActorContext): AuditDraft {
@@ -242,10 +248,11 @@ function webhookDraft (change: WebhookChange, at: number, context: ActorContext)
       break
     }
   }
+  const recovery = change.action === 'webhook.replay' && 'onlyFailed' in change.selection && change.selection.onlyFailed === true
   return {
     at,
     actor: context.actor,
-    action: change.action,
+    action: recovery ? 'webhook.recover' : change.action,
     target: { type: 'webhook', id },
     requestId: context.requestId,
     address: context.address,

@@ -66,7 +66,7 @@ export async function serve (args: string[], io: Io): Promise<number> {
   })
   // For people, like the sample keys: on stderr. Stdout is the log stream alone (JSON lines that
   // jq or a collector reads), from the first line to the last (issue 49 section 5).
-  io.err(`Petstore API on ${server.url}/v1  (docs: ${server.url}/docs, operator console: ${server.url}/console)`)
+  io.err(`Petstore API on ${server.url}/v1  (docs: ${server.url}/docs, operator console: ${server.url}/console, partner portal: ${server.url}/portal)`)
   const signal = await (io.stopSignal ?? new Promise<string>(() => {}))
   io.err(`${signal}: finishing requests in flight, then stopping`)
   await server.close()

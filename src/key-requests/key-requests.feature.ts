@@ -1,7 +1,9 @@
 // The key's own request log as app.ts registers it: the recorder the pipeline hands each finished
 // request to (null when REQUEST_LOG=off: nothing is recorded, the list answers what is kept), the
-// service on its port, its routes, and request_log_dropped_total on the app's registry.
+// service on its port (and on the keys port, for the admin read's not_found), its routes, and
+// request_log_dropped_total on the app's registry.
 import { Counter, type Registry } from 'prom-client'
+import type { KeyStore } from '../accounts/keys.store.ts'
 import type { Feature } from '../routing/feature.ts'
 import { createRequestRecorder, type RequestRecorder } from './key-requests.recorder.ts'
 import { keyRequestRoutes } from './key-requests.routes.ts'
@@ -13,6 +15,8 @@ export interface KeyRequestsShared {
   enabled: boolean
   /** The app's metrics registry (ops/metrics.ts), for request_log_dropped_total. */
   registry?: Registry
+  /** The keys (GET /v1/admin/keys/{keyId}/requests answers not_found for an id no key has). */
+  keys: Pick<KeyStore, 'getKey'>
 }
 
 export function keyRequestsFeature (store: KeyRequestStore, shared: KeyRequestsShared): Feature & {
@@ -33,7 +37,7 @@ export function keyRequestsFeature (store: KeyRequestStore, shared: KeyRequestsS
       }
     })
   }
-  const service = createKeyRequestService(store, recorder)
+  const service = createKeyRequestService(store, recorder, shared.keys)
   return {
     recorder,
     store,

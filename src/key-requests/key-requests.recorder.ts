@@ -120,6 +120,10 @@ export function refusalOf (facts: RequestFacts): Refusal | null {
       const needed = missingScope(facts.keyRole, facts.keyScopes, facts.scope)
       return needed === null ? null : { rule: 'scope', message, needed }
     }
+    // The portal's own check of a valid key's request (access/access.service.ts portalThenCharge):
+    // a 403 like the others, so the common path pays nothing for it.
+    case 'csrf_token_invalid':
+      return { rule: 'portal', message, code }
     default:
       return null
   }

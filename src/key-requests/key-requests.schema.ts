@@ -1,9 +1,10 @@
-// The public contract of a key's own request log (docs/product.md 9.13, GET /v1/keys/me/requests):
-// one logged request, the refusal that explains a 401, 403 or 429, and the list's query.
+// The public contract of a key's request log (docs/product.md 9.13, GET /v1/keys/me/requests and
+// the operator's GET /v1/admin/keys/{keyId}/requests): one logged request, the refusal that
+// explains a 401, 403 or 429, and the list's query.
 import { Type, type Static } from 'typebox'
 import { RoleSchema } from '../accounts/plans.ts'
 import { ScopeSchema } from '../accounts/scopes.ts'
-import { NO_CONTROLS, PageQuery, StringEnum } from '../shared/schemas.ts'
+import { IdParam, NO_CONTROLS, PageQuery, StringEnum } from '../shared/schemas.ts'
 
 /** How many requests each key keeps, whatever they were (the newest). */
 export const KEEP_LAST = 1000
@@ -21,6 +22,13 @@ const WindowRefusal = (rule: 'minute_window' | 'day_window', window: string) => 
   limit: Type.Integer({ minimum: 0, description: `The ${window} window's limit (requests).` }),
   resetAt: At(`When the ${window} window reset (ISO 8601, UTC): from then on the key could call again.`)
 }, { title: rule === 'minute_window' ? 'MinuteWindowRefusal' : 'DayWindowRefusal', additionalProperties: false })
+
+/**
+ * The partner portal's own refusals of a valid key's request (access/access.service.ts). A session
+ * that ended is no key's refusal of its own: with a key refused since it is that key's (`key`),
+ * and without a live session the key is not known (in no log).
+ */
+export const PORTAL_REFUSALS = ['csrf_token_invalid'] as const
 
 export const RefusalSchema = Type.Union([
   WindowRefusal('minute_window', 'minute'),
@@ -49,10 +57,17 @@ export const RefusalSchema = Type.Union([
     }),
     since: At('When it was revoked, or expired (for `rotated`, when its grace period ended), ISO 8601, UTC.'),
     replacedBy: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: 'The id of the key that replaced it by rotation, or null.' })
-  }, { title: 'KeyRefusal', additionalProperties: false })
+  }, { title: 'KeyRefusal', additionalProperties: false }),
+  Type.Object({
+    rule: StringEnum(['portal'] as const, { description: 'The partner portal\'s own rule refused a request made through its door (`/portal/api/v1/…`), the key being valid.' }),
+    message: Message,
+    code: StringEnum(PORTAL_REFUSALS, {
+      description: '`csrf_token_invalid`: a change (any method but `GET` or `HEAD`) without the session\'s `X-CSRF-Token`, or with another; nothing was changed.'
+    })
+  }, { title: 'PortalRefusal', additionalProperties: false })
 ], {
   title: 'RequestRefusal',
-  description: 'Which rule refused the request, and its facts: `minute_window` or `day_window` (the quota, `limit` and `resetAt`), `ban` (`until` and `reason`), `scope` (the scope `needed`), `role` (the role `needed`), `key` (the key was revoked, expired or rotated past its grace period: its `state`, `since` and successor).'
+  description: 'Which rule refused the request, and its facts: `minute_window` or `day_window` (the quota, `limit` and `resetAt`), `ban` (`until` and `reason`), `scope` (the scope `needed`), `role` (the role `needed`), `key` (the key was revoked, expired or rotated past its grace period: its `state`, `since` and successor; a portal session that ended because its key was is logged so too), `portal` (the partner portal\'s own rule, its `code`).'
 })
 export type Refusal = Static<typeof RefusalSchema>
 
@@ -88,7 +103,7 @@ export const KeyRequestSchema = Type.Object({
   requestId: Type.String({ description: 'The request\'s `Request-Id`, as answered.' }),
   latencyMs: Type.Number({ minimum: 0, description: 'Milliseconds from the request\'s arrival to its answer, as measured by the server.' }),
   via: StringEnum(['http', 'mcp', 'portal'] as const, { description: '`mcp`: an agent\'s tool call through the MCP endpoint; `portal`: a call the partner portal made for its session (`/portal/api/v1/…`); `http`: any other request.' }),
-  refusal: Type.Union([RefusalSchema, Type.Null()], { description: 'For a request refused by the quota, a ban, a scope, the role, or because the key itself was revoked or expired: which rule and its facts; null otherwise.' })
+  refusal: Type.Union([RefusalSchema, Type.Null()], { description: 'For a request refused by the quota, a ban, a scope, the role, the partner portal\'s CSRF check, or because the key itself was revoked or expired: which rule and its facts; null otherwise.' })
 }, {
   title: 'KeyRequest',
   additionalProperties: false,
@@ -133,3 +148,9 @@ export const KeyRequestListQuery = Type.Object({
   }))
 }, { additionalProperties: false })
 export type KeyRequestListQuery = Static<typeof KeyRequestListQuery>
+
+/** The key whose log an admin reads (GET /v1/admin/keys/{keyId}/requests): key 1 is the sample customer's. */
+export const KeyRequestsParams = Type.Object({
+  keyId: IdParam('The key id (a revoked or expired key\'s too).', [1])
+}, { additionalProperties: false })
+export type KeyRequestsParams = Static<typeof KeyRequestsParams>

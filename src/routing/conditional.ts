@@ -46,15 +46,18 @@ export function idempotencyClaimOf (request: FastifyRequest, now: number): Idemp
 /**
  * Sets Link: rel="next" keeping the request's own query, with the new cursor. The link is a
  * relative reference (RFC 8288 3.1: resolved against the URL the client used, so it stays right
- * behind a proxy) whose path is the route's own (list routes have no path parameters), never the
- * request's spelling of it: an absolute-form target (`GET http://evil.example/v1/pets`) or a
- * path beginning `//` would otherwise make it a link to another host.
+ * behind a proxy) whose path is the route's own template with its parameters filled in from the
+ * validated params (`/admin/keys/:keyId/requests`), never the request's spelling of it: an
+ * absolute-form target (`GET http://evil.example/v1/pets`) or a path beginning `//` would
+ * otherwise make it a link to another host.
  */
 export function setNextLink (request: FastifyRequest, reply: FastifyReply, nextCursor: string | null): void {
   if (nextCursor === null) return
-  const path = request.routeOptions.url ?? '/'
+  const params = (request.params ?? {}) as Record<string, unknown>
+  const path = (request.routeOptions.url ?? '/')
+    .replace(/:(\w+)/g, (whole, name: string) => name in params ? encodeURIComponent(String(params[name])) : whole)
   const query = request.url.indexOf('?')
-  const params = new URLSearchParams(query === -1 ? '' : request.url.slice(query + 1))
-  params.set('cursor', nextCursor)
-  reply.header('link', `<${path}?${params.toString()}>; rel="next"`)
+  const search = new URLSearchParams(query === -1 ? '' : request.url.slice(query + 1))
+  search.set('cursor', nextCursor)
+  reply.header('link', `<${path}?${search.toString()}>; rel="next"`)
 }

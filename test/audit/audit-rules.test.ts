@@ -256,6 +256,15 @@ test('a secret\'s rotation records until when the previous secret signs, before 
   ])
   const picked = entriesOf({ webhook: { action: 'webhook.replay', id: HOOK.id, selection: { eventIds: ['evt_1', 'evt_2'] }, queued: 2 } }, STAFF)
   assert.deepEqual(picked[0]?.changes, { replay: { after: { eventIds: ['evt_1', 'evt_2'] } }, queued: { after: 2 } })
+  // A recovery (the failed deliveries of a range) is its own action, with the same fields.
+  const recovery = { action: 'webhook.replay' as const, id: HOOK.id, selection: { ...range, onlyFailed: true as const }, queued: 3 }
+  const recovered = entriesOf({ webhook: recovery }, STAFF)
+  assert.deepEqual(recovered, [
+    entry(STAFF, 'webhook.recover', ['webhook', HOOK.id], {
+      replay: { after: { since: iso(range.since), until: iso(range.until) } },
+      queued: { after: 3 }
+    })
+  ])
 })
 
 test('an endpoint disabled after days of failures is the system\'s entry, with the reason; one disabled by a PATCH is that PATCH\'s entry alone', () => {

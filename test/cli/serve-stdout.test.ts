@@ -12,7 +12,7 @@ import { tempDir } from '../helpers/temp.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
-test('npm start --silent prints only JSON lines on stdout, from start to stop; the sample keys, the banner and the stop notice on stderr', { timeout: 120_000 }, async (t) => {
+test('npm start --silent prints only JSON lines on stdout, from start to stop; the sample keys, the banner (every page it names served) and the stop notice on stderr', { timeout: 120_000 }, async (t) => {
   // Catches: the banner (or any line for people) on stdout between the JSON lines, where jq and
   // a log collector fail on it (issue 49 section 5).
   const dir = tempDir(t, 'petstore-stdout-')
@@ -40,6 +40,15 @@ test('npm start --silent prints only JSON lines on stdout, from start to stop; t
     message: `no banner on stderr:\n${err}\nstdout:\n${out}`
   })
   assert.equal((await fetch(`${url}/v1/pets?limit=1`)).status, 401)
+  // Catches: a page the banner does not name, or names at an address that does not serve it
+  // (the partner portal was missing from it).
+  const [banner = ''] = err.split('\n').filter((line) => line.startsWith('Petstore API on '))
+  assert.equal(banner, `Petstore API on ${url}/v1  (docs: ${url}/docs, operator console: ${url}/console, partner portal: ${url}/portal)`)
+  for (const page of ['/docs', '/console', '/portal']) {
+    const answer = await fetch(url + page)
+    assert.equal(answer.status, 200, page)
+    assert.match(answer.headers.get('content-type') ?? '', /^text\/html/, page)
+  }
   await pollUntil(async () => out.includes('"url":"/v1/pets?limit=1"') ? true : undefined, {
     timeoutMs: 5000,
     intervalMs: 20,
