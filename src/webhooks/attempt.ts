@@ -3,15 +3,48 @@
 // pinned, through a lookup that answers the checked address whatever DNS says now. What was sent
 // and what the endpoint answered come back with the outcome, for the attempt's record (issue 50):
 // the answer is untrusted, so only a bounded part of it is kept, as text, never interpreted.
-import type { IncomingMessage, RequestOptions } from 'node:http'
-import { isIP, type LookupFunction } from 'node:net'
+import type { Agent, IncomingMessage, RequestOptions } from 'node:http'
+import { isIP, type LookupFunction, type Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { bareHostname, type ResolvedAddress } from './url-guard.ts'
 
 // The CommonJS exports of node:http and node:https: an ES import evaluates every export, and
 // node:http's WebSocket getters load undici on every start (transport/connections.ts says the same).
-const { request: httpRequest } = process.getBuiltinModule('node:http')
-const { request: httpsRequest } = process.getBuiltinModule('node:https')
+const { request: httpRequest, Agent: HttpAgent } = process.getBuiltinModule('node:http')
+const { request: httpsRequest, Agent: HttpsAgent } = process.getBuiltinModule('node:https')
+
+/**
+ * Kept-alive connections (issue 51 item 2): one agent per endpoint origin and address the check
+ * approved, so a pooled socket is only ever reused for the same origin and the same address (the
+ * agent's own pool key has no address: two addresses of one name would share it). At most
+ * MAX_AGENTS agents, the least recently used dropped past it; an idle connection is closed after
+ * IDLE_SOCKET_MS, below the 5 s after which Node's own servers close theirs.
+ */
+export const MAX_AGENTS = 256
+export const IDLE_SOCKET_MS = 4000
+const agents = new Map<string, Agent>()
+
+function agentFor (url: URL, address: ResolvedAddress): Agent {
+  const key = `${url.protocol}//${url.host} ${address.address}`
+  let agent = agents.get(key)
+  if (agent !== undefined) {
+    // The most recently used last, so the first is the one to drop.
+    agents.delete(key)
+    agents.set(key, agent)
+    return agent
+  }
+  const options = { keepAlive: true, timeout: IDLE_SOCKET_MS, maxFreeSockets: 16 }
+  agent = url.protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options)
+  agents.set(key, agent)
+  if (agents.size > MAX_AGENTS) {
+    const [oldest, dropped] = agents.entries().next().value!
+    agents.delete(oldest)
+    // Its idle connections go now; one in use is closed when its attempt ends (an agent's 'free').
+    for (const sockets of Object.values(dropped.freeSockets)) for (const socket of sockets ?? []) socket.destroy()
+    dropped.on('free', (socket: Socket) => { socket.destroy() })
+  }
+  return agent
+}
 
 /** The most of an answer's body that is read before the connection is closed (issue 31: 64 KiB). */
 export const MAX_RESPONSE_BYTES = 65_536
@@ -181,7 +214,15 @@ export function keptBody (bytes: Buffer, more: boolean): { body: string; truncat
   return { body, truncated }
 }
 
-function send (input: AttemptInput): Promise<AttemptResult> {
+/**
+ * A kept-alive connection the receiver closed as this attempt reused it (its idle timeout met our
+ * request on the wire): no answer came, so the attempt is made again at once, on a new connection,
+ * once, rather than left to the retry schedule. Webhooks are at least once: should the receiver
+ * have taken the first, the second carries the same `webhook-id`.
+ */
+const STALE_CONNECTION = new Set(['ECONNRESET', 'EPIPE'])
+
+function send (input: AttemptInput, pooled = true): Promise<AttemptResult> {
   const started = performance.now()
   const limit = input.maxResponseBytes ?? MAX_RESPONSE_BYTES
   const body = Buffer.from(input.body)
@@ -193,8 +234,9 @@ function send (input: AttemptInput): Promise<AttemptResult> {
     path: input.url.pathname + input.url.search,
     headers: Object.fromEntries(sent),
     lookup: pinnedLookup(input.address),
-    // A fresh connection per attempt: a pooled socket could have been opened to another address.
-    agent: false
+    // A connection kept alive for this origin and this address, or a new one to the address (see
+    // agentFor). With a test's own certificate authority, always a new one.
+    agent: pooled && input.tls?.ca === undefined ? agentFor(input.url, input.address) : false
   }
 
   return new Promise((resolve) => {
@@ -209,8 +251,9 @@ function send (input: AttemptInput): Promise<AttemptResult> {
       if (done) return
       done = true
       clearTimeout(deadline)
-      // Nothing more is read: a receiver that streams forever or answers slowly cannot hold us.
-      req.destroy()
+      // Nothing more is read: a receiver that streams forever or answers slowly cannot hold us. An
+      // answer read to its end leaves the connection to its agent, for the endpoint's next attempt.
+      if (!ended) req.destroy()
       const durationMs = Math.round(performance.now() - started)
       const result: AttemptResult = { outcome, durationMs, requestHeaders: sent }
       if (status !== undefined) {
@@ -265,7 +308,15 @@ function send (input: AttemptInput): Promise<AttemptResult> {
       else finish('failed', `timed out after ${input.timeoutMs} ms`, 'timeout')
     }, input.timeoutMs)
     deadline.unref()
-    req.on('error', (err) => { finish('failed', errorText(err), errorCode(err)) })
+    req.on('error', (err) => {
+      if (pooled && !done && status === undefined && req.reusedSocket && STALE_CONNECTION.has(errorCode(err) ?? '')) {
+        done = true
+        clearTimeout(deadline)
+        resolve(send(input, false))
+        return
+      }
+      finish('failed', errorText(err), errorCode(err))
+    })
     req.end(body)
   })
 }

@@ -877,5 +877,60 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE key_usage ADD COLUMN other_4xx bigint NOT NULL DEFAULT 0;
   CREATE INDEX deprecated_calls_by_key ON deprecated_calls (key_id, day);
+  `,
+  // A round's attempt records in one statement (issue 51 item 2; storage/postgres/webhooks.ts,
+  // recordAttempt): the dispatcher's records that arrive while one batch is in flight are written
+  // by one call, in their order, each as one record alone was (its attempt row while the delivery
+  // exists, the delivery's state while this instance holds its lease, a success settling the
+  // event's other waiting deliveries to the endpoint and clearing failing_since, a failure setting
+  // it); a failure returns its item's failing_since and the endpoint's status, from which
+  // TypeScript decides the disable, written apart and durably with its event. The transaction's
+  // commit does not wait for the WAL flush (SET LOCAL synchronous_commit = off, which lasts to the
+  // transaction's end since the function has no SET clause of its own): a record lost with a
+  // crash leaves the delivery leased, the lease expires and the delivery is sent again, which
+  // Standard Webhooks receivers dedupe by webhook-id. Called alone, never inside a transaction
+  // that writes anything else.
+  `
+  CREATE FUNCTION record_webhook_attempts (p_items jsonb)
+  RETURNS TABLE (item integer, since bigint, endpoint_status text)
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    r record;
+  BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    FOR r IN SELECT (t.n - 1)::integer AS i, a.*
+        FROM jsonb_array_elements(p_items) WITH ORDINALITY AS t(e, n)
+        CROSS JOIN LATERAL jsonb_to_record(t.e) AS a(delivery_id bigint, webhook_id text, lease_owner text, attempt integer,
+          kind text, at bigint, outcome text, status integer, error text, duration_ms integer, request_url text,
+          request_headers text, response_headers text, response_body text, response_truncated boolean,
+          request_body text, delivery_status text, next_attempt_at bigint)
+        ORDER BY t.n LOOP
+      -- Not when the delivery is gone (its endpoint deleted while the attempt was in flight).
+      INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, kind, at, outcome, status, error, duration_ms,
+          request_url, request_headers, response_headers, response_body, response_truncated)
+        SELECT r.delivery_id, r.webhook_id, r.attempt, r.kind, r.at, r.outcome, r.status, r.error, r.duration_ms,
+          r.request_url, r.request_headers, r.response_headers, r.response_body, r.response_truncated
+        WHERE EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.id = r.delivery_id);
+      UPDATE webhook_deliveries d SET attempts = r.attempt, status = r.delivery_status, next_attempt_at = r.next_attempt_at,
+          lease_owner = NULL, lease_until = NULL, last_status = r.status, last_error = r.error, updated_at = r.at,
+          replay_due = false, request_body = coalesce(d.request_body, r.request_body)
+        WHERE d.id = r.delivery_id AND d.lease_owner = r.lease_owner;
+      IF r.outcome = 'succeeded' THEN
+        -- The event's other deliveries to the endpoint that wait (a retry beside a replay): the
+        -- receiver has it, so none is sent again. One leased by an attempt in flight loses its
+        -- lease, so that attempt's record leaves it settled.
+        UPDATE webhook_deliveries d SET status = 'succeeded', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL,
+            updated_at = r.at
+          WHERE d.event_id = (SELECT s.event_id FROM webhook_deliveries s WHERE s.id = r.delivery_id)
+            AND d.webhook_id = r.webhook_id AND d.status = 'pending' AND d.id <> r.delivery_id;
+        UPDATE webhooks w SET failing_since = NULL WHERE w.id = r.webhook_id AND w.failing_since IS NOT NULL;
+      ELSE
+        UPDATE webhooks w SET failing_since = coalesce(w.failing_since, r.at) WHERE w.id = r.webhook_id
+          RETURNING r.i, w.failing_since, w.status INTO item, since, endpoint_status;
+        IF FOUND THEN RETURN NEXT; END IF;
+      END IF;
+    END LOOP;
+  END
+  $fn$;
   `
 ]

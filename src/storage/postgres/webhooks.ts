@@ -5,11 +5,11 @@
 // changed, rotated, deleted or replayed writes no event: its audit entry is appended here, in the
 // change's transaction (audit.ts).
 import type { WebhookChange } from '../../audit/audit.rules.ts'
-import { webhookLimitReached } from '../../errors.ts'
+import { ServiceUnavailableError, webhookLimitReached } from '../../errors.ts'
 import type { StoredEvent } from '../../events/events.store.ts'
 import type { Role } from '../../accounts/plans.ts'
 import { typeFilterOf } from '../../webhooks/event-types.ts'
-import type { ReplayResult, WebhookStore } from '../../webhooks/webhooks.store.ts'
+import type { AttemptRecord, ReplayResult, WebhookStore } from '../../webhooks/webhooks.store.ts'
 import { eventFilterSql } from '../event-filters.ts'
 import {
   ATTEMPT_COLUMNS,
@@ -34,6 +34,7 @@ import {
   type WebhookRow
 } from '../webhook-rows.ts'
 import { appendAudit } from './audit.ts'
+import { createBatcher } from './batch.ts'
 import type { Db, Tx } from './database.ts'
 import { appendEvents } from './events.ts'
 
@@ -120,12 +121,126 @@ export const CLAIM_SQL = `WITH endpoints AS (
     w.previous_secret_until, l.seq AS turn_seq, ${EVENT_COLUMNS}
   FROM leased l JOIN webhooks w ON w.id = l.webhook_id JOIN events e ON e.id = l.event_id ORDER BY l.next_attempt_at, l.id`
 
+/**
+ * One attempt record as record_webhook_attempts reads it (jsonb_to_record: the keys are its
+ * column names): the attempt row's values, and the delivery's new status and next attempt.
+ */
+interface AttemptItem {
+  delivery_id: number
+  webhook_id: string
+  lease_owner: string
+  attempt: number
+  kind: string | null
+  at: number
+  outcome: AttemptRecord['outcome']
+  status: number | null
+  error: string | null
+  duration_ms: number
+  request_url: string | null
+  request_headers: string | null
+  response_headers: string | null
+  response_body: string | null
+  response_truncated: boolean | null
+  request_body: string | null
+  delivery_status: 'succeeded' | 'failed' | 'pending'
+  next_attempt_at: number | null
+}
+/** What a failure's record returns: the endpoint's failing_since and status after it. */
+interface RecordedRow { item: number; since: number; endpoint_status: string }
+interface EndpointState { failingSince: number; status: string }
+type Recorded = { state: EndpointState | null } | { error: unknown }
+const recorded = (row: RecordedRow | undefined): Recorded =>
+  ({ state: row === undefined ? null : { failingSince: Number(row.since), status: row.endpoint_status } })
+/**
+ * The records of one batch. The function writes them one after the other, and its commit does
+ * not wait for the WAL flush: a record lost with a crash only repeats a delivery (its lease
+ * expires and it is sent again, at-least-once; Standard Webhooks receivers dedupe by webhook-id),
+ * so the dispatcher does not wait for the disk at every attempt. The disable never goes this way.
+ */
+const RECORD_ATTEMPTS = 'SELECT item, since, endpoint_status FROM record_webhook_attempts($1::jsonb)'
+/**
+ * Most records in one batch: the dispatcher has at most WEBHOOK_MAX_IN_FLIGHT attempts in flight
+ * (64 by default), each record at most a few KiB (the kept answer is 4 KiB).
+ */
+const MAX_ATTEMPT_BATCH = 256
+
+/**
+ * Whether the feed has an event past the webhooks cursor that the fan-out may read (the feed's
+ * rule, as in fanOut): a read of the cursor and at most one index entry of events_by_position.
+ */
+const FAN_OUT_WAITING_SQL = `SELECT EXISTS (SELECT 1 FROM event_cursors c JOIN LATERAL (
+    SELECT 1 FROM events e WHERE (e.tx, e.seq) > (c.tx, c.seq) AND e.tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY e.tx, e.seq LIMIT 1
+  ) e ON true WHERE c.name = 'webhooks') AS waiting`
+
 /** perOwner when the claim sets none: no bound ($8 is an int). */
 const UNBOUNDED = 2_147_483_647
 
 export function createPostgresWebhookStore (db: Db): WebhookStore {
   // The creation order (seq) from which the next claim starts: see claimDue.
   let turnFrom = 0
+
+  const recordAlone = async (item: AttemptItem): Promise<Recorded> => {
+    try {
+      const rows = await db.statement<RecordedRow>('record_webhook_attempts', RECORD_ATTEMPTS, [JSON.stringify([item])])
+      return recorded(rows[0])
+    } catch (error) {
+      return { error }
+    }
+  }
+
+  // Group commit of the attempt records (as orders.ts places orders): a record that arrives while
+  // no batch is in flight goes at once, alone; those that arrive while one is go together as the
+  // next batch, one call of record_webhook_attempts (migration 25): one round trip and one commit
+  // for the round's records instead of a transaction of five or six round trips each.
+  const recordBatch = createBatcher<AttemptItem, Recorded>({
+    maxBatch: MAX_ATTEMPT_BATCH,
+    maxInFlight: 1,
+    async run (items) {
+      if (items.length === 1) return [await recordAlone(items[0]!)]
+      try {
+        const rows = await db.statement<RecordedRow>('record_webhook_attempts', RECORD_ATTEMPTS, [JSON.stringify(items)])
+        const states = new Map(rows.map((row) => [row.item, row]))
+        return items.map((_, i) => recorded(states.get(i)))
+      } catch (error) {
+        // The batch rolled back as a whole (a deadlock is retried by db.statement): when the
+        // database is there, each record is written again alone, in their order, so one record's
+        // failure (its delivery deleted between the check and the insert) is its own.
+        if (error instanceof ServiceUnavailableError) return items.map(() => ({ error }))
+        const alone: Recorded[] = []
+        for (const item of items) alone.push(await recordAlone(item))
+        return alone
+      }
+    }
+  })
+
+  /** Writes one record through the batcher: null, or the endpoint's state after a failure's record. */
+  const recordOne = async (record: AttemptRecord): Promise<EndpointState | null> => {
+    const [url, sent, headers, body, truncated] = attemptDetailValues(record)
+    const result = await recordBatch({
+      delivery_id: record.deliveryId,
+      webhook_id: record.webhookId,
+      lease_owner: record.leaseOwner,
+      attempt: record.attempt,
+      kind: record.kind ?? null,
+      at: record.at,
+      outcome: record.outcome,
+      status: record.status,
+      error: record.error,
+      duration_ms: record.durationMs,
+      request_url: url,
+      request_headers: sent,
+      response_headers: headers,
+      response_body: body,
+      response_truncated: truncated,
+      // The body is kept once per delivery, by its first attempt that sent one (every later
+      // attempt sends it again: ClaimedDelivery.requestBody).
+      request_body: record.request?.body ?? null,
+      delivery_status: record.outcome === 'succeeded' ? 'succeeded' : record.nextAttemptAt === null ? 'failed' : 'pending',
+      next_attempt_at: record.outcome === 'succeeded' ? null : record.nextAttemptAt
+    })
+    if ('error' in result) throw result.error
+    return result.state
+  }
   return {
     async createWebhook (input, maxPerOwner) {
       return await db.transaction(async (tx) => {
@@ -321,8 +436,17 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
       return row?.n ?? 0
     },
     async fanOut (now, batch) {
+      // A read first: a round that finds the feed caught up (most of them, but under a steady
+      // stream of events) opens no transaction, one round trip instead of four.
+      const waiting = await db.statement<{ waiting: boolean }>('fan_out_waiting', FAN_OUT_WAITING_SQL, [])
+      if (waiting[0]?.waiting !== true) return 0
       return await db.transaction(async (tx) => {
-        const cursor = await tx.first<{ tx: string; seq: string }>("SELECT tx::text AS tx, seq FROM event_cursors WHERE name = 'webhooks' FOR UPDATE")
+        // The fan-out's commit does not wait for the WAL flush (set_config in the cursor's read,
+        // no round trip of its own): a fan-out lost with a crash is done again from the cursor,
+        // and before any of its deliveries is attempted the claim's commit, which waits, has
+        // flushed it (the WAL is written in order).
+        const cursor = await tx.first<{ tx: string; seq: string }>(`SELECT tx::text AS tx, seq, set_config('synchronous_commit', 'off', true)
+          FROM event_cursors WHERE name = 'webhooks' FOR UPDATE`)
         if (cursor === undefined) return 0
         // The feed's rule (storage/postgres/events.ts): only transactions below the oldest one
         // running, in (tx, seq) order, so no event can commit later behind the cursor.
@@ -406,58 +530,17 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
       }))
     },
     async recordAttempt (record) {
+      const state = await recordOne(record)
+      if (record.outcome === 'succeeded' || state === null || state.status !== 'enabled'
+        || state.failingSince > record.disableIfFailingSince) {
+        return null
+      }
+      // The rare disable, as before: a transaction of its own, with its event, that waits for the
+      // WAL flush (and so for the record's, written before it). Once: a second failure of the
+      // endpoint (in the same batch or another) finds it disabled. A success recorded after this
+      // failure (later in the batch) cleared failing_since and the endpoint is disabled all the
+      // same, as when each record was a transaction of its own, in the batch's order.
       return await db.transaction(async (tx) => {
-        // Not when the delivery is gone (its endpoint deleted while the attempt was in flight).
-        await tx.query(`INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, kind, at, outcome, status, error, duration_ms,
-            request_url, request_headers, response_headers, response_body, response_truncated)
-          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $1)`,
-        [
-          record.deliveryId,
-          record.webhookId,
-          record.attempt,
-          record.kind ?? null,
-          record.at,
-          record.outcome,
-          record.status,
-          record.error,
-          record.durationMs,
-          ...attemptDetailValues(record)
-        ])
-        const status = record.outcome === 'succeeded' ? 'succeeded' : record.nextAttemptAt === null ? 'failed' : 'pending'
-        // The body is kept once per delivery, by its first attempt that sent one (every later
-        // attempt sends it again: ClaimedDelivery.requestBody).
-        await tx.query(`UPDATE webhook_deliveries SET attempts = $1, status = $2, next_attempt_at = $3, lease_owner = NULL, lease_until = NULL,
-          last_status = $4, last_error = $5, updated_at = $6, replay_due = false, request_body = coalesce(request_body, $9)
-          WHERE id = $7 AND lease_owner = $8`,
-        [
-          record.attempt,
-          status,
-          record.outcome === 'succeeded' ? null : record.nextAttemptAt,
-          record.status,
-          record.error,
-          record.at,
-          record.deliveryId,
-          record.leaseOwner,
-          record.request?.body ?? null
-        ])
-        if (record.outcome === 'succeeded') {
-          // A success settles the event's other deliveries to the endpoint that wait (a retry
-          // beside a replay): the receiver has it, so none is sent again, and none counts as
-          // pending. One leased by an attempt in flight loses its lease, so that attempt's record
-          // leaves it settled.
-          await tx.query(`UPDATE webhook_deliveries SET status = 'succeeded', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL,
-              updated_at = $2
-            WHERE event_id = (SELECT event_id FROM webhook_deliveries WHERE id = $1) AND webhook_id = $3 AND status = 'pending' AND id <> $1`,
-          [record.deliveryId, record.at, record.webhookId])
-          await tx.query('UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [record.webhookId])
-          return null
-        }
-        const state = await tx.first<{ failing_since: string; status: string }>(
-          'UPDATE webhooks SET failing_since = coalesce(failing_since, $1) WHERE id = $2 RETURNING failing_since, status', [record.at, record.webhookId])
-        if (state === undefined || state.status !== 'enabled'
-          || Number(state.failing_since) > record.disableIfFailingSince) {
-          return null
-        }
         const row = await tx.first<WebhookRow>(`UPDATE webhooks SET status = 'disabled', disabled_reason = 'failing', updated_at = $1,
           version = version + 1 WHERE id = $2 AND status = 'enabled' RETURNING ${WEBHOOK_COLUMNS}`, [record.at, record.webhookId])
         if (row === undefined) return null
