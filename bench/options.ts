@@ -30,6 +30,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --generator NAME    wrk, autocannon, or auto (default): wrk when installed, else autocannon in a
                       child process, said in the output
   --log-level LEVEL   the servers' LOG_LEVEL (default info, the product default; logs go to /dev/null)
+  --setups LIST       the stores to run on, comma-separated: sqlite, postgres (default both; each with
+                      its Redis-limiter setup unless --redis off)
   --redis URL         Redis for the Redis-limiter runs, or "off" (default redis://127.0.0.1:6379)
   --postgres URL      PostgreSQL for the PostgreSQL runs, or "off" (default postgres://postgres@127.0.0.1:5432/test)
   --micro S           seconds per limiter micro-benchmark, 0 for none (default 1)
@@ -38,6 +40,9 @@ export const USAGE = `usage: npm run bench -- [options]
 
 export const SCENARIO_IDS = ['get', 'id', 'list', 'rate_limit', 'orders', 'refused', 'log', 'mixed', 'webhooks'] as const
 export type ScenarioId = typeof SCENARIO_IDS[number]
+
+export const SETUP_STORES = ['sqlite', 'postgres'] as const
+export type SetupStore = typeof SETUP_STORES[number]
 
 export type GeneratorChoice = 'auto' | 'wrk' | 'autocannon'
 
@@ -61,6 +66,8 @@ export interface Options {
   /** --peers: json-server and the afternoon app beside our SQLite reads by id and orders. */
   peers: boolean
   only: ReadonlySet<ScenarioId>
+  /** --setups: the stores the usual setups run on (each with its Redis-limiter setup). */
+  setups: ReadonlySet<SetupStore>
   generator: GeneratorChoice
   logLevel: string
   redisUrl: string | null
@@ -90,6 +97,7 @@ export function parseOptions (args: string[]): Options | null {
       instances: { type: 'string', default: '1' },
       'server-env': { type: 'string', default: '' },
       only: { type: 'string', default: SCENARIO_IDS.join(',') },
+      setups: { type: 'string', default: SETUP_STORES.join(',') },
       generator: { type: 'string', default: 'auto' },
       'log-level': { type: 'string', default: 'info' },
       redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
@@ -113,6 +121,12 @@ export function parseOptions (args: string[]): Options | null {
     only.add(part as ScenarioId)
   }
   if (only.size === 0) throw new UsageError('--only names no scenario')
+  const setups = new Set<SetupStore>()
+  for (const part of values.setups.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    if (!(SETUP_STORES as readonly string[]).includes(part)) throw new UsageError(`--setups: unknown store "${part}" (known: ${SETUP_STORES.join(', ')})`)
+    setups.add(part as SetupStore)
+  }
+  if (setups.size === 0) throw new UsageError('--setups names no store')
   if (values.generator !== 'auto' && values.generator !== 'wrk' && values.generator !== 'autocannon') {
     throw new UsageError(`--generator must be wrk, autocannon or auto, got "${values.generator}"`)
   }
@@ -139,6 +153,7 @@ export function parseOptions (args: string[]): Options | null {
     serverEnv,
     peers: values.peers,
     only,
+    setups,
     generator: values.generator,
     logLevel: values['log-level'],
     redisUrl: values.redis === 'off' ? null : values.redis,

@@ -79,7 +79,7 @@ export interface Row {
    * of the log-on figure, overall (`pct`, from the sums of every round) and round by round
    * (`range`), and the log-off server's req/s.
    */
-  logCost?: { onUs: number; offUs: number; pct: number; range: [number, number]; offReqPerSec: number }
+  logCost?: { onUs: number; offUs: number; pct: number; median: number; range: [number, number]; offReqPerSec: number }
   /** Mixed run only. */
   mixed?: { readsPerSec: number; ordersPerSec: number; ordersShare: number; ordersP99Ms: number | null }
   /**
@@ -242,6 +242,7 @@ export function toggleRow (on: Row, onMeasured: Measured, offMeasured: Measured)
       onUs: on.cpuUsPerReq,
       offUs: offRow.cpuUsPerReq,
       pct,
+      median: median(perRound),
       range: [Math.min(...perRound), Math.max(...perRound)],
       offReqPerSec: offSeconds > 0 ? offRequests / offSeconds : 0
     },
@@ -253,7 +254,7 @@ export function toggleRow (on: Row, onMeasured: Measured, offMeasured: Measured)
 /** The request log's row, in a few words. */
 export function logCostText (c: NonNullable<Row['logCost']>): string {
   return `log ${c.pct.toFixed(1)}% of the read's CPU: ${c.onUs.toFixed(1)} µs/req on, ${c.offUs.toFixed(1)} off `
-    + `(${fmtInt(c.offReqPerSec)} req/s), rounds ${c.range[0].toFixed(1)}% to ${c.range[1].toFixed(1)}%`
+    + `(${fmtInt(c.offReqPerSec)} req/s), rounds ${c.range[0].toFixed(1)}% to ${c.range[1].toFixed(1)}% (median ${c.median.toFixed(1)}%)`
 }
 
 /**
