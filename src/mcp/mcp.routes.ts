@@ -97,9 +97,9 @@ export function derivedIdempotencyKey (session: string, tool: string, args: unkn
   return `mcp-${createHash('sha256').update(`${session}\n${tool}\n${canonicalJson(args)}`).digest('base64url')}`
 }
 
-/** The path with its parameters filled in, and the query string. */
+/** The path with its parameters filled in (the argument check requires each), and the query string. */
 function targetOf (tool: Tool, args: Record<string, unknown>): string {
-  const path = tool.url.replace(/:([A-Za-z0-9_]+)/g, (_m, name: string) => encodeURIComponent(String(args[name] ?? '')))
+  const path = tool.url.replace(/:([A-Za-z0-9_]+)/g, (_m, name: string) => encodeURIComponent(String(args[name])))
   const query = new URLSearchParams()
   for (const name of tool.queryParams) {
     const value = args[name]
@@ -135,13 +135,15 @@ type Incoming =
 
 /** The body (text: this endpoint parses its own) as one JSON-RPC message, or why it is none. */
 function readMessage (request: FastifyRequest, types: Sdk): Incoming {
-  const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
+  // No Content-Type reads as 'undefined': refused like any other type.
+  const type = String(request.headers['content-type']).split(';')[0]!.trim().toLowerCase()
   if (type !== 'application/json') {
     return { kind: 'malformed', status: 415, code: INVALID_REQUEST, message: 'Unsupported Media Type: send one JSON-RPC message as application/json' }
   }
   let raw: unknown
   try {
-    raw = JSON.parse(typeof request.body === 'string' ? request.body : '')
+    // No body at all (undefined) throws here as an empty one does.
+    raw = JSON.parse(request.body as string)
   } catch {
     return { kind: 'malformed', status: 400, code: PARSE_ERROR, message: 'Parse error: the body is not JSON' }
   }
@@ -165,9 +167,9 @@ function jsonRpcError (
   return { jsonrpc: '2.0', id, error: { code, message, ...(data !== undefined && { data }) } }
 }
 
-/** A refusal's message, for a JSON-RPC error's. */
+/** A refusal's message, for a JSON-RPC error's: its `error` is always the API's error object. */
 const refusalMessage = (refusal: Record<string, unknown>): string =>
-  (refusal.error as { message?: string } | undefined)?.message ?? 'refused'
+  (refusal.error as { message: string }).message
 
 export async function mcpRoutes (app: FastifyInstance, options: McpOptions): Promise<void> {
   const repeats = createRepeatGuard({ limit: options.repeatLimit, clock: options.clock })

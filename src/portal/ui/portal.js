@@ -287,6 +287,8 @@ function refusalText (refusal) {
       return `The role: the operation needs the ${refusal.needed ?? 'another'} role.`
     case 'key':
       return `The key itself: ${refusal.message ?? 'it was not accepted'}.`
+    case 'portal':
+      return `This portal's session: ${refusal.message ?? 'the change was not accepted'}.`
     default:
       return refusal.message ?? String(refusal.rule)
   }
