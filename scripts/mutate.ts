@@ -138,7 +138,7 @@ export const PARTS: Record<string, Part> = {
     mutate: ['src/mcp/mcp.routes.ts', 'src/mcp/repeat.ts', 'src/mcp/arguments.ts'],
     timeoutMS: 10000,
     nodeArgs: ['--test-timeout=30000'],
-    tests: ['test/mcp/arguments.test.ts', 'test/mcp/repeat-guard.test.ts', 'test/mcp/mcp-messages.http.test.ts', 'test/mcp/mcp.http.test.ts', 'test/mcp/mcp-tools.http.test.ts', 'test/mcp/mcp-scopes.http.test.ts']
+    tests: ['test/mcp/arguments.test.ts', 'test/mcp/repeat-guard.test.ts', 'test/mcp/mcp-door-edges.http.test.ts', 'test/mcp/mcp-messages.http.test.ts', 'test/mcp/mcp.http.test.ts', 'test/mcp/mcp-tools.http.test.ts', 'test/mcp/mcp-scopes.http.test.ts']
   },
   'free-reads': {
     // A banned key's free reads and the leaked-key report's charge per key (issue 48 findings 5
@@ -159,6 +159,22 @@ export const PARTS: Record<string, Part> = {
     mutate: ['src/audit/audit.rules.ts'],
     timeoutMS: 5000,
     tests: ['test/audit/audit-rules.test.ts', 'test/audit/audit-chain.test.ts']
+  },
+  'fair-slots': {
+    // Issue 48's guard code of the webhooks, narrower than `webhooks`: the dispatcher's slots (each
+    // endpoint's and each key holder's share, counted at the claim and released when an attempt
+    // ends) and the replay and recovery caps (per request, per key holder and hour). The unit
+    // tests first (the service on a stand-in store; the dispatcher on a stand-in store with a real
+    // receiver holding each attempt: about a second each), the store contract's replay tests
+    // (SQLite), then the HTTP tests of fairness, owners and settling. Mutate it with `--mutate` to the lines of those rules: the whole of dispatcher.ts is
+    // the `webhooks` part's (an hour and more).
+    mutate: ['src/webhooks/dispatcher.ts', 'src/webhooks/webhooks.service.ts'],
+    timeoutMS: 10000,
+    nodeArgs: ['--test-timeout=30000'],
+    tests: [
+      'test/webhooks/replay-limits.test.ts', 'test/webhooks/dispatcher-slots.test.ts',
+      'test/webhooks/store.test.ts', 'test/webhooks/fairness.http.test.ts', 'test/webhooks/owners.http.test.ts', 'test/webhooks/settle.http.test.ts'
+    ]
   },
   connections: {
     // The connection guard's rules driven by hand only (stand-in sockets, a mocked clock, a few

@@ -73,3 +73,14 @@ test('another key holder\'s endpoint is not found, and its store is not asked', 
     error instanceof AppError && error.code === 'not_found')
   assert.deepEqual(calls, [])
 })
+
+test('a subscription to a type the key may never see is refused before anything is stored, naming only those types', async () => {
+  const { service } = serviceWith({ queued: 0, nextSince: null })
+  const input = { url: 'https://hooks.example/in', types: ['order.*', 'inventory.low', 'webhook.test', 'pet.created'] }
+  await assert.rejects(service.create(OWNER, input as Parameters<typeof service.create>[1]), (error: unknown) => {
+    assert.ok(error instanceof AppError)
+    assert.equal(error.code, 'forbidden')
+    assert.equal(error.message, 'a customer key may not receive inventory.low, pet.created')
+    return true
+  })
+})

@@ -1,0 +1,439 @@
+// The dispatcher's slot rules (issue 48 finding 2) driven by hand: a stand-in store records what
+// each claim asks for and hands out the deliveries a test queued; a real receiver on 127.0.0.1
+// holds every request until the test answers it, so each attempt stays in flight exactly as long
+// as the test wants. What is asserted is what the dispatcher does with its slots: the room and
+// the counts per endpoint and per key holder it gives the claim, the lease it asks for, and
+// whether an attempt that ends starts the next round at once (the claim filled its room or a
+// share), makes a running round run again, or waits for the next poll. The HTTP tests
+// (fairness, owners, settle) see one snapshot of these; the fair-slots part of scripts/mutate.ts
+// runs this file before them (a mutant it kills costs a second, not a server).
+import assert from 'node:assert/strict'
+import type { ServerResponse } from 'node:http'
+import { test, type TestContext } from 'node:test'
+import { manualClock } from '../../src/shared/clock.ts'
+import { createDispatcher, ownerShare, type WebhookSettings } from '../../src/webhooks/dispatcher.ts'
+import { newSecret } from '../../src/webhooks/signature.ts'
+import type { AttemptRecord, ClaimedDelivery, DueClaim, WebhookRecord, WebhookStore } from '../../src/webhooks/webhooks.store.ts'
+import { isLoopback, T0 } from '../helpers/app.ts'
+import { startReceiver } from './receiver.ts'
+
+const SECRET = newSecret()
+const TIMEOUT_MS = 2000
+const LEASE_MARGIN_MS = 5000
+
+/** What one claim asked for, copied when it was made (the dispatcher counts on in its own maps). */
+interface Claim {
+  now: number
+  leaseUntil: number
+  limit: number
+  perEndpoint: number
+  perOwner: number | undefined
+  inFlight: Record<string, number>
+  inFlightByOwner: Record<string, number>
+}
+
+/** An endpoint as the store keeps it (what disableInactiveOwners answers). */
+function record (id: string, ownerKeyId: number): WebhookRecord {
+  return {
+    seq: 1,
+    id,
+    ownerKeyId,
+    url: 'http://127.0.0.1:9/hook',
+    types: ['webhook.test'],
+    description: null,
+    status: 'disabled',
+    disabledReason: 'owner_inactive',
+    secret: SECRET,
+    previousSecret: null,
+    previousSecretUntil: null,
+    createdAt: T0,
+    updatedAt: T0,
+    failingSince: null,
+    version: 1
+  }
+}
+
+interface Line { fields: Record<string, unknown>; message: string }
+
+interface Options {
+  settings?: Partial<WebhookSettings>
+  /** Without a logger (deps.log absent). */
+  noLog?: boolean
+}
+
+async function harness (t: TestContext, options: Options = {}) {
+  const clock = manualClock(T0)
+  // Each request is held, by its delivery id (the URL's path), until the test answers it.
+  const held = new Map<number, ServerResponse>()
+  const receiver = await startReceiver(t, (req, res) => { held.set(Number(req.url!.slice(1)), res) })
+  const claims: Claim[] = []
+  const answers: ClaimedDelivery[][] = []
+  const recorded: AttemptRecord[] = []
+  const failRecording = new Set<number>()
+  const inactive: WebhookRecord[][] = []
+  const disableCalls: Array<{ now: number; reason: unknown }> = []
+  const warned: Line[] = []
+  const informed: Line[] = []
+  let gate: Promise<void> | null = null
+  const store = {
+    async disableInactiveOwners (now: number, event: (webhook: WebhookRecord) => { data: unknown }) {
+      disableCalls.push({ now, reason: (event(record('wh_probe', 1)).data as { reason: unknown }).reason })
+      if (gate !== null) await gate
+      return inactive.shift() ?? []
+    },
+    fanOut: async () => 0,
+    async claimDue (claim: DueClaim) {
+      claims.push({
+        now: claim.now,
+        leaseUntil: claim.leaseUntil,
+        limit: claim.limit,
+        perEndpoint: claim.perEndpoint,
+        perOwner: claim.perOwner,
+        inFlight: { ...claim.inFlight },
+        inFlightByOwner: { ...claim.inFlightByOwner }
+      })
+      return answers.shift() ?? []
+    },
+    async recordAttempt (record: AttemptRecord) {
+      recorded.push(record)
+      if (failRecording.has(record.deliveryId)) throw new Error('the database went away')
+      return null
+    },
+    pruneAttemptDetails: async () => 0
+  } as unknown as WebhookStore
+  const settings: WebhookSettings = {
+    timeoutMs: TIMEOUT_MS,
+    retryScheduleMs: [3_600_000],
+    allowedHosts: ['127.0.0.1'],
+    maxInFlight: 64,
+    maxInFlightPerEndpoint: 4,
+    pollMs: 250,
+    ...options.settings
+  }
+  const dispatcher = createDispatcher({
+    store,
+    clock,
+    settings,
+    resolve: async () => [{ address: '127.0.0.1', family: 4 }],
+    mayConnect: isLoopback,
+    ...(options.noLog !== true && {
+      log: {
+        warn: (fields, message) => { warned.push({ fields: fields as Record<string, unknown>, message }) },
+        info: (fields, message) => { informed.push({ fields: fields as Record<string, unknown>, message }) }
+      }
+    })
+  })
+  const answer = (id: number): void => {
+    const res = held.get(id)
+    assert.ok(res !== undefined, `delivery ${id} is held`)
+    held.delete(id)
+    res.writeHead(204).end()
+  }
+  t.after(async () => {
+    for (const id of [...held.keys()]) answer(id)
+    await dispatcher.drain()
+  })
+  return {
+    clock,
+    dispatcher,
+    claims,
+    recorded,
+    failRecording,
+    inactive,
+    disableCalls,
+    warned,
+    informed,
+    /** What the next claim hands out (each claim takes one list; none queued: nothing). */
+    queue (...deliveries: ClaimedDelivery[]) { answers.push(deliveries) },
+    delivery (id: number, webhookId: string, ownerKeyId: number): ClaimedDelivery {
+      return {
+        id,
+        webhookId,
+        ownerKeyId,
+        url: `http://127.0.0.1:${receiver.port}/${id}`,
+        secrets: [SECRET],
+        attempts: 0,
+        event: {
+          id: `evt_${id}`,
+          type: 'webhook.test',
+          createdAt: T0,
+          audience: 'webhook',
+          subjectKeyId: ownerKeyId,
+          data: {},
+          position: { tx: '1', seq: id }
+        },
+        testType: null,
+        kind: 'first',
+        requestBody: '{}'
+      }
+    },
+    /** Until these deliveries' requests are at the receiver (their attempts in flight). */
+    async arrived (...ids: number[]) {
+      await until(() => ids.every((id) => held.has(id)), `deliveries ${ids.join(', ')} at the receiver`)
+    },
+    /**
+     * Answers these held requests and waits until their attempts have ended: recorded, then
+     * released (the release follows the recording within the same turn of the event loop).
+     */
+    async end (...ids: number[]) {
+      for (const id of ids) answer(id)
+      await until(() => ids.every((id) => recorded.some((r) => r.deliveryId === id)), `deliveries ${ids.join(', ')} recorded`)
+      await new Promise((resolve) => setImmediate(resolve))
+    },
+    /** Opens a gate the next round waits at (before its fan-out and claim); call the result to let it on. */
+    hold (): () => void {
+      let open!: () => void
+      gate = new Promise((resolve) => { open = resolve })
+      return () => { gate = null; open() }
+    }
+  }
+}
+
+/** Polls every 2 ms, up to 3 s. */
+async function until (condition: () => boolean, what: string): Promise<void> {
+  const started = Date.now()
+  while (!condition()) {
+    if (Date.now() - started > 3000) throw new Error(`gave up waiting: ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 2))
+  }
+}
+
+/**
+ * Long enough for a round a wake asked for to have claimed: the wake's timer is 0 ms and the
+ * stand-in store answers at once (microtasks).
+ */
+const quiet = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 30))
+
+test('a key holder\'s share: maxInFlightPerOwner when set, else a quarter of the slots but never less than an endpoint\'s', async (t) => {
+  const base = { timeoutMs: 1, retryScheduleMs: [], allowedHosts: [], pollMs: 1 }
+  assert.equal(ownerShare({ ...base, maxInFlight: 64, maxInFlightPerEndpoint: 4 }), 16)
+  assert.equal(ownerShare({ ...base, maxInFlight: 10, maxInFlightPerEndpoint: 1 }), 2, 'a quarter, rounded down')
+  assert.equal(ownerShare({ ...base, maxInFlight: 8, maxInFlightPerEndpoint: 4 }), 4, 'an endpoint\'s share at least')
+  assert.equal(ownerShare({ ...base, maxInFlight: 64, maxInFlightPerEndpoint: 4, maxInFlightPerOwner: 3 }), 3)
+  // And the claim is given it, with the endpoint's share.
+  const { dispatcher, claims } = await harness(t, { settings: { maxInFlight: 40, maxInFlightPerEndpoint: 3 } })
+  await dispatcher.tick()
+  assert.deepEqual([claims[0]!.perEndpoint, claims[0]!.perOwner], [3, 10])
+})
+
+test('the room: the claim asks for maxInFlight less the attempts held, none at all when they fill it, and at once when one ends', async (t) => {
+  const h = await harness(t, { settings: { maxInFlight: 3, maxInFlightPerEndpoint: 2, maxInFlightPerOwner: 2 } })
+  h.queue(h.delivery(1, 'wh_a', 1))
+  await h.dispatcher.tick()
+  await h.arrived(1)
+  assert.deepEqual(h.claims[0], {
+    now: T0,
+    leaseUntil: T0 + TIMEOUT_MS + LEASE_MARGIN_MS,
+    limit: 3,
+    perEndpoint: 2,
+    perOwner: 2,
+    inFlight: {},
+    inFlightByOwner: {}
+  })
+  assert.equal(h.dispatcher.inFlight(), 1)
+
+  // The lease counts from the claim's own time.
+  h.clock.advance(1000)
+  h.queue(h.delivery(2, 'wh_b', 2), h.delivery(3, 'wh_c', 3))
+  await h.dispatcher.tick()
+  await h.arrived(2, 3)
+  assert.deepEqual(h.claims[1], {
+    now: T0 + 1000,
+    leaseUntil: T0 + 1000 + TIMEOUT_MS + LEASE_MARGIN_MS,
+    limit: 2,
+    perEndpoint: 2,
+    perOwner: 2,
+    inFlight: { wh_a: 1 },
+    inFlightByOwner: { 1: 1 }
+  })
+
+  // Three held of three: a round makes no claim at all.
+  await h.dispatcher.tick()
+  assert.equal(h.claims.length, 2, 'no claim with no room')
+
+  // One ends: the next claim follows at once (no poll runs here), for the room it left.
+  await h.end(2)
+  await until(() => h.claims.length === 3, 'a claim after the attempt ended')
+  assert.equal(h.claims[2]!.limit, 1)
+  assert.deepEqual([h.claims[2]!.inFlight, h.claims[2]!.inFlightByOwner], [{ wh_a: 1, wh_c: 1 }, { 1: 1, 3: 1 }])
+
+  // That claim took nothing and no share is reached: the next end waits for the poll.
+  await h.end(1)
+  await quiet()
+  assert.equal(h.claims.length, 3, 'no round until the next poll')
+  await h.dispatcher.tick()
+  const last = h.claims[3]!
+  assert.deepEqual([last.limit, last.inFlight, last.inFlightByOwner], [2, { wh_c: 1 }, { 3: 1 }])
+})
+
+test('the counts per endpoint and per key holder: each attempt held, two of one endpoint in one claim, down to absent as they end', async (t) => {
+  const h = await harness(t, { settings: { maxInFlight: 10, maxInFlightPerEndpoint: 3, maxInFlightPerOwner: 5 } })
+  h.queue(h.delivery(1, 'wh_a', 1), h.delivery(2, 'wh_a', 1), h.delivery(3, 'wh_b', 1), h.delivery(4, 'wh_c', 2))
+  await h.dispatcher.tick()
+  await h.arrived(1, 2, 3, 4)
+  const next = async () => {
+    await h.dispatcher.tick()
+    const claim = h.claims.at(-1)!
+    return { limit: claim.limit, inFlight: claim.inFlight, byOwner: claim.inFlightByOwner }
+  }
+  assert.deepEqual(await next(), { limit: 6, inFlight: { wh_a: 2, wh_b: 1, wh_c: 1 }, byOwner: { 1: 3, 2: 1 } })
+  await h.end(2)
+  assert.deepEqual(await next(), { limit: 7, inFlight: { wh_a: 1, wh_b: 1, wh_c: 1 }, byOwner: { 1: 2, 2: 1 } })
+  await h.end(4)
+  assert.deepEqual(await next(), { limit: 8, inFlight: { wh_a: 1, wh_b: 1 }, byOwner: { 1: 2 } })
+  await h.end(1)
+  assert.deepEqual(await next(), { limit: 9, inFlight: { wh_b: 1 }, byOwner: { 1: 1 } })
+  await h.end(3)
+  assert.deepEqual(await next(), { limit: 10, inFlight: {}, byOwner: {} })
+
+  // The other order: the lone endpoint and holder first, then the pair one by one.
+  h.queue(h.delivery(5, 'wh_c', 2), h.delivery(6, 'wh_a', 1), h.delivery(7, 'wh_a', 1))
+  await h.dispatcher.tick()
+  await h.arrived(5, 6, 7)
+  await h.end(5)
+  assert.deepEqual(await next(), { limit: 8, inFlight: { wh_a: 2 }, byOwner: { 1: 2 } })
+  await h.end(7)
+  assert.deepEqual(await next(), { limit: 9, inFlight: { wh_a: 1 }, byOwner: { 1: 1 } })
+  await h.end(6)
+  assert.deepEqual(await next(), { limit: 10, inFlight: {}, byOwner: {} })
+})
+
+test('a claim that filled its room: each attempt that ends starts the next round at once', async (t) => {
+  const h = await harness(t, { settings: { maxInFlight: 2, maxInFlightPerEndpoint: 4, maxInFlightPerOwner: 4 } })
+  h.queue(h.delivery(1, 'wh_a', 1), h.delivery(2, 'wh_b', 2))
+  await h.dispatcher.tick()
+  await h.arrived(1, 2)
+  h.queue(h.delivery(3, 'wh_a', 1))
+  await h.end(1)
+  await until(() => h.claims.length === 2, 'a claim after the attempt ended')
+  await h.arrived(3)
+  assert.equal(h.claims[1]!.limit, 1)
+  // That one filled its room of one as well: the next end asks again.
+  await h.end(2)
+  await until(() => h.claims.length === 3, 'another claim after the attempt ended')
+  assert.deepEqual([h.claims[2]!.limit, h.claims[2]!.inFlight], [1, { wh_a: 1 }])
+  // The last claim took nothing (room left, no share full): the last end waits for the poll.
+  await h.end(3)
+  await quiet()
+  assert.equal(h.claims.length, 3)
+})
+
+test('a claim that left room and no share full: an attempt that ends waits for the next poll', async (t) => {
+  const h = await harness(t, { settings: { maxInFlight: 10, maxInFlightPerEndpoint: 2, maxInFlightPerOwner: 3 } })
+  h.queue(h.delivery(1, 'wh_a', 1), h.delivery(2, 'wh_b', 1), h.delivery(3, 'wh_c', 2))
+  await h.dispatcher.tick()
+  await h.arrived(1, 2, 3)
+  await h.end(3)
+  await quiet()
+  await h.end(1)
+  await quiet()
+  assert.equal(h.claims.length, 1, 'no round before the poll')
+})
+
+test('an endpoint at its share after the claim (two of it in one claim): each attempt that ends starts the next round at once', async (t) => {
+  const h = await harness(t, { settings: { maxInFlight: 10, maxInFlightPerEndpoint: 2, maxInFlightPerOwner: 5 } })
+  h.queue(h.delivery(1, 'wh_a', 1), h.delivery(2, 'wh_a', 1), h.delivery(3, 'wh_b', 2))
+  await h.dispatcher.tick()
+  await h.arrived(1, 2, 3)
+  // Another endpoint, below its share, ends: the round comes at once.
+  await h.end(3)
+  await until(() => h.claims.length === 2, 'a claim after the attempt ended')
+  assert.deepEqual(h.claims[1]!.inFlight, { wh_a: 2 })
+  // That claim took nothing, but saw wh_a at its share (an earlier claim filled it): again at once.
+  await h.end(1)
+  await until(() => h.claims.length === 3, 'a claim after the second attempt ended')
+  assert.deepEqual(h.claims[2]!.inFlight, { wh_a: 1 })
+  // Now nothing is at its share: the last end waits for the poll.
+  await h.end(2)
+  await quiet()
+  assert.equal(h.claims.length, 3)
+})
+
+test('a key holder at its share after the claim (two endpoints of it in one claim): an attempt that ends starts the next round at once', async (t) => {
+  const h = await harness(t, { settings: { maxInFlight: 10, maxInFlightPerEndpoint: 4, maxInFlightPerOwner: 2 } })
+  h.queue(h.delivery(1, 'wh_a', 1), h.delivery(2, 'wh_b', 1), h.delivery(3, 'wh_c', 2))
+  await h.dispatcher.tick()
+  await h.arrived(1, 2, 3)
+  await h.end(3)
+  await until(() => h.claims.length === 2, 'a claim after the attempt ended')
+  assert.deepEqual(h.claims[1]!.inFlightByOwner, { 1: 2 })
+  await h.end(1)
+  await until(() => h.claims.length === 3, 'a claim after the second attempt ended')
+  await h.end(2)
+  await quiet()
+  assert.equal(h.claims.length, 3)
+})
+
+test('an attempt that ends while a round runs makes that round run again', async (t) => {
+  const h = await harness(t, { settings: { maxInFlight: 10 } })
+  h.queue(h.delivery(1, 'wh_a', 1))
+  await h.dispatcher.tick()
+  await h.arrived(1)
+  const open = h.hold()
+  const round = h.dispatcher.tick()
+  await until(() => h.disableCalls.length === 2, 'the round started')
+  await h.end(1)
+  await quiet()
+  assert.equal(h.claims.length, 1, 'the round is still at its gate')
+  open()
+  await round
+  assert.equal(h.claims.length, 3, 'the round ran twice')
+  assert.equal(h.disableCalls.length, 3)
+})
+
+test('once the dispatcher drains, an attempt that ends starts no round', async (t) => {
+  const h = await harness(t, { settings: { maxInFlight: 1 } })
+  h.queue(h.delivery(1, 'wh_a', 1))
+  await h.dispatcher.tick()
+  await h.arrived(1)
+  const drained = h.dispatcher.drain()
+  await h.end(1)
+  await drained
+  await quiet()
+  assert.equal(h.claims.length, 1)
+})
+
+test('an attempt whose recording fails is logged with its endpoint, and its slot is released', async (t) => {
+  const h = await harness(t, { settings: { maxInFlight: 2, maxInFlightPerEndpoint: 4, maxInFlightPerOwner: 4 } })
+  h.failRecording.add(1)
+  h.queue(h.delivery(1, 'wh_a', 7), h.delivery(2, 'wh_b', 8))
+  await h.dispatcher.tick()
+  await h.arrived(1, 2)
+  await h.end(1)
+  // The claim filled its room: the release asks for the next round at once.
+  await until(() => h.claims.length === 2, 'a claim after the attempt ended')
+  const next = h.claims[1]!
+  assert.deepEqual([next.limit, next.inFlight, next.inFlightByOwner], [1, { wh_b: 1 }, { 8: 1 }])
+  assert.deepEqual(h.recorded.map((r) => r.deliveryId), [1])
+  assert.equal(h.warned.length, 1)
+  const [line] = h.warned
+  assert.equal(line!.fields.webhookId, 'wh_a')
+  assert.equal((line!.fields.err as Error).message, 'the database went away')
+  assert.match(line!.message, /could not be recorded/)
+})
+
+test('without a logger, a failed recording still releases its slot and throws nothing', async (t) => {
+  const h = await harness(t, { noLog: true, settings: { maxInFlight: 3 } })
+  h.failRecording.add(1)
+  h.queue(h.delivery(1, 'wh_a', 7))
+  await h.dispatcher.tick()
+  await h.arrived(1)
+  await h.end(1)
+  // drain() waits on the attempts: a failed one would reject it.
+  await h.dispatcher.drain()
+  await h.dispatcher.tick()
+  assert.deepEqual([h.claims[1]!.limit, h.claims[1]!.inFlight, h.claims[1]!.inFlightByOwner], [3, {}, {}])
+})
+
+test('the endpoints whose owner is no longer live are logged as disabled, reason owner_inactive', async (t) => {
+  const h = await harness(t)
+  h.inactive.push([record('wh_gone1', 5), record('wh_gone2', 6)])
+  h.clock.advance(500)
+  await h.dispatcher.tick()
+  assert.deepEqual(h.disableCalls, [{ now: T0 + 500, reason: 'owner_inactive' }])
+  assert.deepEqual(h.informed.map((l) => l.fields), [
+    { webhookId: 'wh_gone1', ownerKeyId: 5, reason: 'owner_inactive' },
+    { webhookId: 'wh_gone2', ownerKeyId: 6, reason: 'owner_inactive' }
+  ])
+  assert.ok(h.informed.every((l) => /disabled/.test(l.message)))
+})
