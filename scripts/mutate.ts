@@ -166,7 +166,8 @@ export const PARTS: Record<string, Part> = {
     // ends) and the replay and recovery caps (per request, per key holder and hour). The unit
     // tests first (the service on a stand-in store; the dispatcher on a stand-in store with a real
     // receiver holding each attempt: about a second each), the store contract's replay tests
-    // (SQLite), then the HTTP tests of fairness, owners and settling. Mutate it with `--mutate` to the lines of those rules: the whole of dispatcher.ts is
+    // (SQLite), then the HTTP tests of fairness, owners and settling. Mutate it with `--mutate` to
+    // the lines of those rules: the whole of dispatcher.ts is
     // the `webhooks` part's (an hour and more).
     mutate: ['src/webhooks/dispatcher.ts', 'src/webhooks/webhooks.service.ts'],
     timeoutMS: 10000,
