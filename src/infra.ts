@@ -10,7 +10,7 @@ import { createMemoryRateLimiter } from './ratelimit/memory.ts'
 import { createRedisRateLimiter, redisClientOptions } from './ratelimit/redis.ts'
 import type { Clock } from './shared/clock.ts'
 import type { Readiness } from './shared/readiness.ts'
-import { describeOpenFailure } from './storage/postgres/errors.ts'
+import { describeOpenFailure, isWorthWaitingFor } from './storage/postgres/errors.ts'
 import { createSqliteStores } from './storage/sqlite/index.ts'
 import type { Stores } from './storage/stores.ts'
 
@@ -27,6 +27,8 @@ export interface InfraOptions {
   clock: Clock
   /** Run migrations on open (serve does, under a lock where the engine has one). */
   migrate?: boolean
+  /** Told before each wait for a database not reachable yet (openStores). */
+  onDatabaseWait?: (reason: string, waitedMs: number) => void
   onLimiterState?: (state: 'ok' | 'degraded', reason?: string) => void
   /** Key prefix of the rate-limit keys in Redis. */
   redisPrefix?: string
@@ -39,31 +41,62 @@ export class InfraError extends Error {
   }
 }
 
-export async function openStores (config: Config, options: { migrate?: boolean } = {}): Promise<Stores> {
-  if (config.database.kind === 'sqlite') {
+/**
+ * How long a start (serve, migrate, a CLI command) waits for PostgreSQL to become reachable before
+ * it gives up: a container started beside its database (compose starts them together), a
+ * database restarting, a 2-CPU machine under load that misses the 2 s connect timeout once. Only
+ * "not reachable yet" is waited for (isWorthWaitingFor); a wrong password or database name fails
+ * at once. Each wait is told to the caller (onWait), so an operator sees why nothing happens yet.
+ */
+export const DATABASE_START_WAIT_MS = 30_000
+
+export interface OpenStoresOptions {
+  migrate?: boolean
+  /** Called before each wait for PostgreSQL: the reason in words, the time waited so far. */
+  onWait?: (reason: string, waitedMs: number) => void
+  /** The bound of the waits (DATABASE_START_WAIT_MS); tests shorten it. */
+  waitMs?: number
+}
+
+export async function openStores (config: Config, options: OpenStoresOptions = {}): Promise<Stores> {
+  const database = config.database
+  if (database.kind === 'sqlite') {
     try {
-      return createSqliteStores(config.database.path, { migrate: options.migrate !== false })
+      return createSqliteStores(database.path, { migrate: options.migrate !== false })
     } catch (error) {
-      throw new InfraError(`cannot open ${describeDatabase(config.database)}: ${(error as Error).message}`)
+      throw new InfraError(`cannot open ${describeDatabase(database)}: ${(error as Error).message}`)
     }
   }
-  try {
-    // Loaded only when PostgreSQL is configured: pg and the PostgreSQL stores are ~10 MiB of a
-    // process that runs on SQLite (docs/performance.md).
-    const { createPostgresStores } = await import('./storage/postgres/index.ts')
-    return await createPostgresStores(config.database.url, {
-      migrate: options.migrate !== false,
-      ...(config.databasePoolMax !== null && { poolMax: config.databasePoolMax })
-    })
-  } catch (error) {
-    // describeDatabase drops the user and password; describeOpenFailure keeps driver text short.
-    const reason = describeOpenFailure(error instanceof AppError && error.cause !== undefined ? error.cause : error)
-    throw new InfraError(`cannot open ${describeDatabase(config.database)}: ${reason}`)
+  // Loaded only when PostgreSQL is configured: pg and the PostgreSQL stores are ~10 MiB of a
+  // process that runs on SQLite (docs/performance.md).
+  const { createPostgresStores } = await import('./storage/postgres/index.ts')
+  const started = Date.now()
+  const waitMs = options.waitMs ?? DATABASE_START_WAIT_MS
+  for (let pause = 250, tries = 1; ; pause = Math.min(pause * 2, 2000), tries++) {
+    try {
+      return await createPostgresStores(database.url, {
+        migrate: options.migrate !== false,
+        ...(config.databasePoolMax !== null && { poolMax: config.databasePoolMax })
+      })
+    } catch (error) {
+      const cause = error instanceof AppError && error.cause !== undefined ? error.cause : error
+      // describeDatabase drops the user and password; describeOpenFailure keeps driver text short.
+      const reason = describeOpenFailure(cause)
+      const waited = Date.now() - started
+      if (!isWorthWaitingFor(cause) || waited + pause > waitMs) {
+        throw new InfraError(`cannot open ${describeDatabase(database)}: ${reason}${tries > 1 ? ` (waited ${Math.round(waited / 1000)} s)` : ''}`)
+      }
+      options.onWait?.(reason, waited)
+      await new Promise((resolve) => setTimeout(resolve, pause))
+    }
   }
 }
 
 export async function openInfra (config: Config, options: InfraOptions): Promise<Infra> {
-  const stores = await openStores(config, { migrate: options.migrate !== false })
+  const stores = await openStores(config, {
+    migrate: options.migrate !== false,
+    ...(options.onDatabaseWait !== undefined && { onWait: options.onDatabaseWait })
+  })
   let redis: Redis | null = null
   let limiter: RateLimiter
   let fallback: FallbackRateLimiter | null = null

@@ -117,6 +117,7 @@ export async function startServer (
   const metrics = createMetrics()
   const infra = await openInfra(config, {
     clock,
+    onDatabaseWait: (reason, waitedMs) => { logger.warn({ reason, waitedMs }, 'the database is not reachable yet; retrying') },
     onLimiterState: (state, reason) => {
       metrics.onLimiterState(state, reason)
       if (state === 'degraded') logger.warn({ reason }, 'rate limits degraded: Redis is unreachable, using per-instance counters')

@@ -9,7 +9,7 @@ import type { AuditHead } from '../audit/audit.store.ts'
 import { describeDatabase, loadConfig } from '../config.ts'
 import { openStores } from '../infra.ts'
 import type { ActorContext } from '../shared/actor-context.ts'
-import type { Io } from './io.ts'
+import { databaseWaitNote, type Io } from './io.ts'
 
 export const AUDIT_USAGE = `usage:
   petstore audit verify [--known COUNT:HASH] [--json]
@@ -66,7 +66,7 @@ export async function audit (args: string[], io: Io): Promise<number> {
     io.err(`petstore audit verify: no database at ${describeDatabase(database)}: nothing verified (DATABASE_URL must name the server's database)`)
     return 2
   }
-  const stores = await openStores(config, { migrate: true })
+  const stores = await openStores(config, { migrate: true, onWait: databaseWaitNote(io, 'audit') })
   try {
     const { head, checked, fault } = await createAuditService(stores.audit).verify(known)
     if (values.json) {

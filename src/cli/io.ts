@@ -16,3 +16,8 @@ export const processIo = (): Io => ({
     process.once('SIGINT', () => resolve('SIGINT'))
   })
 })
+
+/** openStores' onWait for a command: one line on stderr per wait for a database not reachable yet. */
+export const databaseWaitNote = (io: Io, command: string) => (reason: string, waitedMs: number): void => {
+  io.err(`petstore ${command}: the database is not reachable yet (${reason}); retrying${waitedMs > 0 ? ` (${Math.round(waitedMs / 1000)} s so far)` : ''}`)
+}

@@ -17,7 +17,7 @@ import { toApiKey } from '../keys/keys.view.ts'
 import { systemClock } from '../shared/clock.ts'
 import { withActor } from '../shared/actor-context.ts'
 import { cliActor } from './audit.ts'
-import type { Io } from './io.ts'
+import { databaseWaitNote, type Io } from './io.ts'
 import { printable, printableJson } from './printable.ts'
 
 export const KEYS_USAGE = `usage:
@@ -41,7 +41,7 @@ export async function keys (args: string[], io: Io): Promise<number> {
     return 2
   }
   const config = loadConfig(io.env)
-  const stores = await openStores(config, { migrate: true })
+  const stores = await openStores(config, { migrate: true, onWait: databaseWaitNote(io, 'keys') })
   try {
     const admin = createKeyAdmin(stores.keys, systemClock)
     // The audit log names the user who ran the command (cli/audit.ts).

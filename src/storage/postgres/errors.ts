@@ -27,6 +27,7 @@ function isTransientSqlState (code: string): boolean {
 /** Errors pg and pg-pool raise without a code when the connection is gone or never came. */
 const DRIVER_MESSAGES = [
   'timeout exceeded when trying to connect', // pool: no connection within connectionTimeoutMillis
+  'timeout expired', // a client of its own (migrations, the CLI): its connect timeout passed
   'Connection terminated', // socket closed, also "... due to connection timeout" and "... unexpectedly"
   'Query read timeout', // query_timeout: the server stopped answering
   'Client has encountered a connection error and is not queryable',
@@ -41,6 +42,17 @@ export function isUnavailable (error: unknown): boolean {
   const { code, message } = error as { code?: unknown; message?: unknown }
   if (typeof code === 'string' && (NETWORK_CODES.has(code) || (/^[0-9A-Z]{5}$/.test(code) && isTransientSqlState(code)))) return true
   return typeof message === 'string' && DRIVER_MESSAGES.some((m) => message.startsWith(m))
+}
+
+/**
+ * At start: true when the database may answer if we wait a little (no route, refused, timed out,
+ * starting up, out of connections), false when waiting cannot help (a wrong password or database
+ * name, a missing permission, a bug): those fail at once, so a typo is not a 30 s silence.
+ */
+export function isWorthWaitingFor (error: unknown): boolean {
+  if (!isUnavailable(error)) return false
+  const code = (error as { code?: unknown } | null)?.code
+  return !(typeof code === 'string' && (code.startsWith('28') || code === '3D000'))
 }
 
 /** Deadlock or serialization failure: the transaction did nothing and can simply run again. */
@@ -90,7 +102,7 @@ export function describeOpenFailure (error: unknown): string {
   if (c === '57P03') return 'the server is starting up or shutting down'
   if (c === '53300') return 'the server has no free connections'
   if (c === '42501') return 'permission denied (the user may not create or use the schema)'
-  if (typeof message === 'string' && message.startsWith('timeout exceeded when trying to connect')) return 'no connection within the connect timeout'
+  if (typeof message === 'string' && /^timeout (exceeded when trying to connect|expired)/.test(message)) return 'no connection within the connect timeout'
   if (typeof message === 'string' && message.startsWith('Connection terminated')) return 'the server closed the connection'
   if (typeof message === 'string' && /^[\w ,.()'"-]{1,200}$/.test(message) && !/password/i.test(message)) return message
   return c !== '' ? `error ${c}` : 'unexpected error'

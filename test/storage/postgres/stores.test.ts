@@ -229,13 +229,54 @@ function engineTests (): void {
     const url = `postgres://postgres:s3cret-pass@127.0.0.1:${port}/test`
     await assert.rejects(createPostgresStores(url), (error: unknown) => (error as { code?: string }).code === 'ECONNREFUSED')
     const config = loadConfig({ DATABASE_URL: url })
-    await assert.rejects(openStores(config), (error: unknown) => {
+    const waits: string[] = []
+    const started = Date.now()
+    const opening = openStores(config, { waitMs: 1500, onWait: (reason) => waits.push(reason) })
+    await assert.rejects(opening, (error: unknown) => {
       assert.ok(error instanceof InfraError)
-      assert.equal(error.message, `cannot open postgres://127.0.0.1:${port}/test: connection refused (is PostgreSQL running and listening there?)`)
+      assert.equal(error.message, `cannot open postgres://127.0.0.1:${port}/test: connection refused (is PostgreSQL running and listening there?) (waited 1 s)`)
       assert.doesNotMatch(error.message, /s3cret/)
       assert.doesNotMatch(error.message, /\n/)
       return true
     })
+    const took = Date.now() - started
+    assert.ok(took >= 700 && took <= 3000, `gave up after ${took} ms, within its bound of 1.5 s`)
+    assert.ok(waits.length >= 2, `each wait told: ${waits.length}`)
+    assert.ok(waits.every((w) => w === 'connection refused (is PostgreSQL running and listening there?)'), waits.join('; '))
+  })
+
+  test('postgres: a start waits for a database that is not reachable yet, and opens it when it comes (compose starts both at once)', { timeout: 20_000 }, async (t) => {
+    const target = new URL(TEST_DATABASE_URL)
+    const { proxyPort, setUp } = await tcpProxy(t, target.hostname, Number(target.port || 5432))
+    setUp(false)
+    const schema = await createTestSchema(t)
+    const via = new URL(TEST_DATABASE_URL)
+    via.port = String(proxyPort)
+    via.searchParams.set('options', `-c search_path=${schema}`)
+    const waits: number[] = []
+    const config = loadConfig({ DATABASE_URL: via.toString() })
+    const opening = openStores(config, { onWait: (_reason, waited) => waits.push(waited) })
+    setTimeout(() => { setUp(true) }, 1200)
+    const stores = await opening
+    t.after(() => stores.close())
+    assert.ok(waits.length >= 2, `it waited (${waits.join(', ')} ms) rather than failing at once`)
+    const dogs = await stores.categories.createCategory({ name: 'Dogs' }, Date.now())
+    assert.deepEqual(await stores.categories.getCategory(dogs.id), dogs, 'the stores it opened work, migrated in the schema named')
+  })
+
+  test('postgres: a database name that does not exist fails at once: waiting cannot fix a typo', async () => {
+    const url = new URL(TEST_DATABASE_URL)
+    url.pathname = `/no_such_db_${randomBytes(4).toString('hex')}`
+    const waits: string[] = []
+    const started = Date.now()
+    const opening = openStores(loadConfig({ DATABASE_URL: url.toString() }), { onWait: (reason) => waits.push(reason) })
+    await assert.rejects(opening, (error: unknown) => {
+      assert.ok(error instanceof InfraError)
+      assert.match(error.message, /: the database does not exist$/)
+      return true
+    })
+    assert.deepEqual(waits, [])
+    assert.ok(Date.now() - started < 5000)
   })
 
   test('postgres: a server that accepts but never answers is a 503 after the 2 s connect timeout, never a hang', { timeout: 15_000 }, async (t) => {
@@ -245,9 +286,9 @@ function engineTests (): void {
     await assert.rejects(createPostgresStores(url, { migrate: false }), isUnavailableAtOpen)
     const took = Date.now() - started
     assert.ok(took < 5000, `gave up after ${took} ms`)
-    await assert.rejects(openStores(loadConfig({ DATABASE_URL: url })), (error: unknown) => {
+    await assert.rejects(openStores(loadConfig({ DATABASE_URL: url }), { waitMs: 0 }), (error: unknown) => {
       assert.ok(error instanceof InfraError)
-      assert.match(error.message, /^cannot open postgres:\/\/127\.0\.0\.1:\d+\/test: /)
+      assert.match(error.message, /^cannot open postgres:\/\/127\.0\.0\.1:\d+\/test: no connection within the connect timeout$/)
       return true
     })
   })
