@@ -116,7 +116,12 @@ export const PARTS: Record<string, Part> = {
     // each test file's tests end at 30 s (an attempt that never settles).
     timeoutMS: 10000,
     nodeArgs: ['--test-timeout=30000'],
-    tests: ['test/webhooks/url-guard.test.ts', 'test/webhooks/signature.test.ts', 'test/webhooks/attempt.test.ts', 'test/webhooks/schedule.test.ts', 'test/webhooks/settle.http.test.ts', 'test/webhooks/fairness.http.test.ts', 'test/webhooks/owners.http.test.ts', 'test/webhooks/delivery.http.test.ts', 'test/webhooks/webhooks.http.test.ts']
+    tests: [
+      'test/webhooks/url-guard.test.ts', 'test/webhooks/signature.test.ts', 'test/webhooks/attempt.test.ts',
+      'test/webhooks/attempt-keep-alive.test.ts', 'test/webhooks/dispatcher-slots.test.ts', 'test/webhooks/schedule.test.ts',
+      'test/webhooks/settle.http.test.ts', 'test/webhooks/fairness.http.test.ts', 'test/webhooks/owners.http.test.ts',
+      'test/webhooks/delivery.http.test.ts', 'test/webhooks/webhooks.http.test.ts'
+    ]
   },
   audit: {
     // The audit chain (issue 52): the rules that make each entry and its hash, the walk of
