@@ -461,6 +461,30 @@ export async function measureTogether (
   return out
 }
 
+/**
+ * Servers under the same load at the same time (the request log's row): each round loads them all
+ * at once, each by a generator process of its own, with the servers sharing their core. Whatever
+ * else the machine does in a round (a neighbour's burst, a change of clock speed) then falls on
+ * every server alike, so their CPU per request compares within the round; one after the other, a
+ * round's servers differed by ±25% (docs/performance.md, "The request log"). Their req/s mean
+ * little here (they share a core): the row's own figures come from measureTogether.
+ */
+export async function measureSideBySide (
+  generator: Generator,
+  targets: { target: Target; load: Load }[],
+  options: { connections: number; slice: number; rounds: number }
+): Promise<Slice[][]> {
+  const out: Slice[][] = targets.map(() => [])
+  for (let round = 0; round < options.rounds; round++) {
+    await Promise.all(targets.map(async ({ target }) => await target.stats?.()))
+    const measured = await Promise.all(targets.map(async ({ target, load }) =>
+      await generator.run(target.base, load, options.connections, options.slice)))
+    const stats = await Promise.all(targets.map(async ({ target }) => await target.stats?.()))
+    measured.forEach((m, i) => { out[i]!.push(stats[i] === undefined ? m : { ...m, server: stats[i] }) })
+  }
+  return out
+}
+
 export async function measure (
   generator: Generator,
   target: Target,

@@ -222,25 +222,27 @@ export const LOG_COST_TARGET_PCT = 5
  * log-off server spent in the same rounds subtracted, as a share of the log-on figure. CPU time
  * per request, not req/s: on a shared machine it moves far less, and it is what the log adds.
  */
-export function toggleRow (on: Row, onMeasured: Measured, offMeasured: Measured): Row {
+export function toggleRow (on: Row, offMeasured: Measured, [onSide, offSide]: [Slice[], Slice[]]): Row {
   if (on.status !== 'ok') return on
-  const offRow = cpuOf(offMeasured.slices, undefined)
-  const wrong = problems(offMeasured.slices)
-  if (wrong.length > 0) return { ...on, status: 'failed', reason: `the log-off server: ${wrong.join('; ')}` }
-  if (on.cpuUsPerReq == null || offRow.cpuUsPerReq === null) return on
-  const perRound = onMeasured.slices.map((s, i) => {
-    const off = offMeasured.slices[i]!
-    const onUs = s.server!.cpuUs / s.requests
-    return (onUs - off.server!.cpuUs / off.requests) / onUs * 100
+  const wrong = [...problems(offMeasured.slices), ...problems(offSide)].map((w) => `the log-off server: ${w}`)
+    .concat(problems(onSide).map((w) => `side by side: ${w}`))
+  if (wrong.length > 0) return { ...on, status: 'failed', reason: wrong.join('; ') }
+  const onUs = cpuOf(onSide, undefined).cpuUsPerReq
+  const offUs = cpuOf(offSide, undefined).cpuUsPerReq
+  if (onUs === null || offUs === null) return on
+  const perRound = onSide.map((s, i) => {
+    const off = offSide[i]!
+    const us = s.server!.cpuUs / s.requests
+    return (us - off.server!.cpuUs / off.requests) / us * 100
   })
   const offRequests = sum(offMeasured.slices.map((s) => s.requests))
   const offSeconds = sum(offMeasured.slices.map((s) => s.seconds))
-  const pct = (on.cpuUsPerReq - offRow.cpuUsPerReq) / on.cpuUsPerReq * 100
+  const pct = (onUs - offUs) / onUs * 100
   return {
     ...on,
     logCost: {
-      onUs: on.cpuUsPerReq,
-      offUs: offRow.cpuUsPerReq,
+      onUs,
+      offUs,
       pct,
       median: median(perRound),
       range: [Math.min(...perRound), Math.max(...perRound)],
@@ -253,8 +255,8 @@ export function toggleRow (on: Row, onMeasured: Measured, offMeasured: Measured)
 
 /** The request log's row, in a few words. */
 export function logCostText (c: NonNullable<Row['logCost']>): string {
-  return `log ${c.pct.toFixed(1)}% of the read's CPU: ${c.onUs.toFixed(1)} µs/req on, ${c.offUs.toFixed(1)} off `
-    + `(${fmtInt(c.offReqPerSec)} req/s), rounds ${c.range[0].toFixed(1)}% to ${c.range[1].toFixed(1)}% (median ${c.median.toFixed(1)}%)`
+  return `log ${c.pct.toFixed(1)}% of the read's CPU, side by side: ${c.onUs.toFixed(1)} µs/req on, ${c.offUs.toFixed(1)} off `
+    + `(alone ${fmtInt(c.offReqPerSec)} req/s), rounds ${c.range[0].toFixed(1)}% to ${c.range[1].toFixed(1)}% (median ${c.median.toFixed(1)}%)`
 }
 
 /**

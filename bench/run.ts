@@ -30,6 +30,7 @@ import { microBenchmark } from './limiter.ts'
 import {
   GeneratorMissing,
   measure,
+  measureSideBySide,
   measureTogether,
   openGenerator,
   plainWrk,
@@ -391,14 +392,17 @@ async function measureToggle (
     // Both servers idle first: the first started may still be catching up on the setup's
     // leftovers (a webhook backlog, a prune of a grown table), which is not the log's cost.
     await untilIdle([on, off])
-    const [onMeasured, offMeasured] = await measureTogether(
-      run.generator,
-      [on, off].map((server) => ({ target: { base: server.base, stats: () => server.stats() }, load: scenario.load })),
-      { ...run.bare, load: BARE_LOAD },
-      // One round's share moves ±15%: twice the rounds of a row (six by default), and their median.
-      { ...run.opts, rounds: run.opts.rounds * 2 }
-    )
-    return toggleRow(scenarioRow(setup, scenario, onMeasured!), onMeasured!, offMeasured!)
+    const targets = [on, off].map((server) => ({
+      target: { base: server.base, stats: () => server.stats() },
+      load: scenario.load
+    }))
+    // The row's req/s and latency: each server alone, beside the bare one, as every row.
+    const bare = { ...run.bare, load: BARE_LOAD }
+    const [onMeasured, offMeasured] = await measureTogether(run.generator, targets, bare, run.opts)
+    // The log's share: both at once, twice the rounds of a row (six by default), their median too.
+    const rounds = run.opts.rounds * 2
+    const [onSide, offSide] = await measureSideBySide(run.generator, targets, { ...run.opts, rounds })
+    return toggleRow(scenarioRow(setup, scenario, onMeasured!), offMeasured!, [onSide!, offSide!])
   } catch (error) {
     return failedRow(setup, scenario, describe(error))
   }

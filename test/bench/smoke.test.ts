@@ -157,7 +157,7 @@ test('npm run bench -- --peers: json-server and the afternoon app in the same ro
   assert.ok(median >= range[0] && median <= range[1], JSON.stringify(log.logCost))
   assert.equal(log.target, 'log <= 5% of the read\'s CPU µs/req')
   assert.equal(log.met, log.logCost.pct <= 5)
-  assert.match(stdout, /GET \/v1\/pets\/\{id\}, request log on vs off: .*log -?[\d.]+% of the read's CPU: [\d.]+ µs\/req on, [\d.]+ off/)
+  assert.match(stdout, /GET \/v1\/pets\/\{id\}, request log on vs off: .*log -?[\d.]+% of the read's CPU, side by side: [\d.]+ µs\/req on, [\d.]+ off/)
   assert.match(stdout, /peer: json-server 0\.17\.4, GET a pet by id: .*ours [\d.]+x its req\/s in the same rounds/)
 })
 
