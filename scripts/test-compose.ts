@@ -80,7 +80,7 @@ try {
   const migrateLog = (await podman('logs', container('migrate'))).stdout.trim()
   report.check('the one-shot migrate ran and exited 0', migrate.trim() === '0', lastLine(migrateLog))
   for (const service of ['postgres', 'redis', 'api-1', 'api-2']) {
-    await waitUntil(`${service} healthy`, async () => (await podman('healthcheck', 'run', container(service))).code === 0, 30_000).catch(() => {})
+    await waitUntil(`${service} healthy`, async () => (await podman('healthcheck', 'run', container(service))).code === 0, 60_000).catch(() => {})
     const health = await podman('healthcheck', 'run', container(service))
     report.check(`${service}: its healthcheck passes`, health.code === 0, (health.stdout + health.stderr).trim())
   }
