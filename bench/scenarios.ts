@@ -177,7 +177,8 @@ export function scenarios (seeded: Seeded, only: ReadonlySet<ScenarioId>, connec
       versusEnv: { REQUEST_LOG: 'off' },
       note: 'the by-id read against this setup\'s server (request log on, the default) and a second one on the same '
         + 'database started with REQUEST_LOG=off, in the same rounds (ABBA); the row\'s figures are the log-on '
-        + 'server\'s, and "log" the CPU µs/req it spends beyond the log-off one, as a share of its own'
+        + 'server\'s. "log" is the CPU µs/req it spends beyond the log-off one, as a share of its own, measured '
+        + 'in rounds of their own with both servers loaded at once (side by side, sharing their core)'
     },
     {
       id: 'id', title: 'GET /v1/pets?id={id}', charged: true,
