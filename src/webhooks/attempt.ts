@@ -315,7 +315,10 @@ function send (input: AttemptInput, pooled = true): Promise<AttemptResult> {
         resolve(send(input, false))
         return
       }
-      finish('failed', errorText(err), errorCode(err))
+      // A failing answer cut short (a reset mid-body reaches the request before the response)
+      // fails for its status, as when it is closed: the deliveries list says `HTTP 500`.
+      if (deadlineError !== null) finish('failed', deadlineError)
+      else finish('failed', errorText(err), errorCode(err))
     })
     req.end(body)
   })

@@ -307,15 +307,18 @@ test('a 2xx cut mid-body (closed or reset) fails as a reset connection, not a su
   }
 })
 
-test('a failing answer closed mid-body fails for its status, with what came kept and marked truncated', BOUNDED, async (t) => {
-  const receiver = await rawReceiver(t, (socket) => {
-    socket.write('HTTP/1.1 500 Oops\r\ncontent-length: 1000\r\n\r\nhalf')
-    setTimeout(() => { socket.end() }, 30)
-  })
-  const result = await attemptDelivery(input(`http://cut500.test:${receiver.port}/`))
-  assert.deepEqual(
-    [result.outcome, result.status, result.error, result.errorType, result.response?.body, result.response?.truncated],
-    ['failed', 500, 'HTTP 500', undefined, 'half', true])
+test('a failing answer cut mid-body (closed or reset) fails for its status, with what came kept and marked truncated', BOUNDED, async (t) => {
+  for (const how of ['end', 'reset'] as const) {
+    const receiver = await rawReceiver(t, (socket) => {
+      socket.write('HTTP/1.1 500 Oops\r\ncontent-length: 1000\r\n\r\nhalf')
+      setTimeout(() => { if (how === 'end') socket.end(); else socket.resetAndDestroy() }, 30)
+    })
+    const result = await attemptDelivery(input(`http://cut500.test:${receiver.port}/`))
+    assert.deepEqual(
+      [result.outcome, result.status, result.error, result.errorType],
+      ['failed', 500, 'HTTP 500', undefined], how)
+    assert.deepEqual([result.response?.body, result.response?.truncated], ['half', true], how)
+  }
 })
 
 test('an answer\'s header name and value are kept up to 256 and 1024 characters: at the bound whole, past it cut', BOUNDED, async (t) => {
