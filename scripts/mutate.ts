@@ -118,7 +118,8 @@ export const PARTS: Record<string, Part> = {
     nodeArgs: ['--test-timeout=30000'],
     tests: [
       'test/webhooks/url-guard.test.ts', 'test/webhooks/signature.test.ts', 'test/webhooks/attempt.test.ts',
-      'test/webhooks/attempt-keep-alive.test.ts', 'test/webhooks/dispatcher-slots.test.ts', 'test/webhooks/schedule.test.ts',
+      'test/webhooks/attempt-edges.test.ts', 'test/webhooks/attempt-keep-alive.test.ts',
+      'test/webhooks/dispatcher-slots.test.ts', 'test/webhooks/dispatcher-rules.test.ts', 'test/webhooks/schedule.test.ts',
       'test/webhooks/settle.http.test.ts', 'test/webhooks/fairness.http.test.ts', 'test/webhooks/owners.http.test.ts',
       'test/webhooks/delivery.http.test.ts', 'test/webhooks/webhooks.http.test.ts'
     ]
