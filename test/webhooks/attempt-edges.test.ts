@@ -6,7 +6,6 @@ import assert from 'node:assert/strict'
 import { execFile, execFileSync } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync, writeFileSync } from 'node:fs'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import { createServer as createNetServer, getDefaultAutoSelectFamily, setDefaultAutoSelectFamily, type Socket } from 'node:net'
 import { join } from 'node:path'
@@ -21,6 +20,7 @@ import {
   type AttemptInput
 } from '../../src/webhooks/attempt.ts'
 import { tempDir } from '../helpers/temp.ts'
+import { numberedReceiver } from './numbered-receiver.ts'
 import { selfSignedCert, startReceiver } from './receiver.ts'
 
 const BOUNDED = { timeout: 15_000 }
@@ -81,44 +81,6 @@ async function rawReceiver (
     server.close()
   })
   return { port: (server.address() as { port: number }).port, requests: () => requests }
-}
-
-interface Tracked {
-  port: number
-  /** Per request: the connection it came on (numbered from 1) and its Host header's name. */
-  requests: Array<{ connection: number; host: string }>
-  closed: Set<number>
-}
-
-/** An http receiver numbering its connections; answers 204 or what `answer` writes. */
-async function trackedReceiver (
-  t: TestContext,
-  answer?: (req: IncomingMessage, res: ServerResponse, connection: number) => void
-): Promise<Tracked> {
-  const state: Tracked = { port: 0, requests: [], closed: new Set() }
-  const numbers = new WeakMap<Socket, number>()
-  const sockets = new Set<Socket>()
-  let connections = 0
-  const server = createServer((req, res) => {
-    const connection = numbers.get(req.socket)!
-    state.requests.push({ connection, host: req.headers.host!.split(':')[0]! })
-    req.resume()
-    req.on('end', () => { if (answer === undefined) res.writeHead(204).end(); else answer(req, res, connection) })
-  })
-  server.on('connection', (socket: Socket) => {
-    const n = ++connections
-    numbers.set(socket, n)
-    sockets.add(socket)
-    socket.on('close', () => { state.closed.add(n); sockets.delete(socket) })
-  })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  state.port = (server.address() as { port: number }).port
-  t.after(() => {
-    for (const socket of sockets) socket.destroy()
-    server.close()
-  })
-  return state
 }
 
 // --- Constants and what is sent ----------------------------------------------------------------
@@ -398,10 +360,10 @@ test('TLS failures in short words: an unknown authority, a self-signed authority
 // --- The stale-connection retry: only before an answer, only on a reused pooled connection, once, fresh ----------
 
 test('a reused connection that times out unanswered is not sent again: the attempt has ended', BOUNDED, async (t) => {
-  const r = await trackedReceiver(t, (_req, res, connection) => {
+  const r = await numberedReceiver(t, { answer: (_req, res, connection) => {
     // The first request answers; a second on the same connection gets nothing.
     if (r.requests.filter((q) => q.connection === connection).length === 1) res.writeHead(204).end()
-  })
+  } })
   assert.equal((await attemptDelivery(input(`http://late.test:${r.port}/`))).outcome, 'succeeded')
   const result = await attemptDelivery(input(`http://late.test:${r.port}/`, { timeoutMs: 200 }))
   assert.deepEqual([result.outcome, result.error, result.errorType], ['failed', 'timed out after 200 ms', 'timeout'])
@@ -410,7 +372,7 @@ test('a reused connection that times out unanswered is not sent again: the attem
 })
 
 test('a reused connection reset after the status line is a failure, not sent again', BOUNDED, async (t) => {
-  const r = await trackedReceiver(t, (_req, res, connection) => {
+  const r = await numberedReceiver(t, { answer: (_req, res, connection) => {
     if (r.requests.filter((q) => q.connection === connection).length === 1) {
       res.writeHead(204).end()
     } else {
@@ -418,7 +380,7 @@ test('a reused connection reset after the status line is a failure, not sent aga
       res.write('half')
       setTimeout(() => { res.socket?.resetAndDestroy() }, 30)
     }
-  })
+  } })
   assert.equal((await attemptDelivery(input(`http://midbody.test:${r.port}/`))).outcome, 'succeeded')
   const result = await attemptDelivery(input(`http://midbody.test:${r.port}/`))
   assert.deepEqual([result.outcome, result.status, result.error], ['failed', 200, 'connection reset'])
@@ -427,11 +389,11 @@ test('a reused connection reset after the status line is a failure, not sent aga
 })
 
 test('the attempt made again after a stale connection goes on a new connection, not another pooled one', BOUNDED, async (t) => {
-  const r = await trackedReceiver(t, (req, res, connection) => {
+  const r = await numberedReceiver(t, { answer: (req, res, connection) => {
     // Any request on a connection that has already served one is reset unanswered.
     if (r.requests.filter((q) => q.connection === connection).length > 1) req.socket.resetAndDestroy()
     else res.writeHead(204).end()
-  })
+  } })
   const url = `http://stale.test:${r.port}/`
   // Two at once: two pooled connections, both idle afterwards.
   const warm = await Promise.all([attemptDelivery(input(url)), attemptDelivery(input(url))])
@@ -461,10 +423,10 @@ test('with a test\'s own certificate authority no connection is pooled: each att
 test(`exactly ${MAX_AGENTS} origins keep their connections; past it the least recently used (not created) is dropped, and a dropped origin's connection in use is closed when its attempt ends`, BOUNDED, async (t) => {
   let release!: () => void
   const released = new Promise<void>((resolve) => { release = resolve })
-  const r = await trackedReceiver(t, (req, res) => {
+  const r = await numberedReceiver(t, { answer: (req, res) => {
     if (req.headers.host?.startsWith('busy.test') === true) void released.then(() => res.writeHead(204).end())
     else res.writeHead(204).end()
-  })
+  } })
   const url = (name: string): string => `http://${name}:${r.port}/`
   const connectionOf = (name: string): number[] => r.requests.filter((q) => q.host === name).map((q) => q.connection)
 

@@ -32,29 +32,14 @@ import type {
   WebhookStore
 } from '../../src/webhooks/webhooks.store.ts'
 import { isLoopback, T0 } from '../helpers/app.ts'
+import { disabledEndpoint } from './helpers.ts'
 import { closedPort, startReceiver } from './receiver.ts'
 
 const SECRET = newSecret()
 
 /** An endpoint as the store keeps it (what recordAttempt answers when the attempt disabled it). */
 function record (id: string, ownerKeyId: number): WebhookRecord {
-  return {
-    seq: 1,
-    id,
-    ownerKeyId,
-    url: 'http://127.0.0.1:9/hook',
-    types: ['webhook.test'],
-    description: null,
-    status: 'disabled',
-    disabledReason: 'failing',
-    secret: SECRET,
-    previousSecret: null,
-    previousSecretUntil: null,
-    createdAt: T0,
-    updatedAt: T0,
-    failingSince: T0,
-    version: 2
-  }
+  return disabledEndpoint(id, ownerKeyId, { secret: SECRET, disabledReason: 'failing', failingSince: T0, version: 2 })
 }
 
 interface Line { fields: Record<string, unknown>; message: string }

@@ -15,6 +15,7 @@ import { createDispatcher, ownerShare, type WebhookSettings } from '../../src/we
 import { newSecret } from '../../src/webhooks/signature.ts'
 import type { AttemptRecord, ClaimedDelivery, DueClaim, WebhookRecord, WebhookStore } from '../../src/webhooks/webhooks.store.ts'
 import { isLoopback, T0 } from '../helpers/app.ts'
+import { disabledEndpoint } from './helpers.ts'
 import { startReceiver } from './receiver.ts'
 
 const SECRET = newSecret()
@@ -34,23 +35,7 @@ interface Claim {
 
 /** An endpoint as the store keeps it (what disableInactiveOwners answers). */
 function record (id: string, ownerKeyId: number): WebhookRecord {
-  return {
-    seq: 1,
-    id,
-    ownerKeyId,
-    url: 'http://127.0.0.1:9/hook',
-    types: ['webhook.test'],
-    description: null,
-    status: 'disabled',
-    disabledReason: 'owner_inactive',
-    secret: SECRET,
-    previousSecret: null,
-    previousSecretUntil: null,
-    createdAt: T0,
-    updatedAt: T0,
-    failingSince: null,
-    version: 1
-  }
+  return disabledEndpoint(id, ownerKeyId, { secret: SECRET, disabledReason: 'owner_inactive', failingSince: null, version: 1 })
 }
 
 interface Line { fields: Record<string, unknown>; message: string }

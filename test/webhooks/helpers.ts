@@ -5,7 +5,8 @@ import type { TestContext } from 'node:test'
 import { Webhook } from 'standardwebhooks'
 import { systemClock, type Clock } from '../../src/shared/clock.ts'
 import type { Resolve } from '../../src/webhooks/url-guard.ts'
-import { buildTestApp, type TestApp } from '../helpers/app.ts'
+import type { WebhookRecord } from '../../src/webhooks/webhooks.store.ts'
+import { buildTestApp, T0, type TestApp } from '../helpers/app.ts'
 import { pollUntil } from '../helpers/server.ts'
 import type { Received, Receiver } from './receiver.ts'
 
@@ -63,5 +64,27 @@ export function verified (
     type: string
     timestamp: string
     data: unknown
+  }
+}
+
+/** An endpoint as a store keeps it, disabled (what a store's disabling methods answer), for stand-in stores. */
+export function disabledEndpoint (
+  id: string,
+  ownerKeyId: number,
+  fields: Pick<WebhookRecord, 'secret' | 'disabledReason' | 'failingSince' | 'version'>
+): WebhookRecord {
+  return {
+    seq: 1,
+    id,
+    ownerKeyId,
+    url: 'http://127.0.0.1:9/hook',
+    types: ['webhook.test'],
+    description: null,
+    status: 'disabled',
+    previousSecret: null,
+    previousSecretUntil: null,
+    createdAt: T0,
+    updatedAt: T0,
+    ...fields
   }
 }
