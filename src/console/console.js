@@ -212,6 +212,9 @@ async function loadKey (id) {
     for (const node of [$('key-details'), $('chain'), $('usage-chart'), $('usage-mcp'), $('usage-table').tBodies[0], $('windows-table').tBodies[0], $('bans-table').tBodies[0]]) node.replaceChildren()
   }
   const { data: key, etag } = await api(`/v1/admin/keys/${id}`)
+  // The chain is fetched before anything is drawn: the details and the chain change together, so
+  // a key shown as rotated never sits beside its chain from before the rotation.
+  const chain = await chainOf(key)
   shown = { key, etag }
   $('key-title').textContent = `${keyLabel(key)} (key ${key.id})`
   const details = [
@@ -226,7 +229,6 @@ async function loadKey (id) {
     ['Last used', key.lastUsedAt === null ? 'never' : dateTime(key.lastUsedAt)]
   ]
   $('key-details').replaceChildren(...details.flatMap(([term, value]) => [el('dt', { text: term }), el('dd', {}, value)]))
-  const chain = await chainOf(key)
   $('chain').replaceChildren(...chain.map((k) => el('li', {},
     k.id === key.id ? el('strong', { text: `${keyLabel(k)} (key ${k.id}, ${statusOf(k)})` }) : link(`#/keys/${k.id}`, `${keyLabel(k)} (key ${k.id}, ${statusOf(k)})`))))
   $('plan-plan').value = key.plan
