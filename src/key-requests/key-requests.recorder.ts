@@ -135,7 +135,10 @@ export function refusalOf (facts: RequestFacts): Refusal | null {
  * a flush interval, long enough for the young generation's collections (--max-semi-space-size=4)
  * to move it to the old one; an object per request then became old-space garbage, collected by
  * the costly mark-compact (docs/performance.md, "The request log"). Numbers sit in typed arrays;
- * the strings are the route's own (method, template, operationId) or the request's (its id).
+ * the strings are the route's own (method, template, operationId); the request's id, when it is
+ * a UUID in lower case (every id we make: http/request-log.ts), as its 16 bytes, since its
+ * string was the last thing of a request to outlive it (about 60 bytes of old space a request);
+ * another id (a caller's own Request-Id) as its string.
  */
 class Columns {
   readonly capacity: number
@@ -145,7 +148,10 @@ class Columns {
   readonly status: Uint16Array
   readonly method: string[]
   readonly route: string[]
-  readonly requestId: string[]
+  /** A caller's own request id; null when the id is in `idBytes`. */
+  readonly requestId: Array<string | null>
+  /** 16 bytes a slot: the request's id when it is a lower-case UUID. */
+  readonly idBytes: Uint8Array
   readonly operationId: Array<string | null>
   readonly query: Array<string | null>
   readonly code: Array<string | null>
@@ -161,7 +167,8 @@ class Columns {
     this.status = new Uint16Array(capacity)
     this.method = new Array<string>(capacity).fill('')
     this.route = new Array<string>(capacity).fill('')
-    this.requestId = new Array<string>(capacity).fill('')
+    this.requestId = new Array<string | null>(capacity).fill(null)
+    this.idBytes = new Uint8Array(capacity * 16)
     this.operationId = new Array<string | null>(capacity).fill(null)
     this.query = new Array<string | null>(capacity).fill(null)
     this.code = new Array<string | null>(capacity).fill(null)
@@ -205,20 +212,63 @@ class Columns {
           query: this.query[at]!,
           status: this.status[at]!,
           code: this.code[at]!,
-          requestId: this.requestId[at]!,
+          requestId: this.requestId[at] ?? uuidText(this.idBytes, at * 16),
           latencyMs: this.latencyMs[at]!,
           via: this.via[at]!,
           refusal: null
         }
       }
       // Let go of the request's own strings (its id, its query) now, not when the slot is reused.
-      this.requestId[at] = ''
+      this.requestId[at] = null
       this.query[at] = null
     }
     this.head = 0
     this.size = 0
     return out
   }
+}
+
+const HEX = '0123456789abcdef'
+/** Where each of a UUID's 32 hex digits sits in its 36 characters. */
+const UUID_DIGIT_AT = [
+  0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17, 19, 20, 21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35
+]
+
+const UUID_DASH_AT = [8, 13, 18, 23]
+
+/** The value of a lower-case hex digit's character code, or -1. */
+function hexValue (code: number): number {
+  if (code >= 48 && code <= 57) return code - 48
+  if (code >= 97 && code <= 102) return code - 87
+  return -1
+}
+
+/**
+ * Writes a lower-case UUID's 16 bytes into `bytes` at `at`; false (bytes left as they were
+ * partly written, never read) for any other string, which is then kept as it is: `uuidText`
+ * gives back exactly the string it read.
+ */
+export function uuidBytes (id: string, bytes: Uint8Array, at: number): boolean {
+  if (id.length !== 36) return false
+  for (const dash of UUID_DASH_AT) if (id.charCodeAt(dash) !== 45) return false
+  for (let i = 0; i < 16; i++) {
+    const high = hexValue(id.charCodeAt(UUID_DIGIT_AT[2 * i]!))
+    const low = hexValue(id.charCodeAt(UUID_DIGIT_AT[2 * i + 1]!))
+    if (high === -1 || low === -1) return false
+    bytes[at + i] = (high << 4) | low
+  }
+  return true
+}
+
+/** The lower-case UUID whose 16 bytes are in `bytes` at `at`. */
+export function uuidText (bytes: Uint8Array, at: number): string {
+  let text = ''
+  for (let i = 0; i < 16; i++) {
+    if (i === 4 || i === 6 || i === 8 || i === 10) text += '-'
+    const byte = bytes[at + i]!
+    text += HEX[byte >> 4]! + HEX[byte & 15]!
+  }
+  return text
 }
 
 /** A queue of fixed capacity: pushing into a full one drops its oldest (returned). */
@@ -343,7 +393,7 @@ export function createRequestRecorder (store: KeyRequestStore, options: { pendin
     ordinary.query[slot] = query
     ordinary.status[slot] = status
     ordinary.code[slot] = code
-    ordinary.requestId[slot] = requestId
+    ordinary.requestId[slot] = uuidBytes(requestId, ordinary.idBytes, slot * 16) ? null : requestId
     ordinary.latencyMs[slot] = latencyMs
     ordinary.via[slot] = via
   }

@@ -4,7 +4,8 @@
 // buffer under a flood; refusals pushed out by ordinary traffic; a batch lost to one failure.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { createRequestRecorder, refusalOf, type RequestFacts } from '../../src/key-requests/key-requests.recorder.ts'
+import { newRequestId } from '../../src/http/request-log.ts'
+import { createRequestRecorder, refusalOf, uuidBytes, uuidText, type RequestFacts } from '../../src/key-requests/key-requests.recorder.ts'
 import type { KeyRequestRecord, KeyRequestStore } from '../../src/key-requests/key-requests.store.ts'
 
 function facts (keyId: number, at: number, status = 200): RequestFacts {
@@ -97,4 +98,29 @@ test('add() writes what record() writes; a key flooding past KEEP_LAST writes it
   assert.equal(flood.length, 1000)
   assert.deepEqual([flood[0]!.at, flood.at(-1)!.at, flood[0]!.requestId], [501, 1500, 'r501'])
   assert.equal(recorder.dropped(), 0, 'the 500 older ones: the store would not keep them; nothing lost')
+})
+
+test('every request id comes back exactly as the request had it: ours (kept as 16 bytes) and a caller\'s own', async () => {
+  const store = fakeStore()
+  const recorder = createRequestRecorder(store, { pendingMax: 3 })
+  const ours = [newRequestId(), '00000000-0000-4000-8000-000000000000', 'ffffffff-ffff-4fff-bfff-ffffffffffff']
+  // A caller's own: upper case, a UUID's length with a stray character, a dash misplaced, a short token.
+  const theirs = ['0E3F6C4A-1B2C-4D5E-8F90-A1B2C3D4E5F6', '0e3f6c4a-1b2c-4d5e-8f90-a1b2c3d4e5fg', '0e3f6c4a1-b2c-4d5e-8f90-a1b2c3d4e5f6', 'trace:7']
+  const all = [...ours, ...theirs]
+  // Three slots reused over and over: a caller's id in a slot an id of ours had, and the reverse.
+  for (let round = 0; round < 2; round++) {
+    for (let i = 0; i < all.length; i += 3) {
+      const ids = all.slice(i, i + 3)
+      for (const [n, id] of ids.entries()) recorder.record({ ...facts(1, n), requestId: id })
+      await recorder.flush()
+      assert.deepEqual(store.batches.at(-1)!.map((r) => r.requestId), ids)
+    }
+    all.reverse()
+  }
+  for (const id of ours) {
+    const bytes = new Uint8Array(20)
+    assert.equal(uuidBytes(id, bytes, 4), true, id)
+    assert.equal(uuidText(bytes, 4), id)
+  }
+  for (const id of theirs) assert.equal(uuidBytes(id, new Uint8Array(16), 0), false, id)
 })
