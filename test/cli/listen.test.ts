@@ -62,7 +62,8 @@ async function serve (
   port: number,
   env: Record<string, string>
 ): Promise<Child> {
-  const server = petstore(cleanup, ['serve', '--port', String(port)], { LOG_LEVEL: 'warn', ...env })
+  // METRICS_PORT 0: a fixed --port would put /metrics on 9464, which another test's server may hold.
+  const server = petstore(cleanup, ['serve', '--port', String(port)], { LOG_LEVEL: 'warn', METRICS_PORT: '0', ...env })
   await pollUntil(async () => (await fetch(`http://127.0.0.1:${port}/v1/rate_limit`)).status === 401 ? true : undefined, {
     timeoutMs: 60_000,
     intervalMs: 50,

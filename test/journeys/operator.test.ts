@@ -46,7 +46,9 @@ test('an operator serves at a terminal through jq, makes and revokes a key with 
   const dir = tempDir(t, 'petstore-operator-')
   const keysFile = join(dir, 'keys.txt')
   // No cool-down after a cancel: the orders below are a load, not the subject.
-  const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, LOG_LEVEL: 'info', LOG_FORMAT: '', ORDER_COOLDOWN_MINUTES: '0' }
+  // METRICS_PORT 0: with a fixed --port, /metrics would go on 9464, which another test's server
+  // may hold (the server then stops at its start: seen as a start timeout in CI).
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`, LOG_LEVEL: 'info', LOG_FORMAT: '', ORDER_COOLDOWN_MINUTES: '0', METRICS_PORT: '0' }
   // A port chosen here, so that the test finds the server whatever reaches the screen: a banner
   // lost in the pipe then fails below by name rather than as a start timeout.
   const port = await freePort()

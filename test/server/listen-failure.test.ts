@@ -26,7 +26,7 @@ async function busyPort (t: TestContext): Promise<number> {
 }
 
 async function startOnBusyPort (t: TestContext, env: Record<string, string>): Promise<unknown> {
-  const config = loadConfig({ HOST: '127.0.0.1', PORT: String(await busyPort(t)), LOG_LEVEL: 'silent', ...env })
+  const config = loadConfig({ HOST: '127.0.0.1', PORT: String(await busyPort(t)), METRICS_PORT: '0', LOG_LEVEL: 'silent', ...env })
   return startServer(config, { logger: createLogger(config) }).then(
     async (server) => { await server.close(); return null },
     (error: unknown) => error
@@ -68,6 +68,7 @@ test('serve on a port in use, PostgreSQL and Redis: startServer rejects with EAD
   const config = loadConfig({
     HOST: '127.0.0.1',
     PORT: String(await busyPort(t)),
+    METRICS_PORT: '0',
     LOG_LEVEL: 'silent',
     DATABASE_URL: database.toString(),
     REDIS_URL: redisUrl.toString()
