@@ -190,6 +190,7 @@ export async function startInstances (
       },
       async stats () { return mergeStats(await Promise.all(instances.map((s) => s.stats()))) },
       async deliveries () { return {} },
+      watchGc (on) { for (const s of instances) s.watchGc(on) },
       async stop () {
         await proxy.stop()
         await Promise.all(instances.map((s) => s.stop()))

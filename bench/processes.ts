@@ -78,6 +78,8 @@ export interface ChildServer {
   stats (): Promise<ProcessStats>
   /** A receiver's counts so far (empty from the other kinds). */
   deliveries (): Promise<Deliveries>
+  /** Observe GC pauses (in `stats`) from now on, or stop: only the mixed run's rounds watch them (bench/server.ts). */
+  watchGc (on: boolean): void
   stop (): Promise<void>
 }
 
@@ -163,6 +165,9 @@ export async function startServer (
         deliveryWaiters.push(resolve)
         child.send('deliveries')
       })
+    },
+    watchGc (on) {
+      if (child.connected) child.send(on ? 'watch-gc' : 'unwatch-gc')
     },
     async stop () {
       if (child.exitCode !== null || child.signalCode !== null) return

@@ -320,6 +320,9 @@ async function measureOn (run: Run, setup: SetupId, server: ChildServer, list: S
       const wrong = await probe(server.base, headers, scenario.probe).catch((error: unknown) => `the probe failed: ${describe(error)}`)
       if (wrong !== null) return failedRow(setup, scenario, wrong)
       const slice = scenario.id === 'mixed' ? run.opts.mixedSlice : run.opts.slice
+      // GC pauses are reported for the mixed run's rounds only; observing them costs (bench/server.ts).
+      const watchGc = scenario.id === 'mixed'
+      if (watchGc) server.watchGc(true)
       return await measure(
         run.generator,
         { base: server.base, stats: () => server.stats() },
@@ -329,7 +332,7 @@ async function measureOn (run: Run, setup: SetupId, server: ChildServer, list: S
       ).then(
         (measured) => scenarioRow(setup, scenario, measured),
         (error: unknown) => failedRow(setup, scenario, describe(error))
-      )
+      ).finally(() => { if (watchGc) server.watchGc(false) })
     }
     if (scenario.webhookPetId === undefined) {
       row = await probeAndMeasure()

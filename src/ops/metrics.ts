@@ -8,6 +8,7 @@
 // (never the raw URL) for routes outside /v1.
 // Key ids (numbers) may appear as labels; keys never do.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { createRequire } from 'node:module'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { AccessEvents } from '../http/access.ts'
 import type { LifecycleHookOptions } from '../http/lifecycle-hooks.ts'
@@ -173,16 +174,32 @@ export function observeIn (cell: DurationCell, seconds: number): void {
 }
 
 let processRegistry: Registry | null = null
+const require = createRequire(import.meta.url)
 
 /**
- * Node's default metrics (CPU, memory, heap, event loop, GC) describe the process, not an app, and
- * collectDefaultMetrics starts a GC observer and an event-loop monitor that are never stopped. So
- * they are collected once per process, and every app's registry exposes those same metric objects.
+ * prom-client's default metrics but one: `gc`, its nodejs_gc_duration_seconds, observes every GC
+ * through a PerformanceObserver, and the entry Node builds for each GC (a scavenge every few
+ * hundred requests under load) ends up in the old space: it alone made a mark-compact, an 8 to
+ * 10 ms pause, every 7 s of reads, and none ran in 20 s without it (docs/performance.md, "Stalls
+ * and memory"). GC pauses still show in the event loop's lag (nodejs_eventloop_lag_*).
+ */
+export const PROCESS_METRICS = collectDefaultMetrics.metricsList.filter((name) => name !== 'gc')
+
+type DefaultMetric = (registry: Registry, config: { eventLoopMonitoringPrecision: number }) => void
+
+/**
+ * Node's default metrics (CPU, memory, heap, event loop) describe the process, not an app, and
+ * the event-loop monitor they start is never stopped. So they are collected once per process, and
+ * every app's registry exposes those same metric objects. Each is prom-client's own module, called
+ * as collectDefaultMetrics calls it, with its precision.
  */
 function processMetrics (): Registry {
   if (processRegistry === null) {
-    processRegistry = new Registry()
-    collectDefaultMetrics({ register: processRegistry })
+    const registry = new Registry()
+    for (const name of PROCESS_METRICS) {
+      (require(`prom-client/lib/metrics/${name}.js`) as DefaultMetric)(registry, { eventLoopMonitoringPrecision: 10 })
+    }
+    processRegistry = registry
   }
   return processRegistry
 }

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
+import { collectDefaultMetrics, Registry } from 'prom-client'
 import { loadConfig } from '../../src/config.ts'
 import { createMetrics } from '../../src/ops/metrics.ts'
 import { createKeyAdmin } from '../../src/keys/keys.service.ts'
@@ -84,6 +85,13 @@ test('GET /metrics counts requests by operation, method and status, rate-limit d
   // Node's default metrics, and the pool where there is one.
   assert.ok(valueOf(samples, 'process_cpu_user_seconds_total')! > 0)
   assert.ok(valueOf(samples, 'nodejs_heap_size_used_bytes')! > 0)
+  // Every family of prom-client's defaults but its per-GC histogram (src/ops/metrics.ts, PROCESS_METRICS).
+  const everyDefault = new Registry()
+  collectDefaultMetrics({ register: everyDefault })
+  const families = (exposition: string) => new Set([...exposition.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]!))
+  const ours = families(text)
+  const missing = [...families(await everyDefault.metrics())].filter((name) => !ours.has(name))
+  assert.deepEqual(missing, ['nodejs_gc_duration_seconds'])
   if (stores.engine === 'postgres') {
     assert.ok(valueOf(samples, 'db_pool_connections', { state: 'total' })! >= 1)
     assert.equal(typeof valueOf(samples, 'db_pool_connections', { state: 'idle' }), 'number')
