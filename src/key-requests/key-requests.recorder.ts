@@ -26,6 +26,12 @@ import type { KeyRequestRecord, KeyRequestStore } from './key-requests.store.ts'
 export const REQUEST_LOG_FLUSH_MS = 1000
 /** Requests (and, apart, refusals) the buffer holds between flushes. */
 export const PENDING_MAX = 10_000
+/**
+ * Rows a flush hands the store at once, each part committed before the next is handed over: the
+ * newest 1,000 of a flooding key in one SQLite transaction held the event loop about 2 ms every
+ * second, a tail the reads' p99 showed (docs/performance.md, "Stalls and memory").
+ */
+export const APPEND_ROWS = 200
 
 /** What the pipeline knows of a finished request made with a valid key, or with a refused key of ours. */
 export interface RequestFacts {
@@ -82,7 +88,7 @@ export interface RequestRecorder {
     keyId: number, at: number, method: string, route: string, operationId: string | null, query: string | null,
     status: number, code: string | null, requestId: string, latencyMs: number, via: 'mcp' | 'portal' | null
   ): void
-  /** Writes what is pending in one statement; flushes never overlap. */
+  /** Writes what is pending, in parts of APPEND_ROWS, oldest first; flushes never overlap. */
   flush (): Promise<void>
   /** The keys written since the last call (the prune job bounds them), emptied. */
   takeWritten (): number[]
@@ -367,14 +373,18 @@ export function createRequestRecorder (store: KeyRequestStore, options: { pendin
     retry = []
     pendingOf.clear()
     if (batch.length === 0) return
-    try {
-      await store.append(batch)
-      for (const record of batch) written.add(record.keyId)
-    } catch (error) {
-      // Kept for the next flush, bounded: a database down for long loses the oldest of the log,
-      // never memory or the API.
-      retry = batch.length > 2 * pendingMax ? batch.slice(-2 * pendingMax) : batch
-      throw error
+    for (let from = 0; from < batch.length; from += APPEND_ROWS) {
+      const part = batch.slice(from, from + APPEND_ROWS)
+      try {
+        await store.append(part)
+      } catch (error) {
+        // What was not written is kept for the next flush (the parts before are in the log: none
+        // twice), bounded: a database down for long loses the oldest of the log, never memory or the API.
+        const rest = batch.slice(from)
+        retry = rest.length > 2 * pendingMax ? rest.slice(-2 * pendingMax) : rest
+        throw error
+      }
+      for (const record of part) written.add(record.keyId)
     }
   }
 

@@ -40,11 +40,17 @@ export interface KeyRequestBound {
 }
 
 export interface KeyRequestStore {
-  /** Writes a batch in ONE statement (never one per request), oldest first: ids grow with `at`. */
+  /**
+   * Writes a batch (at most the recorder's APPEND_ROWS) in one transaction, never a statement per
+   * request, oldest first: ids grow with `at`.
+   */
   append (records: readonly KeyRequestRecord[]): Promise<void>
   /** The key's requests matching `filter`, newest first, with ids below `beforeId` (null: from the newest). */
   list (keyId: number, filter: KeyRequestFilter, beforeId: number | null, limit: number): Promise<StoredKeyRequest[]>
-  /** Deletes what the bound does not keep of one key; returns how many rows. */
+  /**
+   * Deletes what the bound does not keep of one key (SQLite: in parts, so that no part holds the
+   * event loop long); returns how many rows.
+   */
   prune (keyId: number, bound: KeyRequestBound): Promise<number>
   /**
    * Keys holding a refusal older than `before`: they may hold more than the bound keeps though no

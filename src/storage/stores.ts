@@ -104,7 +104,7 @@ export const PORTS = {
     postgres: (c) => createPostgresInventoryStore(c.db)
   }),
   keys: port<KeyStore>({
-    sqlite: (c) => createSqliteKeyStore(c.db, c.eventLog),
+    sqlite: (c) => createSqliteKeyStore(c.db, c.eventLog, c.writer),
     postgres: (c) => createPostgresKeyStore(c.db)
   }),
   /** The events every change above writes in its own transaction (the outbox), and their feed. */
@@ -124,7 +124,7 @@ export const PORTS = {
   }),
   /** Each key's own request log, written in batches by the recorder (key-requests/). */
   keyRequests: port<KeyRequestStore>({
-    sqlite: (c) => createSqliteKeyRequestStore(c.db),
+    sqlite: (c) => createSqliteKeyRequestStore(c.db, c.writer),
     postgres: (c) => createPostgresKeyRequestStore(c.db)
   }),
   /** The partner portal's one-time links and sessions (portal/). */

@@ -7,6 +7,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { KEEP_LAST } from '../../src/key-requests/key-requests.schema.ts'
+import { APPEND_ROWS } from '../../src/key-requests/key-requests.recorder.ts'
+import { PRUNE_ROWS } from '../../src/storage/sqlite/key-requests.ts'
 import type { KeyRequestRecord, KeyRequestStore } from '../../src/key-requests/key-requests.store.ts'
 import { keyRequestJobs, pruneKeys } from '../../src/jobs/key-requests-prune.ts'
 import { DAY_MS } from '../../src/ratelimit/limiter.ts'
@@ -317,13 +319,24 @@ test('the bound: past 1,000 a key\'s oldest ordinary requests and refusals older
   assert.equal((await store.list(2, {}, null, 5000)).length, 11, 'within its newest 1,000: kept')
 })
 
+test('a prune of more rows than one part (SQLite: PRUNE_ROWS a statement) deletes them all, the oldest, and keeps the newest 1,000', async (t) => {
+  const h = await buildTestApp(t)
+  const store = h.stores.keyRequests
+  const extra = 2 * PRUNE_ROWS + 500
+  const all = Array.from({ length: KEEP_LAST + extra }, (_, i) => record(1, T0 - 5_000_000 + i, false))
+  for (let from = 0; from < all.length; from += APPEND_ROWS) await store.append(all.slice(from, from + APPEND_ROWS))
+  assert.equal(await pruneKeys(store, [1], T0), extra)
+  const kept = await store.list(1, {}, null, 5000)
+  assert.deepEqual([kept.length, kept.at(-1)!.at, kept[0]!.at], [KEEP_LAST, all[extra]!.at, all.at(-1)!.at])
+})
+
 test('the prune job holds the keys just written to the bound; a flood writes at most 1,000 per key and batch', async (t) => {
   const h = await buildTestApp(t, { env: NO_TIMER })
   const seen = countAppends(h.stores.keyRequests)
   const keyId = await keyIdOf(h, h.keys.customer)
   for (let i = 0; i < KEEP_LAST + 30; i++) await h.call({ method: 'GET', url: '/v1/pets', key: h.keys.customer })
   await h.app.close()
-  assert.equal(seen.batches, 1)
+  assert.equal(seen.batches, KEEP_LAST / APPEND_ROWS, 'one flush, in parts of APPEND_ROWS')
   assert.equal(seen.rows, KEEP_LAST, 'the 31 oldest of the batch were never written: the bound keeps the newest 1,000')
   assert.equal((await h.stores.keyRequests.list(keyId, {}, null, 5000)).length, KEEP_LAST)
 })

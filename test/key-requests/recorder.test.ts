@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { newRequestId } from '../../src/http/request-log.ts'
-import { createRequestRecorder, refusalOf, uuidBytes, uuidText, type RequestFacts } from '../../src/key-requests/key-requests.recorder.ts'
+import { APPEND_ROWS, createRequestRecorder, refusalOf, uuidBytes, uuidText, type RequestFacts } from '../../src/key-requests/key-requests.recorder.ts'
 import type { KeyRequestRecord, KeyRequestStore } from '../../src/key-requests/key-requests.store.ts'
 
 function facts (keyId: number, at: number, status = 200): RequestFacts {
@@ -94,10 +94,29 @@ test('add() writes what record() writes; a key flooding past KEEP_LAST writes it
   assert.deepEqual({ ...second, at: 1, requestId: 'r1' }, first)
   for (let at = 1; at <= 1500; at++) recorder.add(3, at, 'GET', '/v1/pets/{petId}', 'getPetById', null, 200, null, `r${at}`, 0.5, null)
   await recorder.flush()
-  const flood = store.batches[1]!
+  assert.deepEqual(store.batches.slice(1).map((b) => b.length), [200, 200, 200, 200, 200], 'in parts of APPEND_ROWS')
+  const flood = store.batches.slice(1).flat()
   assert.equal(flood.length, 1000)
   assert.deepEqual([flood[0]!.at, flood.at(-1)!.at, flood[0]!.requestId], [501, 1500, 'r501'])
+  assert.deepEqual(flood.map((r) => r.at), Array.from({ length: 1000 }, (_, i) => 501 + i), 'oldest first, across the parts')
   assert.equal(recorder.dropped(), 0, 'the 500 older ones: the store would not keep them; nothing lost')
+})
+
+test('a part the store refuses is kept with every part after it, and written by the next flush; none of the parts before it twice', async () => {
+  const store = fakeStore()
+  let appends = 0
+  const append = store.append.bind(store)
+  store.append = async (records) => {
+    if (++appends === 2) throw new Error('database busy')
+    await append(records)
+  }
+  const recorder = createRequestRecorder(store)
+  for (let at = 1; at <= APPEND_ROWS * 2 + 10; at++) recorder.record(facts(1, at))
+  await assert.rejects(recorder.flush(), /database busy/)
+  assert.deepEqual(store.batches.map((b) => b.length), [APPEND_ROWS])
+  await recorder.flush()
+  const written = store.batches.flat().map((r) => r.at)
+  assert.deepEqual(written, Array.from({ length: APPEND_ROWS * 2 + 10 }, (_, i) => i + 1), 'each once, in order')
 })
 
 test('every request id comes back exactly as the request had it: ours (kept as 16 bytes) and a caller\'s own', async () => {

@@ -8,6 +8,7 @@ import type { IfMatch } from '../../shared/store.ts'
 import { currentRow } from '../checks.ts'
 import { transaction, type Db } from './database.ts'
 import type { SqliteEventLog } from './events.ts'
+import type { Writer } from './writer.ts'
 import { keyFilterSql, keySearchName } from '../key-filters.ts'
 import { scopesToText } from '../../accounts/scopes.ts'
 import {
@@ -30,7 +31,7 @@ type Other4xxSql = UsageRowSql & { other_4xx: number }
 /** The ids of every key sharing the quota identity of key `?` (its rotation chain). */
 const SAME_IDENTITY = `SELECT k.id FROM api_keys k, (SELECT coalesce(quota_key_id, id) AS q FROM api_keys WHERE id = ?) i WHERE k.id = i.q OR k.quota_key_id = i.q`
 
-export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore {
+export function createSqliteKeyStore (db: Db, events: SqliteEventLog, writer: Writer): KeyStore {
   const insert = db.prepare(`INSERT INTO api_keys (name, search_name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, expires_at, scopes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`)
   const insertSuccessor = db.prepare(`INSERT INTO api_keys (name, search_name, role, plan, per_minute, per_day, key_hash, key_prefix, created_at, replaces, quota_key_id, scopes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${KEY_COLUMNS}`)
   const markReplaced = db.prepare(`UPDATE api_keys SET expires_at = ?, replaced_by = ?, version = version + 1 WHERE id = ? RETURNING ${KEY_COLUMNS}`)
@@ -269,7 +270,10 @@ export function createSqliteKeyStore (db: Db, events: SqliteEventLog): KeyStore 
     },
     async recordUsage (batch) {
       if (batch.counts.length === 0 && batch.lastUsed.length === 0 && (batch.deprecated ?? []).length === 0) return
-      transaction(db, () => {
+      // Through the writer, its fsync off the event loop: the flush runs every 2 s under load, and
+      // a commit at synchronous=FULL waited for the disk on the event loop each time (the reads'
+      // p99: docs/performance.md, "Stalls and memory").
+      await writer.run(() => {
         for (const c of batch.counts) {
           addUsage.run(c.keyId, c.day, c.allowed, c.limited, c.banned, c.mcp ?? 0, c.other4xx ?? 0)
         }
