@@ -136,20 +136,27 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
   const attempts = new Set<Promise<void>>()
   let running: Promise<void> | null = null
   let again = false
+  // A full round (the poll's, a wake's) is asked for: the next round fans out first. A round
+  // asked for by an attempt that ended (a refill) only claims: the fan-out and the check of
+  // inactive owners run each poll, and doing them for every delivery of a backlog made a round of
+  // five statements per delivery (PostgreSQL: 250 deliveries a second, docs/performance.md).
+  let fullPending = false
   // The last claim took all the room it had (in all, or an endpoint's share): more may be due,
   // so each attempt that ends asks for the next round at once rather than a poll later (one
   // endpoint got at most its share per poll: 16 deliveries a second at the defaults).
   let saturated = false
   let stopping = false
 
-  async function round (): Promise<void> {
-    const fannedAt = clock.now()
-    // Before the fan-out and the claim (which skip such endpoints too), so that the endpoint says
-    // why it gets nothing.
-    for (const webhook of await store.disableInactiveOwners(fannedAt, disabledEvent('owner_inactive'))) {
-      logDisabled(webhook, 'owner_inactive')
+  async function round (full: boolean): Promise<void> {
+    if (full) {
+      const fannedAt = clock.now()
+      // Before the fan-out and the claim (which skip such endpoints too), so that the endpoint
+      // says why it gets nothing.
+      for (const webhook of await store.disableInactiveOwners(fannedAt, disabledEvent('owner_inactive'))) {
+        logDisabled(webhook, 'owner_inactive')
+      }
+      while (await store.fanOut(fannedAt, FAN_OUT_BATCH) === FAN_OUT_BATCH) { /* a backlog: read on */ }
     }
-    while (await store.fanOut(fannedAt, FAN_OUT_BATCH) === FAN_OUT_BATCH) { /* a backlog: read on */ }
     const room = settings.maxInFlight - attempts.size
     if (room <= 0) { saturated = true; return }
     // The claim's own time, not the round's: a fan-out can take seconds (the cursor's lock, a
@@ -239,9 +246,10 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
         release(perEndpoint, delivery.webhookId)
         release(perOwner, delivery.ownerKeyId)
         if (stopping) return
-        // Ended during a round: that round's claim did not count this room, so one more runs.
+        // Ended during a round: that round's claim did not count this room, so one more runs
+        // (a claim only, unless a full round was asked for meanwhile).
         if (running !== null) again = true
-        else if (saturated) wake()
+        else if (saturated) later(false)
       })
     attempts.add(done)
   }
@@ -345,7 +353,9 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
     return { ...result, request }
   }
 
-  function tick (): Promise<void> {
+  /** A round now: a full one (fan-out first), or a claim only; while one runs, the next after it. */
+  function run (full: boolean): Promise<void> {
+    if (full) fullPending = true
     if (running !== null) {
       again = true
       return running
@@ -354,7 +364,9 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
       try {
         do {
           again = false
-          await round()
+          const fanOut = fullPending
+          fullPending = false
+          await round(fanOut)
         } while (again)
       } finally {
         running = null
@@ -364,9 +376,18 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
     return current
   }
 
+  function tick (): Promise<void> {
+    return run(true)
+  }
+
   function wake (): void {
+    later(true)
+  }
+
+  /** A round in a turn of its own (not the caller's, nor its trace). */
+  function later (full: boolean): void {
     const round = (): void => {
-      tick().catch((error: unknown) => { deps.log?.warn({ err: error }, 'a webhook dispatch round failed; the next one retries') })
+      run(full).catch((error: unknown) => { deps.log?.warn({ err: error }, 'a webhook dispatch round failed; the next one retries') })
     }
     // The request that woke the dispatcher does not own its round: with tracing on, the round
     // runs outside that request's trace (its storage work would otherwise show under it).

@@ -363,7 +363,22 @@ test('an attempt that ends while a round runs makes that round run again', async
   open()
   await round
   assert.equal(h.claims.length, 3, 'the round ran twice')
-  assert.equal(h.disableCalls.length, 3)
+  assert.equal(h.disableCalls.length, 2, 'the second run only claims: the fan-out and the owners\' check are the poll\'s')
+})
+
+test('a tick asked for while a round runs makes the next run a full one (fan-out first), not only a claim', async (t) => {
+  const h = await harness(t, { settings: { maxInFlight: 10 } })
+  h.queue(h.delivery(1, 'wh_a', 1))
+  await h.dispatcher.tick()
+  await h.arrived(1)
+  const open = h.hold()
+  const round = h.dispatcher.tick()
+  await until(() => h.disableCalls.length === 2, 'the round started')
+  await h.end(1)
+  const polled = h.dispatcher.tick()
+  open()
+  await Promise.all([round, polled])
+  assert.deepEqual([h.claims.length, h.disableCalls.length], [3, 3])
 })
 
 test('once the dispatcher drains, an attempt that ends starts no round', async (t) => {

@@ -95,7 +95,11 @@ export const PENDING_SQL = `SELECT ${PENDING_COLUMNS} FROM webhook_deliveries d 
  * attempts in flight go first; among equals, endpoints take turns at going first, from the
  * creation order $7 on (see claimDue). The outer LIMIT $4 sorts what the endpoints' reads
  * returned, at most their rooms together: rows read past it stay locked until the statement
- * ends, never leased. Exported for its plan test (test/storage/postgres/stores.test.ts).
+ * ends, never leased. Its commit does not wait for the WAL flush (set_config, local to the
+ * statement's transaction, read at its commit): a lease lost to a crash of PostgreSQL's machine
+ * only lets the delivery be claimed again (at least once), and waiting for the flush made each
+ * claim, one per delivery of a backlog, wait for the disk. Exported for its plan test
+ * (test/storage/postgres/stores.test.ts).
  */
 export const CLAIM_SQL = `WITH endpoints AS (
     SELECT w.id, w.seq, w.owner_key_id, $1::int - coalesce(($2::jsonb ->> w.id)::int, 0) AS room,
@@ -114,7 +118,8 @@ export const CLAIM_SQL = `WITH endpoints AS (
     SELECT c.id, c.seq FROM candidates c WHERE c.n <= $8::int - c.owner_held
     ORDER BY c.owner_held, c.seq < $7, c.seq, c.next_attempt_at, c.id LIMIT $4
   ), leased AS (
-    UPDATE webhook_deliveries d SET lease_owner = $5, lease_until = $6 FROM picked WHERE d.id = picked.id
+    UPDATE webhook_deliveries d SET lease_owner = $5, lease_until = $6
+    FROM picked, (SELECT set_config('synchronous_commit', 'off', true)) AS unflushed WHERE d.id = picked.id
     RETURNING d.id, d.attempts, d.test_type, d.origin, d.replay_due, d.request_body, d.webhook_id, d.event_id, d.next_attempt_at, picked.seq
   )
   SELECT l.id AS delivery_id, l.attempts, l.test_type, l.origin, l.replay_due, l.request_body, w.id AS webhook_id, w.owner_key_id, w.url, w.secret, w.previous_secret,

@@ -4,11 +4,12 @@
 // rows, delivery states, a success settling the event's other deliveries, failing_since, the
 // disable and its event exactly once), including a record whose delivery was deleted meanwhile
 // and one whose lease was lost; a record that cannot be written fails alone; and the batch's
-// commit does not wait for the WAL flush while the disable's does.
+// commit does not wait for the WAL flush while the disable's does, nor does a claim's.
 import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
 import pg from 'pg'
 import type { PostgresStores } from '../../../src/storage/postgres/index.ts'
+import { CLAIM_SQL } from '../../../src/storage/postgres/webhooks.ts'
 import { disabledEvent } from '../../../src/webhooks/webhooks.view.ts'
 import type { AttemptKind } from '../../../src/webhooks/webhooks.store.ts'
 import type { AttemptRecord, ClaimedDelivery } from '../../../src/webhooks/webhooks.store.ts'
@@ -218,4 +219,26 @@ test('the batch commits without waiting for the WAL flush; the rest of the conne
     return { before, inside, after }
   })
   assert.deepEqual(settings, { before: 'on', inside: 'off', after: 'on' })
+})
+
+test('a claim that leases commits without waiting for the WAL flush; the connection\'s later work does not change', async (t) => {
+  const { stores, schema } = await openPostgresTestSchema(t)
+  const key = (await stores.keys.createKey({
+    name: null, role: 'admin', plan: 'enterprise', perMinute: null, perDay: null, hash: 'h-1', prefix: 'psk_1', now: T0
+  })).id
+  const id = `wh_${'c'.repeat(24)}`
+  await stores.webhooks.createWebhook({
+    id, ownerKeyId: key, url: 'http://127.0.0.1:9/', types: ['category.*'], description: null, secret: 'whsec_claim', now: T0
+  }, 10)
+  await stores.webhooks.queueTest(id, { type: 'webhook.test', audience: 'webhook', subjectKeyId: key, data: { webhookId: id } }, T0 + 1)
+  const seen = await inspect(schema, async (c) => {
+    const setting = async () => (await c.query('SHOW synchronous_commit')).rows[0].synchronous_commit as string
+    const before = await setting()
+    await c.query('BEGIN')
+    const leased = (await c.query(CLAIM_SQL, [4, '{}', T0 + 10, 64, 'instance-a', T0 + 20_000, 0, 16, '{}'])).rowCount
+    const inside = await setting()
+    await c.query('COMMIT')
+    return { before, leased, inside, after: await setting() }
+  })
+  assert.deepEqual(seen, { before: 'on', leased: 1, inside: 'off', after: 'on' })
 })
