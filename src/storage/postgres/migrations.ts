@@ -932,5 +932,55 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     END LOOP;
   END
   $fn$;
+  `,
+  // record_webhook_attempts again, its settling of a success read by the event (webhook_deliveries_by_event,
+  // a handful of rows): the endpoint's id and the status compared as expressions (`|| ''`), which
+  // neither webhook_deliveries_claim nor its partial predicate serves, as SQLite's
+  // SETTLE_OTHERS_SQL does with `+webhook_id`. The plan auto_explain showed
+  // during a backlog walked the endpoint's pending deliveries on webhook_deliveries_claim
+  // (statistics from before the backlog said one row): 3 to 7 ms a success, and the drain of
+  // 65,000 deliveries fell to 170 a second (docs/performance.md).
+  `
+  CREATE OR REPLACE FUNCTION record_webhook_attempts (p_items jsonb)
+  RETURNS TABLE (item integer, since bigint, endpoint_status text)
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    r record;
+  BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    FOR r IN SELECT (t.n - 1)::integer AS i, a.*
+        FROM jsonb_array_elements(p_items) WITH ORDINALITY AS t(e, n)
+        CROSS JOIN LATERAL jsonb_to_record(t.e) AS a(delivery_id bigint, webhook_id text, lease_owner text, attempt integer,
+          kind text, at bigint, outcome text, status integer, error text, duration_ms integer, request_url text,
+          request_headers text, response_headers text, response_body text, response_truncated boolean,
+          request_body text, delivery_status text, next_attempt_at bigint)
+        ORDER BY t.n LOOP
+      -- Not when the delivery is gone (its endpoint deleted while the attempt was in flight).
+      INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, kind, at, outcome, status, error, duration_ms,
+          request_url, request_headers, response_headers, response_body, response_truncated)
+        SELECT r.delivery_id, r.webhook_id, r.attempt, r.kind, r.at, r.outcome, r.status, r.error, r.duration_ms,
+          r.request_url, r.request_headers, r.response_headers, r.response_body, r.response_truncated
+        WHERE EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.id = r.delivery_id);
+      UPDATE webhook_deliveries d SET attempts = r.attempt, status = r.delivery_status, next_attempt_at = r.next_attempt_at,
+          lease_owner = NULL, lease_until = NULL, last_status = r.status, last_error = r.error, updated_at = r.at,
+          replay_due = false, request_body = coalesce(d.request_body, r.request_body)
+        WHERE d.id = r.delivery_id AND d.lease_owner = r.lease_owner;
+      IF r.outcome = 'succeeded' THEN
+        -- The event's other deliveries to the endpoint that wait (a retry beside a replay): the
+        -- receiver has it, so none is sent again. One leased by an attempt in flight loses its
+        -- lease, so that attempt's record leaves it settled.
+        UPDATE webhook_deliveries d SET status = 'succeeded', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL,
+            updated_at = r.at
+          WHERE d.event_id = (SELECT s.event_id FROM webhook_deliveries s WHERE s.id = r.delivery_id)
+            AND d.webhook_id || '' = r.webhook_id AND d.status || '' = 'pending' AND d.id <> r.delivery_id;
+        UPDATE webhooks w SET failing_since = NULL WHERE w.id = r.webhook_id AND w.failing_since IS NOT NULL;
+      ELSE
+        UPDATE webhooks w SET failing_since = coalesce(w.failing_since, r.at) WHERE w.id = r.webhook_id
+          RETURNING r.i, w.failing_since, w.status INTO item, since, endpoint_status;
+        IF FOUND THEN RETURN NEXT; END IF;
+      END IF;
+    END LOOP;
+  END
+  $fn$;
   `
 ]
