@@ -242,3 +242,49 @@ test('a claim that leases commits without waiting for the WAL flush; the connect
   })
   assert.deepEqual(seen, { before: 'on', leased: 1, inside: 'off', after: 'on' })
 })
+
+// Fault caught: a success's settling (the event's other waiting deliveries to the endpoint) read
+// through webhook_deliveries_claim, walking the endpoint's whole pending backlog per success, as
+// its plan did while the table grew faster than its statistics (migration 26; the drain of a
+// backlog fell to 170 a second). The plan is the one the function runs: auto_explain's, nested.
+test('a success\'s settling reads the event\'s deliveries by webhook_deliveries_by_event, never the endpoint\'s backlog', async (t) => {
+  const { stores, schema } = await openPostgresTestSchema(t)
+  const key = (await stores.keys.createKey({
+    name: null, role: 'admin', plan: 'enterprise', perMinute: null, perDay: null, hash: 'h-1', prefix: 'psk_1', now: T0
+  })).id
+  const id = `wh_${'d'.repeat(24)}`
+  await stores.webhooks.createWebhook({
+    id, ownerKeyId: key, url: 'http://127.0.0.1:9/', types: ['category.*'], description: null, secret: 'whsec_settle', now: T0
+  }, 10)
+  const test = { type: 'webhook.test', audience: 'webhook', subjectKeyId: key, data: { webhookId: id } } as const
+  const queue = (n: number) => Promise.all(Array.from({ length: n }, () => stores.webhooks.queueTest(id, test, T0 + 1)))
+  // Statistics taken before any delivery, then a backlog: what the planner knew during the bench.
+  await inspect(schema, async (c) => { await c.query('ANALYZE webhook_deliveries') })
+  await queue(300)
+  const [delivery] = await stores.webhooks.claimDue({
+    now: T0 + 10, leaseOwner: 'instance-a', leaseUntil: T0 + 20_000, limit: 1, perEndpoint: 4, inFlight: {}
+  })
+  const record = { ...attemptRecord(delivery!, T0 + 100, 'succeeded'), leaseOwner: 'instance-a' }
+  const plans = await inspect(schema, async (c) => {
+    const logged: string[] = []
+    c.on('notice', (notice) => { logged.push(notice.message ?? '') })
+    await c.query("LOAD 'auto_explain'")
+    await c.query('SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on')
+    await c.query('SET client_min_messages = log')
+    const item = {
+      delivery_id: record.deliveryId, webhook_id: record.webhookId, lease_owner: record.leaseOwner,
+      attempt: record.attempt, kind: record.kind, at: record.at, outcome: 'succeeded', status: 204,
+      error: null, duration_ms: 3, request_url: null, request_headers: null, response_headers: null,
+      response_body: null, response_truncated: null, request_body: null, delivery_status: 'succeeded',
+      next_attempt_at: null
+    }
+    // Six calls: PL/pgSQL plans a statement for its parameters five times, then may keep a generic plan.
+    for (let i = 0; i < 6; i++) await c.query('SELECT * FROM record_webhook_attempts($1::jsonb)', [JSON.stringify([item])])
+    return logged.filter((m) => m.includes("SET status = 'succeeded'"))
+  })
+  assert.equal(plans.length, 6, 'auto_explain showed each settling')
+  for (const plan of plans) {
+    assert.match(plan, /webhook_deliveries_by_event/, plan)
+    assert.doesNotMatch(plan, /webhook_deliveries_claim/, plan)
+  }
+})
