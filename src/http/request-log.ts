@@ -18,6 +18,7 @@ import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyR
 import { pino } from 'pino'
 import type { Clock } from '../shared/clock.ts'
 import { RandomPool } from '../shared/random-pool.ts'
+import { uuidText } from '../shared/uuid.ts'
 import { viaPortal } from './instance.ts'
 import { errorLogView, logArgumentView, redactText, redactUrl } from './redact.ts'
 import { telemetry } from '../telemetry/hooks.ts'
@@ -117,27 +118,16 @@ export function acceptedRequestId (header: string | string[] | undefined): strin
 }
 
 // New request ids: random UUIDs (version 4, from a pool of crypto-strong bytes, as randomUUID
-// draws them) written into one buffer and read out as one string. Node's randomUUID builds its
-// string from twenty pieces: a twentieth of a read's garbage (docs/performance.md).
+// draws them), written as one string (shared/uuid.ts).
 const idRandom = new RandomPool()
-const idText = Buffer.from('00000000-0000-4000-8000-000000000000', 'latin1')
-const HEX_DIGITS = Buffer.from('0123456789abcdef', 'latin1')
-/** Where in idText the two hex digits of each of the 16 bytes go. */
-const ID_DIGIT_AT = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34]
 
 /** A new random request id: a version 4 UUID in lower case. */
 export function newRequestId (): string {
   const from = idRandom.take(16)
   const random = idRandom.bytes
-  for (let i = 0; i < 16; i++) {
-    let byte = random[from + i]!
-    if (i === 6) byte = (byte & 0x0f) | 0x40 // the version, 4
-    else if (i === 8) byte = (byte & 0x3f) | 0x80 // the variant, RFC 9562
-    const at = ID_DIGIT_AT[i]!
-    idText[at] = HEX_DIGITS[byte >> 4]!
-    idText[at + 1] = HEX_DIGITS[byte & 15]!
-  }
-  return idText.toString('latin1', 0, 36)
+  random[from + 6] = (random[from + 6]! & 0x0f) | 0x40 // the version, 4
+  random[from + 8] = (random[from + 8]! & 0x3f) | 0x80 // the variant, RFC 9562
+  return uuidText(random, from)
 }
 
 /** Links a request's lazy logger to the request, so its lines carry the key id once known. */

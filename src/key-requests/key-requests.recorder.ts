@@ -19,6 +19,7 @@ import type { RefusedKey } from '../access/key-cache.ts'
 import type { Role } from '../accounts/plans.ts'
 import { missingScope, type Scope, type ScopeNeed } from '../accounts/scopes.ts'
 import type { Decision } from '../ratelimit/limiter.ts'
+import { uuidBytes, uuidText } from '../shared/uuid.ts'
 import { KEEP_LAST, REFUSALS_MAX, type Refusal } from './key-requests.schema.ts'
 import type { KeyRequestRecord, KeyRequestStore } from './key-requests.store.ts'
 
@@ -232,49 +233,6 @@ class Columns {
     this.size = 0
     return out
   }
-}
-
-const HEX = '0123456789abcdef'
-/** Where each of a UUID's 32 hex digits sits in its 36 characters. */
-const UUID_DIGIT_AT = [
-  0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17, 19, 20, 21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35
-]
-
-const UUID_DASH_AT = [8, 13, 18, 23]
-
-/** The value of a lower-case hex digit's character code, or -1. */
-function hexValue (code: number): number {
-  if (code >= 48 && code <= 57) return code - 48
-  if (code >= 97 && code <= 102) return code - 87
-  return -1
-}
-
-/**
- * Writes a lower-case UUID's 16 bytes into `bytes` at `at`; false (bytes left as they were
- * partly written, never read) for any other string, which is then kept as it is: `uuidText`
- * gives back exactly the string it read.
- */
-export function uuidBytes (id: string, bytes: Uint8Array, at: number): boolean {
-  if (id.length !== 36) return false
-  for (const dash of UUID_DASH_AT) if (id.charCodeAt(dash) !== 45) return false
-  for (let i = 0; i < 16; i++) {
-    const high = hexValue(id.charCodeAt(UUID_DIGIT_AT[2 * i]!))
-    const low = hexValue(id.charCodeAt(UUID_DIGIT_AT[2 * i + 1]!))
-    if (high === -1 || low === -1) return false
-    bytes[at + i] = (high << 4) | low
-  }
-  return true
-}
-
-/** The lower-case UUID whose 16 bytes are in `bytes` at `at`. */
-export function uuidText (bytes: Uint8Array, at: number): string {
-  let text = ''
-  for (let i = 0; i < 16; i++) {
-    if (i === 4 || i === 6 || i === 8 || i === 10) text += '-'
-    const byte = bytes[at + i]!
-    text += HEX[byte >> 4]! + HEX[byte & 15]!
-  }
-  return text
 }
 
 /** A queue of fixed capacity: pushing into a full one drops its oldest (returned). */

@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { newRequestId } from '../../src/http/request-log.ts'
-import { APPEND_ROWS, createRequestRecorder, refusalOf, uuidBytes, uuidText, type RequestFacts } from '../../src/key-requests/key-requests.recorder.ts'
+import { APPEND_ROWS, createRequestRecorder, refusalOf, type RequestFacts } from '../../src/key-requests/key-requests.recorder.ts'
+import { uuidBytes, uuidText } from '../../src/shared/uuid.ts'
 import type { KeyRequestRecord, KeyRequestStore } from '../../src/key-requests/key-requests.store.ts'
 
 function facts (keyId: number, at: number, status = 200): RequestFacts {

@@ -349,7 +349,11 @@ test('a key holder at its share after the claim (two endpoints of it in one clai
   assert.equal(h.claims.length, 3)
 })
 
-test('an attempt that ends while a round runs makes that round run again', async (t) => {
+/**
+ * A dispatcher with one attempt in flight, a second round held at its gate, and that attempt
+ * ended while the round waits: the round owes one more run.
+ */
+async function attemptEndedDuringRound (t: TestContext) {
   const h = await harness(t, { settings: { maxInFlight: 10 } })
   h.queue(h.delivery(1, 'wh_a', 1))
   await h.dispatcher.tick()
@@ -358,6 +362,11 @@ test('an attempt that ends while a round runs makes that round run again', async
   const round = h.dispatcher.tick()
   await until(() => h.disableCalls.length === 2, 'the round started')
   await h.end(1)
+  return { h, open, round }
+}
+
+test('an attempt that ends while a round runs makes that round run again', async (t) => {
+  const { h, open, round } = await attemptEndedDuringRound(t)
   await quiet()
   assert.equal(h.claims.length, 1, 'the round is still at its gate')
   open()
@@ -367,14 +376,7 @@ test('an attempt that ends while a round runs makes that round run again', async
 })
 
 test('a tick asked for while a round runs makes the next run a full one (fan-out first), not only a claim', async (t) => {
-  const h = await harness(t, { settings: { maxInFlight: 10 } })
-  h.queue(h.delivery(1, 'wh_a', 1))
-  await h.dispatcher.tick()
-  await h.arrived(1)
-  const open = h.hold()
-  const round = h.dispatcher.tick()
-  await until(() => h.disableCalls.length === 2, 'the round started')
-  await h.end(1)
+  const { h, open, round } = await attemptEndedDuringRound(t)
   const polled = h.dispatcher.tick()
   open()
   await Promise.all([round, polled])
@@ -404,6 +406,7 @@ test('an attempt whose recording fails is logged with its endpoint, and its slot
   await until(() => h.claims.length === 2, 'a claim after the attempt ended')
   const next = h.claims[1]!
   assert.deepEqual([next.limit, next.inFlight, next.inFlightByOwner], [1, { wh_b: 1 }, { 8: 1 }])
+  assert.equal(h.disableCalls.length, 1, 'that round only claims: no fan-out, no owners\' check, per delivery')
   assert.deepEqual(h.recorded.map((r) => r.deliveryId), [1])
   assert.equal(h.warned.length, 1)
   const [line] = h.warned

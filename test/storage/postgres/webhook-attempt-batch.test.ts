@@ -221,15 +221,21 @@ test('the batch commits without waiting for the WAL flush; the rest of the conne
   assert.deepEqual(settings, { before: 'on', inside: 'off', after: 'on' })
 })
 
-test('a claim that leases commits without waiting for the WAL flush; the connection\'s later work does not change', async (t) => {
+/** A fresh schema with one admin key and one endpoint of it, `id`. */
+async function oneEndpoint (t: TestContext, id: string) {
   const { stores, schema } = await openPostgresTestSchema(t)
   const key = (await stores.keys.createKey({
     name: null, role: 'admin', plan: 'enterprise', perMinute: null, perDay: null, hash: 'h-1', prefix: 'psk_1', now: T0
   })).id
-  const id = `wh_${'c'.repeat(24)}`
   await stores.webhooks.createWebhook({
-    id, ownerKeyId: key, url: 'http://127.0.0.1:9/', types: ['category.*'], description: null, secret: 'whsec_claim', now: T0
+    id, ownerKeyId: key, url: 'http://127.0.0.1:9/', types: ['category.*'], description: null, secret: 'whsec_one', now: T0
   }, 10)
+  return { stores, schema, key }
+}
+
+test('a claim that leases commits without waiting for the WAL flush; the connection\'s later work does not change', async (t) => {
+  const id = `wh_${'c'.repeat(24)}`
+  const { stores, schema, key } = await oneEndpoint(t, id)
   await stores.webhooks.queueTest(id, { type: 'webhook.test', audience: 'webhook', subjectKeyId: key, data: { webhookId: id } }, T0 + 1)
   const seen = await inspect(schema, async (c) => {
     const setting = async () => (await c.query('SHOW synchronous_commit')).rows[0].synchronous_commit as string
@@ -248,14 +254,8 @@ test('a claim that leases commits without waiting for the WAL flush; the connect
 // its plan did while the table grew faster than its statistics (migration 26; the drain of a
 // backlog fell to 170 a second). The plan is the one the function runs: auto_explain's, nested.
 test('a success\'s settling reads the event\'s deliveries by webhook_deliveries_by_event, never the endpoint\'s backlog', async (t) => {
-  const { stores, schema } = await openPostgresTestSchema(t)
-  const key = (await stores.keys.createKey({
-    name: null, role: 'admin', plan: 'enterprise', perMinute: null, perDay: null, hash: 'h-1', prefix: 'psk_1', now: T0
-  })).id
   const id = `wh_${'d'.repeat(24)}`
-  await stores.webhooks.createWebhook({
-    id, ownerKeyId: key, url: 'http://127.0.0.1:9/', types: ['category.*'], description: null, secret: 'whsec_settle', now: T0
-  }, 10)
+  const { stores, schema, key } = await oneEndpoint(t, id)
   const test = { type: 'webhook.test', audience: 'webhook', subjectKeyId: key, data: { webhookId: id } } as const
   const queue = (n: number) => Promise.all(Array.from({ length: n }, () => stores.webhooks.queueTest(id, test, T0 + 1)))
   // Statistics taken before any delivery, then a backlog: what the planner knew during the bench.
