@@ -11,6 +11,7 @@ import assert from 'node:assert/strict'
 import type { ServerResponse } from 'node:http'
 import { test, type TestContext } from 'node:test'
 import { manualClock } from '../../src/shared/clock.ts'
+import { telemetry } from '../../src/telemetry/hooks.ts'
 import { createDispatcher, ownerShare, type WebhookSettings } from '../../src/webhooks/dispatcher.ts'
 import { newSecret } from '../../src/webhooks/signature.ts'
 import type { AttemptRecord, ClaimedDelivery, DueClaim, WebhookRecord, WebhookStore } from '../../src/webhooks/webhooks.store.ts'
@@ -57,6 +58,10 @@ async function harness (t: TestContext, options: Options = {}) {
   const failRecording = new Set<number>()
   const inactive: WebhookRecord[][] = []
   const disableCalls: Array<{ now: number; reason: unknown }> = []
+  // What each fan-out answers (how many events it read; none queued: 0), and what each asked.
+  const fanOutAnswers: number[] = []
+  const fanOuts: Array<{ now: number; max: number }> = []
+  let failClaims = 0
   const warned: Line[] = []
   const informed: Line[] = []
   let gate: Promise<void> | null = null
@@ -66,8 +71,15 @@ async function harness (t: TestContext, options: Options = {}) {
       if (gate !== null) await gate
       return inactive.shift() ?? []
     },
-    fanOut: async () => 0,
+    async fanOut (now: number, max: number) {
+      fanOuts.push({ now, max })
+      return fanOutAnswers.shift() ?? 0
+    },
     async claimDue (claim: DueClaim) {
+      if (failClaims > 0) {
+        failClaims--
+        throw new Error('the database went away')
+      }
       claims.push({
         now: claim.now,
         leaseUntil: claim.leaseUntil,
@@ -126,10 +138,16 @@ async function harness (t: TestContext, options: Options = {}) {
     failRecording,
     inactive,
     disableCalls,
+    fanOutAnswers,
+    fanOuts,
     warned,
     informed,
     /** What the next claim hands out (each claim takes one list; none queued: nothing). */
     queue (...deliveries: ClaimedDelivery[]) { answers.push(deliveries) },
+    /** The next claim throws (a database gone away): the round fails. */
+    failNextClaim () { failClaims++ },
+    /** Whether a claim is still to fail. */
+    claimFailing: () => failClaims > 0,
     delivery (id: number, webhookId: string, ownerKeyId: number): ClaimedDelivery {
       return {
         id,
@@ -439,4 +457,106 @@ test('the endpoints whose owner is no longer live are logged as disabled, reason
     { webhookId: 'wh_gone2', ownerKeyId: 6, reason: 'owner_inactive' }
   ])
   assert.ok(h.informed.every((l) => /disabled/.test(l.message)))
+})
+
+test('a fan-out reads on while each batch comes back full (a backlog), then the round claims', async (t) => {
+  // Catches a round that fans out one batch only (`while (false)`): a backlog of 1,000 events
+  // waited a poll per 500.
+  const h = await harness(t)
+  h.fanOutAnswers.push(500, 500, 12)
+  h.clock.advance(700)
+  await h.dispatcher.tick()
+  assert.deepEqual(h.fanOuts, [{ now: T0 + 700, max: 500 }, { now: T0 + 700, max: 500 }, { now: T0 + 700, max: 500 }])
+  assert.equal(h.claims.length, 1)
+})
+
+test('a tick while a round runs starts no round beside it: that round runs once more, a full one, and the room is claimed once', async (t) => {
+  // Catches the running round not reused (`if (running !== null) {}`, or the condition made
+  // false): a second round beside the first fanned out at once and claimed the same room again,
+  // four attempts in flight of a maxInFlight of two.
+  const h = await harness(t, { settings: { maxInFlight: 2, maxInFlightPerEndpoint: 4, maxInFlightPerOwner: 4 } })
+  h.queue(h.delivery(1, 'wh_a', 1), h.delivery(2, 'wh_b', 2))
+  h.queue(h.delivery(3, 'wh_c', 3), h.delivery(4, 'wh_d', 4))
+  const open = h.hold()
+  const first = h.dispatcher.tick()
+  await until(() => h.disableCalls.length === 1, 'the round at its gate')
+  const second = h.dispatcher.tick()
+  await quiet()
+  // Read before the gate opens, which it must whatever they say (a round left at it holds drain()).
+  const beside = [h.disableCalls.length, h.claims.length]
+  open()
+  assert.deepEqual(beside, [1, 0], 'no second round beside the first')
+  // The second tick's promise is the running round's: it settles once the run it asked for is done.
+  await second
+  assert.equal(h.disableCalls.length, 2, 'the round ran once more, a full one (the owners\' check, the fan-out)')
+  assert.deepEqual(h.claims.map((c) => c.limit), [2], 'one claim for the room of two; the run after it found none')
+  await first
+  await h.arrived(1, 2)
+  assert.equal(h.dispatcher.inFlight(), 2)
+})
+
+test('a wake runs a full round in a timer of its own that keeps no process alive', async (t) => {
+  // Catches the wake's timer left referenced (`timer.unref()` dropped): a process with nothing
+  // else to do (a command that queued a replay) waited for a round it had no use for.
+  const h = await harness(t)
+  const timers: NodeJS.Timeout[] = []
+  const real = globalThis.setTimeout
+  globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
+    const timer = real(...args)
+    timers.push(timer)
+    return timer
+  }) as typeof setTimeout
+  try {
+    h.dispatcher.wake()
+  } finally {
+    globalThis.setTimeout = real
+  }
+  assert.equal(timers.length, 1)
+  assert.equal(timers[0]!.hasRef(), false, 'the wake\'s timer is unref\'d')
+  assert.equal(h.claims.length, 0, 'not in the caller\'s turn')
+  await until(() => h.claims.length === 1, 'the round the wake asked for')
+  assert.deepEqual([h.disableCalls.length, h.fanOuts.length], [1, 1], 'a full round')
+})
+
+test('tracing on: a wake\'s round runs detached from the caller\'s trace, and claims', async (t) => {
+  // Catches the round run in the caller's trace (`true ? round : …`: detached never asked) and a
+  // wake never followed by a round (detached given a function that drops it).
+  let detached = 0
+  telemetry.webhooks = {
+    startAttempt () { throw new Error('no attempt in this test') },
+    detached: (fn) => { detached++; fn() }
+  }
+  t.after(() => { telemetry.webhooks = null })
+  const h = await harness(t)
+  h.dispatcher.wake()
+  await until(() => h.claims.length === 1, 'the round the wake asked for')
+  assert.equal(detached, 1)
+  assert.deepEqual([h.disableCalls.length, h.fanOuts.length], [1, 1], 'a full round')
+})
+
+test('a round a wake asked for that fails is warned of with its error; the next wake runs a round', async (t) => {
+  // Catches the failure swallowed (an empty catch), the warn line without its error or with no
+  // message, and a failed round that never frees the dispatcher for the next.
+  const h = await harness(t)
+  h.failNextClaim()
+  h.dispatcher.wake()
+  await until(() => h.warned.length === 1, 'the warning')
+  const [line] = h.warned
+  assert.equal(line!.message, 'a webhook dispatch round failed; the next one retries')
+  assert.equal((line!.fields.err as Error).message, 'the database went away')
+  h.dispatcher.wake()
+  await until(() => h.claims.length === 1, 'the next round')
+  assert.equal(h.disableCalls.length, 2)
+})
+
+test('without a logger, a round a wake asked for that fails throws nothing; the next wake runs a round', async (t) => {
+  // Catches `deps.log.warn` without `?.`: the catch itself threw, a rejection nobody handles
+  // (one that ends the process).
+  const h = await harness(t, { noLog: true })
+  h.failNextClaim()
+  h.dispatcher.wake()
+  await until(() => !h.claimFailing() && h.disableCalls.length === 1, 'the failed round')
+  await quiet()
+  h.dispatcher.wake()
+  await until(() => h.claims.length === 1, 'the next round')
 })
