@@ -180,6 +180,7 @@ export const PARTS: Record<string, Part> = {
     nodeArgs: ['--test-timeout=30000'],
     tests: [
       'test/webhooks/replay-limits.test.ts', 'test/webhooks/dispatcher-slots.test.ts',
+      'test/webhooks/dispatcher-rules.test.ts',
       'test/webhooks/store.test.ts', 'test/webhooks/fairness.http.test.ts', 'test/webhooks/owners.http.test.ts', 'test/webhooks/settle.http.test.ts'
     ]
   },
