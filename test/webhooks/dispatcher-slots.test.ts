@@ -534,21 +534,6 @@ test('tracing on: a wake\'s round runs detached from the caller\'s trace, and cl
   assert.deepEqual([h.disableCalls.length, h.fanOuts.length], [1, 1], 'a full round')
 })
 
-test('a round a wake asked for that fails is warned of with its error; the next wake runs a round', async (t) => {
-  // Catches the failure swallowed (an empty catch), the warn line without its error or with no
-  // message, and a failed round that never frees the dispatcher for the next.
-  const h = await harness(t)
-  h.failNextClaim()
-  h.dispatcher.wake()
-  await until(() => h.warned.length === 1, 'the warning')
-  const [line] = h.warned
-  assert.equal(line!.message, 'a webhook dispatch round failed; the next one retries')
-  assert.equal((line!.fields.err as Error).message, 'the database went away')
-  h.dispatcher.wake()
-  await until(() => h.claims.length === 1, 'the next round')
-  assert.equal(h.disableCalls.length, 2)
-})
-
 test('without a logger, a round a wake asked for that fails throws nothing; the next wake runs a round', async (t) => {
   // Catches `deps.log.warn` without `?.`: the catch itself threw, a rejection nobody handles
   // (one that ends the process).
