@@ -187,6 +187,10 @@ function newKeyShown (created) {
 
 // A key's page.
 let shown = null // { key, etag }
+// Each loadKey takes the next view number; an answer for an older one (the operator moved on to
+// another key, or the same key was loaded again) draws nothing. Without it, a late answer for the
+// previous key's windows, bans, usage or history lands in tables just cleared for this one.
+let keyView = 0
 
 async function chainOf (key) {
   const chain = [key]
@@ -205,6 +209,7 @@ async function chainOf (key) {
 }
 
 async function loadKey (id) {
+  const view = ++keyView
   if (shown?.key.id !== id) {
     // Another key: nothing of the previous one stays on screen while this one loads.
     shown = null
@@ -215,6 +220,7 @@ async function loadKey (id) {
   // The chain is fetched before anything is drawn: the details and the chain change together, so
   // a key shown as rotated never sits beside its chain from before the rotation.
   const chain = await chainOf(key)
+  if (view !== keyView) return
   shown = { key, etag }
   $('key-title').textContent = `${keyLabel(key)} (key ${key.id})`
   const details = [
@@ -238,11 +244,14 @@ async function loadKey (id) {
   $('revoke').hidden = key.revokedAt !== null
   $('rotate-form').hidden = key.revokedAt !== null || key.replacedBy !== null
   $('confirm-revoke').hidden = true
-  await Promise.all([loadUsage(key.id), loadWindows(key.id), loadBans(key.id), loadKeyHistory(key)])
+  await Promise.all([
+    loadUsage(key.id, view), loadWindows(key.id, view), loadBans(key.id, view), loadKeyHistory(key, view)
+  ])
 }
 
-async function loadWindows (id) {
+async function loadWindows (id, view) {
   const { data } = await api(`/v1/admin/keys/${id}/rate_limit`)
+  if (view !== keyView) return
   const row = (name, w) => el('tr', {},
     el('th', { scope: 'row', text: name }),
     cell(w.used, { class: 'num' }),
@@ -252,8 +261,9 @@ async function loadWindows (id) {
   $('windows-table').tBodies[0].replaceChildren(row('minute', data.windows.minute), row('day', data.windows.day))
 }
 
-async function loadBans (id) {
+async function loadBans (id, view) {
   const { data } = await api(`/v1/admin/keys/${id}/bans`)
+  if (view !== keyView) return
   const body = $('bans-table').tBodies[0]
   body.replaceChildren(...data.bans.map((b) => el('tr', {},
     cell(dateTime(b.startedAt)),
@@ -263,9 +273,13 @@ async function loadBans (id) {
   if (data.bans.length === 0) body.append(el('tr', {}, el('td', { colspan: '4', text: 'Never banned.' })))
 }
 
-async function loadUsage (id) {
+// The usage table also follows the range buttons: only the latest range asked for is drawn.
+let usageAsked = 0
+async function loadUsage (id, view) {
+  const asked = ++usageAsked
   const days = Number(new FormData($('usage-range')).get('days') ?? 30)
   const { data } = await api(`/v1/admin/keys/${id}/usage?days=${days}`)
+  if (view !== keyView || asked !== usageAsked) return
   $('usage-table').tBodies[0].replaceChildren(...data.days.map((d) => el('tr', { 'data-date': d.date },
     el('th', { scope: 'row', text: d.date }),
     cell(d.allowed, { class: 'num' }),
@@ -671,9 +685,10 @@ async function revocationReason (key, entries) {
   return null
 }
 
-async function loadKeyHistory (key) {
+async function loadKeyHistory (key, view) {
   const { data } = await api(`/v1/admin/audit?targetType=key&targetId=${key.id}&limit=50`)
   const reason = key.revokedAt === null ? null : await revocationReason(key, data)
+  if (view !== keyView) return
   if (reason !== null) $('revocation-reason').replaceChildren(', ', el('span', { 'data-reason': reason, text: reasonText(reason) }))
   const body = $('key-history-table').tBodies[0]
   body.replaceChildren(...data.map((entry) => {
@@ -819,7 +834,7 @@ $('dismiss-key').addEventListener('click', () => { newKeyShown(null); say('The k
 
 $('usage-range').addEventListener('change', async () => {
   if (shown === null) return
-  try { await loadUsage(shown.key.id) } catch (error) { warn(explain(error)) }
+  try { await loadUsage(shown.key.id, keyView) } catch (error) { warn(explain(error)) }
 })
 
 async function act (work, done) {
