@@ -280,23 +280,28 @@ async function loadUsage (id, view) {
   const days = Number(new FormData($('usage-range')).get('days') ?? 30)
   const { data } = await api(`/v1/admin/keys/${id}/usage?days=${days}`)
   if (view !== keyView || asked !== usageAsked) return
-  $('usage-table').tBodies[0].replaceChildren(...data.days.map((d) => el('tr', { 'data-date': d.date },
+  // `other4xx` is counted inside `allowed` (what the windows charged): the bars and the table show
+  // allowed - other4xx, so that each request is in exactly one of them, as the partner portal does.
+  const rows = data.days.map((d) => ({ ...d, allowed: d.allowed - d.other4xx }))
+  $('usage-table').tBodies[0].replaceChildren(...rows.map((d) => el('tr', { 'data-date': d.date },
     el('th', { scope: 'row', text: d.date }),
     cell(d.allowed, { class: 'num' }),
+    cell(d.other4xx, { class: 'num' }),
     cell(d.limited, { class: 'num' }),
     cell(d.banned, { class: 'num' }),
     cell(d.mcp, { class: 'num', 'data-mcp': '' }))))
-  if (data.days.length === 0) $('usage-table').tBodies[0].append(el('tr', {}, el('td', { colspan: '5', text: 'No traffic in the period.' })))
+  if (data.days.length === 0) $('usage-table').tBodies[0].append(el('tr', {}, el('td', { colspan: '6', text: 'No traffic in the period.' })))
   // Calls through MCP: of the requests counted above, those an agent made (tool calls, initialize, lists).
   const mcp = data.days.reduce((sum, d) => sum + d.mcp, 0)
   $('usage-mcp').replaceChildren('Calls through MCP in the period (tool calls, initialize and lists; counted in the columns too): ', el('strong', { id: 'usage-mcp-count', text: String(mcp) }))
-  $('usage-chart').replaceChildren(chart(data.days, days))
+  $('usage-chart').replaceChildren(chart(rows, days))
 }
 
 // ---- the usage chart (shared.js), one stacked bar per UTC day -------------------------------
 
 const USAGE_PARTS = [
-  { key: 'allowed', label: 'allowed' }, { key: 'limited', label: 'limited' }, { key: 'banned', label: 'banned' }
+  { key: 'allowed', label: 'allowed' }, { key: 'other4xx', label: 'other 4xx' },
+  { key: 'limited', label: 'limited' }, { key: 'banned', label: 'banned' }
 ]
 function chart (rows, days) {
   return usageChart(rows, { days, parts: USAGE_PARTS, titleId: 'usage-chart-title' })

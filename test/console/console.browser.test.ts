@@ -70,11 +70,13 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
     headers: { 'x-api-key': key, ...(init.headers as Record<string, string> | undefined) }
   })
 
-  // Traffic: the sample customer (free, 60/min) makes 63 requests: 60 allowed, 3 limited; the
-  // sample staff key calls the deprecated GET /v1/pets/{petId} twice.
+  // Traffic: the sample customer (free, 60/min) makes 63 requests: 60 allowed (the first 2 of them
+  // refused 400 by validation: "other 4xx"), 3 limited; the sample staff key calls the deprecated
+  // GET /v1/pets/{petId} twice.
   const customer = sample.find((k) => k.role === 'customer')!
   const staff = sample.find((k) => k.role === 'staff')!
-  for (let i = 0; i < 63; i++) await api('/v1/pets?limit=1', customer.key)
+  for (let i = 0; i < 2; i++) assert.equal((await api('/v1/pets?limit=0', customer.key)).status, 400)
+  for (let i = 2; i < 63; i++) await api('/v1/pets?limit=1', customer.key)
   for (let i = 0; i < 2; i++) assert.equal((await api('/v1/pets/1', staff.key)).status, 200)
   // A real ban: the noisy partner (free, 60/min) keeps calling while limited; the 21st refusal bans it.
   for (let i = 0; i < 60 + 21; i++) await api('/v1/pets?limit=1', noisy.key)
@@ -238,19 +240,24 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
     const bar = page.locator(`#usage-chart g[data-date="${today}"]`)
     await bar.waitFor({ state: 'attached' })
     const usage = await (await api(`/v1/admin/keys/${customer.id}/usage?days=30`, operator.key)).json() as {
-      days: { date: string; allowed: number; limited: number; banned: number; mcp: number }[]
+      days: { date: string; allowed: number; other4xx: number; limited: number; banned: number; mcp: number }[]
     }
     const day = usage.days.find((d) => d.date === today)!
-    // 60 allowed and 3 limited, unless the minute turned during the 63 requests.
+    // 60 allowed (2 of them other 4xx) and 3 limited, unless the minute turned during the 63 requests.
     assert.equal(day.allowed + day.limited, 63)
     assert.ok(day.allowed >= 60, String(day.allowed))
-    assert.equal(Number(await bar.getAttribute('data-allowed')), day.allowed)
+    assert.equal(day.other4xx, 2)
+    // Each request in exactly one bar: allowed and answered, other 4xx, limited.
+    const served = day.allowed - day.other4xx
+    assert.equal(Number(await bar.getAttribute('data-allowed')), served)
+    assert.equal(Number(await bar.getAttribute('data-other4xx')), 2)
     assert.equal(Number(await bar.getAttribute('data-limited')), day.limited)
     assert.equal(await bar.locator('rect.allowed').count(), 1)
+    assert.equal(await bar.locator('rect.other4xx').count(), 1)
     assert.equal(await bar.locator('rect.limited').count(), day.limited > 0 ? 1 : 0)
-    assert.match((await bar.locator('title').textContent())!, new RegExp(`${day.allowed} allowed, ${day.limited} limited`))
+    assert.match((await bar.locator('title').textContent())!, new RegExp(`${served} allowed, 2 other 4xx, ${day.limited} limited`))
     const row = page.locator(`#usage-table tr[data-date="${today}"]`)
-    assert.equal(await row.innerText(), `${today}\t${day.allowed}\t${day.limited}\t${day.banned}\t${day.mcp}`)
+    assert.equal(await row.innerText(), `${today}\t${served}\t2\t${day.limited}\t${day.banned}\t${day.mcp}`)
     // The windows (the day's: the minute may have turned since the traffic), read without
     // charging the customer: still the allowed requests of the day.
     const dayRow = page.locator('#windows-table tbody tr', { hasText: 'day' })
