@@ -168,6 +168,9 @@ async function portalLink (portal: Portal, config: Config, args: string[], io: I
   if (given === undefined) {
     const host = config.host.includes(':') ? `[${config.host}]` : config.host
     origin = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${config.port}`
+    // A partner opens the link on its own machine: this one's address reaches it only when the
+    // two are the same, so the operator is told where the link points and how to change it.
+    io.err(`The link points at this machine's HOST and PORT (${origin}); give --base-url with the address the key holder reaches the API at.`)
   } else {
     const url = URL.canParse(given) ? new URL(given) : null
     if (url === null || !['https:', 'http:'].includes(url.protocol) || url.username !== '' || url.password !== '') {

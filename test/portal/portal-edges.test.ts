@@ -61,6 +61,30 @@ test('petstore keys portal-link ID --base-url prints a link that opens a session
   assert.match(bad.errors.join('\n'), /--base-url must be an http\(s\) URL/)
 })
 
+test('petstore keys portal-link ID without --base-url points at HOST and PORT, and says so', async (t) => {
+  const dir = tempDir(t)
+  const cases: [Record<string, string>, string][] = [
+    [{ HOST: '0.0.0.0', PORT: '8080' }, 'http://127.0.0.1:8080'],
+    [{ HOST: '::', PORT: '3001' }, 'http://127.0.0.1:3001'],
+    [{ HOST: '::1', PORT: '3002' }, 'http://[::1]:3002'],
+    [{ HOST: 'api.internal', PORT: '80' }, 'http://api.internal:80']
+  ]
+  for (const [i, [where, origin]] of cases.entries()) {
+    const env = { DATABASE_URL: `sqlite:${join(dir, `p${i}.db`)}`, ...where }
+    const stores = await openStores(loadConfig(env), { migrate: true })
+    const { record } = await createKeyAdmin(stores.keys, { now: () => Date.now() }).create({ role: 'customer', plan: 'free' })
+    const io = memoryIo(env)
+    assert.equal(await keysCommand(['portal-link', String(record.id)], io), 0)
+    // The link works: it opens a session as the key.
+    const url = io.lines[0]!
+    assert.ok(url.startsWith(`${origin}/portal#link=`), url)
+    const portal = createPortal(stores.portal, stores.keys, { now: () => Date.now() })
+    assert.equal((await portal.exchange(url.split('#link=')[1]!)).view.keyId, record.id)
+    assert.match(io.errors.join('\n'), new RegExp(`HOST and PORT \\(${origin.replace(/[.[\]]/g, '\\$&')}\\); give --base-url`))
+    await stores.close()
+  }
+})
+
 test('the prune job deletes ended sessions and links kept past a day, and no live session', async (t) => {
   const { stores } = await buildTestApp(t)
   const clock = manualClock(T0)
