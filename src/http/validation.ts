@@ -37,9 +37,54 @@ export function installValidation (app: FastifyInstance): void {
 }
 
 // `discriminator`: a oneOf keyed by a property (the key's plan) is checked against the branch
-// the property names, so the errors speak of that branch only.
+// the property names, so the errors speak of that branch only. `verbose`: an error carries its
+// schema and value, which `narrowAnyOf` reads to speak of the alternative the client meant.
 const makeBodyAjv = (): Ajv =>
-  makeAjv({ coerceTypes: false, useDefaults: false, removeAdditional: false, discriminator: true })
+  makeAjv({ coerceTypes: false, useDefaults: false, removeAdditional: false, discriminator: true, verbose: true })
+
+interface ObjectBranch { properties?: Record<string, unknown>; required?: string[] }
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/**
+ * An anyOf of object shapes (the replay's `{since, until?}` or `{eventIds}`) fails with every
+ * branch's errors and a bare "must match a schema in anyOf": a client who sent `eventIds` with a
+ * bad id would read first that `since` is missing. So the branch the client meant is the one
+ * whose fields it sent, and only its errors are told; when the fields sent name no branch (or
+ * several), one problem says which fields each alternative takes, beside the unknown fields.
+ */
+function narrowAnyOf (errors: readonly ErrorObject[]): readonly ErrorObject[] {
+  const anyOf = errors.find((e) => e.keyword === 'anyOf' && isObject(e.data) && Array.isArray(e.schema)
+    && (e.schema as unknown[]).every((b) => isObject(b) && isObject(b.properties)))
+  if (anyOf === undefined) return errors
+  const branches = anyOf.schema as ObjectBranch[]
+  const sent = Object.keys(anyOf.data as Record<string, unknown>)
+  const inBranch = (e: ErrorObject, i: number): boolean => e.schemaPath.startsWith(`${anyOf.schemaPath}/${i}/`)
+  const ours = (e: ErrorObject): boolean => e === anyOf || branches.some((_, i) => inBranch(e, i))
+  const others = errors.filter((e) => !ours(e))
+  const overlap = branches.map((b) => sent.filter((name) => Object.hasOwn(b.properties!, name)).length)
+  const best = Math.max(...overlap)
+  if (best > 0 && overlap.indexOf(best) === overlap.lastIndexOf(best)) {
+    return [...others, ...errors.filter((e) => inBranch(e, overlap.indexOf(best)))]
+  }
+  const alternatives = branches.map((b) => {
+    const required = b.required ?? []
+    const optional = Object.keys(b.properties!).filter((name) => !required.includes(name))
+    return required.map((n) => `"${n}"`).join(' and ')
+      + (optional.length === 0 ? '' : ` (optionally ${optional.map((n) => `"${n}"`).join(', ')})`)
+  })
+  const unknown = sent.filter((name) => !branches.some((b) => Object.hasOwn(b.properties!, name)))
+  const choice: ErrorObject = {
+    ...anyOf,
+    keyword: 'anyOf',
+    message: `must have either ${alternatives.join(' or ')}`
+  }
+  const unknownErrors = unknown.map((name): ErrorObject => ({
+    ...anyOf, keyword: 'additionalProperties', params: { additionalProperty: name }, message: 'must NOT have additional properties'
+  }))
+  return [...others, choice, ...unknownErrors]
+}
 
 /** One problem of a value against its schema: the error's detail, and the field it is about. */
 export interface Problem {
@@ -54,7 +99,7 @@ export interface Problem {
 }
 
 function problemsOf (errors: readonly ErrorObject[], body: boolean): Problem[] {
-  return errors.map((e) => {
+  return (body ? narrowAnyOf(errors) : errors).map((e) => {
     const params = e.params as Record<string, unknown>
     const named = typeof params.additionalProperty === 'string'
       ? params.additionalProperty

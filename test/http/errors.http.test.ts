@@ -152,3 +152,28 @@ test('a 4xx AppError is built without a stack trace; a 5xx keeps its frames; the
   assert.equal(unavailable.status, 503)
   assert.equal(Error.stackTraceLimit, limit)
 })
+
+test('a body of one of several shapes is told in the shape the client meant: the replay\'s {since, until?} or {eventIds}', async (t) => {
+  const { call } = await buildTestApp(t)
+  const replay = async (body: unknown) => {
+    const res = await call({ method: 'POST', url: '/v1/webhooks/wh_000000000000000000000000/replay', role: 'customer', payload: body as object })
+    assert.equal(res.statusCode, 400, JSON.stringify(body))
+    const answer = res.json<{ code: string; message: string; details: { path: string; message: string }[] }>()
+    assert.equal(answer.code, 'validation_failed')
+    return answer
+  }
+  const either = 'must have either "since" (optionally "until") or "eventIds"'
+  // A field of no shape: which fields each shape takes, and the unknown field, each once.
+  const guessed = await replay({ eventId: 'evt_01a229e4a2fa94968ba32e9ef7d474db' })
+  assert.equal(guessed.message, `invalid body: / ${either}`)
+  assert.deepEqual(guessed.details, [{ path: '/', message: either }, { path: '/', message: 'has an unknown field "eventId"' }])
+  assert.deepEqual((await replay({})).details, [{ path: '/', message: either }])
+  // The list shape with a bad id: that id, not the time range's missing "since".
+  const badId = await replay({ eventIds: ['evt_1'] })
+  assert.deepEqual(badId.details, [{ path: '/eventIds/0', message: 'must match pattern "^evt_[0-9a-f]{32}$"' }])
+  // The time range with a bad time and an extra field: both, in that shape's words only.
+  const badSince = await replay({ since: 'yesterday', until: '2026-11-30T00:00:00Z', extra: 1 })
+  assert.deepEqual(badSince.details.map((d) => d.message).sort(), ['has an unknown field "extra"', 'must match format "date-time"'])
+  // Both shapes at once: the choice is told.
+  assert.equal((await replay({ since: '2026-11-29T00:00:00Z', eventIds: ['evt_01a229e4a2fa94968ba32e9ef7d474db'] })).details[0]!.message, either)
+})
