@@ -18,7 +18,7 @@ const views = ['sign-in', 'keys-view', 'key-view', 'deprecations-view', 'webhook
 
 // ---- the helpers /console shares with /portal (shared.js, loaded first) ---------------------
 
-const { el, link, cell, countdown, usageChart } = globalThis.PetstoreUI
+const { el, link, cell, countdown, usageChart, turns } = globalThis.PetstoreUI
 const dateTime = globalThis.PetstoreUI.utcText
 const nextFromLink = (header, base = '/v1/admin/keys') => globalThis.PetstoreUI.nextFromLink(header, base)
 
@@ -160,8 +160,11 @@ function listUrl () {
   return `/v1/admin/keys${query === '' ? '' : `?${query}`}`
 }
 
+const keysTurn = turns()
 async function loadKeys (url) {
+  const isLatest = keysTurn()
   const { data, link: header } = await api(url)
+  if (!isLatest()) return
   current = url
   next = nextFromLink(header)
   const body = $('keys-table').tBodies[0]
@@ -438,8 +441,11 @@ function webhookStatusNode (webhook, reasons, latest) {
   return wrap
 }
 
+const webhooksTurn = turns()
 async function loadWebhooks (url) {
+  const isLatest = webhooksTurn()
   const { data, link: header } = await api(url)
+  if (!isLatest()) return
   webhookCurrent = url
   webhookNext = nextFromLink(header, '/v1/webhooks')
   const [reasons, latest] = await Promise.all([
@@ -454,6 +460,7 @@ async function loadWebhooks (url) {
       }
     }))
   ])
+  if (!isLatest()) return
   const body = $('webhooks-table').tBodies[0]
   body.replaceChildren(...data.map((webhook, i) => el('tr', { 'data-webhook-id': webhook.id },
     el('th', { scope: 'row' }, link(`#/webhooks/${encodeURIComponent(webhook.id)}`, webhookLabel(webhook))),
@@ -475,7 +482,9 @@ function result (text, ok) {
 }
 
 /** Shows the endpoint and its deliveries; returns the delivery entries. */
+const webhookTurn = turns()
 async function loadWebhook (id) {
+  const isLatest = webhookTurn()
   if (shownWebhook?.id !== id) {
     // Another endpoint: nothing of the previous one stays on screen while this one loads.
     shownWebhook = null
@@ -490,6 +499,9 @@ async function loadWebhook (id) {
     api(`${webhookPath(id)}/deliveries?limit=${DELIVERY_LIMIT}`)
   ])
   const reasons = webhook.status === 'disabled' ? await disabledReasons() : new Map()
+  // Not the endpoint on screen any more: its answer must not become shownWebhook, which the
+  // buttons (send a test, replay, disable) act on.
+  if (!isLatest()) return entries
   shownWebhook = webhook
   shownEntries = entries
   $('webhook-title').textContent = webhook.description === undefined ? `Endpoint ${webhook.id}` : `${webhookLabel(webhook)} (${webhook.id})`
@@ -651,8 +663,11 @@ function targetNode (target) {
   return target.type === 'key' ? link(`#/keys/${target.id}`, text) : document.createTextNode(text)
 }
 
+const auditTurn = turns()
 async function loadAudit (url) {
+  const isLatest = auditTurn()
   const [{ data, link: header }, { data: head }] = await Promise.all([api(url), api('/v1/admin/audit/head')])
+  if (!isLatest()) return
   auditCurrent = url
   auditNext = nextFromLink(header, '/v1/admin/audit')
   $('audit-head').textContent = `${head.count} entries; last hash ${head.hash === '' ? '(none)' : head.hash}`

@@ -150,6 +150,17 @@ function usageChart (rows, { days, parts, titleId, lastDay = new Date().toISOStr
   return root
 }
 
+/**
+ * A loader's turns: each call takes one, and draws only while it is still the latest. A late
+ * answer to an earlier call (the user moved to another key or endpoint, or pressed Find, a range
+ * or Next meanwhile) is dropped instead of overwriting what was asked for after it.
+ */
+function turns () {
+  let latest = 0
+  return () => { const mine = ++latest; return () => mine === latest }
+}
+
 globalThis.PetstoreUI = Object.freeze({
-  DAY_MS, el, link, cell, utcText, localText, timeNode, relative, countdown, nextFromLink, svg, addDays, usageChart
+  DAY_MS, el, link, cell, utcText, localText, timeNode, relative, countdown, nextFromLink, svg, addDays, usageChart,
+  turns
 })

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { chromium, type ConsoleMessage, type Page } from 'playwright-core'
+import { chromium, type ConsoleMessage, type Page, type Route } from 'playwright-core'
 import { buildTestApp } from '../helpers/app.ts'
 import { serviceGate } from '../helpers/services.ts'
 import { keptDir } from '../helpers/temp.ts'
@@ -153,6 +153,34 @@ void test('the console\'s webhook views in Chromium: status and why, deliveries,
     await page.locator('#webhook-details [data-status="enabled"]').waitFor()
     assert.equal((await h.call({ method: 'GET', url: `/v1/webhooks/${c.id}` })).json().status, 'enabled')
     await page.locator('#webhook-result', { hasText: 'enabled again' }).waitFor()
+  })
+
+  await t.test('the endpoint just left, answering late, is not the one shown nor the one the buttons act on', async () => {
+    // B's page is asked for and held; the operator moves on to A, whose page is drawn; then B's
+    // answers come. The page must still be A's, and "Send a test event" must reach A's receiver.
+    const held: Route[] = []
+    const isB = (url: URL) => url.pathname.startsWith(`/v1/webhooks/${b.id}`)
+    await page.route(isB, (route) => { held.push(route) })
+    await page.goto(`${base}/console#/webhooks/${b.id}`)
+    for (let waited = 0; held.length < 2 && waited < TIMEOUT_MS; waited += 20) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    assert.equal(held.length, 2, 'B\'s endpoint and deliveries were asked for and held')
+    await page.goto(`${base}/console#/webhooks/${a.id}`)
+    await page.locator('#webhook-title', { hasText: a.id }).waitFor()
+    await page.locator(`#deliveries-table tr[data-event-id="${petEventId}"]`).waitFor()
+    const finished = held.map((route) => page.waitForEvent('requestfinished', (request) => request === route.request()))
+    for (const route of held) await route.continue()
+    await page.unroute(isB)
+    await Promise.all(finished)
+    await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 100)))
+    assert.equal(await page.locator('#webhook-title').textContent(), `${XSS_NAME} (${a.id})`)
+    const [goodBefore, badBefore] = [good.received.length, bad.received.length]
+    await page.getByRole('button', { name: 'Send a test event' }).click()
+    const got = await received(good, goodBefore + 1)
+    assert.equal(typeOf(got[goodBefore]!), 'webhook.test')
+    await page.locator('#webhook-result', { hasText: 'was delivered' }).waitFor()
+    assert.equal(bad.received.length, badBefore, 'B\'s receiver got nothing')
   })
 
   assert.deepEqual(errors, [], 'no console error, page error or dialog')

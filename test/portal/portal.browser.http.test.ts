@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
-import type { Browser, ConsoleMessage, Page } from 'playwright-core'
+import type { Browser, ConsoleMessage, Page, Route } from 'playwright-core'
 import { launchChromium, chromiumGate } from '../helpers/browser.ts'
 import { keptDir } from '../helpers/temp.ts'
 import { received, subscribe, verified } from '../webhooks/helpers.ts'
@@ -217,14 +217,40 @@ void test('the partner portal in Chromium: link, windows, usage, a refusal by it
     await page.getByLabel('Find by Request-Id').fill(refusedId)
     await page.getByRole('button', { name: 'Find' }).click()
     const row = page.locator(`#requests-table tr[data-request-id="${refusedId}"]`)
-    await row.waitFor()
+    // The unfiltered list holds that row too: wait for the found one alone, drawn from the answer to Find.
+    await page.waitForFunction(() => (globalThis as unknown as Dom).document.querySelectorAll('#requests-table tbody tr').length === 1)
     assert.equal(await page.locator('#requests-table tbody tr').count(), 1)
+    await row.waitFor()
     assert.equal(await row.locator('[data-rule]').getAttribute('data-rule'), 'role')
     assert.match(await row.innerText(), /POST \/v1\/categories \(createCategory\)/)
     assert.match(await row.innerText(), /403/)
     assert.match(await row.locator('[data-rule]').innerText(), /needs the staff role/)
     await axe(page, 'Requests')
     await shot(t, page, 'requests')
+  })
+
+  await t.test('Requests: the whole list answering late does not overwrite the request found', async () => {
+    // The unfiltered list is held while the partner finds its request; let through afterwards, it
+    // must not replace the one row found.
+    const held: Route[] = []
+    const isList = (url: URL) => url.pathname.endsWith('/keys/me/requests') && !url.searchParams.has('requestId')
+    await page.route(isList, (route) => { held.push(route) })
+    await go(page, '#/usage', '#usage-chart svg')
+    await page.evaluate((h) => { (globalThis as unknown as Dom).location.hash = h }, '#/requests')
+    for (let waited = 0; held.length === 0 && waited < 10_000; waited += 20) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    assert.equal(held.length, 1, 'the list was asked for and held')
+    await page.getByLabel('Find by Request-Id').fill(refusedId)
+    await page.getByRole('button', { name: 'Find' }).click()
+    await page.waitForFunction(() => (globalThis as unknown as Dom).document.querySelectorAll('#requests-table tbody tr').length === 1)
+    const finished = page.waitForEvent('requestfinished', (request) => request === held[0]!.request())
+    await held[0]!.continue()
+    await page.unroute(isList)
+    await finished
+    await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 100)))
+    assert.equal(await page.locator('#requests-table tbody tr').count(), 1)
+    assert.equal(await page.locator(`#requests-table tr[data-request-id="${refusedId}"]`).count(), 1)
   })
 
   // The order's event fails at the hostile receiver, retried once a second later: failed for good.

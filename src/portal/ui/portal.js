@@ -9,7 +9,7 @@
 //   every change carries X-CSRF-Token.
 // - Every value from the API, and above all what a webhook receiver answered, is inserted with
 //   textContent (or an SVG text node), never as HTML; long bodies go in a scrolling <pre>.
-const { el, link, cell, timeNode, countdown, nextFromLink, usageChart } = globalThis.PetstoreUI
+const { el, link, cell, timeNode, countdown, nextFromLink, usageChart, turns } = globalThis.PetstoreUI
 
 const $ = (id) => document.getElementById(id)
 const VIEWS = ['gate-view', 'now-view', 'usage-view', 'requests-view', 'webhooks-view', 'webhook-view', 'events-view', 'key-view']
@@ -209,9 +209,12 @@ const USAGE_PARTS = [
   { key: 'limited', label: 'limited' }, { key: 'banned', label: 'banned' }
 ]
 
+const usageTurn = turns()
 async function loadUsage () {
+  const current = usageTurn()
   const days = Number(new FormData($('usage-range')).get('days') ?? 30)
   const [{ data }, { data: limits }] = await Promise.all([api(`/keys/me/usage?days=${days}`), api('/rate_limit')])
+  if (!current()) return
   // "Today" is the server's UTC day: the day window resets at its end.
   const lastDay = new Date(limits.windows.day.reset * 1000 - 1).toISOString().slice(0, 10)
   // "Other 4xx" (refused for another reason than a window or a ban) is shown when the answer counts
@@ -294,8 +297,11 @@ function refusalText (refusal) {
   }
 }
 
+const requestsTurn = turns()
 async function loadRequests (url) {
+  const current = requestsTurn()
   const { data, link: header } = await api(url)
+  if (!current()) return
   requestCurrent = url
   requestNext = nextFromLink(header, `${API}/keys/me/requests`)
   if (requestNext !== null && requestNext.startsWith(API)) requestNext = requestNext.slice(API.length)
@@ -341,8 +347,11 @@ function statusText (webhook) {
   return why === undefined ? 'disabled' : `disabled ${why}`
 }
 
+const webhooksTurn = turns()
 async function loadWebhooks (url) {
+  const current = webhooksTurn()
   const { data, link: header } = await api(url)
+  if (!current()) return
   webhookCurrent = url
   const next = nextFromLink(header, `${API}/webhooks`)
   webhookNext = next === null ? null : next.replace(/^\/portal\/api\/v1|^\/v1/, '')
@@ -406,7 +415,9 @@ function attemptPanel (attempt) {
   return panel
 }
 
+const webhookTurn = turns()
 async function loadWebhook (id) {
+  const current = webhookTurn()
   if (shownWebhook?.id !== id) {
     shownWebhook = null
     $('webhook-title').textContent = `Endpoint ${id}`
@@ -415,6 +426,9 @@ async function loadWebhook (id) {
     $('confirm-delete').hidden = true
   }
   const [{ data: webhook }, { data: entries }] = await Promise.all([api(wh(id)), api(`${wh(id)}/deliveries?limit=100`)])
+  // Not the endpoint on screen any more: its answer must not become shownWebhook, which the
+  // buttons (delete, disable, replay) act on.
+  if (!current()) return entries
   const fresh = shownWebhook?.id !== id
   shownWebhook = webhook
   $('webhook-title').textContent = `${webhookLabel(webhook)}${webhook.description === undefined ? '' : ` (${webhook.id})`}`
@@ -554,8 +568,11 @@ function feedUrl () {
   return `/events?limit=50${type === '' ? '' : `&type=${encodeURIComponent(type)}`}`
 }
 
+const feedTurn = turns()
 async function loadFeed (url) {
+  const current = feedTurn()
   const { data, link: header } = await api(url)
+  if (!current()) return
   feedCurrent = url
   const next = nextFromLink(header, `${API}/events`)
   // The feed's Link is on every page (to poll for later events): a short page is its end for now.
