@@ -75,11 +75,7 @@ function narrowAnyOf (errors: readonly ErrorObject[]): readonly ErrorObject[] {
       + (optional.length === 0 ? '' : ` (optionally ${optional.map((n) => `"${n}"`).join(', ')})`)
   })
   const unknown = sent.filter((name) => !branches.some((b) => Object.hasOwn(b.properties!, name)))
-  const choice: ErrorObject = {
-    ...anyOf,
-    keyword: 'anyOf',
-    message: `must have either ${alternatives.join(' or ')}`
-  }
+  const choice: ErrorObject = { ...anyOf, message: `must have either ${alternatives.join(' or ')}` }
   const unknownErrors = unknown.map((name): ErrorObject => ({
     ...anyOf, keyword: 'additionalProperties', params: { additionalProperty: name }, message: 'must NOT have additional properties'
   }))
