@@ -260,7 +260,7 @@ async function loadWindows (id, view) {
     cell(w.used, { class: 'num' }),
     cell(w.remaining, { class: 'num' }),
     cell(w.limit, { class: 'num' }),
-    cell(countdown(new Date(w.reset * 1000).toISOString())))
+    cell(countdown(new Date(w.reset * 1000).toISOString(), 'now')))
   $('windows-table').tBodies[0].replaceChildren(row('minute', data.windows.minute), row('day', data.windows.day))
 }
 

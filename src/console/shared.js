@@ -61,12 +61,23 @@ function relative (iso, now = Date.now()) {
   return ms >= 0 ? `in ${text}` : `${text} ago`
 }
 
-/** A live countdown: every [data-until] is refreshed each second by the one timer below. */
-function countdown (iso) {
-  return el('span', { 'data-until': iso, text: relative(iso) })
+/**
+ * A live countdown: every [data-until] is refreshed each second by the one timer below.
+ * `passed` is said once the time has come, where "N s ago" would be wrong: a rate-limit
+ * window that has reset is fresh, not late.
+ */
+function countdown (iso, passed) {
+  const attributes = { 'data-until': iso, text: untilText(iso, passed ?? null) }
+  if (passed !== undefined) attributes['data-passed'] = passed
+  return el('span', attributes)
+}
+function untilText (iso, passed, now = Date.now()) {
+  return passed !== null && Date.parse(iso) <= now ? passed : relative(iso, now)
 }
 setInterval(() => {
-  for (const span of document.querySelectorAll('[data-until]')) span.textContent = relative(span.getAttribute('data-until'))
+  for (const span of document.querySelectorAll('[data-until]')) {
+    span.textContent = untilText(span.getAttribute('data-until'), span.getAttribute('data-passed'))
+  }
 }, 1000)
 
 /** The next page's path from a Link header, on this origin only; null when there is none. */

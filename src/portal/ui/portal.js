@@ -165,7 +165,7 @@ async function loadNow () {
       el('th', { scope: 'row', text: name }),
       cell(w.remaining, { class: 'num', 'data-remaining': '' }),
       cell(w.limit, { class: 'num' }),
-      cell(el('span', {}, countdown(at), ' (', timeNode(at), ')')))
+      cell(el('span', {}, countdown(at, 'now'), ' (', timeNode(at), ')')))
   }
   $('windows-table').tBodies[0].replaceChildren(row('minute', limits.windows.minute), row('day', limits.windows.day))
   windowsResetAt = Math.min(limits.windows.minute.reset, limits.windows.day.reset) * 1000
