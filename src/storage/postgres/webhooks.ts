@@ -98,7 +98,9 @@ export const PENDING_SQL = `SELECT ${PENDING_COLUMNS} FROM webhook_deliveries d 
  * ends, never leased. Its commit does not wait for the WAL flush (set_config, local to the
  * statement's transaction, read at its commit): a lease lost to a crash of PostgreSQL's machine
  * only lets the delivery be claimed again (at least once), and waiting for the flush made each
- * claim, one per delivery of a backlog, wait for the disk. Exported for its plan test
+ * claim, one per delivery of a backlog, wait for the disk. It runs as a named prepared statement:
+ * a refill claims once per attempt that ends, and planning this statement each time cost more
+ * than running it (docs/performance.md, "PostgreSQL webhooks"). Exported for its plan test
  * (test/storage/postgres/stores.test.ts).
  */
 export const CLAIM_SQL = `WITH endpoints AS (
@@ -494,7 +496,8 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
     },
     async claimDue ({ now, leaseOwner, leaseUntil, limit, perEndpoint, inFlight, perOwner, inFlightByOwner }) {
       if (limit <= 0) return []
-      const rows = await db.query<ClaimRow & { turn_seq: string }>(
+      const rows = await db.statement<ClaimRow & { turn_seq: string }>(
+        'claim_due',
         CLAIM_SQL,
         [
           perEndpoint,

@@ -158,6 +158,16 @@ function engineTests (): void {
       const claim = await explain(CLAIM_SQL, [4, '{}', 1000, 64, 'owner', 2000, 0, 16, '{}'])
       assert.match(claim, /LockRows\n\s+->\s+Index Scan using webhook_deliveries_claim on webhook_deliveries d\n\s+Index Cond: \(\(webhook_id = \w+\.id\) AND \(next_attempt_at <= /, claim)
       assert.doesNotMatch(claim, /Seq Scan on webhook_deliveries/, claim)
+      // The claim runs as a named prepared statement (a refill claims once per attempt that ends,
+      // and planning it each time cost more than running it): its generic plan, which the server
+      // may keep from the sixth run on, reads each endpoint's deliveries the same way.
+      await c.query(`PREPARE claim_due AS ${CLAIM_SQL}`)
+      await c.query('SET plan_cache_mode = force_generic_plan')
+      const generic = (await c.query<{ 'QUERY PLAN': string }>("EXPLAIN (COSTS OFF) EXECUTE claim_due(4, '{}', 1000, 64, 'owner', 2000, 0, 16, '{}')"))
+        .rows.map((r) => r['QUERY PLAN']).join('\n')
+      assert.match(generic, /LockRows\n\s+->\s+Index Scan using webhook_deliveries_claim on webhook_deliveries d\n\s+Index Cond: \(\(webhook_id = \w+\.id\) AND \(next_attempt_at <= \$3\)/, generic)
+      assert.doesNotMatch(generic, /Seq Scan on webhook_deliveries/, generic)
+      await c.query('RESET plan_cache_mode')
       const pending = await explain(PENDING_SQL, ['wh_x', 100])
       assert.match(pending, /Index Scan Backward using webhook_deliveries_claim on webhook_deliveries d/, pending)
       assert.doesNotMatch(pending, /Sort|Seq Scan on webhook_deliveries/, pending)
