@@ -87,7 +87,7 @@ function statusNode (key) {
     wrap.append(', expires ', countdown(key.expiresAt))
   }
   if (status === 'banned') {
-    wrap.append(' until ', el('time', { datetime: key.ban.until, text: dateTime(key.ban.until) }), ' (', countdown(key.ban.until), ')')
+    wrap.append(' until ', el('time', { datetime: key.ban.until, text: dateTime(key.ban.until) }), ' (', countdown(key.ban.until, 'ended'), ')')
   }
   return wrap
 }

@@ -17,6 +17,7 @@ import { received, subscribe, verified } from '../webhooks/helpers.ts'
 import { startReceiver } from '../webhooks/receiver.ts'
 import { buildTestApp, type TestApp } from '../helpers/app.ts'
 import { openTestLimiter } from '../helpers/limiter.ts'
+import { BAN_REASON } from '../../src/ratelimit/limiter.ts'
 import { systemClock } from '../../src/shared/clock.ts'
 
 const TIMEOUT_MS = 10_000
@@ -455,5 +456,34 @@ void test('the portal: a key revoked while its session is open ends the session,
   assert.match(await page.locator('#gate-text').innerText(), /revoked/i)
   assert.equal(await page.locator('#nav').isHidden(), true)
   await axe(page, 'session ended')
+  assert.deepEqual(errors, [])
+})
+
+void test('the portal: a banned key sees on Now until when, a countdown and why, and its pages still open', { skip: chromiumGate.skip, timeout: 60_000 }, async (t) => {
+  const browser = await launchChromium(t)
+  const { h, base } = await setUp(t)
+  const partner = await h.makeKey('customer', 'free')
+  const link = await linkFor(base, partner.key)
+  // A real ban: the free plan's 60 a minute, then 21 calls while limited; the 21st refusal bans it.
+  for (let i = 0; i < 60 + 21; i++) await h.call({ method: 'GET', url: '/v1/pets?limit=1', key: partner.key })
+  const refused = await h.call({ method: 'GET', url: '/v1/pets?limit=1', key: partner.key })
+  assert.equal(refused.json().code, 'api_key_banned')
+
+  const { page, errors } = await newPortal(browser)
+  // The page's clock, so that it can be moved past the ban's end (the server's is not).
+  await page.clock.install()
+  await page.goto(link)
+  await page.locator('#ban h3', { hasText: 'Your key is banned' }).waitFor()
+  assert.equal(await page.locator('#now-key [data-status]').getAttribute('data-status'), 'banned')
+  assert.equal(await page.locator('#ban [data-ban-reason]').innerText(), BAN_REASON)
+  // A first ban is 15 minutes.
+  assert.match(await page.locator('#ban [data-until]').innerText(), /^in 1[45] min$/)
+  assert.match(await page.locator('#ban time').getAttribute('title') ?? '', / UTC$/)
+  await axe(page, 'Now, banned')
+  // Once the ban's end has come, its countdown says so, never "N s ago" beside "is refused until".
+  await page.clock.fastForward('15:30')
+  await page.waitForFunction(() => (globalThis as unknown as Dom).document.querySelector('#ban [data-until]')?.textContent === 'ended')
+  // The dashboard's reads are free for a banned key: another page opens too.
+  await go(page, '#/usage', '#usage-chart svg')
   assert.deepEqual(errors, [])
 })

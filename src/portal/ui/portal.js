@@ -141,7 +141,8 @@ async function signOut () {
 
 // ---- Now: the windows, the ban, the key's expiry and rotation chain --------------------------
 
-let windowsResetAt = Infinity
+/** When what Now shows changes by itself: the first window reset, or the ban's end. */
+let nowChangesAt = Infinity
 
 function keyStatus (key) {
   const now = Date.now()
@@ -168,12 +169,14 @@ async function loadNow () {
       cell(el('span', {}, countdown(at, 'now'), ' (', timeNode(at), ')')))
   }
   $('windows-table').tBodies[0].replaceChildren(row('minute', limits.windows.minute), row('day', limits.windows.day))
-  windowsResetAt = Math.min(limits.windows.minute.reset, limits.windows.day.reset) * 1000
   const ban = limits.ban ?? key.ban
+  // Read again once a window resets or the ban ends (the ban's box then goes).
+  const { minute, day } = limits.windows
+  nowChangesAt = Math.min(minute.reset * 1000, day.reset * 1000, ban === null ? Infinity : Date.parse(ban.until))
   $('ban').hidden = ban === null
   if (ban !== null) {
     $('ban').replaceChildren(el('h3', { text: 'Your key is banned' }),
-      el('p', {}, 'Every request is refused with 429 api_key_banned until ', timeNode(ban.until), ' (', countdown(ban.until), '). Why: ',
+      el('p', {}, 'Every request is refused with 429 api_key_banned until ', timeNode(ban.until), ' (', countdown(ban.until, 'ended'), '). Why: ',
         el('span', { 'data-ban-reason': '', text: ban.reason }), '.'))
   }
   const status = keyStatus(key)
@@ -631,10 +634,10 @@ async function route () {
   }
 }
 
-// The windows reset: read them again (at most every 5 s) while the Now page is shown.
+// A window resets or the ban ends: read Now again (at most every 5 s) while it is shown.
 let lastReload = 0
 globalThis.setInterval(() => {
-  if (session === null || $('now-view').hidden || Date.now() < windowsResetAt + 1000 || Date.now() - lastReload < 5000) return
+  if (session === null || $('now-view').hidden || Date.now() < nowChangesAt + 1000 || Date.now() - lastReload < 5000) return
   lastReload = Date.now()
   loadNow().catch((error) => { if (session !== null) warn(explain(error)) })
 }, 1000)
