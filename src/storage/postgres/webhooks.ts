@@ -87,10 +87,12 @@ export const PENDING_SQL = `SELECT ${PENDING_COLUMNS} FROM webhook_deliveries d 
 /**
  * The claim, in one round trip. Per enabled endpoint whose owner is live at $3 and has room
  * ($1 perEndpoint less this instance's in-flight count in $2, and $8 perOwner less the owner's
- * in $9: jsonb lookups per endpoint, not per delivery), a LATERAL read of at most that room from
- * webhook_deliveries_claim, in claim order, locked FOR UPDATE SKIP LOCKED (another instance's
- * claim running now keeps its rows and this one reads on): the cost follows what is claimed, not
- * the backlog, which a window over every pending delivery read before. An owner's endpoints
+ * in $9: jsonb lookups per endpoint, not per delivery), a LATERAL read of at most that room (and
+ * at most the claim's limit $4: a row past it is never leased, and a refill claiming one locked
+ * every endpoint's whole room) from webhook_deliveries_claim, in claim order, locked FOR UPDATE
+ * SKIP LOCKED (another instance's claim running now keeps its rows and this one reads on): the
+ * cost follows what is claimed and the endpoints with work due, not the backlog, which a window
+ * over every pending delivery read before. An owner's endpoints
  * together take at most its room (the row number over the owner). The owners with the fewest
  * attempts in flight go first; among equals, endpoints take turns at going first, from the
  * creation order $7 on (see claimDue). The outer LIMIT $4 sorts what the endpoints' reads
@@ -113,7 +115,7 @@ export const CLAIM_SQL = `WITH endpoints AS (
     FROM endpoints e CROSS JOIN LATERAL (
       SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
       WHERE d.webhook_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $3)
-      ORDER BY d.next_attempt_at, d.id LIMIT least(e.room, $8::int - e.owner_held) FOR UPDATE SKIP LOCKED
+      ORDER BY d.next_attempt_at, d.id LIMIT least(e.room, $8::int - e.owner_held, $4::int) FOR UPDATE SKIP LOCKED
     ) c
     WHERE e.room > 0 AND e.owner_held < $8::int
   ), picked AS (

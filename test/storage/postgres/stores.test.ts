@@ -13,6 +13,7 @@ import { InfraError, openStores } from '../../../src/infra.ts'
 import { POSTGRES_MIGRATIONS } from '../../../src/storage/postgres/migrations.ts'
 import { createPostgresStores } from '../../../src/storage/postgres/index.ts'
 import { CLAIM_SQL, PENDING_SQL } from '../../../src/storage/postgres/webhooks.ts'
+import { pollUntil } from '../../helpers/server.ts'
 import { serviceGate } from '../../helpers/services.ts'
 import { createTestSchema, openPostgresTestStores, testPostgresReason, TEST_DATABASE_URL } from '../../helpers/stores.ts'
 import { runStoreContract } from '../contract.ts'
@@ -174,6 +175,38 @@ function engineTests (): void {
       const indexes = (await c.query<{ indexname: string }>("SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'webhook_deliveries' ORDER BY indexname", [schema])).rows.map((r) => r.indexname)
       assert.deepEqual(indexes, ['webhook_deliveries_by_event', 'webhook_deliveries_claim', 'webhook_deliveries_once', 'webhook_deliveries_pkey'])
     })
+  })
+
+  // Fault caught: each endpoint's read locking up to its whole room (4) when the claim can lease
+  // fewer: a refill claims one delivery, and with 200 endpoints holding a backlog it locked 800
+  // rows to lease one (1.7 ms a claim against 1.1; docs/performance.md "PostgreSQL webhooks").
+  // A row locked and not leased keeps the claim's transaction id in xmax after the commit.
+  test('postgres: a claim locks at most its limit of each endpoint\'s deliveries', async (t) => {
+    const schema = await createTestSchema(t)
+    const stores = await createPostgresStores(TEST_DATABASE_URL, { schema })
+    t.after(() => stores.close())
+    const now = 1_790_000_000_000
+    const key = (await stores.keys.createKey({
+      name: null, role: 'admin', plan: 'enterprise', perMinute: null, perDay: null, hash: 'h', prefix: 'p', now
+    })).id
+    for (const id of ['wh_aaaaaaaaaaaaaaaaaaaaaaa1', 'wh_aaaaaaaaaaaaaaaaaaaaaaa2', 'wh_aaaaaaaaaaaaaaaaaaaaaaa3']) {
+      await stores.webhooks.createWebhook({
+        id, ownerKeyId: key, url: 'http://127.0.0.1:9/', types: ['category.*'], description: null, secret: 'whsec_lock', now
+      }, 10)
+    }
+    for (const name of ['A', 'B', 'C', 'D']) await stores.categories.createCategory({ name }, now + 1)
+    await pollUntil(async () => {
+      await stores.webhooks.fanOut(now + 2, 500)
+      return (await stores.webhooks.pendingStats()).pending === 12 ? true : undefined
+    }, { timeoutMs: 10_000, message: 'the fan-out of four events to three endpoints' })
+    const claimed = await stores.webhooks.claimDue({
+      now: now + 10, leaseOwner: 'instance-a', leaseUntil: now + 20_000, limit: 1, perEndpoint: 4, inFlight: {}
+    })
+    assert.equal(claimed.length, 1)
+    const lockedOnly = await inspect(schema, async (c) => (await c.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM webhook_deliveries WHERE lease_owner IS NULL AND xmax::text <> '0'"
+    )).rows[0]!.n)
+    assert.equal(lockedOnly, 2, 'one row of each other endpoint, not its room')
   })
 
   test('postgres: ids, versions and epoch-ms times come back as numbers, never strings', async (t) => {
