@@ -85,25 +85,24 @@ export const PENDING_SQL = `SELECT ${PENDING_COLUMNS} FROM webhook_deliveries d 
   WHERE d.webhook_id = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at DESC, d.id DESC LIMIT $2`
 
 /**
- * The claim, in one round trip. Per enabled endpoint whose owner is live at $3 and has room
- * ($1 perEndpoint less this instance's in-flight count in $2, and $8 perOwner less the owner's
- * in $9: jsonb lookups per endpoint, not per delivery), a LATERAL read of at most that room (and
- * at most the claim's limit $4: a row past it is never leased, and a refill claiming one locked
- * every endpoint's whole room) from webhook_deliveries_claim, in claim order, locked FOR UPDATE
- * SKIP LOCKED (another instance's claim running now keeps its rows and this one reads on): the
- * cost follows what is claimed and the endpoints with work due, not the backlog, which a window
- * over every pending delivery read before. An owner's endpoints
- * together take at most its room (the row number over the owner). The owners with the fewest
- * attempts in flight go first; among equals, endpoints take turns at going first, from the
- * creation order $7 on (see claimDue). The outer LIMIT $4 sorts what the endpoints' reads
- * returned, at most their rooms together: rows read past it stay locked until the statement
- * ends, never leased. Its commit does not wait for the WAL flush (set_config, local to the
- * statement's transaction, read at its commit): a lease lost to a crash of PostgreSQL's machine
- * only lets the delivery be claimed again (at least once), and waiting for the flush made each
- * claim, one per delivery of a backlog, wait for the disk. It runs as a named prepared statement:
- * a refill claims once per attempt that ends, and planning this statement each time cost more
- * than running it (docs/performance.md, "PostgreSQL webhooks"). Exported for its plan test
- * (test/storage/postgres/stores.test.ts).
+ * The claim, in one round trip. Per enabled endpoint whose owner is live at $3 and has room ($1
+ * perEndpoint less this instance's in-flight count in $2, and $8 perOwner less the owner's in $9:
+ * jsonb lookups per endpoint, not per delivery), a LATERAL read of at most that room (and at most
+ * the claim's limit $4: a row past it is never leased, and a refill claiming one locked every
+ * endpoint's whole room) from webhook_deliveries_claim, in claim order, locked FOR UPDATE SKIP
+ * LOCKED (another instance's claim running now keeps its rows and this one reads on): the cost
+ * follows what is claimed and the endpoints with work due, not the backlog, which a window over
+ * every pending delivery read before. An owner's endpoints together take at most its room (the
+ * row number over the owner). The owners with the fewest attempts in flight go first; among
+ * equals, endpoints take turns at going first, from the creation order $7 on (see claimDue). The
+ * outer LIMIT $4 sorts what the endpoints' reads returned, at most $4 rows each: rows read past
+ * it stay locked until the statement ends, never leased. Its commit does not wait for the WAL
+ * flush (set_config, local to the statement's transaction, read at its commit): a lease lost to a
+ * crash of PostgreSQL's machine only lets the delivery be claimed again (at least once), and
+ * waiting for the flush made each claim, one per delivery of a backlog, wait for the disk. It
+ * runs as a named prepared statement: a refill claims once per attempt that ends, and planning
+ * this statement each time cost more than running it (docs/performance.md, "PostgreSQL
+ * webhooks"). Exported for its plan test (test/storage/postgres/stores.test.ts).
  */
 export const CLAIM_SQL = `WITH endpoints AS (
     SELECT w.id, w.seq, w.owner_key_id, $1::int - coalesce(($2::jsonb ->> w.id)::int, 0) AS room,
