@@ -1,4 +1,4 @@
-/* global document, window, Element, setTimeout, sessionStorage, fetch, location, history,
+/* global document, window, Element, setTimeout, setInterval, sessionStorage, fetch, location, history,
    FormData, URLSearchParams, navigator, getSelection */
 // The operator console (docs/product.md section 10). Plain DOM, one module, no framework.
 // Rules kept here:
@@ -252,9 +252,15 @@ async function loadKey (id) {
   ])
 }
 
+// When the key page's windows change next (the earliest reset), and whose they are: read again then.
+let windowsChangeAt = Infinity
+let windowsKey = null
+
 async function loadWindows (id, view) {
   const { data } = await api(`/v1/admin/keys/${id}/rate_limit`)
   if (view !== keyView) return
+  windowsKey = id
+  windowsChangeAt = Math.min(data.windows.minute.reset, data.windows.day.reset) * 1000
   const row = (name, w) => el('tr', {},
     el('th', { scope: 'row', text: name }),
     cell(w.used, { class: 'num' }),
@@ -926,6 +932,16 @@ $('deliveries-table').addEventListener('click', (event) => {
   const eventId = button.getAttribute('data-replay')
   void webhookAction((webhook) => replay(webhook, eventId))
 })
+
+// A window resets: the key page reads its windows again (at most every 5 s) while it is shown,
+// as the partner portal's Now page does, so that "used" and "left" never sit beside a passed reset.
+let windowsReadAt = 0
+setInterval(() => {
+  if (apiKey() === null || $('key-view').hidden || windowsKey !== shown?.key.id) return
+  if (Date.now() < windowsChangeAt + 1000 || Date.now() - windowsReadAt < 5000) return
+  windowsReadAt = Date.now()
+  loadWindows(windowsKey, keyView).catch((error) => { if (apiKey() !== null) warn(explain(error)) })
+}, 1000)
 
 window.addEventListener('hashchange', () => { newKeyShown(null); for (const id of ['status', 'alert', 'webhook-result']) $(id).textContent = ''; void route() })
 // A fresh tab, or a reload: sign in again unless this tab already holds a key.

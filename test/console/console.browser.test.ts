@@ -327,6 +327,38 @@ void test('the operator console in Chromium: sign-in, keys, actions, usage chart
     assert.match(before.windows, new RegExp(`^day\\t${windows.windows.day.used}\\t`, 'm'))
   })
 
+  // Fault caught: the key page keeping the windows it read first, so that "used" and "left" sit
+  // beside a reset that has passed (the countdown says "now" for good). A tab of its own, whose
+  // clock the test moves: past the minute's reset the page asks for the windows again.
+  await t.test('the key page reads its windows again once a window has reset', async () => {
+    const tab = await browser.newContext({ viewport: { width: 1280, height: 1000 } })
+    t.after(() => tab.close())
+    const other = await tab.newPage()
+    other.setDefaultTimeout(TIMEOUT_MS)
+    await other.clock.install()
+    await other.goto(`${base}/console`)
+    await signIn(other, operator.key)
+    const windowsPath = `/v1/admin/keys/${shopper.id}/rate_limit`
+    const reads: number[] = []
+    other.on('request', (request) => { if (new URL(request.url()).pathname === windowsPath) reads.push(Date.now()) })
+    await other.goto(`${base}/console#/keys/${shopper.id}`)
+    await other.locator('#key-title', { hasText: 'Shop front' }).waitFor()
+    await other.locator('#windows-table tbody tr').first().waitFor()
+    assert.equal(reads.length, 1)
+    // Past the minute's reset (at most 60 s away) and the second the page waits after it.
+    const again = other.waitForRequest((request) => new URL(request.url()).pathname === windowsPath)
+    await other.clock.fastForward(62_000)
+    await again
+    assert.ok(reads.length >= 2)
+    // Not on another page: the timer reads only the windows of the key page shown.
+    await other.goto(`${base}/console#/keys`)
+    await other.locator('#keys-table tbody tr').first().waitFor()
+    const away = reads.length
+    await other.clock.fastForward(62_000)
+    await other.evaluate(() => new Promise((resolve) => setTimeout(resolve, 1500)))
+    assert.equal(reads.length, away)
+  })
+
   await t.test('lift a ban: the API no longer bans the key, and its history keeps the lifted ban', async () => {
     assert.equal((await api('/v1/pets?limit=1', noisy.key)).status, 429, 'banned before')
     await page.goto(`${base}/console#/keys/${noisy.id}`)
