@@ -1,21 +1,25 @@
 // node bench/claim.ts: what one webhook claim (WebhookStore.claimDue) costs with a backlog, on
-// SQLite and PostgreSQL (docs/performance.md, "Webhooks: the claim"). One endpoint has --pending
-// due deliveries (queued as test deliveries through the store); each round claims with the
-// dispatcher's defaults (limit 64, 4 per endpoint) and then records the claimed attempts as
-// succeeded, so the backlog stays about the same. Two cases, --rounds each, median and p90 in ms:
-//   room   the endpoint has its 4 slots free: the claim takes 4
-//   full   the endpoint already has 4 in flight: the claim takes nothing
+// SQLite and PostgreSQL (docs/performance.md, "Webhooks: the claim"). --endpoints endpoints
+// (1 by default), each of its own key holder, share --pending due deliveries (queued as test
+// deliveries through the store, in turn); each round claims with the dispatcher's defaults (4 per
+// endpoint, 16 per key holder) and then records the claimed attempts as succeeded, so the backlog
+// stays about the same. Three cases, --rounds each, median and p90 in ms:
+//   room    every endpoint has its 4 slots free: the dispatcher's claim, limit 64
+//   refill  the same with limit 1: the claim after each attempt that ends
+//   full    every endpoint already has 4 in flight: the claim takes nothing
 // SQLite runs on a temporary file with the WAL's fsync left out (a no-op sync): what is measured
 // is the claim's own work in the writer, not the disk. PostgreSQL runs in a schema of its own,
 // dropped at the end.
 //
-//   node bench/claim.ts [--engine sqlite|postgres|both] [--pending 20000] [--rounds 40] [--database URL]
+//   node bench/claim.ts [--engine sqlite|postgres|both] [--pending 20000] [--endpoints 1] [--rounds 40]
+//     [--database URL]
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
+import type { EventDraft } from '../src/events/events.store.ts'
 import { createPostgresStores } from '../src/storage/postgres/index.ts'
 import { createSqliteStores } from '../src/storage/sqlite/index.ts'
 import type { Stores } from '../src/storage/stores.ts'
@@ -24,42 +28,47 @@ const { values } = parseArgs({
   options: {
     engine: { type: 'string', default: 'both' },
     pending: { type: 'string', default: '20000' },
+    endpoints: { type: 'string', default: '1' },
     rounds: { type: 'string', default: '40' },
     database: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/test' }
   },
   strict: true
 })
 const PENDING = Number(values.pending)
+const ENDPOINTS = Number(values.endpoints)
 const ROUNDS = Number(values.rounds)
 const T0 = Date.UTC(2026, 0, 1)
-const WEBHOOK = 'wh_claimbench0000000000000'
+const WEBHOOKS = Array.from({ length: ENDPOINTS }, (_, i) => `wh_claimbench${String(i).padStart(13, '0')}`)
 
 async function seed (stores: Stores): Promise<void> {
-  const key = await stores.keys.createKey({
-    name: 'bench',
-    role: 'admin',
-    plan: 'enterprise',
-    perMinute: null,
-    perDay: null,
-    hash: 'h-bench',
-    prefix: 'psk_bench',
-    now: T0
-  })
-  await stores.webhooks.createWebhook({
-    id: WEBHOOK,
-    ownerKeyId: key.id,
-    url: 'http://127.0.0.1:9/hook',
-    types: ['webhook.test'],
-    description: null,
-    secret: 'whsec_bench',
-    now: T0
-  }, 10)
-  const event = { type: 'webhook.test' as const, audience: 'webhook' as const, subjectKeyId: key.id, data: { webhookId: WEBHOOK } }
+  const events: EventDraft[] = []
+  for (const [i, webhook] of WEBHOOKS.entries()) {
+    const key = await stores.keys.createKey({
+      name: 'bench',
+      role: 'admin',
+      plan: 'enterprise',
+      perMinute: null,
+      perDay: null,
+      hash: `h-bench-${i}`,
+      prefix: 'psk_bench',
+      now: T0
+    })
+    await stores.webhooks.createWebhook({
+      id: webhook,
+      ownerKeyId: key.id,
+      url: 'http://127.0.0.1:9/hook',
+      types: ['webhook.test'],
+      description: null,
+      secret: 'whsec_bench',
+      now: T0
+    }, 10)
+    events.push({ type: 'webhook.test' as const, audience: 'webhook' as const, subjectKeyId: key.id, data: { webhookId: webhook } })
+  }
   for (let done = 0; done < PENDING; done += 500) {
-    await Promise.all(Array.from(
-      { length: Math.min(500, PENDING - done) },
-      (_, i) => stores.webhooks.queueTest(WEBHOOK, event, T0 + done + i)
-    ))
+    await Promise.all(Array.from({ length: Math.min(500, PENDING - done) }, (_, i) => {
+      const n = done + i
+      return stores.webhooks.queueTest(WEBHOOKS[n % ENDPOINTS]!, events[n % ENDPOINTS]!, T0 + n)
+    }))
   }
 }
 
@@ -69,9 +78,10 @@ const quantile = (sorted: number[], q: number): number =>
 async function measure (engine: string, stores: Stores): Promise<void> {
   const started = performance.now()
   await seed(stores)
-  console.log(`${engine}: ${PENDING} pending deliveries queued in ${Math.round(performance.now() - started)} ms`)
+  console.log(`${engine}: ${PENDING} pending deliveries for ${ENDPOINTS} endpoints queued in ${Math.round(performance.now() - started)} ms`)
   let now = T0 + PENDING + 1000
-  for (const [name, inFlight] of [['room', {}], ['full', { [WEBHOOK]: 4 }]] as const) {
+  const full = Object.fromEntries(WEBHOOKS.map((webhook) => [webhook, 4]))
+  for (const [name, limit, inFlight] of [['room', 64, {}], ['refill', 1, {}], ['full', 64, full]] as const) {
     const times: number[] = []
     let claimedCount = 0
     for (let round = 0; round < ROUNDS; round++) {
@@ -81,9 +91,10 @@ async function measure (engine: string, stores: Stores): Promise<void> {
         now,
         leaseOwner: 'bench',
         leaseUntil: now + 15_000,
-        limit: 64,
+        limit,
         perEndpoint: 4,
-        inFlight
+        inFlight,
+        perOwner: 16
       })
       times.push(performance.now() - at)
       claimedCount += claimed.length

@@ -191,6 +191,8 @@ export function deliveryEntries (
  * grace period has expired, so an endpoint keeps its owner through a rotation and loses it when
  * the chain has no live key left. Two lookups, not one with OR: each reads its index (the primary
  * key, api_keys_by_quota_key), where an OR of the two columns read every key for each endpoint.
+ * PostgreSQL's claim_webhook_deliveries (its migration 28) holds a copy: a change here needs a
+ * migration that replaces the function.
  */
 export function liveOwnerSql (now: string): string {
   const live = (k: string): string => `${k}.revoked_at IS NULL AND (${k}.expires_at IS NULL OR ${k}.expires_at > ${now})`

@@ -48,7 +48,6 @@ interface EventRow {
   subject_key_id: string | null
   data: string
 }
-const EVENT_COLUMNS = 'e.seq, e.tx::text AS tx, e.id, e.type, e.created_at, e.audience, e.subject_key_id, e.data'
 const toEvent = (row: EventRow): StoredEvent => ({
   id: row.id, type: row.type, createdAt: Number(row.created_at), audience: row.audience,
   subjectKeyId: row.subject_key_id === null ? null : Number(row.subject_key_id), data: JSON.parse(row.data),
@@ -85,49 +84,27 @@ export const PENDING_SQL = `SELECT ${PENDING_COLUMNS} FROM webhook_deliveries d 
   WHERE d.webhook_id = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at DESC, d.id DESC LIMIT $2`
 
 /**
- * The claim, in one round trip. Per enabled endpoint whose owner is live at $3 and has room ($1
- * perEndpoint less this instance's in-flight count in $2, and $8 perOwner less the owner's in $9:
- * jsonb lookups per endpoint, not per delivery), a LATERAL read of at most that room (and at most
- * the claim's limit $4: a row past it is never leased, and a refill claiming one locked every
- * endpoint's whole room) from webhook_deliveries_claim, in claim order, locked FOR UPDATE SKIP
- * LOCKED (another instance's claim running now keeps its rows and this one reads on): the cost
- * follows what is claimed and the endpoints with work due, not the backlog, which a window over
- * every pending delivery read before. An owner's endpoints together take at most its room (the
- * row number over the owner). The owners with the fewest attempts in flight go first; among
- * equals, endpoints take turns at going first, from the creation order $7 on (see claimDue). The
- * outer LIMIT $4 sorts what the endpoints' reads returned, at most $4 rows each: rows read past
- * it stay locked until the statement ends, never leased. Its commit does not wait for the WAL
- * flush (set_config, local to the statement's transaction, read at its commit): a lease lost to a
- * crash of PostgreSQL's machine only lets the delivery be claimed again (at least once), and
- * waiting for the flush made each claim, one per delivery of a backlog, wait for the disk. It
- * runs as a named prepared statement: a refill claims once per attempt that ends, and planning
- * this statement each time cost more than running it (docs/performance.md, "PostgreSQL
- * webhooks"). Exported for its plan test (test/storage/postgres/stores.test.ts).
+ * The claim, in one round trip: claim_webhook_deliveries (migration 28). In claim order (the
+ * owners with the fewest attempts in flight first; among equals, endpoints take turns at going
+ * first, from the creation order $7 on: see claimDue), it reads each enabled endpoint's due
+ * deliveries from webhook_deliveries_claim, oldest first, locked FOR UPDATE SKIP LOCKED (another
+ * instance's claim running now keeps its rows and this one reads on): at most the endpoint's room
+ * ($1 perEndpoint less this instance's in-flight count in $2), its owner's room left ($8 perOwner
+ * less the owner's in $9, less what this claim took of it) and what the limit $4 leaves, and only
+ * while the owner is live at $3. It stops at the limit: the statement before it read every
+ * endpoint with work due (10 µs each), and a refill, which claims one, cost 1.1 ms with 200 of
+ * them holding a backlog. What still grows with the endpoints is their sorted list, a read of
+ * webhooks alone (about 0.5 µs an endpoint). Then it leases what it read, and its commit does not
+ * wait for the WAL flush: a lease lost to a crash of PostgreSQL's machine only lets the delivery
+ * be claimed again (at least once), and waiting for the flush made each claim, one per delivery
+ * of a backlog, wait for the disk. It runs as a named prepared statement: a refill claims once
+ * per attempt that ends, and planning each time cost more than running (docs/performance.md,
+ * "PostgreSQL webhooks"). Exported for its tests (test/storage/postgres/stores.test.ts).
  */
-export const CLAIM_SQL = `WITH endpoints AS (
-    SELECT w.id, w.seq, w.owner_key_id, $1::int - coalesce(($2::jsonb ->> w.id)::int, 0) AS room,
-      coalesce(($9::jsonb ->> w.owner_key_id::text)::int, 0) AS owner_held
-    FROM webhooks w WHERE w.status = 'enabled' AND ${liveOwnerSql('$3')}
-  ), candidates AS (
-    SELECT c.id, c.next_attempt_at, e.seq, e.owner_key_id, e.owner_held,
-      row_number() OVER (PARTITION BY e.owner_key_id ORDER BY e.seq < $7, e.seq, c.next_attempt_at, c.id) AS n
-    FROM endpoints e CROSS JOIN LATERAL (
-      SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-      WHERE d.webhook_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $3)
-      ORDER BY d.next_attempt_at, d.id LIMIT least(e.room, $8::int - e.owner_held, $4::int) FOR UPDATE SKIP LOCKED
-    ) c
-    WHERE e.room > 0 AND e.owner_held < $8::int
-  ), picked AS (
-    SELECT c.id, c.seq FROM candidates c WHERE c.n <= $8::int - c.owner_held
-    ORDER BY c.owner_held, c.seq < $7, c.seq, c.next_attempt_at, c.id LIMIT $4
-  ), leased AS (
-    UPDATE webhook_deliveries d SET lease_owner = $5, lease_until = $6
-    FROM picked, (SELECT set_config('synchronous_commit', 'off', true)) AS unflushed WHERE d.id = picked.id
-    RETURNING d.id, d.attempts, d.test_type, d.origin, d.replay_due, d.request_body, d.webhook_id, d.event_id, d.next_attempt_at, picked.seq
-  )
-  SELECT l.id AS delivery_id, l.attempts, l.test_type, l.origin, l.replay_due, l.request_body, w.id AS webhook_id, w.owner_key_id, w.url, w.secret, w.previous_secret,
-    w.previous_secret_until, l.seq AS turn_seq, ${EVENT_COLUMNS}
-  FROM leased l JOIN webhooks w ON w.id = l.webhook_id JOIN events e ON e.id = l.event_id ORDER BY l.next_attempt_at, l.id`
+export const CLAIM_SQL = `SELECT delivery_id, attempts, test_type, origin, replay_due, request_body, webhook_id, owner_key_id, url, secret,
+    previous_secret, previous_secret_until, turn_seq, seq, tx, id, type, created_at, audience, subject_key_id, data
+  FROM claim_webhook_deliveries($1::integer, $2::jsonb, $3::bigint, $4::integer, $5::text, $6::bigint, $7::bigint, $8::integer, $9::jsonb)
+  ORDER BY next_attempt_at, delivery_id`
 
 /**
  * One attempt record as record_webhook_attempts reads it (jsonb_to_record: the keys are its
