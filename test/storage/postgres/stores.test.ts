@@ -36,6 +36,28 @@ async function inspect<T> (schema: string, fn: (client: pg.Client) => Promise<T>
   try { return await fn(client) } finally { await client.end() }
 }
 
+/** The time the claim tests start at. */
+const CLAIM_T0 = 1_790_000_000_000
+
+/**
+ * For the claim tests: a fresh schema with one admin key and its endpoints (the ids given, in
+ * creation order, so in turn order), subscribed to category.*, at a URL nothing is sent to.
+ */
+async function endpointsOfOneKey (t: TestContext, ids: readonly string[]) {
+  const schema = await createTestSchema(t)
+  const stores = await createPostgresStores(TEST_DATABASE_URL, { schema })
+  t.after(() => stores.close())
+  const key = (await stores.keys.createKey({
+    name: null, role: 'admin', plan: 'enterprise', perMinute: null, perDay: null, hash: 'h', prefix: 'p', now: CLAIM_T0
+  })).id
+  for (const id of ids) {
+    await stores.webhooks.createWebhook({
+      id, ownerKeyId: key, url: 'http://127.0.0.1:9/', types: ['category.*'], description: null, secret: 'whsec_claim', now: CLAIM_T0
+    }, Math.max(10, ids.length))
+  }
+  return { schema, stores, key }
+}
+
 /** A TCP port that accepts connections and never answers: a database that hangs. */
 async function silentServer (t: TestContext): Promise<number> {
   const sockets = new Set<Socket>()
@@ -146,18 +168,10 @@ function engineTests (): void {
   })
 
   test('postgres: each endpoint\'s claim and its pending list read webhook_deliveries_claim in order, never sorting the backlog', async (t) => {
-    const schema = await createTestSchema(t)
-    const stores = await createPostgresStores(TEST_DATABASE_URL, { schema })
-    t.after(() => stores.close())
-    const now = 1_790_000_000_000
+    const now = CLAIM_T0
     // An endpoint with a due delivery, so that the claim's function reads it.
-    const key = (await stores.keys.createKey({
-      name: null, role: 'admin', plan: 'enterprise', perMinute: null, perDay: null, hash: 'h', prefix: 'p', now
-    })).id
     const id = 'wh_aaaaaaaaaaaaaaaaaaaaaaa1'
-    await stores.webhooks.createWebhook({
-      id, ownerKeyId: key, url: 'http://127.0.0.1:9/', types: ['category.*'], description: null, secret: 'whsec_plan', now
-    }, 10)
+    const { schema, stores, key } = await endpointsOfOneKey(t, [id])
     await stores.webhooks.queueTest(id, { type: 'webhook.test', audience: 'webhook', subjectKeyId: key, data: { webhookId: id } }, now)
     await inspect(schema, async (c) => {
       // The claim's reads are statements of claim_webhook_deliveries: auto_explain shows the plans
@@ -206,18 +220,8 @@ function engineTests (): void {
   // A row locked and not leased keeps the claim's transaction id in xmax after the commit. Each
   // read takes at most what the limit leaves, and the claim stops at its limit: none is left.
   test('postgres: a claim locks at most its limit of each endpoint\'s deliveries', async (t) => {
-    const schema = await createTestSchema(t)
-    const stores = await createPostgresStores(TEST_DATABASE_URL, { schema })
-    t.after(() => stores.close())
-    const now = 1_790_000_000_000
-    const key = (await stores.keys.createKey({
-      name: null, role: 'admin', plan: 'enterprise', perMinute: null, perDay: null, hash: 'h', prefix: 'p', now
-    })).id
-    for (const id of ['wh_aaaaaaaaaaaaaaaaaaaaaaa1', 'wh_aaaaaaaaaaaaaaaaaaaaaaa2', 'wh_aaaaaaaaaaaaaaaaaaaaaaa3']) {
-      await stores.webhooks.createWebhook({
-        id, ownerKeyId: key, url: 'http://127.0.0.1:9/', types: ['category.*'], description: null, secret: 'whsec_lock', now
-      }, 10)
-    }
+    const now = CLAIM_T0
+    const { schema, stores } = await endpointsOfOneKey(t, ['wh_aaaaaaaaaaaaaaaaaaaaaaa1', 'wh_aaaaaaaaaaaaaaaaaaaaaaa2', 'wh_aaaaaaaaaaaaaaaaaaaaaaa3'])
     for (const name of ['A', 'B', 'C', 'D']) await stores.categories.createCategory({ name }, now + 1)
     await pollUntil(async () => {
       await stores.webhooks.fanOut(now + 2, 500)
@@ -239,19 +243,9 @@ function engineTests (): void {
   // a refill reads the first endpoint alone. A row read is locked (FOR UPDATE), and a row locked
   // keeps the claim's transaction id in xmax after the commit, leased or not.
   test('postgres: a claim reads the endpoints in turn order only until its limit is met', async (t) => {
-    const schema = await createTestSchema(t)
-    const stores = await createPostgresStores(TEST_DATABASE_URL, { schema })
-    t.after(() => stores.close())
-    const now = 1_790_000_000_000
-    const key = (await stores.keys.createKey({
-      name: null, role: 'admin', plan: 'enterprise', perMinute: null, perDay: null, hash: 'h', prefix: 'p', now
-    })).id
+    const now = CLAIM_T0
     const ids = Array.from({ length: 50 }, (_, i) => `wh_${String(i).padStart(24, '0')}`)
-    for (const id of ids) {
-      await stores.webhooks.createWebhook({
-        id, ownerKeyId: key, url: 'http://127.0.0.1:9/', types: ['category.*'], description: null, secret: 'whsec_turn', now
-      }, ids.length)
-    }
+    const { schema, stores, key } = await endpointsOfOneKey(t, ids)
     // Two due deliveries each, the later endpoints' due first: turn order, not due time, decides.
     for (const [i, id] of [...ids.entries()].reverse()) {
       for (const at of [now + 50 - i, now + 100 - i]) {
