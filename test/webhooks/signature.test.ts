@@ -31,6 +31,19 @@ test('the signature is byte for byte the specification\'s example and the packag
   assert.equal(sign({ id: 'msg_p5jXN8AQM9LWM0D4loKWxJek', timestamp, body: '{"test": 2432232314}', secrets: [secret] }), expected)
 })
 
+// Fault caught: the keys made once per secret (signature.ts, KEYS_KEPT) handing out another
+// secret's key, or a stale one, once more secrets than it keeps have signed.
+test('more secrets than the signer keeps keys for: each signature, first and again after the others, verifies with its own secret only', () => {
+  const secrets = Array.from({ length: 1100 }, () => newSecret())
+  for (const round of [1, 2]) {
+    for (const [i, secret] of secrets.entries()) {
+      const headers = webhookHeaders({ id: `evt_${round}_${i}`, timestamp: now(), body, secrets: [secret] })
+      assert.deepEqual(new Webhook(secret).verify(body, headers), JSON.parse(body), `secret ${i}, round ${round}`)
+      if (i % 100 === 0) assert.throws(() => new Webhook(secrets[(i + 1) % secrets.length]!).verify(body, headers))
+    }
+  }
+})
+
 test('during a rotation the header carries one v1 signature per secret and each secret alone verifies', () => {
   const [old, current, stranger] = [newSecret(), newSecret(), newSecret()]
   const headers = webhookHeaders({ id: 'evt_02', timestamp: now(), body, secrets: [old, current] })
