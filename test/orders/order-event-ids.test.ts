@@ -1,6 +1,7 @@
 // The ids of the events an order writes, on each engine, take the form and the time order of
-// TypeScript's (events/events.store.ts, newEventId): on PostgreSQL they are made in PL/pgSQL by
-// place_order and sweep_expired_orders (new_event_id(), issue 49 section 3 and issue 51 item 2).
+// TypeScript's (events/events.store.ts, newEventId): on PostgreSQL order.created's is TypeScript's,
+// sent with the order (migration 29), and sweep_expired_orders makes order.expired's in PL/pgSQL
+// (new_event_id(), issue 49 section 3 and issue 51 item 2).
 // Fault caught: a function going back to `evt_` and a random UUID (its ids sort at random among
 // TypeScript's, and every event dirties a page of the events' unique index), or an id from
 // another clock than the wall clock's milliseconds.

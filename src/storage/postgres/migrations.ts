@@ -1119,5 +1119,148 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
       FROM leased l JOIN webhooks w ON w.id = l.webhook_id JOIN events ev ON ev.id = l.event_id;
   END
   $fn$;
+  `,
+  // Issue 51 item 2: an order's event gets the id the app gives it (events/events.store.ts,
+  // newEventId), sent with the order, rather than new_event_id()'s: PL/pgSQL's call and its
+  // string work took 15 µs of each order's database time (docs/performance-history.md, "Session
+  // 27"). Only the order's own event: the sweep's and a low stock's keep new_event_id(). The
+  // fifteen-parameter place_order stays for an instance of the previous version during a rolling
+  // upgrade, as a call of this one without an id; so does an item of place_orders without one.
+  // And order_json is STABLE, as json_build_object is: declared IMMUTABLE, its body was more
+  // volatile than it, so it was never inlined and each order paid a call of it (8-10 µs).
+  `
+  ALTER FUNCTION order_json (bigint, bigint, integer, bigint, boolean, bigint, bigint, bigint, integer) STABLE;
+
+  CREATE FUNCTION place_order (p_pet bigint, p_owner bigint, p_quantity integer, p_ship_date bigint,
+    p_now bigint, p_expires_at bigint, p_max_orders integer, p_max_units integer,
+    p_scope text, p_key text, p_fingerprint text, p_claim_ttl bigint,
+    p_low_stock integer, p_cooldown_ms bigint, p_check_cooldown boolean, p_event_id text)
+  RETURNS TABLE (outcome text, detail text, id bigint, pet_id bigint, owner_key_id bigint, quantity integer,
+    ship_date bigint, complete boolean, created_at bigint, expires_at bigint, version integer)
+  LANGUAGE plpgsql AS $fn$
+  #variable_conflict use_column
+  DECLARE
+    claimed boolean := false;
+    prior record;
+    held record;
+    pet record;
+    taken record;
+    made record;
+    cooling bigint;
+    record_json text;
+  BEGIN
+    IF p_key IS NOT NULL THEN
+      FOR attempt IN 1..2 LOOP
+        INSERT INTO idempotency_keys (scope, key, fingerprint, response, created_at)
+          VALUES (p_scope, p_key, p_fingerprint, '', p_now) ON CONFLICT (scope, key) DO NOTHING;
+        IF FOUND THEN claimed := true; EXIT; END IF;
+        SELECT i.fingerprint, i.response, i.created_at INTO prior FROM idempotency_keys i
+          WHERE i.scope = p_scope AND i.key = p_key FOR UPDATE;
+        CONTINUE WHEN NOT FOUND;
+        IF prior.created_at <= p_now - p_claim_ttl THEN
+          UPDATE idempotency_keys SET fingerprint = p_fingerprint, response = '', created_at = p_now
+            WHERE scope = p_scope AND key = p_key;
+          claimed := true; EXIT;
+        END IF;
+        IF prior.fingerprint <> p_fingerprint THEN outcome := 'reused'; RETURN NEXT; RETURN; END IF;
+        outcome := 'replayed'; detail := prior.response; RETURN NEXT; RETURN;
+      END LOOP;
+      IF NOT claimed THEN RAISE EXCEPTION 'idempotency claim kept vanishing'; END IF;
+    END IF;
+
+    IF p_max_orders IS NOT NULL THEN
+      PERFORM pg_advisory_xact_lock(1869767794, (p_owner % 2147483647)::integer);
+      SELECT count(*)::integer AS orders, coalesce(sum(o.quantity) FILTER (WHERE o.pet_id = p_pet), 0)::integer AS units
+        INTO held FROM orders o WHERE o.owner_key_id = p_owner AND NOT o.complete AND o.expires_at > p_now;
+      IF held.orders >= p_max_orders OR held.units + p_quantity > p_max_units THEN
+        IF claimed THEN DELETE FROM idempotency_keys WHERE scope = p_scope AND key = p_key; END IF;
+        outcome := 'limit'; detail := json_build_object('orders', held.orders, 'units', held.units)::text;
+        RETURN NEXT; RETURN;
+      END IF;
+    END IF;
+
+    PERFORM sweep_expired_orders(p_pet, p_now, p_cooldown_ms);
+
+    IF p_check_cooldown THEN
+      SELECT c.until INTO cooling FROM order_cooldowns c WHERE c.owner_key_id = p_owner AND c.pet_id = p_pet AND c.until > p_now;
+      IF FOUND THEN
+        IF claimed THEN DELETE FROM idempotency_keys WHERE scope = p_scope AND key = p_key; END IF;
+        outcome := 'cooldown'; detail := cooling::text;
+        RETURN NEXT; RETURN;
+      END IF;
+    END IF;
+
+    UPDATE pets SET stock = stock - p_quantity,
+      status = CASE WHEN stock = p_quantity THEN 'pending' ELSE status END, version = version + 1
+      WHERE id = p_pet AND status = 'available' AND stock >= p_quantity
+      RETURNING pets.stock, pets.status, pets.version INTO taken;
+    IF NOT FOUND THEN
+      SELECT p.status, p.stock INTO pet FROM pets p WHERE p.id = p_pet FOR UPDATE;
+      outcome := 'refused';
+      IF FOUND THEN detail := json_build_object('status', pet.status, 'stock', pet.stock)::text; END IF;
+      IF claimed THEN DELETE FROM idempotency_keys WHERE scope = p_scope AND key = p_key; END IF;
+      RETURN NEXT; RETURN;
+    END IF;
+
+    INSERT INTO orders (pet_id, owner_key_id, quantity, ship_date, complete, created_at, expires_at)
+      VALUES (p_pet, p_owner, p_quantity, p_ship_date, false, p_now, p_expires_at)
+      RETURNING orders.id, orders.pet_id, orders.owner_key_id, orders.quantity, orders.ship_date,
+        orders.complete, orders.created_at, orders.expires_at, orders.version INTO made;
+    record_json := order_json(made.id, made.pet_id, made.quantity, made.ship_date, made.complete,
+      made.owner_key_id, made.created_at, made.expires_at, made.version);
+    IF claimed THEN
+      UPDATE idempotency_keys SET response = record_json WHERE scope = p_scope AND key = p_key;
+    END IF;
+    INSERT INTO events (id, type, created_at, audience, subject_key_id, data)
+      VALUES (coalesce(p_event_id, new_event_id()), 'order.created', p_now, 'order', p_owner, record_json);
+    IF taken.stock <= p_low_stock AND taken.stock + p_quantity > p_low_stock THEN
+      INSERT INTO events (id, type, created_at, audience, subject_key_id, data)
+        VALUES (new_event_id(), 'inventory.low', p_now, 'inventory', NULL,
+          json_build_object('petId', p_pet, 'quantity', taken.stock, 'status', taken.status, 'version', taken.version)::text);
+    END IF;
+    outcome := 'placed'; id := made.id; pet_id := made.pet_id; owner_key_id := made.owner_key_id;
+    quantity := made.quantity; ship_date := made.ship_date; complete := made.complete;
+    created_at := made.created_at; expires_at := made.expires_at; version := made.version;
+    RETURN NEXT;
+  END
+  $fn$;
+
+  CREATE OR REPLACE FUNCTION place_order (p_pet bigint, p_owner bigint, p_quantity integer, p_ship_date bigint,
+    p_now bigint, p_expires_at bigint, p_max_orders integer, p_max_units integer,
+    p_scope text, p_key text, p_fingerprint text, p_claim_ttl bigint,
+    p_low_stock integer, p_cooldown_ms bigint, p_check_cooldown boolean)
+  RETURNS TABLE (outcome text, detail text, id bigint, pet_id bigint, owner_key_id bigint, quantity integer,
+    ship_date bigint, complete boolean, created_at bigint, expires_at bigint, version integer)
+  LANGUAGE sql AS $fn$
+    SELECT * FROM place_order(p_pet, p_owner, p_quantity, p_ship_date, p_now, p_expires_at, p_max_orders, p_max_units,
+      p_scope, p_key, p_fingerprint, p_claim_ttl, p_low_stock, p_cooldown_ms, p_check_cooldown, NULL::text)
+  $fn$;
+
+  CREATE OR REPLACE FUNCTION place_orders (p_items jsonb, p_claim_ttl bigint)
+  RETURNS TABLE (item integer, outcome text, detail text, id bigint, pet_id bigint, owner_key_id bigint, quantity integer,
+    ship_date bigint, complete boolean, created_at bigint, expires_at bigint, version integer)
+  LANGUAGE plpgsql AS $fn$
+  #variable_conflict use_column
+  DECLARE
+    capped bigint;
+    o record;
+  BEGIN
+    FOR capped IN SELECT DISTINCT (e->>'owner')::bigint FROM jsonb_array_elements(p_items) e
+        WHERE e->>'maxOrders' IS NOT NULL ORDER BY 1 LOOP
+      PERFORM pg_advisory_xact_lock(1869767794, (capped % 2147483647)::integer);
+    END LOOP;
+    FOR o IN SELECT (t.n - 1)::integer AS i, t.e FROM jsonb_array_elements(p_items) WITH ORDINALITY AS t(e, n)
+        ORDER BY (t.e->>'pet')::bigint, t.n LOOP
+      RETURN QUERY SELECT o.i, r.outcome, r.detail, r.id, r.pet_id, r.owner_key_id, r.quantity, r.ship_date,
+        r.complete, r.created_at, r.expires_at, r.version
+        FROM place_order((o.e->>'pet')::bigint, (o.e->>'owner')::bigint, (o.e->>'quantity')::integer,
+          (o.e->>'shipDate')::bigint, (o.e->>'now')::bigint, (o.e->>'expiresAt')::bigint,
+          (o.e->>'maxOrders')::integer, (o.e->>'maxUnits')::integer,
+          o.e->>'scope', o.e->>'key', o.e->>'fingerprint', p_claim_ttl,
+          (o.e->>'lowStock')::integer, (o.e->>'cooldownMs')::bigint, (o.e->>'checkCooldown')::boolean,
+          o.e->>'eventId') r;
+    END LOOP;
+  END
+  $fn$;
   `
 ]

@@ -17,6 +17,7 @@
 // expired orders skips the order rows another transaction holds (FOR UPDATE SKIP LOCKED).
 // Completing, re-dating and cancelling append their events in their transaction (appendEvents).
 import { idempotencyKeyReused, notFound, orderCooldown, ServiceUnavailableError } from '../../errors.ts'
+import { newEventId } from '../../events/events.store.ts'
 import type { PetStatus } from '../../pets/pets.schema.ts'
 import {
   DEFAULT_ORDER_POLICY,
@@ -37,7 +38,7 @@ import { ORDER_COLUMNS, toOrder, type OrderRow } from '../rows.ts'
 /** What place_order answers: an outcome, its detail, and the order's columns once placed. */
 type PlaceRow = { outcome: 'placed' | 'replayed' | 'reused' | 'limit' | 'cooldown' | 'refused'; detail: string | null } & OrderRow
 
-const PLACE_ORDER = `SELECT outcome, detail, ${ORDER_COLUMNS} FROM place_order($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
+const PLACE_ORDER = `SELECT outcome, detail, ${ORDER_COLUMNS} FROM place_order($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
 const PLACE_ORDERS = `SELECT item, outcome, detail, ${ORDER_COLUMNS} FROM place_orders($1::jsonb, $2)`
 
 /** One order of a batch, as place_orders reads it (the parameters of place_order, by name). */
@@ -56,6 +57,8 @@ interface BatchItem {
   lowStock: number
   cooldownMs: number
   checkCooldown: boolean
+  /** The id of the order's event, if it is placed: the app's (newEventId), as every other event's. */
+  eventId: string
 }
 
 /** An order's outcome, or why its call failed (the database could not serve it, or a bug). */
@@ -115,7 +118,8 @@ export function createPostgresOrderStore (
         IDEMPOTENCY_TTL_MS,
         item.lowStock,
         item.cooldownMs,
-        item.checkCooldown
+        item.checkCooldown,
+        item.eventId
       ])
       return { row: rows[0]! }
     } catch (error) {
@@ -174,7 +178,8 @@ export function createPostgresOrderStore (
         expiresAt: input.expiresAt,
         maxOrders: limits?.openOrders ?? null, maxUnits: limits?.unitsPerPet ?? null,
         scope: claim?.scope ?? null, key: claim?.key ?? null, fingerprint: claim?.fingerprint ?? null,
-        lowStock: policy.lowStockThreshold, cooldownMs: policy.cooldownMs, checkCooldown: input.checkCooldown === true
+        lowStock: policy.lowStockThreshold, cooldownMs: policy.cooldownMs, checkCooldown: input.checkCooldown === true,
+        eventId: newEventId()
       })
       if ('error' in placed) throw placed.error
       const row = placed.row
