@@ -49,7 +49,10 @@ export function webhookHeaders (input: SignInput): Record<'webhook-id' | 'webhoo
  * (rotated, its endpoint deleted) leaves once that many others came after it.
  */
 const keys = new Map<string, KeyObject>()
-const KEYS_KEPT = 1024
+export const KEYS_KEPT = 1024
+
+/** How many secrets' keys are kept now (for the test of the bound). */
+export const keptKeys = (): number => keys.size
 
 function secretKey (secret: string): KeyObject {
   let key = keys.get(secret)

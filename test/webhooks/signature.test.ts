@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Webhook } from 'standardwebhooks'
-import { newSecret, sign, webhookHeaders } from '../../src/webhooks/signature.ts'
+import { keptKeys, KEYS_KEPT, newSecret, sign, webhookHeaders } from '../../src/webhooks/signature.ts'
 
 const body = JSON.stringify({ type: 'order.created', timestamp: '2026-11-20T10:00:00.000Z', data: { id: 7, status: 'placed', note: 'ünïcode ✓' } })
 const now = (): number => Math.floor(Date.now() / 1000)
@@ -31,8 +31,9 @@ test('the signature is byte for byte the specification\'s example and the packag
   assert.equal(sign({ id: 'msg_p5jXN8AQM9LWM0D4loKWxJek', timestamp, body: '{"test": 2432232314}', secrets: [secret] }), expected)
 })
 
-// Fault caught: the keys made once per secret (signature.ts, KEYS_KEPT) handing out another
-// secret's key, or a stale one, once more secrets than it keeps have signed.
+// Faults caught: the keys made once per secret (signature.ts, KEYS_KEPT) handing out another
+// secret's key, or a stale one, once more secrets than it keeps have signed; and keeping more keys
+// than the bound (one per secret ever seen: memory an instance never gets back), or fewer.
 test('more secrets than the signer keeps keys for: each signature, first and again after the others, verifies with its own secret only', () => {
   const secrets = Array.from({ length: 1100 }, () => newSecret())
   for (const round of [1, 2]) {
@@ -41,6 +42,7 @@ test('more secrets than the signer keeps keys for: each signature, first and aga
       assert.deepEqual(new Webhook(secret).verify(body, headers), JSON.parse(body), `secret ${i}, round ${round}`)
       if (i % 100 === 0) assert.throws(() => new Webhook(secrets[(i + 1) % secrets.length]!).verify(body, headers))
     }
+    assert.equal(keptKeys(), KEYS_KEPT, `round ${round}`)
   }
 })
 
