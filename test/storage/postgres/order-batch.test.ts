@@ -82,6 +82,30 @@ test('batcher: a failed batch fails its own calls only, and the next batch still
 const unavailable = await testPostgresReason()
 const postgres = serviceGate(unavailable)
 
+// Fault caught: the next batch sent only once the settled batch's callers have all continued.
+// The pool hands its connection over in a process.nextTick, which waits for every microtask, so
+// the database sat idle while the API wrote the previous batch's responses (docs/performance.md,
+// "PostgreSQL orders"). The pool's 'acquire' is that hand-over, just before the query is written.
+test('batcher: the next batch reaches a real pool\'s connection before the settled batch\'s callers continue', { skip: postgres.skip }, async (t) => {
+  postgres.check()
+  const pool = new pg.Pool({ connectionString: TEST_DATABASE_URL, max: 1 })
+  t.after(() => pool.end())
+  await pool.query('SELECT 1') // the connection is open and idle: the pool hands it over in a tick
+  const seen: string[] = []
+  let batches = 0
+  pool.on('acquire', () => { seen.push(`batch ${++batches} sent`) })
+  const call = createBatcher<number, number>({
+    maxBatch: 64,
+    maxInFlight: 1,
+    run: async (items) => (await pool.query<{ n: number }>('SELECT unnest($1::int[]) AS n', [items])).rows.map((r) => r.n)
+  })
+  const answered = (n: number) => call(n).then((r) => { seen.push(`call ${r} continued`) })
+  const first = answered(1)
+  const rest = [answered(2), answered(3)]
+  await Promise.all([first, ...rest])
+  assert.deepEqual(seen, ['batch 1 sent', 'batch 2 sent', 'call 1 continued', 'call 2 continued', 'call 3 continued'])
+})
+
 /** A pg client on the test schema, for looking under the engine. */
 async function client (t: TestContext, schema: string): Promise<pg.Client> {
   const c = new pg.Client({ connectionString: TEST_DATABASE_URL, options: `-c search_path=${schema}` })
