@@ -5,7 +5,8 @@
 // endpoint, 16 per key holder) and then records the claimed attempts as succeeded, so the backlog
 // stays about the same. Three cases, --rounds each, median and p90 in ms:
 //   room    every endpoint has its 4 slots free: the dispatcher's claim, limit 64
-//   refill  the same with limit 1: the claim after each attempt that ends
+//   refill  the same with limit 1, as a refill: the claim after each attempt that ends (its
+//           read of an endpoint starts past what the store last claimed of it)
 //   full    every endpoint already has 4 in flight: the claim takes nothing
 // SQLite runs on a temporary file with the WAL's fsync left out (a no-op sync): what is measured
 // is the claim's own work in the writer, not the disk. PostgreSQL runs in a schema of its own,
@@ -94,7 +95,8 @@ async function measure (engine: string, stores: Stores): Promise<void> {
         limit,
         perEndpoint: 4,
         inFlight,
-        perOwner: 16
+        perOwner: 16,
+        refill: name === 'refill'
       })
       times.push(performance.now() - at)
       claimedCount += claimed.length

@@ -174,7 +174,8 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
       perEndpoint: settings.maxInFlightPerEndpoint,
       inFlight,
       perOwner: perOwnerShare,
-      inFlightByOwner
+      inFlightByOwner,
+      refill: !full
     })
     for (const delivery of claimed) {
       start(delivery)

@@ -158,6 +158,13 @@ export interface DueClaim {
   perOwner?: number
   /** Attempts this instance has in flight, by owner key id. */
   inFlightByOwner?: Readonly<Record<string, number>>
+  /**
+   * The claim after an attempt ended (a refill): a store may start each endpoint's read past the
+   * last delivery it claimed of it since its last claim without this flag, which reads from the
+   * start. What a refill leaves behind (a lease that expired, a replay made due) waits for the next
+   * such claim: the dispatcher's next poll.
+   */
+  refill?: boolean
 }
 
 export interface AttemptRecord {

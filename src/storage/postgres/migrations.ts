@@ -1262,5 +1262,87 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     END LOOP;
   END
   $fn$;
+  `,
+  // A refill's claim (the one after each attempt that ends) reads each endpoint's due deliveries
+  // from past the last one this instance claimed of it, p_after: {webhook id: [next_attempt_at,
+  // id]} (storage/postgres/webhooks.ts, claimDue). What lies before is leased by an attempt in
+  // flight or settled, and until a vacuum the index still holds an entry for each of those versions:
+  // under a backlog a refill read about 200 of them to lock one row (docs/performance.md,
+  // "PostgreSQL webhooks"). A claim without p_after (a poll's, a wake's) reads from the start, so a
+  // lease that expired behind the cursor, or a replay made due there, waits at most one poll. The
+  // nine-parameter claim stays for an instance of the previous version during a rolling upgrade, as
+  // a call of this one without a cursor.
+  `
+  CREATE FUNCTION claim_webhook_deliveries (p_per_endpoint integer, p_in_flight jsonb, p_now bigint, p_limit integer,
+      p_lease_owner text, p_lease_until bigint, p_turn_from bigint, p_per_owner integer, p_owner_in_flight jsonb,
+      p_after jsonb)
+  RETURNS TABLE (delivery_id bigint, attempts integer, test_type text, origin text, replay_due boolean, request_body text,
+      webhook_id text, owner_key_id bigint, url text, secret text, previous_secret text, previous_secret_until bigint,
+      turn_seq bigint, next_attempt_at bigint, seq bigint, tx text, id text, type text, created_at bigint, audience text,
+      subject_key_id bigint, data text)
+  LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_bitmapscan = off
+    SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off AS $fn$
+  DECLARE
+    e record;
+    picked bigint[] := '{}';
+    -- What this claim took of each owner's endpoints, by owner_key_id.
+    took jsonb := '{}';
+    got bigint[];
+    n integer;
+  BEGIN
+    FOR e IN SELECT l.webhook, l.owner_id, l.room, l.owner_held, l.after_at, l.after_id FROM (
+        SELECT w.id AS webhook, w.seq AS turn, w.owner_key_id AS owner_id,
+          p_per_endpoint - coalesce((p_in_flight ->> w.id)::integer, 0) AS room,
+          coalesce((p_owner_in_flight ->> w.owner_key_id::text)::integer, 0) AS owner_held,
+          coalesce((p_after -> w.id ->> 0)::bigint, -9223372036854775808) AS after_at,
+          coalesce((p_after -> w.id ->> 1)::bigint, 0) AS after_id
+        FROM webhooks w WHERE w.status = 'enabled'
+      ) l
+      WHERE l.room > 0 AND l.owner_held < p_per_owner
+      ORDER BY l.owner_held, l.turn < p_turn_from, l.turn LOOP
+      n := least(e.room, p_per_owner - e.owner_held - coalesce((took ->> e.owner_id::text)::integer, 0),
+        p_limit - cardinality(picked));
+      CONTINUE WHEN n <= 0;
+      got := ARRAY(SELECT d.id FROM webhook_deliveries d
+        WHERE d.webhook_id = e.webhook AND d.status = 'pending' AND d.next_attempt_at <= p_now
+          AND (d.next_attempt_at, d.id) > (e.after_at, e.after_id)
+          AND (d.lease_until IS NULL OR d.lease_until < p_now)
+          AND (EXISTS (SELECT 1 FROM api_keys lk WHERE lk.id = e.owner_id
+                AND lk.revoked_at IS NULL AND (lk.expires_at IS NULL OR lk.expires_at > p_now))
+            OR EXISTS (SELECT 1 FROM api_keys lq WHERE lq.quota_key_id = e.owner_id
+                AND lq.revoked_at IS NULL AND (lq.expires_at IS NULL OR lq.expires_at > p_now)))
+        ORDER BY d.next_attempt_at, d.id LIMIT n FOR UPDATE SKIP LOCKED);
+      CONTINUE WHEN cardinality(got) = 0;
+      picked := picked || got;
+      EXIT WHEN cardinality(picked) >= p_limit;
+      took := took || jsonb_build_object(e.owner_id::text,
+        coalesce((took ->> e.owner_id::text)::integer, 0) + cardinality(got));
+    END LOOP;
+    IF cardinality(picked) = 0 THEN
+      RETURN;
+    END IF;
+    PERFORM set_config('synchronous_commit', 'off', true);
+    RETURN QUERY WITH leased AS (
+        UPDATE webhook_deliveries d SET lease_owner = p_lease_owner, lease_until = p_lease_until WHERE d.id = ANY (picked)
+        RETURNING d.id, d.attempts, d.test_type, d.origin, d.replay_due, d.request_body, d.webhook_id, d.event_id,
+          d.next_attempt_at
+      )
+      SELECT l.id, l.attempts, l.test_type, l.origin, l.replay_due, l.request_body, w.id, w.owner_key_id, w.url, w.secret,
+        w.previous_secret, w.previous_secret_until, w.seq, l.next_attempt_at, ev.seq, ev.tx::text, ev.id, ev.type,
+        ev.created_at, ev.audience, ev.subject_key_id, ev.data
+      FROM leased l JOIN webhooks w ON w.id = l.webhook_id JOIN events ev ON ev.id = l.event_id;
+  END
+  $fn$;
+
+  CREATE OR REPLACE FUNCTION claim_webhook_deliveries (p_per_endpoint integer, p_in_flight jsonb, p_now bigint, p_limit integer,
+      p_lease_owner text, p_lease_until bigint, p_turn_from bigint, p_per_owner integer, p_owner_in_flight jsonb)
+  RETURNS TABLE (delivery_id bigint, attempts integer, test_type text, origin text, replay_due boolean, request_body text,
+      webhook_id text, owner_key_id bigint, url text, secret text, previous_secret text, previous_secret_until bigint,
+      turn_seq bigint, next_attempt_at bigint, seq bigint, tx text, id text, type text, created_at bigint, audience text,
+      subject_key_id bigint, data text)
+  LANGUAGE sql AS $fn$
+    SELECT * FROM claim_webhook_deliveries(p_per_endpoint, p_in_flight, p_now, p_limit, p_lease_owner, p_lease_until,
+      p_turn_from, p_per_owner, p_owner_in_flight, '{}'::jsonb)
+  $fn$;
   `
 ]

@@ -56,6 +56,7 @@ const toEvent = (row: EventRow): StoredEvent => ({
 
 interface ClaimRow extends EventRow {
   delivery_id: string
+  next_attempt_at: string
   attempts: number
   test_type: string | null
   origin: Origin
@@ -99,11 +100,14 @@ export const PENDING_SQL = `SELECT ${PENDING_COLUMNS} FROM webhook_deliveries d 
  * be claimed again (at least once), and waiting for the flush made each claim, one per delivery
  * of a backlog, wait for the disk. It runs as a named prepared statement: a refill claims once
  * per attempt that ends, and planning each time cost more than running (docs/performance.md,
- * "PostgreSQL webhooks"). Exported for its tests (test/storage/postgres/stores.test.ts).
+ * "PostgreSQL webhooks"). A refill's claim starts each endpoint's read past the last delivery this
+ * store claimed of it ($10, migration 30: see claimDue). Exported for its tests
+ * (test/storage/postgres/stores.test.ts).
  */
 export const CLAIM_SQL = `SELECT delivery_id, attempts, test_type, origin, replay_due, request_body, webhook_id, owner_key_id, url, secret,
-    previous_secret, previous_secret_until, turn_seq, seq, tx, id, type, created_at, audience, subject_key_id, data
-  FROM claim_webhook_deliveries($1::integer, $2::jsonb, $3::bigint, $4::integer, $5::text, $6::bigint, $7::bigint, $8::integer, $9::jsonb)
+    previous_secret, previous_secret_until, turn_seq, next_attempt_at, seq, tx, id, type, created_at, audience, subject_key_id, data
+  FROM claim_webhook_deliveries($1::integer, $2::jsonb, $3::bigint, $4::integer, $5::text, $6::bigint, $7::bigint, $8::integer, $9::jsonb,
+    $10::jsonb)
   ORDER BY next_attempt_at, delivery_id`
 
 /**
@@ -163,6 +167,10 @@ const UNBOUNDED = 2_147_483_647
 export function createPostgresWebhookStore (db: Db): WebhookStore {
   // The creation order (seq) from which the next claim starts: see claimDue.
   let turnFrom = 0
+  // Each endpoint's last delivery claimed since the last claim from the start, [next_attempt_at,
+  // id]: where a refill's read of it starts. At most one entry per endpoint, emptied by every
+  // claim from the start.
+  let claimedUpTo = new Map<string, [number, number]>()
 
   const recordAlone = async (item: AttemptItem): Promise<Recorded> => {
     try {
@@ -472,8 +480,14 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         return rows.length
       })
     },
-    async claimDue ({ now, leaseOwner, leaseUntil, limit, perEndpoint, inFlight, perOwner, inFlightByOwner }) {
+    async claimDue ({ now, leaseOwner, leaseUntil, limit, perEndpoint, inFlight, perOwner, inFlightByOwner, refill }) {
       if (limit <= 0) return []
+      // A refill reads each endpoint from past what this store last claimed of it: before that
+      // lie only deliveries leased to attempts in flight or settled since, and the index entries
+      // of their old versions, which a read from the start walks through until a vacuum (about
+      // 200 to lock one row under a backlog). Any other claim reads from the start, so a lease
+      // that expired back there, or a replay made due there, is claimed at the next poll.
+      if (refill !== true) claimedUpTo = new Map()
       const rows = await db.statement<ClaimRow & { turn_seq: string }>(
         'claim_due',
         CLAIM_SQL,
@@ -486,9 +500,12 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
           leaseUntil,
           turnFrom,
           Math.min(perOwner ?? UNBOUNDED, UNBOUNDED),
-          JSON.stringify(inFlightByOwner ?? {})
+          JSON.stringify(inFlightByOwner ?? {}),
+          JSON.stringify(Object.fromEntries(claimedUpTo))
         ]
       )
+      // The rows come in due order: each endpoint's last is its furthest.
+      for (const row of rows) claimedUpTo.set(row.webhook_id, [Number(row.next_attempt_at), Number(row.delivery_id)])
       // Endpoints take turns at going first (round robin in creation order): when the limit runs
       // out, the next claim starts after the last endpoint served, so a few endpoints with a
       // backlog never keep the others waiting for good. Per store, so per instance.

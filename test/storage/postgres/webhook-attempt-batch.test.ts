@@ -241,12 +241,39 @@ test('a claim that leases commits without waiting for the WAL flush; the connect
     const setting = async () => (await c.query('SHOW synchronous_commit')).rows[0].synchronous_commit as string
     const before = await setting()
     await c.query('BEGIN')
-    const leased = (await c.query(CLAIM_SQL, [4, '{}', T0 + 10, 64, 'instance-a', T0 + 20_000, 0, 16, '{}'])).rowCount
+    const leased = (await c.query(CLAIM_SQL, [4, '{}', T0 + 10, 64, 'instance-a', T0 + 20_000, 0, 16, '{}', '{}'])).rowCount
     const inside = await setting()
     await c.query('COMMIT')
     return { before, leased, inside, after: await setting() }
   })
   assert.deepEqual(seen, { before: 'on', leased: 1, inside: 'off', after: 'on' })
+})
+
+// Faults caught: a refill's claim reading each endpoint from the start (it walked the index entries
+// of every delivery leased or settled before, about 200 to lock one row under a backlog) or from
+// past a delivery it never claimed; a claim from the start missing a lease that expired behind a
+// refill's cursor; and the previous version's nine-parameter call failing (migration 30).
+test('a refill claims past what the store claimed; a claim from the start takes a lease expired behind it', async (t) => {
+  const id = `wh_${'e'.repeat(24)}`
+  const { stores, schema, key } = await oneEndpoint(t, id)
+  for (let i = 0; i < 4; i++) {
+    await stores.webhooks.queueTest(id, { type: 'webhook.test', audience: 'webhook', subjectKeyId: key, data: { webhookId: id } }, T0 + 1)
+  }
+  const ids = await inspect(schema, async (c) => (await c.query<{ id: string }>('SELECT id FROM webhook_deliveries ORDER BY id')).rows.map((r) => Number(r.id)))
+  const claim = async (now: number, refill: boolean) => (await stores.webhooks.claimDue({
+    now, leaseOwner: 'instance-a', leaseUntil: now + 1_000, limit: 1, perEndpoint: 4, inFlight: {}, refill
+  })).map((d) => d.id)
+  assert.deepEqual(await claim(T0 + 10, false), [ids[0]])
+  // The first delivery's lease has expired: it is due again, behind the refills' cursor.
+  const later = T0 + 5_000
+  const refills = []
+  for (let i = 0; i < 4; i++) refills.push(await claim(later, true))
+  assert.deepEqual(refills, [[ids[1]], [ids[2]], [ids[3]], []])
+  assert.deepEqual(await claim(later, false), [ids[0]], 'a claim from the start')
+  const old = await inspect(schema, async (c) => (await c.query<{ delivery_id: string }>(
+    "SELECT delivery_id FROM claim_webhook_deliveries(4, '{}', $1, 64, 'instance-b', $2, 0, 16, '{}') ORDER BY delivery_id",
+    [later + 10_000, later + 20_000])).rows.map((r) => Number(r.delivery_id)))
+  assert.deepEqual(old, ids, 'the previous version\'s call claims from the start')
 })
 
 // Fault caught: a success's settling (the event's other waiting deliveries to the endpoint) read
