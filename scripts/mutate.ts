@@ -184,6 +184,14 @@ export const PARTS: Record<string, Part> = {
       'test/webhooks/store.test.ts', 'test/webhooks/fairness.http.test.ts', 'test/webhooks/owners.http.test.ts', 'test/webhooks/settle.http.test.ts'
     ]
   },
+  batch: {
+    // PostgreSQL's group commit (storage/postgres/batch.ts: orders, webhook attempt records): how
+    // calls form batches, a failed batch's calls, and the next batch sent before the settled
+    // one's callers are answered, against a real pool. A few seconds a run.
+    mutate: ['src/storage/postgres/batch.ts'],
+    timeoutMS: 10000,
+    tests: ['test/storage/postgres/order-batch.test.ts']
+  },
   connections: {
     // The connection guard's rules driven by hand only (stand-in sockets, a mocked clock, a few
     // seconds a run), narrower than `transport`, whose real-socket tests take a minute a survivor.

@@ -52,7 +52,8 @@ export function createBatcher<I, R> (options: BatcherOptions<I, R>): (item: I) =
    */
   function next (): void {
     inFlight--
-    if (queue.length > 0 && inFlight < options.maxInFlight) send()
+    // A batch that settled left room for one.
+    if (queue.length > 0) send()
   }
 
   return (item) => new Promise<R>((resolve, reject) => {

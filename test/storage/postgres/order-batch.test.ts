@@ -49,6 +49,10 @@ test('batcher: an idle batcher sends a call at once, alone; calls made while it 
   assert.deepEqual(runs.map((r) => r.items), [[1], [2, 3, 4]])
   runs[1]!.settle()
   assert.deepEqual(await Promise.all(rest), ['r2', 'r3', 'r4'])
+  const again = call(5)
+  assert.deepEqual(runs.map((r) => r.items).slice(2), [[5]], 'idle again: the next call goes at once, alone')
+  runs[2]!.settle()
+  assert.equal(await again, 'r5')
 })
 
 test('batcher: a batch holds at most maxBatch calls; the rest wait for the next; maxInFlight batches run at once', async () => {
@@ -77,6 +81,22 @@ test('batcher: a failed batch fails its own calls only, and the next batch still
   assert.deepEqual(runs[1]!.items, [2, 3])
   runs[1]!.settle()
   assert.deepEqual(await Promise.all(second), ['r2', 'r3'])
+})
+
+test('batcher: a batch whose run throws at once fails its own calls only, and the next batch still runs', async () => {
+  let runs = 0
+  const call = createBatcher<number, string>({
+    maxBatch: 64,
+    maxInFlight: 1,
+    run (items) {
+      if (++runs === 1) throw new Error('refused at once')
+      return Promise.resolve(items.map((i) => `r${i}`))
+    }
+  })
+  const first = call(1)
+  const second = call(2)
+  await assert.rejects(first, /refused at once/)
+  assert.equal(await second, 'r2')
 })
 
 const unavailable = await testPostgresReason()
