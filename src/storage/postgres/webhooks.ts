@@ -9,7 +9,7 @@ import { ServiceUnavailableError, webhookLimitReached } from '../../errors.ts'
 import type { StoredEvent } from '../../events/events.store.ts'
 import type { Role } from '../../accounts/plans.ts'
 import { typeFilterOf } from '../../webhooks/event-types.ts'
-import type { AttemptRecord, ReplayResult, WebhookStore } from '../../webhooks/webhooks.store.ts'
+import type { AttemptRecord, ReplayResult, WebhookRecord, WebhookStore } from '../../webhooks/webhooks.store.ts'
 import { eventFilterSql } from '../event-filters.ts'
 import {
   ATTEMPT_COLUMNS,
@@ -171,6 +171,20 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
   // id]: where a refill's read of it starts. At most one entry per endpoint, emptied by every
   // claim from the start.
   let claimedUpTo = new Map<string, [number, number]>()
+  // The disable running or queued for each endpoint (see recordAttempt): an entry per endpoint
+  // being disabled, gone when its last disable has run.
+  const disabling = new Map<string, Promise<WebhookRecord | null>>()
+
+  /** Disables the endpoint of a failure's record, with its event, unless it is disabled already. */
+  const disableFailing = (record: AttemptRecord): Promise<WebhookRecord | null> =>
+    db.transaction(async (tx) => {
+      const row = await tx.first<WebhookRow>(`UPDATE webhooks SET status = 'disabled', disabled_reason = 'failing', updated_at = $1,
+        version = version + 1 WHERE id = $2 AND status = 'enabled' RETURNING ${WEBHOOK_COLUMNS}`, [record.at, record.webhookId])
+      if (row === undefined) return null
+      const disabled = toWebhook(row)
+      await appendEvents(tx, [record.disabledEvent(disabled)], record.at)
+      return disabled
+    })
 
   const recordAlone = async (item: AttemptItem): Promise<Recorded> => {
     try {
@@ -542,15 +556,18 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
       // WAL flush (and so for the record's, written before it). Once: a second failure of the
       // endpoint (in the same batch or another) finds it disabled. A success recorded after this
       // failure (later in the batch) cleared failing_since and the endpoint is disabled all the
-      // same, as when each record was a transaction of its own, in the batch's order.
-      return await db.transaction(async (tx) => {
-        const row = await tx.first<WebhookRow>(`UPDATE webhooks SET status = 'disabled', disabled_reason = 'failing', updated_at = $1,
-          version = version + 1 WHERE id = $2 AND status = 'enabled' RETURNING ${WEBHOOK_COLUMNS}`, [record.at, record.webhookId])
-        if (row === undefined) return null
-        const disabled = toWebhook(row)
-        await appendEvents(tx, [record.disabledEvent(disabled)], record.at)
-        return disabled
-      })
+      // same, as when each record was a transaction of its own, in the batch's order. Two
+      // failures of one batch reach here in the batch's order, and their disables run in it, one
+      // after the other: on two connections at once, either could take the row first, and the
+      // later failure be the one that disabled the endpoint.
+      const previous = disabling.get(record.webhookId)
+      const disable = (previous ?? Promise.resolve()).catch(() => {}).then(() => disableFailing(record))
+      disabling.set(record.webhookId, disable)
+      try {
+        return await disable
+      } finally {
+        if (disabling.get(record.webhookId) === disable) disabling.delete(record.webhookId)
+      }
     },
     async disableInactiveOwners (now, disabledEvent) {
       // A read first: almost every round finds none, and then opens no transaction.

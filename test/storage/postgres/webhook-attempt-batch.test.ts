@@ -249,6 +249,29 @@ test('a claim that leases commits without waiting for the WAL flush; the connect
   assert.deepEqual(seen, { before: 'on', leased: 1, inside: 'off', after: 'on' })
 })
 
+// Fault caught: the disables of one batch's failures of an endpoint run at once, on several
+// connections, so a later failure could take the endpoint's row first and be the one answered
+// as having disabled it (the earlier answered null): a rare failure of the test above.
+test('of one batch\'s failures of an endpoint, the first is the one that disables it', async (t) => {
+  const id = `wh_${'f'.repeat(24)}`
+  const { stores, schema, key } = await oneEndpoint(t, id)
+  for (let i = 0; i < 12; i++) {
+    await stores.webhooks.queueTest(id, { type: 'webhook.test', audience: 'webhook', subjectKeyId: key, data: { webhookId: id } }, T0 + 1)
+  }
+  await inspect(schema, (c) => c.query('UPDATE webhooks SET failing_since = $1 WHERE id = $2', [T0 - 6 * DAY, id]))
+  const claimed = (await stores.webhooks.claimDue({
+    now: T0 + 10, leaseOwner: 'instance-a', leaseUntil: T0 + 20_000, limit: 64, perEndpoint: 16, inFlight: {}
+  })).sort((x, y) => x.id - y.id)
+  assert.equal(claimed.length, 12)
+  const at = T0 + 100
+  // The first alone, the eleven others as one batch: each of those finds the endpoint enabled.
+  const answers = await Promise.all(claimed.map((d, i) =>
+    stores.webhooks.recordAttempt(attemptRecord(d, at + i, 'failed', at + 60_000))))
+  assert.deepEqual(answers.map((w) => w?.status ?? null), ['disabled', ...Array<null>(11).fill(null)])
+  const events = await inspect(schema, async (c) => (await c.query("SELECT count(*)::int AS n FROM events WHERE type = 'webhook.disabled'")).rows[0].n as number)
+  assert.equal(events, 1)
+})
+
 // Faults caught: a refill's claim reading each endpoint from the start (it walked the index entries
 // of every delivery leased or settled before, about 200 to lock one row under a backlog) or from
 // past a delivery it never claimed; a claim from the start missing a lease that expired behind a
