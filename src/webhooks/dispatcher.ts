@@ -14,7 +14,9 @@ import { nextAttemptAt } from './schedule.ts'
 import { webhookHeaders } from './signature.ts'
 import { checkWebhookUrl, URL_REFUSAL_MESSAGES, type Resolve } from './url-guard.ts'
 import { disabledEvent } from './webhooks.view.ts'
-import type { AttemptRequest, ClaimedDelivery, DisabledReason, WebhookRecord, WebhookStore } from './webhooks.store.ts'
+import type {
+  AttemptRequest, ClaimedDelivery, DisabledReason, DueClaim, WebhookRecord, WebhookStore
+} from './webhooks.store.ts'
 
 /** The delivery settings (config.ts reads them from the environment). */
 export interface WebhookSettings {
@@ -66,6 +68,9 @@ const LEASE_MARGIN_MS = 5_000
 const DRAIN_MS = 2_000
 
 export type DeliveryOutcome = 'succeeded' | 'retrying' | 'failed'
+
+/** What a record's refill claimed (RefillWithRecord), and the claim it ran. */
+interface Refilled { deliveries: ClaimedDelivery[]; claim: DueClaim }
 
 /** An attempt's result with what was sent (null: nothing, the URL was refused before connecting). */
 type SentAttempt = AttemptResult & { request: AttemptRequest | null }
@@ -159,14 +164,27 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
     }
     const room = settings.maxInFlight - attempts.size
     if (room <= 0) { saturated = true; return }
-    // The claim's own time, not the round's: a fan-out can take seconds (the cursor's lock, a
-    // backlog, a busy database), and a lease counted from before it would expire that much
-    // before the attempt's deadline, letting another instance attempt the delivery too; what came
-    // due meanwhile is claimed now rather than a round later.
+    const claim = claimFor(room, !full, null)
+    startClaimed(await store.claimDue(claim), claim)
+  }
+
+  /**
+   * A claim of up to `room` deliveries, counting what is in flight now, less `ending` (the attempt
+   * whose record carries this claim: its slot is the one refilled). Its own time, not the round's:
+   * a fan-out can take seconds (the cursor's lock, a backlog, a busy database), and a lease
+   * counted from before it would expire that much before the attempt's deadline, letting another
+   * instance attempt the delivery too; what came due meanwhile is claimed now rather than a round
+   * later.
+   */
+  function claimFor (room: number, refill: boolean, ending: ClaimedDelivery | null): DueClaim {
     const now = clock.now()
     const inFlight = Object.fromEntries(perEndpoint)
     const inFlightByOwner = Object.fromEntries(perOwner)
-    const claimed = await store.claimDue({
+    if (ending !== null) {
+      inFlight[ending.webhookId] = (inFlight[ending.webhookId] ?? 1) - 1
+      inFlightByOwner[ending.ownerKeyId] = (inFlightByOwner[ending.ownerKeyId] ?? 1) - 1
+    }
+    return {
       now,
       leaseOwner,
       leaseUntil: now + settings.timeoutMs + LEASE_MARGIN_MS,
@@ -175,8 +193,14 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
       inFlight,
       perOwner: perOwnerShare,
       inFlightByOwner,
-      refill: !full
-    })
+      refill
+    }
+  }
+
+  /** Starts what `claim` took, and says whether more may be due now (saturated). */
+  function startClaimed (claimed: ClaimedDelivery[], claim: DueClaim): void {
+    const inFlight = { ...claim.inFlight }
+    const inFlightByOwner: Record<string, number> = { ...claim.inFlightByOwner }
     for (const delivery of claimed) {
       start(delivery)
       inFlight[delivery.webhookId] = (inFlight[delivery.webhookId] ?? 0) + 1
@@ -185,7 +209,7 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
     // An endpoint or a key holder at its share when the claim ran may have more due, whether this
     // claim or an earlier one filled it. Counted from what the claim saw, not from the maps now:
     // attempts that ended during the claim lowered those, and a backlog would wait for the poll.
-    saturated = claimed.length === room
+    saturated = claimed.length === claim.limit
       || Object.values(inFlight).some((n) => n >= settings.maxInFlightPerEndpoint)
       || Object.values(inFlightByOwner).some((n) => n >= perOwnerShare)
   }
@@ -241,15 +265,22 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
     perEndpoint.set(delivery.webhookId, (perEndpoint.get(delivery.webhookId) ?? 0) + 1)
     perOwner.set(delivery.ownerKeyId, (perOwner.get(delivery.ownerKeyId) ?? 0) + 1)
     const done = attempt(delivery)
-      .catch((error: unknown) => { deps.log?.warn({ err: error, webhookId: delivery.webhookId }, 'a webhook attempt could not be recorded; its lease expires and it is retried') })
-      .finally(() => {
+      .catch((error: unknown) => {
+        deps.log?.warn({ err: error, webhookId: delivery.webhookId }, 'a webhook attempt could not be recorded; its lease expires and it is retried')
+        return null
+      })
+      .then((refilled) => {
         attempts.delete(done)
         release(perEndpoint, delivery.webhookId)
         release(perOwner, delivery.ownerKeyId)
+        // What a stop meets claimed is left to its lease, as an attempt the drain cuts short.
         if (stopping) return
+        // The record's round trip refilled this slot: every other claim meanwhile counted it as
+        // taken, so nothing is left to claim for it.
+        if (refilled !== null) startClaimed(refilled.deliveries, refilled.claim)
         // Ended during a round: that round's claim did not count this room, so one more runs
         // (a claim only, unless a full round was asked for meanwhile).
-        if (running !== null) again = true
+        else if (running !== null) again = true
         else if (saturated) later(false)
       })
     attempts.add(done)
@@ -262,7 +293,8 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
     else counts.set(key, left)
   }
 
-  async function attempt (delivery: ClaimedDelivery): Promise<void> {
+  /** One attempt and its record; what the record's refill claimed, or null when none ran. */
+  async function attempt (delivery: ClaimedDelivery): Promise<Refilled | null> {
     const at = clock.now()
     const number = delivery.attempts + 1
     // With tracing on, the attempt is a span (telemetry/webhook-span.ts); off, nothing is allocated.
@@ -286,6 +318,7 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
     }
     span?.end(result)
     const next = result.outcome === 'succeeded' ? null : nextAttemptAt(number, at, settings.retryScheduleMs)
+    let refilled: Refilled | null = null
     const disabled = await store.recordAttempt({
       deliveryId: delivery.id,
       webhookId: delivery.webhookId,
@@ -302,11 +335,20 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
       nextAttemptAt: next,
       disableIfFailingSince: at - DISABLE_AFTER_MS,
       disabledEvent: disabledEvent('failing')
+    }, {
+      // The claim the attempt's end would run next (below, in start), made with the record where
+      // the store can (PostgreSQL: one round trip for both): only when a refill would follow.
+      claim: () => {
+        const room = settings.maxInFlight - attempts.size + 1
+        return stopping || !saturated || room <= 0 ? null : claimFor(room, true, delivery)
+      },
+      claimed: (deliveries, claim) => { refilled = { deliveries, claim } }
     })
     if (result.outcome === 'succeeded') failures.delete(delivery.webhookId)
     else logFailure(delivery, number, result, next, at)
     if (disabled !== null) logDisabled(disabled, 'failing')
     deps.metrics?.onWebhookOutcome(result.outcome === 'succeeded' ? 'succeeded' : next === null ? 'failed' : 'retrying')
+    return refilled
   }
 
   /** The body of a delivery: the one its earlier attempts sent, else rendered now from its event. */

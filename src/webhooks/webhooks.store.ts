@@ -167,6 +167,18 @@ export interface DueClaim {
   refill?: boolean
 }
 
+/**
+ * The refill's claim that an attempt's record may carry (recordAttempt): PostgreSQL runs it in
+ * the record's round trip, after the record; a store that does not, or a record written in a batch
+ * with others, never asks for it, and the dispatcher refills with claimDue as before.
+ */
+export interface RefillWithRecord {
+  /** The claim, built when the record is sent (null: none is wanted now). A refill: `refill` is true. */
+  claim (): DueClaim | null
+  /** What that claim took, before recordAttempt resolves; not called when no claim ran. */
+  claimed (deliveries: ClaimedDelivery[], claim: DueClaim): void
+}
+
 export interface AttemptRecord {
   deliveryId: number
   webhookId: string
@@ -257,9 +269,10 @@ export interface WebhookStore {
    * Records an attempt, what it sent and what it got, and its delivery's new state (the body sent is
    * kept once per delivery, by its first attempt); a success settles every other delivery of
    * the same event to the endpoint that waits (none is sent again). Returns the endpoint when
-   * this failure disabled it (see AttemptRecord), else null.
+   * this failure disabled it (see AttemptRecord), else null. With `refill`, the store may run its
+   * claim in the same round trip (RefillWithRecord).
    */
-  recordAttempt (record: AttemptRecord): Promise<WebhookRecord | null>
+  recordAttempt (record: AttemptRecord, refill?: RefillWithRecord): Promise<WebhookRecord | null>
   /** Deliveries waiting for an attempt (enabled endpoints), and the creation time of the oldest. */
   pendingStats (): Promise<{ pending: number; oldestCreatedAt: number | null }>
 }

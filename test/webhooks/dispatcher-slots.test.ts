@@ -14,7 +14,9 @@ import { manualClock } from '../../src/shared/clock.ts'
 import { telemetry } from '../../src/telemetry/hooks.ts'
 import { createDispatcher, ownerShare, type WebhookSettings } from '../../src/webhooks/dispatcher.ts'
 import { newSecret } from '../../src/webhooks/signature.ts'
-import type { AttemptRecord, ClaimedDelivery, DueClaim, WebhookRecord, WebhookStore } from '../../src/webhooks/webhooks.store.ts'
+import type {
+  AttemptRecord, ClaimedDelivery, DueClaim, RefillWithRecord, WebhookRecord, WebhookStore
+} from '../../src/webhooks/webhooks.store.ts'
 import { isLoopback, T0 } from '../helpers/app.ts'
 import { disabledEndpoint } from './helpers.ts'
 import { startReceiver } from './receiver.ts'
@@ -32,6 +34,7 @@ interface Claim {
   perOwner: number | undefined
   inFlight: Record<string, number>
   inFlightByOwner: Record<string, number>
+  refill: boolean | undefined
 }
 
 /** An endpoint as the store keeps it (what disableInactiveOwners answers). */
@@ -45,7 +48,24 @@ interface Options {
   settings?: Partial<WebhookSettings>
   /** Without a logger (deps.log absent). */
   noLog?: boolean
+  /**
+   * The store runs a record's refill (RefillWithRecord) as PostgreSQL's does: the claim asked for
+   * when the record is written, answered from the queue, and kept in `refills` (not `claims`).
+   */
+  refillWithRecord?: boolean
 }
+
+/** A claim as it was asked for (the dispatcher counts on in its own maps). */
+const copy = (claim: DueClaim): Claim => ({
+  now: claim.now,
+  leaseUntil: claim.leaseUntil,
+  limit: claim.limit,
+  perEndpoint: claim.perEndpoint,
+  perOwner: claim.perOwner,
+  inFlight: { ...claim.inFlight },
+  inFlightByOwner: { ...claim.inFlightByOwner },
+  refill: claim.refill
+})
 
 async function harness (t: TestContext, options: Options = {}) {
   const clock = manualClock(T0)
@@ -53,6 +73,7 @@ async function harness (t: TestContext, options: Options = {}) {
   const held = new Map<number, ServerResponse>()
   const receiver = await startReceiver(t, (req, res) => { held.set(Number(req.url!.slice(1)), res) })
   const claims: Claim[] = []
+  const refills: Claim[] = []
   const answers: ClaimedDelivery[][] = []
   const recorded: AttemptRecord[] = []
   const failRecording = new Set<number>()
@@ -80,20 +101,17 @@ async function harness (t: TestContext, options: Options = {}) {
         failClaims--
         throw new Error('the database went away')
       }
-      claims.push({
-        now: claim.now,
-        leaseUntil: claim.leaseUntil,
-        limit: claim.limit,
-        perEndpoint: claim.perEndpoint,
-        perOwner: claim.perOwner,
-        inFlight: { ...claim.inFlight },
-        inFlightByOwner: { ...claim.inFlightByOwner }
-      })
+      claims.push(copy(claim))
       return answers.shift() ?? []
     },
-    async recordAttempt (record: AttemptRecord) {
+    async recordAttempt (record: AttemptRecord, refill?: RefillWithRecord) {
       recorded.push(record)
       if (failRecording.has(record.deliveryId)) throw new Error('the database went away')
+      const claim = options.refillWithRecord === true ? refill?.claim() ?? null : null
+      if (claim !== null) {
+        refills.push(copy(claim))
+        refill!.claimed(answers.shift() ?? [], claim)
+      }
       return null
     },
     pruneAttemptDetails: async () => 0
@@ -134,6 +152,7 @@ async function harness (t: TestContext, options: Options = {}) {
     clock,
     dispatcher,
     claims,
+    refills,
     recorded,
     failRecording,
     inactive,
@@ -231,7 +250,8 @@ test('the room: the claim asks for maxInFlight less the attempts held, none at a
     perEndpoint: 2,
     perOwner: 2,
     inFlight: {},
-    inFlightByOwner: {}
+    inFlightByOwner: {},
+    refill: false
   })
   assert.equal(h.dispatcher.inFlight(), 1)
 
@@ -247,7 +267,8 @@ test('the room: the claim asks for maxInFlight less the attempts held, none at a
     perEndpoint: 2,
     perOwner: 2,
     inFlight: { wh_a: 1 },
-    inFlightByOwner: { 1: 1 }
+    inFlightByOwner: { 1: 1 },
+    refill: false
   })
 
   // Three held of three: a round makes no claim at all.
@@ -411,6 +432,51 @@ test('once the dispatcher drains, an attempt that ends starts no round', async (
   await drained
   await quiet()
   assert.equal(h.claims.length, 1)
+})
+
+test('a record that carries the refill: its claim frees only the ending slot, what it took starts, and no claim round follows', async (t) => {
+  const h = await harness(t, {
+    refillWithRecord: true,
+    settings: { maxInFlight: 10, maxInFlightPerEndpoint: 2, maxInFlightPerOwner: 5 }
+  })
+  h.queue(h.delivery(1, 'wh_a', 1), h.delivery(2, 'wh_a', 1), h.delivery(3, 'wh_b', 2))
+  await h.dispatcher.tick()
+  await h.arrived(1, 2, 3)
+  // wh_a at its share: the end of 1 refills with its record, counting 2 and 3 still in flight.
+  h.queue(h.delivery(4, 'wh_a', 1))
+  await h.end(1)
+  await h.arrived(4)
+  assert.deepEqual(h.refills, [{
+    now: T0, leaseUntil: T0 + TIMEOUT_MS + LEASE_MARGIN_MS, limit: 8, perEndpoint: 2, perOwner: 5,
+    inFlight: { wh_a: 1, wh_b: 1 }, inFlightByOwner: { 1: 1, 2: 1 }, refill: true
+  }])
+  await quiet()
+  assert.equal(h.claims.length, 1, 'the refill rode with the record: no claim of its own')
+  // 4 refilled the slot: wh_a is at its share again, so the end of 2 refills too; it takes nothing.
+  await h.end(2)
+  const second = h.refills[1]
+  assert.deepEqual(
+    [h.refills.length, second?.inFlight, second?.inFlightByOwner],
+    [2, { wh_a: 1, wh_b: 1 }, { 1: 1, 2: 1 }]
+  )
+  // Nothing taken, room left and no share full: the next end asks for no claim, with its record or after.
+  await h.end(3)
+  await quiet()
+  assert.deepEqual([h.refills.length, h.claims.length], [2, 1])
+})
+
+test('a record that carries the refill and fails: the slot is refilled by a claim round, as before', async (t) => {
+  const h = await harness(t, {
+    refillWithRecord: true,
+    settings: { maxInFlight: 2, maxInFlightPerEndpoint: 4, maxInFlightPerOwner: 4 }
+  })
+  h.failRecording.add(1)
+  h.queue(h.delivery(1, 'wh_a', 7), h.delivery(2, 'wh_b', 8))
+  await h.dispatcher.tick()
+  await h.arrived(1, 2)
+  await h.end(1)
+  await until(() => h.claims.length === 2, 'a claim after the attempt ended')
+  assert.deepEqual([h.refills.length, h.claims[1]!.limit, h.claims[1]!.refill], [0, 1, true])
 })
 
 test('an attempt whose recording fails is logged with its endpoint, and its slot is released', async (t) => {

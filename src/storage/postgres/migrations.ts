@@ -1344,5 +1344,33 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     SELECT * FROM claim_webhook_deliveries(p_per_endpoint, p_in_flight, p_now, p_limit, p_lease_owner, p_lease_until,
       p_turn_from, p_per_owner, p_owner_in_flight, '{}'::jsonb)
   $fn$;
+  `,
+  // An attempt's record and the refill's claim after it in one call (storage/postgres/webhooks.ts,
+  // recordAttempt with a refill): a delivery cost two round trips, the record's and then the
+  // claim's, and on a machine where one costs 170 to 560 µs those were most of a delivery's time
+  // (docs/performance.md, "PostgreSQL webhooks"). The record is written first, so the claim sees
+  // it (a success's settling of the event's other deliveries to the endpoint). One transaction:
+  // a claim that fails rolls the record back, and the attempt is retried as when its record fails.
+  // The record's rows have item set; the claim's have item null.
+  `
+  CREATE FUNCTION record_webhook_attempts_and_claim (p_items jsonb, p_per_endpoint integer, p_in_flight jsonb, p_now bigint,
+      p_limit integer, p_lease_owner text, p_lease_until bigint, p_turn_from bigint, p_per_owner integer,
+      p_owner_in_flight jsonb, p_after jsonb)
+  RETURNS TABLE (item integer, since bigint, endpoint_status text, delivery_id bigint, attempts integer, test_type text,
+      origin text, replay_due boolean, request_body text, webhook_id text, owner_key_id bigint, url text, secret text,
+      previous_secret text, previous_secret_until bigint, turn_seq bigint, next_attempt_at bigint, seq bigint, tx text,
+      id text, type text, created_at bigint, audience text, subject_key_id bigint, data text)
+  LANGUAGE plpgsql AS $fn$
+  BEGIN
+    RETURN QUERY SELECT r.item, r.since, r.endpoint_status, NULL::bigint, NULL::integer, NULL::text, NULL::text,
+        NULL::boolean, NULL::text, NULL::text, NULL::bigint, NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::bigint,
+        NULL::bigint, NULL::bigint, NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::text, NULL::bigint, NULL::text
+      FROM record_webhook_attempts(p_items) r;
+    RETURN QUERY SELECT NULL::integer, NULL::bigint, NULL::text, c.*
+      FROM claim_webhook_deliveries(p_per_endpoint, p_in_flight, p_now, p_limit, p_lease_owner, p_lease_until,
+        p_turn_from, p_per_owner, p_owner_in_flight, p_after) c
+      ORDER BY c.next_attempt_at, c.delivery_id;
+  END
+  $fn$;
   `
 ]

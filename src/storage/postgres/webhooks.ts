@@ -9,7 +9,9 @@ import { ServiceUnavailableError, webhookLimitReached } from '../../errors.ts'
 import type { StoredEvent } from '../../events/events.store.ts'
 import type { Role } from '../../accounts/plans.ts'
 import { typeFilterOf } from '../../webhooks/event-types.ts'
-import type { AttemptRecord, ReplayResult, WebhookRecord, WebhookStore } from '../../webhooks/webhooks.store.ts'
+import type {
+  AttemptRecord, ClaimedDelivery, DueClaim, RefillWithRecord, ReplayResult, WebhookRecord, WebhookStore
+} from '../../webhooks/webhooks.store.ts'
 import { eventFilterSql } from '../event-filters.ts'
 import {
   ATTEMPT_COLUMNS,
@@ -134,8 +136,12 @@ interface AttemptItem {
   delivery_status: 'succeeded' | 'failed' | 'pending'
   next_attempt_at: number | null
 }
+/** A record waiting for its batch, with the refill's claim it may carry (a record alone runs it). */
+interface Pending { item: AttemptItem; refill?: RefillWithRecord }
 /** What a failure's record returns: the endpoint's failing_since and status after it. */
 interface RecordedRow { item: number; since: number; endpoint_status: string }
+/** A row of record_webhook_attempts_and_claim: a record's (item set) or a claimed delivery's (item null). */
+type RecordedOrClaimedRow = Omit<RecordedRow, 'item'> & { item: number | null } & ClaimRow & { turn_seq: string }
 interface EndpointState { failingSince: number; status: string }
 type Recorded = { state: EndpointState | null } | { error: unknown }
 const recorded = (row: RecordedRow | undefined): Recorded =>
@@ -147,6 +153,9 @@ const recorded = (row: RecordedRow | undefined): Recorded =>
  * so the dispatcher does not wait for the disk at every attempt. The disable never goes this way.
  */
 const RECORD_ATTEMPTS = 'SELECT item, since, endpoint_status FROM record_webhook_attempts($1::jsonb)'
+/** One record and a refill's claim (recordAlone): the record's rows, then the claim's (item null). */
+const RECORD_AND_CLAIM = `SELECT * FROM record_webhook_attempts_and_claim($1::jsonb, $2::integer, $3::jsonb, $4::bigint, $5::integer,
+  $6::text, $7::bigint, $8::bigint, $9::integer, $10::jsonb, $11::jsonb)`
 /**
  * Most records in one batch: the dispatcher has at most WEBHOOK_MAX_IN_FLIGHT attempts in flight
  * (64 by default), each record at most a few KiB (the kept answer is 4 KiB).
@@ -186,10 +195,76 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
       return disabled
     })
 
-  const recordAlone = async (item: AttemptItem): Promise<Recorded> => {
+  /** claim_webhook_deliveries' parameters for `claim` (CLAIM_SQL's $1 to $10). */
+  const claimParams = (claim: DueClaim): unknown[] => {
+    const { now, leaseOwner, leaseUntil, limit, perEndpoint, inFlight, perOwner, inFlightByOwner, refill } = claim
+    // A refill reads each endpoint from past what this store last claimed of it: before that
+    // lie only deliveries leased to attempts in flight or settled since, and the index entries
+    // of their old versions, which a read from the start walks through until a vacuum (about
+    // 200 to lock one row under a backlog). Any other claim reads from the start, so a lease
+    // that expired back there, or a replay made due there, is claimed at the next poll.
+    if (refill !== true) claimedUpTo = new Map()
+    return [
+      perEndpoint,
+      JSON.stringify(inFlight),
+      now,
+      limit,
+      leaseOwner,
+      leaseUntil,
+      turnFrom,
+      Math.min(perOwner ?? UNBOUNDED, UNBOUNDED),
+      JSON.stringify(inFlightByOwner ?? {}),
+      JSON.stringify(Object.fromEntries(claimedUpTo))
+    ]
+  }
+
+  /** The deliveries of a claim's rows (in due order), moving the refill cursor and the turn. */
+  const claimedFrom = (rows: Array<ClaimRow & { turn_seq: string }>, { now, limit }: DueClaim): ClaimedDelivery[] => {
+    // The rows come in due order: each endpoint's last is its furthest.
+    for (const row of rows) claimedUpTo.set(row.webhook_id, [Number(row.next_attempt_at), Number(row.delivery_id)])
+    // Endpoints take turns at going first (round robin in creation order): when the limit runs
+    // out, the next claim starts after the last endpoint served, so a few endpoints with a
+    // backlog never keep the others waiting for good. Per store, so per instance.
+    if (rows.length === limit) {
+      // The last endpoint served in turn order: those from turnFrom on came first, then the others.
+      const seqs = rows.map((row) => Number(row.turn_seq))
+      const wrapped = seqs.filter((seq) => seq < turnFrom)
+      turnFrom = Math.max(...(wrapped.length > 0 ? wrapped : seqs)) + 1
+    }
+    return rows.map((row) => ({
+      id: Number(row.delivery_id),
+      webhookId: row.webhook_id,
+      ownerKeyId: Number(row.owner_key_id),
+      url: row.url,
+      attempts: row.attempts,
+      event: toEvent(row),
+      testType: row.test_type,
+      kind: kindOf(row.attempts + 1, row.origin, row.replay_due),
+      requestBody: row.request_body,
+      secrets: liveSecrets({
+        secret: row.secret,
+        previousSecret: row.previous_secret,
+        previousSecretUntil: row.previous_secret_until === null ? null : Number(row.previous_secret_until)
+      }, now)
+    }))
+  }
+
+  /**
+   * One record alone, with its refill's claim when it asks for one now: then one call of
+   * record_webhook_attempts_and_claim (migration 31), the record first, the claim after it, in
+   * one round trip and one transaction, where a record and then a claim took two.
+   */
+  const recordAlone = async ({ item, refill }: Pending): Promise<Recorded> => {
     try {
-      const rows = await db.statement<RecordedRow>('record_webhook_attempts', RECORD_ATTEMPTS, [JSON.stringify([item])])
-      return recorded(rows[0])
+      const claim = refill?.claim() ?? null
+      if (claim === null || claim.limit <= 0) {
+        const rows = await db.statement<RecordedRow>('record_webhook_attempts', RECORD_ATTEMPTS, [JSON.stringify([item])])
+        return recorded(rows[0])
+      }
+      const rows = await db.statement<RecordedOrClaimedRow>(
+        'record_webhook_attempts_and_claim', RECORD_AND_CLAIM, [JSON.stringify([item]), ...claimParams(claim)])
+      refill!.claimed(claimedFrom(rows.filter((row) => row.item === null), claim), claim)
+      return recorded(rows.find((row): row is RecordedOrClaimedRow & RecordedRow => row.item !== null))
     } catch (error) {
       return { error }
     }
@@ -199,13 +274,13 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
   // no batch is in flight goes at once, alone; those that arrive while one is go together as the
   // next batch, one call of record_webhook_attempts (migration 25): one round trip and one commit
   // for the round's records instead of a transaction of five or six round trips each.
-  const recordBatch = createBatcher<AttemptItem, Recorded>({
+  const recordBatch = createBatcher<Pending, Recorded>({
     maxBatch: MAX_ATTEMPT_BATCH,
     maxInFlight: 1,
     async run (items) {
       if (items.length === 1) return [await recordAlone(items[0]!)]
       try {
-        const rows = await db.statement<RecordedRow>('record_webhook_attempts', RECORD_ATTEMPTS, [JSON.stringify(items)])
+        const rows = await db.statement<RecordedRow>('record_webhook_attempts', RECORD_ATTEMPTS, [JSON.stringify(items.map((p) => p.item))])
         const states = new Map(rows.map((row) => [row.item, row]))
         return items.map((_, i) => recorded(states.get(i)))
       } catch (error) {
@@ -214,16 +289,19 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         // failure (its delivery deleted between the check and the insert) is its own.
         if (error instanceof ServiceUnavailableError) return items.map(() => ({ error }))
         const alone: Recorded[] = []
-        for (const item of items) alone.push(await recordAlone(item))
+        for (const { item } of items) alone.push(await recordAlone({ item }))
         return alone
       }
     }
   })
 
   /** Writes one record through the batcher: null, or the endpoint's state after a failure's record. */
-  const recordOne = async (record: AttemptRecord): Promise<EndpointState | null> => {
+  const recordOne = async (
+    record: AttemptRecord,
+    refill: RefillWithRecord | undefined
+  ): Promise<EndpointState | null> => {
     const [url, sent, headers, body, truncated] = attemptDetailValues(record)
-    const result = await recordBatch({
+    const item: AttemptItem = {
       delivery_id: record.deliveryId,
       webhook_id: record.webhookId,
       lease_owner: record.leaseOwner,
@@ -244,7 +322,8 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
       request_body: record.request?.body ?? null,
       delivery_status: record.outcome === 'succeeded' ? 'succeeded' : record.nextAttemptAt === null ? 'failed' : 'pending',
       next_attempt_at: record.outcome === 'succeeded' ? null : record.nextAttemptAt
-    })
+    }
+    const result = await recordBatch(refill === undefined ? { item } : { item, refill })
     if ('error' in result) throw result.error
     return result.state
   }
@@ -494,60 +573,12 @@ export function createPostgresWebhookStore (db: Db): WebhookStore {
         return rows.length
       })
     },
-    async claimDue ({ now, leaseOwner, leaseUntil, limit, perEndpoint, inFlight, perOwner, inFlightByOwner, refill }) {
-      if (limit <= 0) return []
-      // A refill reads each endpoint from past what this store last claimed of it: before that
-      // lie only deliveries leased to attempts in flight or settled since, and the index entries
-      // of their old versions, which a read from the start walks through until a vacuum (about
-      // 200 to lock one row under a backlog). Any other claim reads from the start, so a lease
-      // that expired back there, or a replay made due there, is claimed at the next poll.
-      if (refill !== true) claimedUpTo = new Map()
-      const rows = await db.statement<ClaimRow & { turn_seq: string }>(
-        'claim_due',
-        CLAIM_SQL,
-        [
-          perEndpoint,
-          JSON.stringify(inFlight),
-          now,
-          limit,
-          leaseOwner,
-          leaseUntil,
-          turnFrom,
-          Math.min(perOwner ?? UNBOUNDED, UNBOUNDED),
-          JSON.stringify(inFlightByOwner ?? {}),
-          JSON.stringify(Object.fromEntries(claimedUpTo))
-        ]
-      )
-      // The rows come in due order: each endpoint's last is its furthest.
-      for (const row of rows) claimedUpTo.set(row.webhook_id, [Number(row.next_attempt_at), Number(row.delivery_id)])
-      // Endpoints take turns at going first (round robin in creation order): when the limit runs
-      // out, the next claim starts after the last endpoint served, so a few endpoints with a
-      // backlog never keep the others waiting for good. Per store, so per instance.
-      if (rows.length === limit) {
-        // The last endpoint served in turn order: those from turnFrom on came first, then the others.
-        const seqs = rows.map((row) => Number(row.turn_seq))
-        const wrapped = seqs.filter((seq) => seq < turnFrom)
-        turnFrom = Math.max(...(wrapped.length > 0 ? wrapped : seqs)) + 1
-      }
-      return rows.map((row) => ({
-        id: Number(row.delivery_id),
-        webhookId: row.webhook_id,
-        ownerKeyId: Number(row.owner_key_id),
-        url: row.url,
-        attempts: row.attempts,
-        event: toEvent(row),
-        testType: row.test_type,
-        kind: kindOf(row.attempts + 1, row.origin, row.replay_due),
-        requestBody: row.request_body,
-        secrets: liveSecrets({
-          secret: row.secret,
-          previousSecret: row.previous_secret,
-          previousSecretUntil: row.previous_secret_until === null ? null : Number(row.previous_secret_until)
-        }, now)
-      }))
+    async claimDue (claim) {
+      if (claim.limit <= 0) return []
+      return claimedFrom(await db.statement<ClaimRow & { turn_seq: string }>('claim_due', CLAIM_SQL, claimParams(claim)), claim)
     },
-    async recordAttempt (record) {
-      const state = await recordOne(record)
+    async recordAttempt (record, refill) {
+      const state = await recordOne(record, refill)
       if (record.outcome === 'succeeded' || state === null || state.status !== 'enabled'
         || state.failingSince > record.disableIfFailingSince) {
         return null

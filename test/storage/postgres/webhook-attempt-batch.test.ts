@@ -12,7 +12,7 @@ import type { PostgresStores } from '../../../src/storage/postgres/index.ts'
 import { CLAIM_SQL } from '../../../src/storage/postgres/webhooks.ts'
 import { disabledEvent } from '../../../src/webhooks/webhooks.view.ts'
 import type { AttemptKind } from '../../../src/webhooks/webhooks.store.ts'
-import type { AttemptRecord, ClaimedDelivery } from '../../../src/webhooks/webhooks.store.ts'
+import type { AttemptRecord, ClaimedDelivery, DueClaim, RefillWithRecord } from '../../../src/webhooks/webhooks.store.ts'
 import { T0 } from '../../helpers/app.ts'
 import { pollUntil } from '../../helpers/server.ts'
 import { openPostgresTestSchema, TEST_DATABASE_URL } from '../../helpers/stores.ts'
@@ -337,4 +337,71 @@ test('a success\'s settling reads the event\'s deliveries by webhook_deliveries_
     assert.match(plan, /webhook_deliveries_by_event/, plan)
     assert.doesNotMatch(plan, /webhook_deliveries_claim/, plan)
   }
+})
+
+// Faults caught: the refill's claim sent as a round trip of its own after the record (two a
+// delivery, the cost migration 31 removes), or asked of a record written in a batch with others
+// (whose claims would each count the others' slots as free); and a claim made with the record
+// that is not handed back.
+test('a record alone carries its refill\'s claim: the record, then the claim, in one round trip; a batch asks for none', async (t) => {
+  const id = `wh_${'r'.repeat(24)}`
+  const { stores, schema, key } = await oneEndpoint(t, id)
+  for (let i = 0; i < 6; i++) {
+    await stores.webhooks.queueTest(id, { type: 'webhook.test', audience: 'webhook', subjectKeyId: key, data: { webhookId: id } }, T0 + 1 + i)
+  }
+  const ids = await inspect(schema, async (c) => (await c.query<{ id: string }>('SELECT id FROM webhook_deliveries ORDER BY id')).rows.map((r) => Number(r.id)))
+  const first = await stores.webhooks.claimDue({
+    now: T0 + 10, leaseOwner: 'instance-a', leaseUntil: T0 + 20_000, limit: 1, perEndpoint: 1, inFlight: {}
+  })
+  assert.deepEqual(first.map((d) => d.id), [ids[0]])
+  const refillClaim = (now: number): DueClaim => ({
+    now, leaseOwner: 'instance-a', leaseUntil: now + 20_000, limit: 1, perEndpoint: 1, inFlight: { [id]: 0 }, refill: true
+  })
+  const taken: Array<{ ids: number[]; claim: DueClaim }> = []
+  const refill = (now: number): RefillWithRecord => ({
+    claim: () => refillClaim(now),
+    claimed: (deliveries, claim) => { taken.push({ ids: deliveries.map((d) => d.id), claim }) }
+  })
+  // The queries the store's connections send, by text or statement name, while the record runs.
+  const sent: string[] = []
+  const query = pg.Client.prototype.query
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const config = args[0] as string | { text?: string; name?: string }
+    sent.push(typeof config === 'string' ? config : config.name ?? config.text ?? '?')
+    return (query as (...a: unknown[]) => unknown).apply(this, args)
+  } as typeof query
+  let disabled
+  try {
+    disabled = await stores.webhooks.recordAttempt(attemptRecord(first[0]!, T0 + 20, 'succeeded'), refill(T0 + 20))
+  } finally {
+    pg.Client.prototype.query = query
+  }
+  assert.equal(disabled, null)
+  assert.deepEqual(sent, ['record_webhook_attempts_and_claim'], 'one round trip')
+  assert.deepEqual(taken.map((x) => x.ids), [[ids[1]]])
+  const rows = await inspect(schema, async (c) => (await c.query(
+    'SELECT d.id, d.status, d.lease_owner, (SELECT count(*)::int FROM webhook_attempts a WHERE a.delivery_id = d.id) AS attempts FROM webhook_deliveries d ORDER BY d.id LIMIT 3')).rows)
+  assert.deepEqual(rows, [
+    { id: String(ids[0]), status: 'succeeded', lease_owner: null, attempts: 1 },
+    { id: String(ids[1]), status: 'pending', lease_owner: 'instance-a', attempts: 0 },
+    { id: String(ids[2]), status: 'pending', lease_owner: null, attempts: 0 }
+  ])
+  // Three at once: the first goes alone and claims; the two after it go as one batch and ask for none.
+  taken.length = 0
+  const more = await stores.webhooks.claimDue({
+    now: T0 + 30, leaseOwner: 'instance-a', leaseUntil: T0 + 20_000, limit: 2, perEndpoint: 3, inFlight: { [id]: 1 }, refill: true
+  })
+  assert.deepEqual(more.map((d) => d.id), [ids[2], ids[3]])
+  let asked = 0
+  await Promise.all([ids[1], ids[2], ids[3]].map((n, i) => stores.webhooks.recordAttempt(
+    attemptRecord({ ...first[0]!, id: n! }, T0 + 40 + i, 'succeeded'),
+    {
+      claim: () => { asked++; return refillClaim(T0 + 40) },
+      claimed: (deliveries, claim) => { taken.push({ ids: deliveries.map((d) => d.id), claim }) }
+    }
+  )))
+  assert.deepEqual([asked, taken.map((x) => x.ids)], [1, [[ids[4]]]])
+  const settled = await inspect(schema, async (c) => (await c.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'succeeded'")).rows[0]!.n)
+  assert.equal(settled, 4)
 })
