@@ -8,6 +8,9 @@
 //   refill  the same with limit 1, as a refill: the claim after each attempt that ends (its
 //           read of an endpoint starts past what the store last claimed of it)
 //   full    every endpoint already has 4 in flight: the claim takes nothing
+// and then what a delivery's bookkeeping costs, a record and the refill's claim after it, with
+// one endpoint's 4 slots held: `apart` records, then claims (two calls, as before migration 31),
+// `together` records with the refill's claim (RefillWithRecord: one call on PostgreSQL).
 // SQLite runs on a temporary file with the WAL's fsync left out (a no-op sync): what is measured
 // is the claim's own work in the writer, not the disk. PostgreSQL runs in a schema of its own,
 // dropped at the end.
@@ -24,6 +27,7 @@ import type { EventDraft } from '../src/events/events.store.ts'
 import { createPostgresStores } from '../src/storage/postgres/index.ts'
 import { createSqliteStores } from '../src/storage/sqlite/index.ts'
 import type { Stores } from '../src/storage/stores.ts'
+import type { AttemptRecord, ClaimedDelivery, DueClaim } from '../src/webhooks/webhooks.store.ts'
 
 const { values } = parseArgs({
   options: {
@@ -73,6 +77,22 @@ async function seed (stores: Stores): Promise<void> {
   }
 }
 
+/** A delivery's attempt recorded as succeeded at `at`. */
+const recordOf = (d: ClaimedDelivery, at: number): AttemptRecord => ({
+  deliveryId: d.id,
+  webhookId: d.webhookId,
+  leaseOwner: 'bench',
+  attempt: d.attempts + 1,
+  at,
+  outcome: 'succeeded',
+  status: 204,
+  error: null,
+  durationMs: 1,
+  nextAttemptAt: null,
+  disableIfFailingSince: 0,
+  disabledEvent: () => { throw new Error('not disabled here') }
+})
+
 const quantile = (sorted: number[], q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
 
@@ -100,23 +120,53 @@ async function measure (engine: string, stores: Stores): Promise<void> {
       })
       times.push(performance.now() - at)
       claimedCount += claimed.length
-      await Promise.all(claimed.map((d) => stores.webhooks.recordAttempt({
-        deliveryId: d.id,
-        webhookId: d.webhookId,
-        leaseOwner: 'bench',
-        attempt: d.attempts + 1,
-        at: now,
-        outcome: 'succeeded',
-        status: 204,
-        error: null,
-        durationMs: 1,
-        nextAttemptAt: null,
-        disableIfFailingSince: 0,
-        disabledEvent: () => { throw new Error('not disabled here') }
-      })))
+      await Promise.all(claimed.map((d) => stores.webhooks.recordAttempt(recordOf(d, now))))
     }
     times.sort((a, b) => a - b)
     console.log(`${engine} ${name}: claimDue median ${quantile(times, 0.5).toFixed(2)} ms, p90 ${quantile(times, 0.9).toFixed(2)} ms over ${ROUNDS} rounds (${claimedCount / ROUNDS} claimed a round)`)
+  }
+  await recordThenClaim(engine, stores, now)
+}
+
+/** A delivery's record and its refill's claim, apart and together, one endpoint at its 4 slots. */
+async function recordThenClaim (engine: string, stores: Stores, from: number): Promise<void> {
+  let now = from + 1_000
+  const webhook = WEBHOOKS[0]!
+  const refillOf = (at: number, held: number): DueClaim => ({
+    now: at,
+    leaseOwner: 'bench',
+    leaseUntil: at + 15_000,
+    limit: 1,
+    perEndpoint: 4,
+    inFlight: { [webhook]: held },
+    perOwner: 16,
+    refill: true
+  })
+  let slots = await stores.webhooks.claimDue({ ...refillOf(now, 0), limit: 4, refill: false })
+  for (const name of ['apart', 'together'] as const) {
+    const times: number[] = []
+    for (let round = 0; round < ROUNDS; round++) {
+      now += 1
+      const [ending, ...held] = slots
+      if (ending === undefined) break
+      const at = performance.now()
+      let next: ClaimedDelivery[] = []
+      if (name === 'apart') {
+        await stores.webhooks.recordAttempt(recordOf(ending, now))
+        next = await stores.webhooks.claimDue(refillOf(now, held.length))
+      } else {
+        await stores.webhooks.recordAttempt(recordOf(ending, now), {
+          claim: () => refillOf(now, held.length),
+          claimed: (deliveries) => { next = deliveries }
+        })
+        // A store that does not carry the claim (SQLite): the refill after the record.
+        if (engine === 'sqlite') next = await stores.webhooks.claimDue(refillOf(now, held.length))
+      }
+      times.push(performance.now() - at)
+      slots = [...held, ...next]
+    }
+    times.sort((a, b) => a - b)
+    console.log(`${engine} record and refill, ${name}: median ${quantile(times, 0.5).toFixed(2)} ms, p90 ${quantile(times, 0.9).toFixed(2)} ms over ${times.length} deliveries`)
   }
 }
 

@@ -338,10 +338,8 @@ export function createDispatcher (deps: DispatcherDeps): Dispatcher {
     }, {
       // The claim the attempt's end would run next (below, in start), made with the record where
       // the store can (PostgreSQL: one round trip for both): only when a refill would follow.
-      claim: () => {
-        const room = settings.maxInFlight - attempts.size + 1
-        return stopping || !saturated || room <= 0 ? null : claimFor(room, true, delivery)
-      },
+      // Its room counts this attempt's slot free: one at least.
+      claim: () => stopping || !saturated ? null : claimFor(settings.maxInFlight - attempts.size + 1, true, delivery),
       claimed: (deliveries, claim) => { refilled = { deliveries, claim } }
     })
     if (result.outcome === 'succeeded') failures.delete(delivery.webhookId)

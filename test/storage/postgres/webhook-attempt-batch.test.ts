@@ -404,4 +404,10 @@ test('a record alone carries its refill\'s claim: the record, then the claim, in
   const settled = await inspect(schema, async (c) => (await c.query<{ n: number }>(
     "SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'succeeded'")).rows[0]!.n)
   assert.equal(settled, 4)
+  // A failure's record returns the endpoint's state in the same rows: only the claim's are deliveries.
+  taken.length = 0
+  const failed = await stores.webhooks.recordAttempt(
+    attemptRecord({ ...first[0]!, id: ids[4]! }, T0 + 50, 'failed', T0 + 60_000), refill(T0 + 50))
+  assert.equal(failed, null)
+  assert.deepEqual(taken.map((x) => x.ids), [[ids[5]]])
 })
