@@ -341,8 +341,8 @@ test('a success\'s settling reads the event\'s deliveries by webhook_deliveries_
 
 // Faults caught: the refill's claim sent as a round trip of its own after the record (two a
 // delivery, the cost migration 31 removes), or asked of a record written in a batch with others
-// (whose claims would each count the others' slots as free); and a claim made with the record
-// that is not handed back.
+// (their claims, each made for the same free room, could together take more than it); a claim
+// made with the record that is not handed back; a failure's record row taken for a delivery.
 test('a record alone carries its refill\'s claim: the record, then the claim, in one round trip; a batch asks for none', async (t) => {
   const id = `wh_${'r'.repeat(24)}`
   const { stores, schema, key } = await oneEndpoint(t, id)
