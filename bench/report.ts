@@ -658,6 +658,11 @@ export interface Document {
     memoryGiB: number
     loadAverageAtStart: number[]
     loadAverageAtEnd: number[]
+    /**
+     * A round trip to PostgreSQL, in µs: the median of 1,000 `SELECT 1` on one client, from this
+     * process (null: no PostgreSQL run). It sets the floor of every PostgreSQL row (docs/performance.md).
+     */
+    postgresRoundTripUs: number | null
   }
   generator: string
   placement: string
@@ -732,9 +737,14 @@ function footer (doc: Document): string {
     'round of the mixed run, and its longest stall (a 5 ms timer more than 20 ms late) split by the main thread\'s',
     '/proc schedstat into running, waiting for a CPU (other processes) and blocked in a system call.',
     `Load generator: ${doc.generator}. ${doc.placement}.`,
-    `Load average at start ${doc.machine.loadAverageAtStart.join(' ')}, at end ${doc.machine.loadAverageAtEnd.join(' ')} (${doc.machine.cpus} CPUs).`
+    `Load average at start ${doc.machine.loadAverageAtStart.join(' ')}, at end ${doc.machine.loadAverageAtEnd.join(' ')} (${doc.machine.cpus} CPUs).`,
+    ...(doc.machine.postgresRoundTripUs === null ? [] : [roundTripText(doc.machine.postgresRoundTripUs)])
   ].join('\n')
 }
+
+/** The PostgreSQL round trip's line, as the run prints it and the Markdown repeats it. */
+export const roundTripText = (us: number): string =>
+  `A round trip to PostgreSQL: ${Math.round(us)} µs (SELECT 1 on one client, the median of 1,000).`
 
 export function renderMarkdown (doc: Document): string {
   const micro = doc.limiter.filter((m) => m.status === 'ok')

@@ -20,6 +20,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
+import type pg from 'pg'
 import { createMemoryRateLimiter } from '../src/ratelimit/memory.ts'
 import { createRedisRateLimiter, redisClientOptions } from '../src/ratelimit/redis.ts'
 import { createPostgresStores } from '../src/storage/postgres/index.ts'
@@ -52,6 +53,7 @@ import {
   referenceCheck,
   refusalCheck,
   renderText,
+  roundTripText,
   save,
   scenarioRow,
   SETUP_TITLES,
@@ -567,7 +569,8 @@ async function main (): Promise<number> {
     cpuModel: cpus[0]?.model.trim() ?? 'unknown',
     memoryGiB: Math.round(os.totalmem() / 2 ** 30 * 10) / 10,
     loadAverageAtStart: os.loadavg().map((l) => Math.round(l * 100) / 100),
-    loadAverageAtEnd: [] as number[]
+    loadAverageAtEnd: [] as number[],
+    postgresRoundTripUs: null as number | null
   }
   const plainRuns: PlainRun[] = []
   let reference: ReferenceCheck | null = null
@@ -670,6 +673,8 @@ async function main (): Promise<number> {
         await withPostgres(pgUrl, (c) => c.query(`CREATE SCHEMA ${schema}`))
         cleanups.push(() => withPostgres(pgUrl, (c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)))
         const schemaUrl = withSearchPath(pgUrl, schema)
+        machine.postgresRoundTripUs = await withPostgres(pgUrl, postgresRoundTrip)
+        process.stdout.write(`  (${roundTripText(machine.postgresRoundTripUs)})\n`)
         const pgSeed = await seedStores(
           `PostgreSQL schema ${schema}`,
           () => createPostgresStores(pgUrl, { schema, poolMax: 16 }),
@@ -830,6 +835,22 @@ async function main (): Promise<number> {
     return 1
   }
   return 0
+}
+
+/**
+ * The median of 1,000 `SELECT 1` round trips on `client`, in µs, after 200 unmeasured: what one
+ * statement costs this machine before any work (170 to 560 µs on session 29's VM, tens elsewhere).
+ */
+async function postgresRoundTrip (client: pg.Client): Promise<number> {
+  for (let i = 0; i < 200; i++) await client.query('SELECT 1')
+  const times: number[] = []
+  for (let i = 0; i < 1000; i++) {
+    const at = performance.now()
+    await client.query('SELECT 1')
+    times.push(performance.now() - at)
+  }
+  times.sort((a, b) => a - b)
+  return Math.round(times[500]! * 10_000) / 10
 }
 
 process.exitCode = await main()
