@@ -465,22 +465,20 @@ test('a record that carries the refill: its claim frees only the ending slot, wh
   assert.deepEqual([h.refills.length, h.claims.length], [2, 1])
 })
 
-test('a record that carries the refill and fails: the slot is refilled by a claim round, as before', async (t) => {
+// With the refill carried by the record too: a record that fails claimed nothing, and a claim
+// round refills the slot, as before.
+for (const refillWithRecord of [false, true]) {
+  const carried = refillWithRecord ? ' (the record carrying the refill)' : ''
+  test(`an attempt whose recording fails is logged with its endpoint, and its slot is released${carried}`, async (t) => {
+    await recordingFails(t, refillWithRecord)
+  })
+}
+
+async function recordingFails (t: TestContext, refillWithRecord: boolean): Promise<void> {
   const h = await harness(t, {
-    refillWithRecord: true,
+    refillWithRecord,
     settings: { maxInFlight: 2, maxInFlightPerEndpoint: 4, maxInFlightPerOwner: 4 }
   })
-  h.failRecording.add(1)
-  h.queue(h.delivery(1, 'wh_a', 7), h.delivery(2, 'wh_b', 8))
-  await h.dispatcher.tick()
-  await h.arrived(1, 2)
-  await h.end(1)
-  await until(() => h.claims.length === 2, 'a claim after the attempt ended')
-  assert.deepEqual([h.refills.length, h.claims[1]!.limit, h.claims[1]!.refill], [0, 1, true])
-})
-
-test('an attempt whose recording fails is logged with its endpoint, and its slot is released', async (t) => {
-  const h = await harness(t, { settings: { maxInFlight: 2, maxInFlightPerEndpoint: 4, maxInFlightPerOwner: 4 } })
   h.failRecording.add(1)
   h.queue(h.delivery(1, 'wh_a', 7), h.delivery(2, 'wh_b', 8))
   await h.dispatcher.tick()
@@ -490,6 +488,7 @@ test('an attempt whose recording fails is logged with its endpoint, and its slot
   await until(() => h.claims.length === 2, 'a claim after the attempt ended')
   const next = h.claims[1]!
   assert.deepEqual([next.limit, next.inFlight, next.inFlightByOwner], [1, { wh_b: 1 }, { 8: 1 }])
+  assert.deepEqual([h.refills.length, next.refill], [0, true])
   assert.equal(h.disableCalls.length, 1, 'that round only claims: no fan-out, no owners\' check, per delivery')
   assert.deepEqual(h.recorded.map((r) => r.deliveryId), [1])
   assert.equal(h.warned.length, 1)
@@ -497,7 +496,7 @@ test('an attempt whose recording fails is logged with its endpoint, and its slot
   assert.equal(line!.fields.webhookId, 'wh_a')
   assert.equal((line!.fields.err as Error).message, 'the database went away')
   assert.match(line!.message, /could not be recorded/)
-})
+}
 
 test('without a logger, a failed recording still releases its slot and throws nothing', async (t) => {
   const h = await harness(t, { noLog: true, settings: { maxInFlight: 3 } })
