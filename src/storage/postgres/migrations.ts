@@ -1414,11 +1414,15 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     versions integer[];
   BEGIN
     SELECT max((p_items -> i ->> 'now')::bigint) INTO at_now FROM unnest(p_idx) i;
-    SELECT array_agg(h.owner), array_agg(h.orders), array_agg(h.units) INTO cap_owners, cap_orders, cap_units FROM (
-      SELECT w.owner, count(o.id)::integer AS orders, coalesce(sum(o.quantity) FILTER (WHERE o.pet_id = the_pet), 0)::integer AS units
-      FROM (SELECT DISTINCT (p_items -> i ->> 'owner')::bigint AS owner FROM unnest(p_idx) i WHERE p_items -> i ->> 'maxOrders' IS NOT NULL) w
-      LEFT JOIN orders o ON o.owner_key_id = w.owner AND NOT o.complete AND o.expires_at > at_now
-      GROUP BY w.owner) h;
+    -- Each capped owner's holdings by its own index scan (a join planned for a few owners may
+    -- read the whole table instead).
+    cap_owners := ARRAY(SELECT DISTINCT (p_items -> i ->> 'owner')::bigint FROM unnest(p_idx) i
+      WHERE p_items -> i ->> 'maxOrders' IS NOT NULL);
+    SELECT array_agg(h.orders ORDER BY w.n), array_agg(h.units ORDER BY w.n) INTO cap_orders, cap_units
+      FROM unnest(cap_owners) WITH ORDINALITY AS w(owner, n),
+      LATERAL (SELECT count(*)::integer AS orders,
+          coalesce(sum(o.quantity) FILTER (WHERE o.pet_id = the_pet), 0)::integer AS units
+        FROM orders o WHERE o.owner_key_id = w.owner AND NOT o.complete AND o.expires_at > at_now) h;
     FOR r IN SELECT u.k::integer AS k, t.owner, t.quantity, t.now, t."maxOrders" AS max_orders, t."maxUnits" AS max_units,
         t."checkCooldown" AS check_cooldown, t."lowStock" AS low_stock
         FROM unnest(p_idx) WITH ORDINALITY AS u(i, k),
@@ -1439,9 +1443,10 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
         PERFORM sweep_expired_orders(the_pet, at_now, (p_items -> p_idx[1] ->> 'cooldownMs')::bigint);
         SELECT p.stock, p.status, p.version INTO left_stock, pet_status, pet_version FROM pets p WHERE p.id = the_pet FOR UPDATE;
         found_pet := FOUND;
+        cooling_owners := ARRAY(SELECT DISTINCT (p_items -> i ->> 'owner')::bigint FROM unnest(p_idx) i
+          WHERE (p_items -> i ->> 'checkCooldown')::boolean);
         SELECT array_agg(x.owner_key_id), array_agg(x.until) INTO cooling_owners, cooling_until FROM order_cooldowns x
-          WHERE x.pet_id = the_pet AND x.owner_key_id IN (SELECT (p_items -> i ->> 'owner')::bigint FROM unnest(p_idx) i
-            WHERE (p_items -> i ->> 'checkCooldown')::boolean);
+          WHERE x.owner_key_id = ANY (cooling_owners) AND x.pet_id = the_pet;
         swept := true;
       END IF;
       IF r.check_cooldown THEN
