@@ -1376,16 +1376,18 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   // A batch of orders decided by runs (issue 51 item 2; storage/postgres/orders.ts): each order
   // cost 110 to 145 µs of database time in a batch, as place_order's statements (the cap's count,
   // the sweep's check, the cool-down's read, the pet's UPDATE, the order's and the event's INSERTs)
-  // ran for each. place_order_run takes a run, the orders of one pet without an Idempotency-Key
-  // in a row of the batch's order, and decides them one after the other in memory, as place_order
-  // would: the caps counted once an owner, then the pet swept of lapsed holds (at the first order
-  // past its cap, at the run's latest clock), locked and read once, the cool-downs of its owners
-  // read once; then one UPDATE of the pet, one INSERT of the orders and one of their events (with
-  // inventory.low after the order that crossed the threshold). An order with a key still goes to
-  // place_order alone: its claim is a row of its own. Same signature: an instance of the previous
-  // version calls it unchanged. 110 → 56 µs an order in batches of 32 (docs/performance.md).
+  // ran for each. place_order_run takes a run, the orders of one pet in a row of the batch's order,
+  // and decides them one after the other in memory, as place_order would: each Idempotency-Key
+  // claimed (its statements still one order's), the caps counted once an owner, then the pet swept
+  // of lapsed holds (at the first order past its cap, at the run's latest clock), locked and read
+  // once, the cool-downs of its owners read once; then one UPDATE of the pet, one INSERT of the
+  // orders and one of their events (with inventory.low after the order that crossed the
+  // threshold), the keys' answers written and a refusal's claim deleted. A key already in the run
+  // starts the next, so that its second order reads the first's answer. Same signature: an
+  // instance of the previous version calls it unchanged. 110 → 56 µs an order in batches of 32
+  // (docs/performance.md).
   `
-  CREATE FUNCTION place_order_run (p_items jsonb, p_idx integer[])
+  CREATE FUNCTION place_order_run (p_items jsonb, p_idx integer[], p_claim_ttl bigint)
   RETURNS TABLE (item integer, outcome text, detail text, id bigint, pet_id bigint, owner_key_id bigint, quantity integer,
     ship_date bigint, complete boolean, created_at bigint, expires_at bigint, version integer)
   LANGUAGE plpgsql AS $fn$
@@ -1394,6 +1396,8 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     the_pet bigint := (p_items -> p_idx[1] ->> 'pet')::bigint;
     at_now bigint;
     r record;
+    prior record;
+    claimed boolean;
     found_pet boolean;
     swept boolean := false;
     left_stock integer;
@@ -1408,6 +1412,7 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     outcomes text[] := '{}';
     details text[] := '{}';
     placed integer[] := '{}';
+    claims integer[] := '{}';
     low_at integer;
     low_json text;
     ids bigint[];
@@ -1424,11 +1429,36 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
           coalesce(sum(o.quantity) FILTER (WHERE o.pet_id = the_pet), 0)::integer AS units
         FROM orders o WHERE o.owner_key_id = w.owner AND NOT o.complete AND o.expires_at > at_now) h;
     FOR r IN SELECT u.k::integer AS k, t.owner, t.quantity, t.now, t."maxOrders" AS max_orders, t."maxUnits" AS max_units,
-        t."checkCooldown" AS check_cooldown, t."lowStock" AS low_stock
+        t."checkCooldown" AS check_cooldown, t."lowStock" AS low_stock, t.scope, t.key, t.fingerprint
         FROM unnest(p_idx) WITH ORDINALITY AS u(i, k),
           jsonb_to_record(p_items -> u.i) AS t(owner bigint, quantity integer, now bigint, "maxOrders" integer, "maxUnits" integer,
-            "checkCooldown" boolean, "lowStock" integer)
+            "checkCooldown" boolean, "lowStock" integer, scope text, key text, fingerprint text)
         ORDER BY u.k LOOP
+      -- The Idempotency-Key's claim, as place_order's: a replay or a reuse is the item's answer.
+      claimed := false;
+      IF r.key IS NOT NULL THEN
+        FOR attempt IN 1..2 LOOP
+          INSERT INTO idempotency_keys (scope, key, fingerprint, response, created_at)
+            VALUES (r.scope, r.key, r.fingerprint, '', r.now) ON CONFLICT (scope, key) DO NOTHING;
+          IF FOUND THEN claimed := true; EXIT; END IF;
+          SELECT i.fingerprint, i.response, i.created_at INTO prior FROM idempotency_keys i
+            WHERE i.scope = r.scope AND i.key = r.key FOR UPDATE;
+          CONTINUE WHEN NOT FOUND;
+          IF prior.created_at <= r.now - p_claim_ttl THEN
+            UPDATE idempotency_keys SET fingerprint = r.fingerprint, response = '', created_at = r.now
+              WHERE scope = r.scope AND key = r.key;
+            claimed := true; EXIT;
+          END IF;
+          IF prior.fingerprint <> r.fingerprint THEN outcomes[r.k] := 'reused';
+          ELSE outcomes[r.k] := 'replayed'; details[r.k] := prior.response;
+          END IF;
+          EXIT;
+        END LOOP;
+        CONTINUE WHEN outcomes[r.k] IS NOT NULL;
+        IF NOT claimed THEN RAISE EXCEPTION 'idempotency claim kept vanishing'; END IF;
+        -- Answered once the run is written: a placed order's response, a refusal's claim deleted.
+        claims := claims || r.k;
+      END IF;
       IF r.max_orders IS NOT NULL THEN
         c := array_position(cap_owners, r.owner);
         IF cap_orders[c] >= r.max_orders OR cap_units[c] + r.quantity > r.max_units THEN
@@ -1502,6 +1532,17 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
           SELECT low_at, 1, new_event_id(), 'inventory.low', (p_items -> p_idx[low_at] ->> 'now')::bigint, 'inventory', NULL,
             low_json WHERE low_at IS NOT NULL
         ) e ORDER BY e.k, e.after;
+      UPDATE idempotency_keys k SET response = order_json(ids[u.n::integer], the_pet, t.quantity, t."shipDate", false,
+          t.owner, t.now, t."expiresAt", versions[u.n::integer])
+        FROM unnest(placed) WITH ORDINALITY AS u(k, n),
+          jsonb_to_record(p_items -> p_idx[u.k]) AS t(owner bigint, quantity integer, "shipDate" bigint, now bigint,
+            "expiresAt" bigint, scope text, key text)
+        WHERE u.k = ANY (claims) AND k.scope = t.scope AND k.key = t.key;
+    END IF;
+    IF cardinality(claims) > 0 THEN
+      DELETE FROM idempotency_keys k USING unnest(claims) AS cl(k),
+          jsonb_to_record(p_items -> p_idx[cl.k]) AS t(scope text, key text)
+        WHERE outcomes[cl.k] <> 'placed' AND k.scope = t.scope AND k.key = t.key;
     END IF;
     RETURN QUERY SELECT p_idx[u.k], outcomes[u.k], details[u.k], ids[pl.n::integer], CASE WHEN pl.n IS NULL THEN NULL ELSE the_pet END,
         CASE WHEN pl.n IS NULL THEN NULL ELSE t.owner END, CASE WHEN pl.n IS NULL THEN NULL ELSE t.quantity END,
@@ -1523,6 +1564,7 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     o record;
     run integer[] := '{}';
     run_pet bigint;
+    run_keys text[] := '{}';
   BEGIN
     FOR capped IN SELECT DISTINCT (e->>'owner')::bigint FROM jsonb_array_elements(p_items) e
         WHERE e->>'maxOrders' IS NOT NULL ORDER BY 1 LOOP
@@ -1530,26 +1572,22 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
     END LOOP;
     FOR o IN SELECT (t.n - 1)::integer AS i, t.e FROM jsonb_array_elements(p_items) WITH ORDINALITY AS t(e, n)
         ORDER BY (t.e->>'pet')::bigint, t.n LOOP
-      IF cardinality(run) > 0 AND (o.e->>'key' IS NOT NULL OR (o.e->>'pet')::bigint <> run_pet) THEN
-        RETURN QUERY SELECT * FROM place_order_run(p_items, run);
+      -- A run is one pet's; an order whose key is already in the run starts the next, so that it
+      -- reads the answer the first one left.
+      IF cardinality(run) > 0 AND ((o.e->>'pet')::bigint <> run_pet
+          OR (o.e->>'key' IS NOT NULL AND jsonb_build_array(o.e->'scope', o.e->'key')::text = ANY (run_keys))) THEN
+        RETURN QUERY SELECT * FROM place_order_run(p_items, run, p_claim_ttl);
         run := '{}';
+        run_keys := '{}';
       END IF;
-      IF o.e->>'key' IS NULL THEN
-        run := run || o.i;
-        run_pet := (o.e->>'pet')::bigint;
-        CONTINUE;
+      run := run || o.i;
+      run_pet := (o.e->>'pet')::bigint;
+      IF o.e->>'key' IS NOT NULL THEN
+        run_keys := run_keys || jsonb_build_array(o.e->'scope', o.e->'key')::text;
       END IF;
-      RETURN QUERY SELECT o.i, r.outcome, r.detail, r.id, r.pet_id, r.owner_key_id, r.quantity, r.ship_date,
-        r.complete, r.created_at, r.expires_at, r.version
-        FROM place_order((o.e->>'pet')::bigint, (o.e->>'owner')::bigint, (o.e->>'quantity')::integer,
-          (o.e->>'shipDate')::bigint, (o.e->>'now')::bigint, (o.e->>'expiresAt')::bigint,
-          (o.e->>'maxOrders')::integer, (o.e->>'maxUnits')::integer,
-          o.e->>'scope', o.e->>'key', o.e->>'fingerprint', p_claim_ttl,
-          (o.e->>'lowStock')::integer, (o.e->>'cooldownMs')::bigint, (o.e->>'checkCooldown')::boolean,
-          o.e->>'eventId') r;
     END LOOP;
     IF cardinality(run) > 0 THEN
-      RETURN QUERY SELECT * FROM place_order_run(p_items, run);
+      RETURN QUERY SELECT * FROM place_order_run(p_items, run, p_claim_ttl);
     END IF;
   END
   $fn$;

@@ -8,8 +8,8 @@
 // flight are placed together by one call of place_orders (migration 6): one round trip, one transaction and
 // one WAL flush for the batch, each order decided as if alone (group commit on the API side; the
 // design and figures are in docs/performance.md, "PostgreSQL orders"). Since migration 32 the
-// batch's orders of one pet without an Idempotency-Key are decided as a run in memory, with one
-// UPDATE of the pet and one INSERT of their orders and of their events (place_order_run).
+// batch's orders of one pet are decided as a run in memory, with one UPDATE of the pet and one
+// INSERT of their orders and of their events (place_order_run).
 //
 // Locks, always in this order so no two transactions wait on each other in a cycle:
 // the order row (SELECT ... FOR UPDATE), then the pet row. Placing an order locks only the pet

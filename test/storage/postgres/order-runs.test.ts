@@ -1,6 +1,6 @@
-// place_orders decides a batch by runs (migration 32, place_order_run): the orders of one pet
-// without an Idempotency-Key, one after the other in memory, with one sweep, one lock and one
-// UPDATE of the pet, and their orders and events written by one statement each. The property: a
+// place_orders decides a batch by runs (migration 32, place_order_run): the orders of one pet,
+// one after the other in memory, with one sweep, one lock and one UPDATE of the pet, and their
+// orders and events written by one statement each (a key repeated in the batch starts a run). The property: a
 // batch leaves the database as the same orders placed one at a time by place_order would, in the
 // batch's order (by pet, then arrival), for any mix of pets, owners, quantities, caps, cool-downs
 // and keys. Both are run on the same data in a transaction that is rolled back.
@@ -46,7 +46,7 @@ interface Start {
   status: Array<'available' | 'pending' | 'sold'>
   holds: Array<{ pet: number; owner: number; quantity: number; lapsed: boolean }>
   cooling: Array<{ pet: number; owner: number }>
-  keys: Array<{ key: string; fingerprint: string }>
+  keys: Array<{ key: string; fingerprint: string; stale: boolean }>
 }
 
 const startArb = fc.record({
@@ -57,15 +57,20 @@ const startArb = fc.record({
     { maxLength: 6 }
   ),
   cooling: fc.array(fc.record({ pet: fc.nat(2), owner: fc.nat(2) }), { maxLength: 2 }),
-  keys: fc.array(fc.record({ key: fc.constantFrom('k1', 'k2'), fingerprint: fc.constantFrom('fp', 'other') }), { maxLength: 1 })
+  // Keys answered before the batch: the same request (a replay), another (a reuse), or a claim
+  // older than its time to live (claimed again).
+  keys: fc.array(
+    fc.record({ key: fc.constantFrom('k1', 'k2'), fingerprint: fc.constantFrom('fp', 'other'), stale: fc.boolean() }),
+    { maxLength: 2 }
+  )
 })
 
 const itemArb = fc.record({
   pet: fc.constantFrom(0, 0, 0, 1, 1, 2, 3), // 3: a pet that does not exist
   owner: fc.nat(2),
   quantity: fc.constantFrom(1, 1, 2, 3),
-  // Mostly none: an order with a key ends its run.
-  key: fc.oneof({ weight: 5, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom('k1', 'k2', 'k3') }),
+  // A key repeated in a batch ends the run it is already in.
+  key: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom('k1', 'k2', 'k3', 'k4') }),
   capped: fc.boolean(),
   checkCooldown: fc.boolean()
 })
@@ -118,8 +123,8 @@ async function prepare (c: pg.Client, seeded: Seed, start: Start): Promise<numbe
       [seeded.owners[cool.owner], seeded.pets[cool.pet], NOW + COOLDOWN])
   }
   for (const key of start.keys) {
-    await c.query(`INSERT INTO idempotency_keys (scope, key, fingerprint, response, created_at) VALUES ('s', $1, $2, $3, $4)`,
-      [key.key, key.fingerprint, JSON.stringify({ id: base }), NOW - 1])
+    await c.query(`INSERT INTO idempotency_keys (scope, key, fingerprint, response, created_at) VALUES ('s', $1, $2, $3, $4)
+      ON CONFLICT DO NOTHING`, [key.key, key.fingerprint, JSON.stringify({ id: base }), key.stale ? NOW - 2 * HOLD : NOW - 1])
   }
   return base
 }
