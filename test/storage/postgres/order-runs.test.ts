@@ -165,3 +165,40 @@ test('place_orders: a batch leaves what its orders placed one at a time by place
     assert.deepEqual(together, oneByOne)
   }), { numRuns: 150 })
 })
+
+test('place_orders: a run reads a capped owner\'s holdings by index, however many orders others hold', { skip: postgres.skip }, async (t) => {
+  // Fault caught: the run's count of its capped owners planned as a read of the whole orders
+  // table (a join of the owners with it), which took the refusal at the cap from 4,858 to 782 a
+  // second in the bench (docs/performance-history.md, "Session 30"). auto_explain sends the plan of
+  // each statement inside the functions to this client as a notice.
+  postgres.check()
+  const { c, seeded } = await seed(t)
+  const [capped, other] = seeded.owners as [number, number]
+  await c.query(`INSERT INTO orders (pet_id, owner_key_id, quantity, complete, created_at, expires_at)
+    SELECT $1, $2, 1, false, $3, $4 FROM generate_series(1, 20000)`, [seeded.pets[1], other, NOW, NOW + HOLD])
+  await c.query(`INSERT INTO orders (pet_id, owner_key_id, quantity, complete, created_at, expires_at)
+    SELECT $1, $2, 1, false, $3, $4 FROM generate_series(1, 3)`, [seeded.pets[0], capped, NOW, NOW + HOLD])
+  await c.query('UPDATE pets SET stock = 10')
+  await c.query('ANALYZE orders')
+  const plans: string[] = []
+  c.on('notice', (notice) => { plans.push(notice.message ?? '') })
+  await c.query(`LOAD 'auto_explain'`)
+  await c.query('SET auto_explain.log_min_duration = 0')
+  await c.query('SET auto_explain.log_nested_statements = on')
+  await c.query('SET auto_explain.log_level = notice')
+  const items = [0, 1].map((i) => ({
+    pet: seeded.pets[0], owner: capped, quantity: 1, shipDate: null, now: NOW, expiresAt: NOW + HOLD,
+    maxOrders: 3, maxUnits: 100, scope: null, key: null, fingerprint: null, lowStock: 2, cooldownMs: COOLDOWN,
+    checkCooldown: true, eventId: `evt_plan${String(i).padStart(28, '0')}`
+  }))
+  // PL/pgSQL plans a statement for its parameters five times, then may keep a generic plan: the
+  // tenth call runs that one.
+  let rows: Array<{ outcome: string }> = []
+  for (let call = 0; call < 10; call++) {
+    plans.length = 0
+    rows = (await c.query('SELECT outcome FROM place_orders($1::jsonb, $2)', [JSON.stringify(items), HOLD])).rows
+  }
+  assert.deepEqual(rows.map((r) => r.outcome), ['limit', 'limit'], 'the owner holds its cap of 3')
+  assert.ok(plans.some((p) => p.includes('orders_open_by_owner')), `the holdings read by the owner's index:\n${plans.join('\n')}`)
+  assert.deepEqual(plans.filter((p) => /Seq Scan on orders\b/.test(p)), [], 'no statement reads the whole orders table')
+})
