@@ -98,14 +98,16 @@ test('npm run bench, one second per slice: the reference, a random-pet read, ord
   )
   // Each row's progress line names its target.
   assert.match(stdout, /SQLite, GET \/v1\/pets\/\{id\}: .* \([\d.]+x bare's [\d.]+ ms\), .*; target >= 0\.5x \(moonshot 0\.6x\), p99 <= 2\.5x bare's: (met|MISSED)/)
-  // The reference check: plain wrk (no script) ran at both ends and was compared.
+  // The reference check: plain wrk (no script) and the bench's load ran side by side at both ends
+  // and were compared.
   if (wrk.skip === false) {
     assert.ok(
-      doc.reference !== null && doc.reference.plain.length === 2 && doc.reference.plainReqPerSec > 0,
+      doc.reference !== null && doc.reference.pairs.map((p) => p.when).join() === 'start,end'
+      && doc.reference.pairs.every((p) => p.plain.reqPerSec > 0 && p.benchReqPerSec > 0),
       JSON.stringify(doc.reference)
     )
-    assert.match(doc.reference.plain[0]!.command, /wrk -t1 -c50 -d1s --latency$/)
-    assert.match(stdout, /Reference check: the bench's bare node:http figure, [\d,]+ req\/s, against plain wrk/)
+    assert.match(doc.reference.pairs[0]!.plain.command, /wrk -t1 -c50 -d1s --latency$/)
+    assert.match(stdout, /Reference check, the bench's wrk script against plain wrk \(no script\) on bare node:http, one right after the other: at the start, the bench's load [\d,]+ req\/s against plain wrk's [\d,]+/)
   }
   assert.equal(doc.memory.length, 1)
   assert.ok(doc.memory[0]!.startMiB! > 0 && doc.memory[0]!.afterMiB! > 0)
