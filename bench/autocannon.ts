@@ -2,6 +2,7 @@
 // (bench/load.ts starts it, pinned to the generator's core), so it never shares an event loop
 // with the parent or a server. It prints one BENCH_RESULT line, the same shape wrk's script
 // prints, and exits.
+import { randomBytes } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { formatResult, gridFromSorted, type AutocannonJob, type Part } from './load.ts'
 
@@ -11,8 +12,9 @@ interface AutocannonRequest {
   path?: string
   body?: string
   headers?: Record<string, string>
-  setupRequest?: (request: { path: string }) => { path: string }
+  setupRequest?: (request: SetupRequest) => SetupRequest
 }
+interface SetupRequest { path: string; headers?: Record<string, string> }
 interface AutocannonOptions {
   url: string
   connections: number
@@ -74,6 +76,15 @@ async function main (): Promise<void> {
   if (load.kind === 'static') {
     Object.assign(options, { url: job.base + load.path, method: load.method })
     if (load.body !== undefined) Object.assign(options, { body: load.body, headers: { ...load.headers, 'content-type': 'application/json' } })
+    if (load.freshIdempotencyKeys === true) {
+      const prefix = `bench-${randomBytes(8).toString('hex')}-`
+      let count = 0
+      options.requests = [{
+        method: load.method,
+        ...(load.body !== undefined && { body: load.body }),
+        setupRequest: (request) => ({ ...request, headers: { ...options.headers, 'idempotency-key': prefix + String(++count) } })
+      }]
+    }
   } else if (load.kind === 'paths') {
     options.requests = [{ method: 'GET', setupRequest: pick(load.paths) }]
   } else {

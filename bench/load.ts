@@ -27,6 +27,11 @@ export type Load =
      * with any other counts as a status error, and one with this status does not.
      */
     expectStatus?: number
+    /**
+     * Each request sends an Idempotency-Key of its own (a prefix drawn per generator run, then a
+     * count), as our client and the MCP door do with every order: none is ever a replay.
+     */
+    freshIdempotencyKeys?: boolean
   }
   /** GET one of the paths per request, picked at random (so a cache sees the whole catalogue). */
   | { kind: 'paths'; paths: string[]; headers: Record<string, string> }
@@ -176,6 +181,22 @@ function wrkScript (load: Load): string {
   if (load.kind === 'static') {
     const body = `wrk.method = ${lua(load.method)}\n`
       + (load.body === undefined ? '' : `wrk.body = ${lua(load.body)}\nwrk.headers["content-type"] = "application/json"\n`)
+      // A key per request: the request is formatted in a request() callback, which costs the
+      // generator (one thread), not the server. The prefix differs per run of wrk (each round).
+      + (load.freshIdempotencyKeys !== true
+        ? ''
+        : `
+local key_prefix, key_count = nil, 0
+function init (args)
+  math.randomseed(os.time() + math.floor(os.clock() * 1000000))
+  key_prefix = string.format('bench-%x-%x%x-', os.time(), math.random(0, 1073741823), math.random(0, 1073741823))
+end
+function request ()
+  key_count = key_count + 1
+  wrk.headers['idempotency-key'] = key_prefix .. key_count
+  return wrk.format()
+end
+`)
     if (load.expectStatus === undefined) {
       return head + body + `
 function done (summary, latency, requests)
@@ -400,6 +421,8 @@ export interface Measured {
   bare: Slice[]
   /** Per round: this scenario's req/s over the bare server's in the same round. */
   ratios: number[]
+  /** The requests the warm-up completed (not measured; the keyed orders' count of orders). */
+  warmupRequests?: number
 }
 
 /**
@@ -492,7 +515,9 @@ export async function measure (
   bare: Target & { load: Load; slices: Slice[] },
   options: { connections: number; slice: number; rounds: number; warmup: number }
 ): Promise<Measured> {
-  if (options.warmup > 0) await generator.run(target.base, load, options.connections, options.warmup)
+  const warmupRequests = options.warmup > 0
+    ? (await generator.run(target.base, load, options.connections, options.warmup)).requests
+    : 0
   const slices: Slice[] = []
   const bareSlices: Slice[] = []
   const ratios: number[] = []
@@ -507,5 +532,5 @@ export async function measure (
     bareSlices.push(bareSlice!)
     ratios.push((mine.requests / mine.seconds) / (bareSlice!.requests / bareSlice!.seconds))
   }
-  return { slices, bare: bareSlices, ratios }
+  return { slices, bare: bareSlices, ratios, warmupRequests }
 }

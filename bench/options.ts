@@ -13,9 +13,9 @@ export const USAGE = `usage: npm run bench -- [options]
                       the run fails (default 15)
   --connections N     concurrent connections (default 50)
   --pets N            pets in the catalogue the reads pick from (default 10000)
-  --only LIST         scenarios to run, comma-separated: get, id, list, rate_limit, orders, refused,
-                      log (the read with the request log on vs REQUEST_LOG=off), mixed, webhooks
-                      (default all)
+  --only LIST         scenarios to run, comma-separated: get, id, list, rate_limit, orders, keyed
+                      (orders with a new Idempotency-Key each), refused, log (the read with the
+                      request log on vs REQUEST_LOG=off), mixed, webhooks (default all)
   --peers             on SQLite, the reads by id and the orders also by two peers in the same rounds
                       (json-server at its defaults, and bench/peers/afternoon.ts: node:sqlite, a key
                       lookup, X-RateLimit headers), with our ratio to each (default off)
@@ -38,7 +38,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --out DIR           where latest.json and latest.md go (default bench/results, ignored by git)
   --no-pin            do not pin the server and the generator to their own cores with taskset`
 
-export const SCENARIO_IDS = ['get', 'id', 'list', 'rate_limit', 'orders', 'refused', 'log', 'mixed', 'webhooks'] as const
+export const SCENARIO_IDS = ['get', 'id', 'list', 'rate_limit', 'orders', 'keyed', 'refused', 'log', 'mixed', 'webhooks'] as const
 export type ScenarioId = typeof SCENARIO_IDS[number]
 
 export const SETUP_STORES = ['sqlite', 'postgres'] as const

@@ -270,6 +270,18 @@ export function refusalCheck (rows: Row[]): void {
   refused.target = `CPU µs/req <= the placed orders' (${placed.cpuUsPerReq.toFixed(1)})`
   refused.met = refused.cpuUsPerReq <= placed.cpuUsPerReq
 }
+/**
+ * The keyed orders beside the unkeyed ones on the same setup: what a key costs, in the row's
+ * title (no target: a keyed order does more, it claims and answers its key).
+ */
+export function keyedCheck (rows: Row[]): void {
+  const placed = rows.find((r) => r.scenario === 'orders' && r.status === 'ok')
+  const keyed = rows.find((r) => r.scenario === 'keyed' && r.status === 'ok')
+  if (placed?.cpuUsPerReq == null || keyed?.cpuUsPerReq == null || placed.ratio === null || keyed.ratio === null) return
+  keyed.title += ` (${keyed.cpuUsPerReq.toFixed(1)} CPU µs/req against the unkeyed orders' ${placed.cpuUsPerReq.toFixed(1)}, `
+    + `${fmtRatio(keyed.ratio / placed.ratio)} their ratio to bare)`
+}
+
 const RSS_TARGET = { afterMiB: 128, text: '< 128 MiB after' }
 
 /**

@@ -34,6 +34,8 @@ export interface Seeded {
    * number of orders placed, which the receiver must see as many order.created deliveries of.
    */
   webhookPetId: number
+  /** Another, for the keyed orders alone, so that the orders of a fast run never empty one stock. */
+  keyedPetId: number
 }
 
 /**
@@ -78,6 +80,12 @@ export async function seed (stores: Stores, pets: number, databaseUrl: string): 
     status: 'available'
   }, null, Date.now())
   await stores.inventory.setStock(hooked.id, ORDER_STOCK, null, Date.now())
+  const { record: keyed } = await stores.pets.createPet({
+    name: 'Bench tetra',
+    categoryId: categoryIds[3]!,
+    status: 'available'
+  }, null, Date.now())
+  await stores.inventory.setStock(keyed.id, ORDER_STOCK, null, Date.now())
   petIds.sort((a, b) => a - b)
   catalogue.sort((a, b) => a.id - b.id)
 
@@ -95,7 +103,8 @@ export async function seed (stores: Stores, pets: number, databaseUrl: string): 
     pets: catalogue,
     petIds,
     orderPetId: stocked.id,
-    webhookPetId: hooked.id
+    webhookPetId: hooked.id,
+    keyedPetId: keyed.id
   }
 }
 
@@ -105,6 +114,8 @@ export interface Probe {
   method: 'GET' | 'POST'
   path: string
   body?: string
+  /** Sent besides the scenario's own. */
+  headers?: Record<string, string>
   expectStatus: number
   /** Null when the answer is what the scenario means to load, else what is wrong with it. */
   check (response: Response, body: unknown): string | null
@@ -119,6 +130,11 @@ export interface Scenario {
   charged: boolean
   /** The webhooks scenario: the orders of this pet are counted against the receiver's order.created deliveries. */
   webhookPetId?: number
+  /**
+   * The keyed orders: every order the load completed took a unit of this pet's stock, none was
+   * answered as a replay (a key sent twice would be), or the row fails.
+   */
+  stockPetId?: number
   /** The environment this scenario's server runs with besides the setup's (it gets one of its own). */
   serverEnv?: Record<string, string>
   /**
@@ -152,6 +168,7 @@ export function scenarios (seeded: Seeded, only: ReadonlySet<ScenarioId>, connec
   const count = seeded.petIds.length.toLocaleString('en-US')
   const orderBody = JSON.stringify({ petId: seeded.orderPetId, quantity: 1 })
   const hookedBody = JSON.stringify({ petId: seeded.webhookPetId, quantity: 1 })
+  const keyedBody = JSON.stringify({ petId: seeded.keyedPetId, quantity: 1 })
   const idPaths = seeded.petIds.map((id) => `/v1/pets?id=${id}`)
   // Issue 20's mixed run: 45 connections reading while 5 order (a tenth, at least one).
   const orderers = Math.max(1, Math.round(connections / 10))
@@ -219,6 +236,16 @@ export function scenarios (seeded: Seeded, only: ReadonlySet<ScenarioId>, connec
       note: 'one unit of one pet per order, each acknowledged only once durable'
     },
     {
+      id: 'keyed', title: 'POST /v1/store/orders, a new Idempotency-Key each', charged: true, stockPetId: seeded.keyedPetId,
+      load: { kind: 'static', method: 'POST', path: '/v1/store/orders', body: keyedBody, headers, freshIdempotencyKeys: true },
+      probe: {
+        method: 'POST', path: '/v1/store/orders', body: keyedBody, expectStatus: 201,
+        headers: { 'idempotency-key': `bench-probe-${Date.now()}` },
+        check: (response) => headerCheck(response, ['location', ...LIMIT_HEADERS])
+      },
+      note: 'the orders row as our TypeScript client and the MCP door send it: each order with an Idempotency-Key of its own, claimed and answered in the order\'s transaction (never a replay)'
+    },
+    {
       id: 'refused', title: 'POST /v1/store/orders refused at the owner\'s cap (409)', charged: true,
       load: { kind: 'static', method: 'POST', path: '/v1/store/orders', body: orderBody, headers: cappedHeaders, expectStatus: 409 },
       prepare: (base) => fillCap(base, cappedHeaders, orderBody),
@@ -271,7 +298,7 @@ async function fillCap (base: string, headers: Record<string, string>, body: str
 export async function probe (base: string, headers: Record<string, string>, p: Probe): Promise<string | null> {
   const response = await fetch(base + p.path, {
     method: p.method,
-    headers: { ...headers, ...(p.body !== undefined && { 'content-type': 'application/json' }) },
+    headers: { ...headers, ...p.headers, ...(p.body !== undefined && { 'content-type': 'application/json' }) },
     ...(p.body !== undefined && { body: p.body })
   })
   const text = await response.text()

@@ -30,7 +30,7 @@ async function call (
   return text === '' ? null : JSON.parse(text)
 }
 
-const stockOf = async (base: string, headers: Record<string, string>, petId: number): Promise<number> =>
+export const stockOf = async (base: string, headers: Record<string, string>, petId: number): Promise<number> =>
   (await call(base, headers, 'GET', `/v1/store/inventory/${petId}`, 200) as { quantity: number }).quantity
 
 /**

@@ -54,13 +54,14 @@ const WEBHOOKS = ['--server-env', 'WEBHOOK_POLL_MS=10,WEBHOOK_MAX_IN_FLIGHT_PER_
 
 test('npm run bench, one second per slice: the reference, a random-pet read, orders, the mixed run and orders with a webhook are measured, tabled and saved', { timeout: 200_000 }, async (t) => {
   wrk.check()
-  const { stdout, doc, markdown } = await bench(t, ['--only', 'get,orders,mixed,webhooks', ...WEBHOOKS])
+  const { stdout, doc, markdown } = await bench(t, ['--only', 'get,orders,keyed,mixed,webhooks', ...WEBHOOKS])
   assert.equal(doc.ok, true, doc.failures.join('\n'))
   assert.match(doc.generator, wrk.skip === false ? /^wrk/ : /^autocannon in a child process \(wrk is not installed/)
   assert.deepEqual(doc.rows.map((r) => [r.setup, r.scenario, r.status]), [
     ['bare', 'bare', 'ok'],
     ['sqlite', 'get', 'ok'],
     ['sqlite', 'orders', 'ok'],
+    ['sqlite', 'keyed', 'ok'],
     ['sqlite', 'mixed', 'ok'],
     ['sqlite', 'webhooks', 'ok'],
     ['postgres', 'all', 'skipped'],
@@ -72,7 +73,9 @@ test('npm run bench, one second per slice: the reference, a random-pet read, ord
     mixed.mixed !== undefined && mixed.mixed.ordersPerSec > 0 && mixed.mixed.readsPerSec > 0,
     JSON.stringify(mixed.mixed)
   )
-  assert.deepEqual(doc.rows.map((r) => r.target), [null, '>= 0.5x (moonshot 0.6x), p99 <= 2.5x bare\'s', '>= 0.2x', 'reads p99 < 10 ms, every round, reads p99 <= 4x bare\'s', '>= 0.2x, every event delivered', null, null])
+  assert.deepEqual(doc.rows.map((r) => r.target), [null, '>= 0.5x (moonshot 0.6x), p99 <= 2.5x bare\'s', '>= 0.2x', null, 'reads p99 < 10 ms, every round, reads p99 <= 4x bare\'s', '>= 0.2x, every event delivered', null, null])
+  // The keyed orders: beside the unkeyed ones, each order taken from the stock (none a replay).
+  assert.match(doc.rows.find((r) => r.scenario === 'keyed')!.title, /^POST \/v1\/store\/orders, a new Idempotency-Key each \([\d.]+ CPU µs\/req against the unkeyed orders' [\d.]+, [\d.]+x their ratio to bare\)$/)
   // Each measured row's p99 beside the bare server's p99 of the same rounds.
   for (const row of doc.rows.filter((r) => r.status === 'ok' && r.scenario !== 'bare')) {
     assert.ok(
@@ -206,4 +209,30 @@ test('the autocannon fallback: a static GET, a POST, random paths and the mixed 
   assert.ok(mixed.reads.count > 0 && mixed.orders.count > 0, `${mixed.reads.count} reads, ${mixed.orders.count} orders`)
   assert.equal(mixed.reads.bad + mixed.orders.bad, 0)
   assert.ok(seen.post > 0 && seen.get > 0)
+})
+
+test('the keyed orders\' load sends an Idempotency-Key of its own with every request, new in every run, from wrk and from autocannon', { timeout: 60_000 }, async (t) => {
+  // A server that answers 201 and keeps every key it is sent.
+  const keys: (string | undefined)[] = []
+  const server = createServer((request, response) => {
+    keys.push(request.headers['idempotency-key'] as string | undefined)
+    request.resume()
+    request.on('end', () => { response.writeHead(201, { 'content-type': 'application/json' }).end('{}') })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.after(() => new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections() }))
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const load: Load = { kind: 'static', method: 'POST', path: '/orders', body: '{"petId":1,"quantity":1}', headers: { 'x-api-key': 'k' }, freshIdempotencyKeys: true }
+  for (const name of [...(hasCommand('wrk') ? ['wrk' as const] : []), 'autocannon' as const]) {
+    const generator = await openGenerator(name, null)
+    keys.length = 0
+    const first = await generator.run(base, load, 4, 1)
+    const firstKeys = keys.splice(0)
+    const second = await generator.run(base, load, 4, 1)
+    assert.ok(first.requests > 0 && second.requests > 0)
+    assert.equal(firstKeys.length >= first.requests && keys.length >= second.requests, true, name)
+    assert.ok([...firstKeys, ...keys].every((k) => typeof k === 'string' && /^bench-[0-9a-f-]+$/.test(k)), `${name}: ${firstKeys.slice(0, 3).join()}`)
+    // No key twice, within a run or across two (each round is a run of the generator).
+    assert.equal(new Set([...firstKeys, ...keys]).size, firstKeys.length + keys.length, `${name}: a key was sent twice`)
+  }
 })
