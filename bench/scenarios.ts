@@ -2,6 +2,7 @@
 // request checked before its load so that a row measures what its title claims.
 import { main as cli } from '../src/cli/main.ts'
 import type { Stores } from '../src/storage/stores.ts'
+import type { PetRecord } from '../src/pets/pets.store.ts'
 import type { Load } from './load.ts'
 import type { ScenarioId } from './options.ts'
 import type { PeerPet } from './peers/json-server.ts'
@@ -66,26 +67,17 @@ export async function seed (stores: Stores, pets: number, databaseUrl: string): 
   for (let i = 0; i < pets - 1; i += 32) {
     petIds.push(...await Promise.all(Array.from({ length: Math.min(32, pets - 1 - i) }, (_, j) => createPet(i + j))))
   }
-  const { record: stocked } = await stores.pets.createPet({
-    name: 'Bench goldfish',
-    categoryId: categoryIds[3]!,
-    status: 'available'
-  }, null, Date.now())
-  await stores.inventory.setStock(stocked.id, ORDER_STOCK, null, Date.now())
+  // The pets the orders buy, each with a stock of its own (ORDER_STOCK).
+  const stockedPet = async (name: string): Promise<PetRecord> => {
+    const { record } = await stores.pets.createPet({ name, categoryId: categoryIds[3]!, status: 'available' }, null, Date.now())
+    await stores.inventory.setStock(record.id, ORDER_STOCK, null, Date.now())
+    return record
+  }
+  const stocked = await stockedPet('Bench goldfish')
   petIds.push(stocked.id)
   catalogue.push({ id: stocked.id, name: stocked.name, categoryId: stocked.categoryId, status: stocked.status })
-  const { record: hooked } = await stores.pets.createPet({
-    name: 'Bench guppy',
-    categoryId: categoryIds[3]!,
-    status: 'available'
-  }, null, Date.now())
-  await stores.inventory.setStock(hooked.id, ORDER_STOCK, null, Date.now())
-  const { record: keyed } = await stores.pets.createPet({
-    name: 'Bench tetra',
-    categoryId: categoryIds[3]!,
-    status: 'available'
-  }, null, Date.now())
-  await stores.inventory.setStock(keyed.id, ORDER_STOCK, null, Date.now())
+  const hooked = await stockedPet('Bench guppy')
+  const keyed = await stockedPet('Bench tetra')
   petIds.sort((a, b) => a - b)
   catalogue.sort((a, b) => a.id - b.id)
 
